@@ -1,0 +1,73 @@
+"""The contract: the output type a model must produce, compiled once for validation and schema walking.
+
+A contract is any type ``pydantic.TypeAdapter`` accepts: a ``BaseModel`` subclass, a dataclass, a
+``TypedDict``, ``list[Segment]``, ``Literal[...]``, ``int``. Compiling builds the validator, the JSON
+Schema the repair stages walk, and a stable hash of that schema (what caches and audit records key on).
+Compiled contracts are cached per type, so calling ``guardrail.parse`` in a loop pays this once.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import TypeAdapter
+
+from guardrail.schema.view import Schema, SchemaView
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, eq=False)
+class Contract(Generic[T]):
+    """A compiled output type.
+
+    Attributes:
+        output_type: the type given by the caller.
+        adapter: the pydantic ``TypeAdapter`` that validates it.
+        schema: its JSON Schema (validation mode); empty when pydantic cannot express the type.
+        schema_hash: SHA-256 of the canonical JSON of ``schema``.
+    """
+
+    output_type: Any
+    adapter: TypeAdapter[T]
+    schema: Schema
+    schema_hash: str
+    view: SchemaView
+
+    def validate_json(self, payload: str, *, forbid_extra: bool = False) -> T:
+        """Validate JSON text strictly: only JSON's own types, no lax conversions (those are ours to make).
+
+        ``forbid_extra`` rejects unknown keys regardless of the model's config, which the fast path uses
+        to be sure no drifted field name was silently dropped.
+        """
+        if forbid_extra:
+            return self.adapter.validate_json(payload, strict=True, extra="forbid")
+        return self.adapter.validate_json(payload, strict=True)
+
+
+def compile_contract(output_type: Any) -> Contract[Any]:
+    """Compile (or fetch from the cache) the contract for ``output_type``."""
+    try:
+        return _compile_cached(output_type)
+    except TypeError:  # unhashable type expression: compile without caching
+        return _compile(output_type)
+
+
+@functools.lru_cache(maxsize=512)
+def _compile_cached(output_type: Any) -> Contract[Any]:
+    return _compile(output_type)
+
+
+def _compile(output_type: Any) -> Contract[Any]:
+    adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+    try:
+        schema: Schema = adapter.json_schema()
+    except Exception:  # pydantic cannot express some types (callables, arbitrary classes) as JSON Schema
+        schema = {}
+    canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()
+    return Contract(output_type, adapter, schema, digest, SchemaView(schema))

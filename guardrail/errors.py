@@ -1,0 +1,88 @@
+"""Every error guardrail raises, under one root.
+
+The tree::
+
+    GuardrailError                 anything guardrail raises on purpose
+    └── ParseError                 model text could not become a valid value (.kind, .feedback, .text, .report)
+        ├── NoJSONError            kind "no_json": no JSON value could be read from the text
+        ├── TruncatedError         kind "truncated": the JSON stops before it is complete (never closed up)
+        ├── AmbiguousError         kind "ambiguous": two different readings both satisfy the contract
+        └── SchemaViolationError   kind "schema_violation": JSON was read but does not satisfy the contract
+            └── InputLimitError    the text is larger or deeper than the configured limits (.limit, .value)
+
+``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
+there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
+developer and says the same with the kind in front. Every parse error carries the raw text it was given and,
+where the pipeline ran, the full :class:`~guardrail.ParseReport` (candidates considered, fixes applied).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from guardrail.parse.report import ParseReport
+
+ParseErrorKind = Literal["no_json", "truncated", "ambiguous", "schema_violation"]
+
+
+class GuardrailError(Exception):
+    """Root of every error guardrail raises on purpose; catch this to catch them all."""
+
+
+class ParseError(GuardrailError):
+    """Model output could not be turned into a value of the contract type.
+
+    Attributes:
+        kind: one of ``"no_json"``, ``"truncated"``, ``"ambiguous"``, ``"schema_violation"``.
+        feedback: a short message meant to be sent back to the model as-is.
+        text: the raw model text that was parsed (nothing is lost).
+        report: the :class:`ParseReport` of the run that failed, or ``None`` if the input was refused
+            before any stage ran.
+    """
+
+    kind: ParseErrorKind = "schema_violation"
+
+    def __init__(self, feedback: str, *, text: str = "", report: ParseReport[Any] | None = None) -> None:
+        super().__init__(f"{self.kind}: {feedback}")
+        self.feedback = feedback
+        self.text = text
+        self.report = report
+
+
+class NoJSONError(ParseError):
+    """No JSON value could be read from the model's text."""
+
+    kind: ParseErrorKind = "no_json"
+
+
+class TruncatedError(ParseError):
+    """The JSON in the text ends before it is complete; it is reported, never closed up."""
+
+    kind: ParseErrorKind = "truncated"
+
+
+class AmbiguousError(ParseError):
+    """Two different readings of the text both satisfy the contract, so neither may be chosen."""
+
+    kind: ParseErrorKind = "ambiguous"
+
+
+class SchemaViolationError(ParseError):
+    """JSON was read from the text but it does not satisfy the contract."""
+
+    kind: ParseErrorKind = "schema_violation"
+
+
+class InputLimitError(SchemaViolationError):
+    """The text exceeds a configured limit (size or nesting depth); refused before further work.
+
+    Attributes:
+        limit: ``"max_bytes"`` or ``"max_depth"``.
+        value: the configured limit that was exceeded.
+    """
+
+    def __init__(self, feedback: str, *, limit: str, value: int, text: str = "") -> None:
+        super().__init__(feedback, text=text)
+        self.limit = limit
+        self.value = value

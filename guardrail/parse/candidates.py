@@ -1,0 +1,113 @@
+"""Finding every JSON value in a segment, and choosing among candidates by how well they fit the contract.
+
+Finding: a whole segment that is one strict JSON value is one candidate (the only way a scalar root is
+found). Otherwise each ``{`` or ``[`` starts an attempt: the C ``json`` decoder first (the common case,
+clean JSON inside prose), the lenient scanner when that fails. A failed attempt resumes the search
+*after the point where it failed*, and a successful one after its value, so every character is read a
+bounded number of times: the search is linear in the text.
+
+Choosing: a candidate that validates beats one that does not, whatever its position. Two *different*
+valid candidates are ambiguous; an exact repeat is not. A candidate cut off at the very end of the text
+means the answer itself was cut off, so it wins over an earlier complete value (a format example, say).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final
+
+from guardrail.parse.fences import Segment, unwrap_scalar
+from guardrail.parse.report import Candidate
+from guardrail.parse.scanner import NonFinite, scan
+
+_OPENER: Final = re.compile(r"[{\[]")
+_DECODER: Final = json.JSONDecoder(parse_constant=NonFinite)
+
+
+def find_in_segment(text: str, segment: Segment, max_depth: int) -> list[Candidate]:
+    """All candidates in ``text[segment.start:segment.end]``, with offsets into ``text``."""
+    body = text[segment.start : segment.end]
+    base = segment.start
+    whole = _whole(body, segment, max_depth)
+    if whole is not None:
+        return [whole]
+    found: list[Candidate] = []
+    pos = 0
+    while True:
+        m = _OPENER.search(body, pos)
+        if m is None:
+            return found
+        start = m.start()
+        strict = _strict_at(body, start, max_depth)
+        if strict is not None:
+            value, end = strict
+            found.append(Candidate(base + start, base + end, segment.source, "invalid", data=value, tokens=1))
+            pos = end
+            continue
+        result = scan(body, start, max_depth=max_depth)
+        if result.status == "complete":
+            found.append(Candidate(base + start, base + result.end, segment.source, "invalid",
+                                   data=result.value, fixes=result.fixes, tokens=result.tokens))
+            pos = result.end
+        elif result.status == "truncated":
+            found.append(Candidate(base + start, base + len(body), segment.source, "truncated",
+                                   fixes=result.fixes, message=result.message, path=result.path,
+                                   tokens=result.tokens))
+            return found
+        else:
+            if result.tokens:
+                found.append(Candidate(base + start, base + result.end, segment.source, "syntax_error",
+                                       message=result.message, tokens=result.tokens))
+            pos = max(result.end, start + 1)
+
+
+def _whole(body: str, segment: Segment, max_depth: int) -> Candidate | None:
+    """The segment as one strict JSON value (after one optional ``<tag>`` wrapper), if it is one."""
+    inner, tag = unwrap_scalar(body)
+    if not inner or (inner[0] in "{[" and tag is None and segment.source == "text"):
+        return None  # containers in prose are found by the opener search, with the same result
+    try:
+        value = _DECODER.decode(inner)
+    except (ValueError, RecursionError):
+        return None
+    if _depth_exceeds(value, inner, 0, len(inner), max_depth):
+        return None  # let the scanner report the limit
+    offset = body.find(inner)
+    start = segment.start + max(offset, 0)
+    return Candidate(start, start + len(inner), "tag" if tag else segment.source, "invalid", data=value,
+                     tokens=1, tag=tag or "")
+
+
+def _strict_at(body: str, start: int, max_depth: int) -> tuple[Any, int] | None:
+    try:
+        value, end = _DECODER.raw_decode(body, start)
+    except (ValueError, RecursionError):
+        return None
+    if _depth_exceeds(value, body, start, end, max_depth):
+        return None  # the scanner will raise the depth limit
+    return value, end
+
+
+def _depth_exceeds(value: Any, text: str, start: int, end: int, max_depth: int) -> bool:
+    """Depth check for values the C decoder produced (its own limit is higher than ours).
+
+    Counting brackets in the source slice is a C-speed upper bound on the depth, so the walk only runs
+    for texts with many containers.
+    """
+    if text.count("{", start, end) + text.count("[", start, end) <= max_depth:
+        return False
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth >= max_depth:
+                return True
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def canonical(value: Any) -> str:
+    """A comparison key for JSON values: equal keys mean an exact repeat."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)

@@ -1,0 +1,170 @@
+"""Lossless coercion toward the contract: only where the contract asks for it and nothing can change meaning.
+
+Made (each recorded as a :class:`Fix`):
+
+- ``"4.2"`` -> 4.2 where a number is expected; ``"5"`` -> 5 and ``4.0`` -> 4 where an integer is;
+- ``"true"``/``"false"`` -> booleans;
+- a single object where a list of such objects is expected -> a one-element list;
+- ``"sub-1,sub-2"`` -> ``["sub-1", "sub-2"]`` where a list of strings is expected (never padded);
+- a JSON array or object encoded inside a string, where that array or object is expected;
+- enum case and surrounding-space folding (``"Billing "`` -> ``"billing"``) when exactly one member matches;
+- ``NaN``/``Infinity`` -> null, only where the contract allows null (otherwise a violation).
+
+Refused, left for validation to report: ``"4/5"``, ``"high (4)"``, ``"3-4"``, ``"1,234"``, ``"N/A"``, 4.5
+for an integer, ``true`` for an integer, and a label in another language for an enum.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Final
+
+from guardrail.parse.report import Fix, Violation, json_path
+from guardrail.parse.scanner import NonFinite, scan
+from guardrail.schema.view import Schema, SchemaView
+
+_INTEGER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+\-]?[0-9]+)?")
+
+
+@dataclass(slots=True)
+class CoerceContext:
+    """What a coercion walk records: fixes made, violations found, and the depth budget it has."""
+
+    view: SchemaView
+    max_depth: int
+    fixes: list[Fix] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+
+
+def coerce(value: Any, schema: Schema, ctx: CoerceContext, path: list[str | int]) -> Any:
+    """Return ``value`` coerced toward ``schema`` where that is lossless; record what changed."""
+    view = ctx.view
+    if isinstance(value, NonFinite):
+        if view.allows_null(schema):
+            ctx.fixes.append(Fix("nonfinite_to_null", json_path(path), value.literal, None))
+        else:
+            ctx.violations.append(Violation(
+                json_path(path), f"{value.literal} is not a valid JSON number; a finite number is expected"))
+        return None
+    node = view.pick(schema, value)
+    if node is None:
+        return _descend(value, None, ctx, path)
+    if not view.admits(node, value):
+        converted = _convert(value, node, ctx, path)
+        if converted is _REFUSED:
+            return _descend(value, None, ctx, path)
+        value = converted
+    elif isinstance(value, str) and ("enum" in node or "const" in node):
+        value = _fold_enum(value, node, ctx, path)
+    return _descend(value, node, ctx, path)
+
+
+def _descend(value: Any, node: Schema | None, ctx: CoerceContext, path: list[str | int]) -> Any:
+    view = ctx.view
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if isinstance(child, (dict, list, str, float, NonFinite)):
+                path.append(key)
+                value[key] = coerce(child, view.member(node, key) if node else {}, ctx, path)
+                path.pop()
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            if isinstance(child, (dict, list, str, float, NonFinite)):
+                path.append(index)
+                value[index] = coerce(child, view.item(node, index) if node else {}, ctx, path)
+                path.pop()
+    return value
+
+
+class _Refused:
+    """Marker: no lossless coercion exists."""
+
+
+_REFUSED: Final = _Refused()
+
+
+def _convert(value: Any, node: Schema, ctx: CoerceContext, path: list[str | int]) -> Any:
+    types = ctx.view.types(node)
+    where = json_path(path)
+    if isinstance(value, str):
+        text = value.strip()
+        if "integer" in types:
+            number = _to_integer(text)
+            if number is not None:
+                ctx.fixes.append(Fix("coerce_integer", where, value, number))
+                return number
+        if "number" in types and _NUMBER.fullmatch(text):
+            real: int | float = int(text) if _INTEGER.fullmatch(text) and len(text) <= 4300 else float(text)
+            ctx.fixes.append(Fix("coerce_number", where, value, real))
+            return real
+        if "boolean" in types and text.lower() in ("true", "false"):
+            ctx.fixes.append(Fix("coerce_bool", where, value, text.lower() == "true"))
+            return text.lower() == "true"
+        if ("array" in types and text.startswith("[")) or ("object" in types and text.startswith("{")):
+            return _decode_embedded(value, text, types, ctx, path)
+        if "array" in types and _is_string_list(node, ctx.view):
+            parts = [p.strip() for p in text.split(",")]
+            parts = [p for p in parts if p]
+            if parts:
+                ctx.fixes.append(Fix("split_list", where, value, parts))
+                return parts
+        return _REFUSED
+    if isinstance(value, float) and "integer" in types and value.is_integer():
+        ctx.fixes.append(Fix("coerce_integer", where, value, int(value)))
+        return int(value)
+    if isinstance(value, dict) and "array" in types:
+        item = ctx.view.item(node, 0)
+        if any(ctx.view.admits(b, value) for b in ctx.view.branches(item)):
+            ctx.fixes.append(Fix("wrap_list", where, "{...}", "[{...}]"))
+            return [value]
+    return _REFUSED
+
+
+def _is_string_list(node: Schema, view: SchemaView) -> bool:
+    item_types = view.types(view.resolve(view.item(node, 0)))
+    return bool(item_types) and item_types <= {"string"}
+
+
+def _to_integer(text: str) -> int | None:
+    """An integer written as a string, exactly: ``"5"``, ``"-12"``, ``"5.0"``; not ``"05"`` or ``"5.5"``."""
+    if _INTEGER.fullmatch(text):
+        return int(text) if len(text) <= 4300 else None
+    if _NUMBER.fullmatch(text) and len(text) <= 400:
+        try:
+            exact = Decimal(text)
+        except InvalidOperation:  # pragma: no cover - the pattern admits only valid decimals
+            return None
+        if exact == exact.to_integral_value() and abs(exact.adjusted()) < 4000:
+            return int(exact)
+    return None
+
+
+def _decode_embedded(raw: str, text: str, types: frozenset[str], ctx: CoerceContext,
+                     path: list[str | int]) -> Any:
+    budget = ctx.max_depth - len(path)
+    if budget < 1:
+        return _REFUSED
+    result = scan(text, 0, max_depth=budget)
+    if result.status != "complete" or text[result.end :].strip():
+        return _REFUSED
+    decoded = result.value
+    is_array, is_object = isinstance(decoded, list), isinstance(decoded, dict)
+    if not ((is_array and "array" in types) or (is_object and "object" in types)):
+        return _REFUSED
+    ctx.fixes.append(Fix("decode_embedded_json", json_path(path), raw[:80], "[...]" if is_array else "{...}"))
+    return decoded
+
+
+def _fold_enum(value: str, node: Schema, ctx: CoerceContext, path: list[str | int]) -> str:
+    members = node.get("enum") if "enum" in node else [node.get("const")]
+    if not isinstance(members, list) or value in members:
+        return value
+    folded = value.strip().casefold()
+    matches = [m for m in members if isinstance(m, str) and m.strip().casefold() == folded]
+    if len(matches) == 1:
+        ctx.fixes.append(Fix("enum_fold", json_path(path), value, matches[0]))
+        return str(matches[0])
+    return value

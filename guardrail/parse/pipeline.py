@@ -1,0 +1,87 @@
+"""``parse`` and ``parse_report``: raw model text in, a validated value or a precise typed error out.
+
+Clean JSON takes a fast path: one strict pydantic validation of the text as-is, with unknown keys
+forbidden for that check only, so a drifted field name can never be silently dropped there; anything the
+fast path does not accept goes through the stages, which decide. The fast path is skipped when the text
+mentions ``NaN``/``Infinity`` (pydantic would accept them as floats; the contract rules decide here) and
+when custom stages or a lower ``max_depth`` than pydantic's are in use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar, overload
+
+from pydantic import ValidationError
+
+from guardrail.contract import compile_contract
+from guardrail.errors import InputLimitError
+from guardrail.parse.report import ParseReport
+from guardrail.parse.stages import DEFAULT_STAGES, check_limits, run_stages
+from guardrail.parse.state import PYDANTIC_MAX_DEPTH, Limits, ParseState, Stage
+
+T = TypeVar("T")
+
+_NO_ALIASES: Mapping[str, str] = {}
+DEFAULT_LIMITS = Limits()
+
+
+@overload
+def parse_report(text: str, output_type: type[T], *, aliases: Mapping[str, str] | None = None,
+                 limits: Limits | None = None, stages: Sequence[Stage] | None = None) -> ParseReport[T]: ...
+@overload
+def parse_report(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = None,
+                 limits: Limits | None = None, stages: Sequence[Stage] | None = None) -> ParseReport[Any]: ...
+def parse_report(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = None,
+                 limits: Limits | None = None, stages: Sequence[Stage] | None = None) -> ParseReport[Any]:
+    """Parse model text into ``output_type`` and report everything that happened; never raises for bad text.
+
+    Args:
+        text: the model's raw output.
+        output_type: a pydantic model class or any type ``pydantic.TypeAdapter`` accepts.
+        aliases: drifted field name -> contract field name, applied at any depth.
+        limits: size and depth caps (defaults: :class:`Limits`).
+        stages: the stage list to run (default: ``DEFAULT_STAGES``).
+
+    Returns:
+        A :class:`ParseReport` holding the value or the :class:`ParseError`, the fixes and the candidates.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    contract = compile_contract(output_type)
+    limits = limits or DEFAULT_LIMITS
+    state = ParseState(text, contract, aliases or _NO_ALIASES, limits)
+    chosen = tuple(stages) if stages is not None else DEFAULT_STAGES
+    if chosen is DEFAULT_STAGES and limits.max_depth >= PYDANTIC_MAX_DEPTH:
+        try:
+            check_limits(state)
+        except InputLimitError as error:
+            error.report = state.report
+            state.report.error = error
+            return state.report
+        if "NaN" not in text and "Infinity" not in text:
+            try:
+                state.report.value = contract.validate_json(text, forbid_extra=True)
+            except (ValidationError, ValueError):
+                pass
+            else:
+                state.report.fast_path = True
+                return state.report
+        chosen = DEFAULT_STAGES[1:]
+    return run_stages(state, chosen).report
+
+
+@overload
+def parse(text: str, output_type: type[T], *, aliases: Mapping[str, str] | None = None,
+          limits: Limits | None = None) -> T: ...
+@overload
+def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = None,
+          limits: Limits | None = None) -> Any: ...
+def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = None,
+          limits: Limits | None = None) -> Any:
+    """Parse model text into a validated ``output_type`` value, or raise a :class:`ParseError`.
+
+    The error's ``.kind`` is ``"no_json"``, ``"truncated"``, ``"ambiguous"`` or ``"schema_violation"``; its
+    ``.feedback`` is ready to send back to the model; its ``.report`` holds the candidates and fixes.
+    """
+    return parse_report(text, output_type, aliases=aliases, limits=limits).unwrap()

@@ -1,0 +1,109 @@
+"""Records the parse layer hands back: fixes, violations, candidates and the report that holds them.
+
+They are plain frozen/slotted dataclasses so they can be logged, compared in tests and serialised for an
+audit trail without dragging parser internals along.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from guardrail.errors import ParseError
+
+T = TypeVar("T")
+
+CandidateStatus = Literal["valid", "invalid", "truncated", "syntax_error", "ambiguous"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """One change the parser made to the model's text or value, with where it was made.
+
+    ``kind`` names the repair (``"strip_fence"``, ``"trailing_comma"``, ``"alias"``, ``"coerce_integer"``
+    ...), ``path`` is a JSON path such as ``$.items[2].price``, ``before``/``after`` show the change.
+    """
+
+    kind: str
+    path: str
+    before: Any = None
+    after: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One reason a value does not satisfy the contract, phrased for the model."""
+
+    path: str
+    message: str
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One JSON value (or an attempt at one) found in the text.
+
+    ``start``/``end`` are character offsets into the original text (``text[start:end]`` is what was
+    read); ``source`` says where it was found (``"text"``, ``"fence"``, ``"tag"``). ``data`` is the JSON
+    value read (after syntax repair, then updated by name normalization and coercion), ``value`` the
+    validated contract value when ``status == "valid"``. ``message``/``path`` say what went wrong for the
+    other statuses. ``tokens`` counts keys and scalars read, which tells a cut-off answer apart from a
+    stray brace in prose.
+    """
+
+    start: int
+    end: int
+    source: str
+    status: CandidateStatus
+    data: Any = None
+    value: Any = None
+    fixes: list[Fix] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    message: str = ""
+    path: str = "$"
+    tokens: int = 0
+    tag: str = ""
+
+
+@dataclass(slots=True)
+class ParseReport(Generic[T]):
+    """Everything one parse did: the value or the error, the fixes applied and the candidates weighed.
+
+    ``parse_report`` never raises for bad model output; it returns this. ``unwrap()`` gives the value or
+    raises the error, which is what ``guardrail.parse`` does.
+    """
+
+    text: str
+    value: T | None = None
+    error: ParseError | None = None
+    fixes: list[Fix] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    fast_path: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when a value was produced."""
+        return self.error is None
+
+    def unwrap(self) -> T:
+        """Return the value, or raise the typed :class:`ParseError` that explains why there is none."""
+        if self.error is not None:
+            raise self.error
+        return self.value  # type: ignore[return-value]
+
+
+def json_path(parts: tuple[str | int, ...] | list[str | int]) -> str:
+    """Format a location as a JSON path: ``("items", 2, "price")`` -> ``$.items[2].price``."""
+    out = ["$"]
+    for part in parts:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif part.isidentifier():
+            out.append(f".{part}")
+        else:
+            out.append("[" + _quote(part) + "]")
+    return "".join(out)
+
+
+def _quote(key: str) -> str:
+    escaped = key.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'

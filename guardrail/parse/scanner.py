@@ -1,0 +1,428 @@
+"""A lenient JSON scanner: reads one JSON value from a position, undoing formatting slips only.
+
+It is an explicit-stack state machine (no recursion), so depth is bounded by ``max_depth`` and checked
+before each container is opened; every step moves forward, so time is linear in the text it reads. It
+repairs what cannot change meaning and records each repair as a :class:`Fix`:
+
+- trailing commas, missing commas between object members (and between array elements next to a
+  container), single-quoted and smart-quoted strings, unquoted keys, ``//`` and ``/* */`` comments,
+  Python literals ``True``/``False``/``None``, raw control characters inside strings, invalid escapes
+  (kept literally), a stray closing bracket where a comma or the matching closer was expected, and
+  invisible characters (BOM, zero-width) between tokens.
+
+It never closes what the text left open: reaching the end of the text (or a closing fence or ``</tag>``)
+inside a value reports ``truncated``. ``NaN``/``Infinity`` are returned as :class:`NonFinite` markers for
+the coercion stage to judge against the contract. Anything else it cannot read is a ``syntax_error`` at a
+position, which lets the caller resume the candidate search after it.
+"""
+
+from __future__ import annotations
+
+import json.decoder
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from json import JSONDecodeError
+from typing import Any, Final, Literal
+
+from guardrail.errors import InputLimitError
+from guardrail.parse.report import Fix, json_path
+
+#: The C string scanner behind ``json.loads`` (not in typeshed): decodes escapes at C speed and, with
+#: ``strict=False``, accepts raw control characters, which we then record as a fix.
+scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.__dict__["scanstring"]
+
+ScanStatus = Literal["complete", "truncated", "syntax_error"]
+
+
+class NonFinite:
+    """A ``NaN``/``Infinity`` literal: not JSON; becomes null only where the contract allows null."""
+
+    __slots__ = ("literal",)
+
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
+
+    def __repr__(self) -> str:
+        return f"NonFinite({self.literal!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NonFinite) and other.literal == self.literal
+
+    def __hash__(self) -> int:
+        return hash(("NonFinite", self.literal))
+
+
+@dataclass(slots=True)
+class ScanResult:
+    """What one scan found: a complete value, a truncated one, or a syntax error at ``end``."""
+
+    status: ScanStatus
+    value: Any
+    end: int
+    fixes: list[Fix] = field(default_factory=list)
+    message: str = ""
+    path: str = "$"
+    tokens: int = 0
+
+
+class _Stop(Exception):
+    """Internal: ends a scan early with a status; never leaves this module."""
+
+    def __init__(self, status: ScanStatus, pos: int, message: str) -> None:
+        self.status: ScanStatus = status
+        self.pos = pos
+        self.message = message
+
+
+# Token shapes. Every pattern is a single pass with no nested quantifiers over overlapping classes, so
+# none can backtrack more than linearly.
+_WS: Final = re.compile(r"[ \t\r\n]*")
+_INVISIBLE: Final = frozenset("\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e")
+_NUMBER_TOKEN: Final = re.compile(r"-?[0-9][0-9.eE+\-]*")
+_JSON_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+\-]?[0-9]+)?")
+_IDENT: Final = re.compile(r"(?:[^\W\d]|\$)[\w$\-]*")
+_SINGLE_QUOTED: Final = re.compile(r"'([^'\\]*(?:\\.[^'\\]*)*)'", re.S)
+_CONTROL: Final = re.compile(r"[\x00-\x1f]")
+_LENIENT_ESCAPE: Final = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
+_SIMPLE_ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\",
+                          '"': '"', "'": "'"}
+_SMART_CLOSE: Final = {"\u201c": "\u201d", "\u2018": "\u2019", "\u201d": "\u201d"}
+_LITERALS: Final[dict[str, tuple[Any, str | None]]] = {
+    "true": (True, None), "false": (False, None), "null": (None, None),
+    "True": (True, "python_literal"), "False": (False, "python_literal"), "None": (None, "python_literal"),
+}
+_NONFINITE: Final = frozenset({"NaN", "Infinity"})
+
+# Parser states.
+_VALUE: Final = 0  # a value is expected (root, after ':' or inside an array)
+_KEY: Final = 1  # a key or '}' is expected
+_COLON: Final = 2  # ':' is expected
+_AFTER: Final = 3  # ',' or a closer is expected
+
+
+def scan(text: str, pos: int, *, max_depth: int, end_at_root: bool = True) -> ScanResult:
+    """Read one JSON value from ``text`` starting at ``pos``.
+
+    Raises :class:`InputLimitError` when nesting exceeds ``max_depth`` (a limit, not a candidate problem).
+    Otherwise always returns a :class:`ScanResult`; ``end`` is just past the value, or the position of the
+    problem for ``truncated``/``syntax_error``.
+    """
+    scanner = _Scanner(text, max_depth)
+    try:
+        value, end = scanner.run(pos)
+    except _Stop as stop:
+        return ScanResult(stop.status, None, stop.pos, scanner.fixes, stop.message, scanner.path(),
+                          scanner.tokens)
+    return ScanResult("complete", value, end, scanner.fixes, "", "$", scanner.tokens)
+
+
+class _Scanner:
+    __slots__ = ("fixes", "max_depth", "n", "stack", "text", "tokens")
+
+    def __init__(self, text: str, max_depth: int) -> None:
+        self.text = text
+        self.n = len(text)
+        self.max_depth = max_depth
+        self.fixes: list[Fix] = []
+        # Each frame: [container, key-or-None]; a dict frame is an object, a list frame an array.
+        self.stack: list[list[Any]] = []
+        self.tokens = 0
+
+    # -- bookkeeping -------------------------------------------------------------------------------
+    def path(self, key: str | None = None) -> str:
+        parts: list[str | int] = []
+        for container, current in self.stack:
+            if isinstance(container, list):
+                parts.append(len(container))
+            elif current is not None:
+                parts.append(current)
+        if key is not None:
+            parts.append(key)
+        return json_path(parts)
+
+    def fix(self, kind: str, before: Any = None, after: Any = None, key: str | None = None) -> None:
+        self.fixes.append(Fix(kind, self.path(key), before, after))
+
+    def skip(self, pos: int) -> int:
+        """Skip whitespace, invisible characters and comments; return the next token's position."""
+        text, n = self.text, self.n
+        while True:
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            if pos >= n:
+                return pos
+            c = text[pos]
+            if c in _INVISIBLE:
+                start = pos
+                while pos < n and text[pos] in _INVISIBLE:
+                    pos += 1
+                self.fix("invisible_char", text[start:pos], "")
+            elif c == "/" and text.startswith("//", pos):
+                nl = text.find("\n", pos)
+                end = n if nl < 0 else nl
+                self.fix("comment", text[pos:end][:80], "")
+                pos = end
+            elif c == "/" and text.startswith("/*", pos):
+                close = text.find("*/", pos + 2)
+                end = n if close < 0 else close + 2
+                self.fix("comment", text[pos:end][:80], "")
+                pos = end
+            else:
+                return pos
+
+    def at_end_marker(self, pos: int) -> bool:
+        """A closing fence or ``</tag>`` in a structural position ends the text like EOF would."""
+        text = self.text
+        return text.startswith(("```", "~~~", "</"), pos)
+
+    def truncated(self, pos: int, what: str) -> _Stop:
+        return _Stop("truncated", pos, f"the text ends before {what}")
+
+    def syntax(self, pos: int, expected: str) -> _Stop:
+        found = self.text[pos : pos + 12]
+        return _Stop("syntax_error", pos, f"expected {expected} at character {pos}, found {found!r}")
+
+    # -- tokens ------------------------------------------------------------------------------------
+    def read_string(self, pos: int, is_key: bool = False) -> tuple[str, int]:
+        """Read a string token whose opening quote is at ``pos``; return (value, end)."""
+        value, end, kind = self._string(pos)
+        if kind:
+            self.fix(kind, self.text[pos:end][:80], value[:80], key=value if is_key else None)
+        return value, end
+
+    def _string(self, pos: int) -> tuple[str, int, str]:
+        text = self.text
+        quote = text[pos]
+        if quote == '"':
+            try:
+                value, end = scanstring(text, pos + 1, False)
+            except JSONDecodeError as exc:
+                if exc.msg.startswith("Unterminated"):
+                    raise self.truncated(self.n, "a string is closed") from None
+                value, end = self.read_lenient_string(pos)
+                return value, end, "invalid_escape"
+            return value, end, "control_char_in_string" if _CONTROL.search(text, pos, end) else ""
+        if quote == "'":
+            m = _SINGLE_QUOTED.match(text, pos)
+            if m is None:
+                raise self.truncated(self.n, "a single-quoted string is closed")
+            return _unescape(m.group(1)), m.end(), "single_quotes"
+        close = _SMART_CLOSE[quote]
+        end = text.find(close, pos + 1)
+        if end < 0:
+            raise self.truncated(self.n, "a quoted string is closed")
+        return text[pos + 1 : end], end + 1, "smart_quotes"
+
+    def read_lenient_string(self, pos: int) -> tuple[str, int]:
+        """A double-quoted string with invalid escapes: keep the backslash literally."""
+        text, n = self.text, self.n
+        i = pos + 1
+        while i < n:
+            c = text[i]
+            if c == "\\":
+                i += 2
+            elif c == '"':
+                break
+            else:
+                i += 1
+        if i >= n:
+            raise self.truncated(n, "a string is closed")
+        return _unescape(text[pos + 1 : i]), i + 1
+
+    def read_number(self, pos: int) -> tuple[Any, int]:
+        m = _NUMBER_TOKEN.match(self.text, pos)
+        assert m is not None
+        token = m.group(0)
+        if _JSON_NUMBER.fullmatch(token) is None:
+            if m.end() >= self.n and self.stack:
+                raise self.truncated(self.n, "a number is complete")
+            raise self.syntax(pos, "a JSON number")
+        try:
+            if "." in token or "e" in token or "E" in token:
+                return float(token), m.end()
+            return int(token), m.end()
+        except ValueError:  # more digits than int() allows
+            raise self.syntax(pos, "a number with at most 4300 digits") from None
+
+    def read_word(self, pos: int) -> tuple[str, int]:
+        m = _IDENT.match(self.text, pos)
+        if m is None:
+            raise self.syntax(pos, "a value")
+        return m.group(0), m.end()
+
+    def read_key(self, pos: int) -> tuple[str, int]:
+        c = self.text[pos]
+        if c in "\"'\u201c\u2018":
+            return self.read_string(pos, is_key=True)
+        if c == "-" or "0" <= c <= "9":
+            m = _NUMBER_TOKEN.match(self.text, pos)
+            if m is None:
+                raise self.syntax(pos, "a key")
+            word, end = m.group(0), m.end()
+        else:
+            word, end = self.read_word(pos)
+        self.fix("unquoted_key", word, f'"{word}"', key=word)
+        return word, end
+
+    def looks_like_key(self, pos: int) -> bool:
+        """After a value inside an object: does a ``key :`` follow (a missing comma)?"""
+        saved = len(self.fixes)
+        try:
+            _, end = self.read_key(pos)
+        except _Stop:
+            return False
+        finally:
+            del self.fixes[saved:]
+        end = _WS.match(self.text, end).end()  # type: ignore[union-attr]
+        return end < self.n and self.text[end] == ":"
+
+    # -- the machine -------------------------------------------------------------------------------
+    def run(self, pos: int) -> tuple[Any, int]:
+        text, n, stack = self.text, self.n, self.stack
+        state = _VALUE
+        after_comma = False
+        last_was_container = False
+        while True:
+            pos = self.skip(pos)
+            if pos >= n or self.at_end_marker(pos):
+                raise self.truncated(pos, "the JSON value is complete")
+            c = text[pos]
+
+            if state == _AFTER:
+                frame = stack[-1]
+                is_obj = isinstance(frame[0], dict)
+                if c == ",":
+                    pos += 1
+                    state = _KEY if is_obj else _VALUE
+                    after_comma = True
+                    continue
+                if c in "}]":
+                    if (c == "}") == is_obj:
+                        value = stack.pop()[0]
+                        pos += 1
+                        if not stack:
+                            return value, pos
+                        self.attach(value)
+                        last_was_container = True
+                        continue
+                    self.fix("stray_closer", c, "")
+                    pos += 1
+                    continue
+                if is_obj and self.looks_like_key(pos):
+                    self.fix("missing_comma", None, ",")
+                    state = _KEY
+                    after_comma = False
+                    continue
+                if not is_obj and (c in "{[" or (last_was_container and c in "\"'\u201c\u2018")):
+                    self.fix("missing_comma", None, ",")
+                    state = _VALUE
+                    after_comma = False
+                    continue
+                raise self.syntax(pos, "',' or '}'" if is_obj else "',' or ']'")
+
+            if state == _KEY:
+                if c == "}":
+                    if after_comma:
+                        self.fix("trailing_comma", ",", "")
+                    value = stack.pop()[0]
+                    pos += 1
+                    if not stack:
+                        return value, pos
+                    self.attach(value)
+                    state, last_was_container = _AFTER, True
+                    continue
+                key, pos = self.read_key(pos)
+                self.tokens += 1
+                stack[-1][1] = key
+                state = _COLON
+                continue
+
+            if state == _COLON:
+                if c != ":":
+                    raise self.syntax(pos, "':'")
+                pos += 1
+                state = _VALUE
+                continue
+
+            # state == _VALUE
+            if c == "{" or c == "[":
+                if len(stack) >= self.max_depth:
+                    raise InputLimitError(
+                        f"The JSON is nested more than {self.max_depth} levels deep; "
+                        "reply with a flatter value.",
+                        limit="max_depth",
+                        value=self.max_depth,
+                        text=text,
+                    )
+                stack.append([{} if c == "{" else [], None])
+                pos += 1
+                state = _KEY if c == "{" else _VALUE
+                after_comma = False
+                continue
+            if c == "]" and stack and isinstance(stack[-1][0], list):
+                if after_comma:
+                    self.fix("trailing_comma", ",", "")
+                elif stack[-1][0]:
+                    raise self.syntax(pos, "a value")
+                value = stack.pop()[0]
+                pos += 1
+                if not stack:
+                    return value, pos
+                self.attach(value)
+                state, last_was_container = _AFTER, True
+                continue
+            value, pos = self.read_value(pos, c)
+            self.tokens += 1
+            if not stack:
+                return value, pos
+            self.attach(value)
+            state, last_was_container = _AFTER, False
+
+    def read_value(self, pos: int, c: str) -> tuple[Any, int]:
+        if c in "\"'\u201c\u2018":
+            return self.read_string(pos)
+        if c == "-" and not self.text[pos + 1 : pos + 2].isdigit():
+            if self.text.startswith("-Infinity", pos):
+                return NonFinite("-Infinity"), pos + 9
+            if self.stack and "-Infinity".startswith(self.text[pos:]):
+                raise self.truncated(self.n, "a number is complete")
+            raise self.syntax(pos, "a JSON number")
+        if c == "-" or "0" <= c <= "9":
+            return self.read_number(pos)
+        word, end = self.read_word(pos)
+        if end >= self.n and self.stack:
+            raise self.truncated(self.n, "a literal is complete")
+        literal = _LITERALS.get(word)
+        if literal is not None:
+            if literal[1] is not None:
+                self.fix(literal[1], word, literal[0])
+            return literal[0], end
+        if word in _NONFINITE:
+            return NonFinite(word), end
+        raise self.syntax(pos, "a value (string, number, object, array, true, false or null)")
+
+    def attach(self, value: Any) -> None:
+        frame = self.stack[-1]
+        container = frame[0]
+        if isinstance(container, list):
+            container.append(value)
+            return
+        key = frame[1]
+        if key in container:
+            self.fix("duplicate_key", container[key], value)
+        container[key] = value
+        frame[1] = None
+
+
+def _unescape(raw: str) -> str:
+    """Decode backslash escapes leniently: known escapes decode, unknown ones stay literal."""
+    if "\\" not in raw:
+        return raw
+
+    def one(m: re.Match[str]) -> str:
+        esc = m.group(1)
+        if len(esc) == 5:
+            return chr(int(esc[1:], 16))
+        return _SIMPLE_ESCAPES.get(esc, "\\" + esc)
+
+    return _LENIENT_ESCAPE.sub(one, raw)

@@ -1,0 +1,242 @@
+"""The parse stages and the default list that runs them, in order.
+
+Each stage is a plain callable ``(ParseState) -> ParseState``. ``DEFAULT_STAGES`` is an ordinary tuple:
+copy it, drop or add a stage, and pass the result as ``stages=`` to :func:`guardrail.parse_report`.
+
+==================== ====================================================================================
+check_limits         refuse text over ``Limits.max_bytes`` before any other work
+strip_wrappers       cut the text into fenced-block bodies and the prose around them
+find_candidates      read every JSON value in each segment, repairing syntax slips, spotting truncation
+normalize_fields     rename drifted keys (alias table, case drift) to the contract's names
+coerce_values        lossless type coercion toward the contract; NaN/Infinity only to an allowed null
+validate_candidates  strict pydantic validation of every candidate
+choose_candidate     pick the candidate that fits; decide the value or the one typed error
+==================== ====================================================================================
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final
+
+from pydantic import ValidationError
+
+from guardrail.errors import (
+    AmbiguousError,
+    InputLimitError,
+    NoJSONError,
+    ParseError,
+    SchemaViolationError,
+    TruncatedError,
+)
+from guardrail.parse import feedback
+from guardrail.parse.aliases import FieldConflict, normalize
+from guardrail.parse.candidates import canonical, find_in_segment
+from guardrail.parse.coerce import CoerceContext, coerce
+from guardrail.parse.fences import split_segments
+from guardrail.parse.report import Candidate, Fix, Violation
+from guardrail.parse.state import ParseState, Stage
+
+_READ: Final = ("invalid", "valid")
+
+
+def check_limits(state: ParseState) -> ParseState:
+    """Refuse oversized text up front (UTF-8 bytes; counted only when the length could exceed it)."""
+    limit = state.limits.max_bytes
+    text = state.text
+    if len(text) > limit or (len(text) * 4 > limit and len(text.encode("utf-8", "surrogatepass")) > limit):
+        raise InputLimitError(
+            f"The reply is larger than the {limit}-byte limit; reply with a shorter JSON value.",
+            limit="max_bytes", value=limit, text=text)
+    return state
+
+
+def strip_wrappers(state: ParseState) -> ParseState:
+    """Split the text into fenced-block bodies and prose segments."""
+    state.segments = split_segments(state.text)
+    return state
+
+
+def find_candidates(state: ParseState) -> ParseState:
+    """Read every JSON value in every segment (syntax repair and truncation detection happen here)."""
+    for segment in state.segments:
+        state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth))
+    return state
+
+
+def normalize_fields(state: ParseState) -> ParseState:
+    """Map drifted field names onto the contract's; a conflicting duplicate makes the candidate ambiguous."""
+    contract = state.contract
+    for cand in state.candidates:
+        if cand.status not in _READ:
+            continue
+        try:
+            cand.data = normalize(cand.data, contract.schema, contract.view, state.aliases, cand.fixes, [])
+        except FieldConflict as conflict:
+            cand.status = "ambiguous"
+            cand.path = conflict.path
+            cand.message = conflict.message
+    return state
+
+
+def coerce_values(state: ParseState) -> ParseState:
+    """Coerce values toward the contract where it is lossless; record what could not be."""
+    contract = state.contract
+    for cand in state.candidates:
+        if cand.status not in _READ:
+            continue
+        ctx = CoerceContext(contract.view, state.limits.max_depth, cand.fixes, cand.violations)
+        cand.data = coerce(cand.data, contract.schema, ctx, [])
+    return state
+
+
+def validate_candidates(state: ParseState) -> ParseState:
+    """Validate each read candidate strictly with pydantic (JSON types only; lax conversions were ours)."""
+    for cand in state.candidates:
+        if cand.status not in _READ:
+            continue
+        payload = json.dumps(cand.data, ensure_ascii=True, allow_nan=True)
+        try:
+            cand.value = state.contract.validate_json(payload)
+        except ValidationError as error:
+            cand.violations[:] = _merge(cand.violations, feedback.violations_from(error))
+            cand.status = "invalid"
+            continue
+        if cand.violations:  # NaN replaced by null where null is valid only by accident of the contract
+            cand.status = "invalid"
+            continue
+        cand.status = "valid"
+    return state
+
+
+def _merge(own: list[Violation], from_pydantic: list[Violation]) -> list[Violation]:
+    """Our violations (more precise, e.g. about NaN) replace pydantic's at the same path."""
+    seen = {v.path for v in own}
+    return own + [v for v in from_pydantic if v.path not in seen]
+
+
+def choose_candidate(state: ParseState) -> ParseState:
+    """Pick by fit, not by position, and settle the report's value or error."""
+    report = state.report
+    text = state.text
+    cands = state.candidates
+    cut_off = [c for c in cands if c.status == "truncated" and c.end >= len(text.rstrip())]
+    valid = [c for c in cands if c.status == "valid"]
+    if cut_off and (cut_off[-1].tokens > 0 or not valid):
+        cand = cut_off[-1]
+        report.fixes = list(cand.fixes)
+        report.error = TruncatedError(feedback.truncated_feedback(cand.path, cand.end - cand.start),
+                                      text=text, report=report)
+        return state
+    if valid:
+        distinct = {canonical(c.data): c for c in valid}
+        if len(distinct) > 1:
+            report.error = AmbiguousError(feedback.ambiguous_feedback(len(distinct)), text=text, report=report)
+            return state
+        cand = valid[0]
+        report.value = cand.value
+        report.fixes = _wrapper_fixes(text, cand) + cand.fixes
+        return state
+    report.error = _failure(state, cands)
+    return state
+
+
+def _failure(state: ParseState, cands: list[Candidate]) -> ParseError:
+    text, report = state.text, state.report
+    truncated = [c for c in cands if c.status == "truncated"]
+    ambiguous = [c for c in cands if c.status == "ambiguous"]
+    invalid = [c for c in cands if c.status == "invalid"]
+    if ambiguous:
+        cand = ambiguous[-1]
+        report.fixes = list(cand.fixes)
+        return AmbiguousError(f"At {cand.path}: {cand.message}.", text=text, report=report)
+    if invalid:
+        # The best fit has the fewest violations; on a tie the later one (answers follow examples).
+        cand = min(reversed(invalid), key=lambda c: len(c.violations))
+        report.fixes = _wrapper_fixes(text, cand) + cand.fixes
+        return SchemaViolationError(feedback.schema_feedback(cand.violations), text=text, report=report)
+    if truncated:
+        cand = truncated[-1]
+        return TruncatedError(feedback.truncated_feedback(cand.path, cand.end - cand.start),
+                              text=text, report=report)
+    broken = [c for c in cands if c.status == "syntax_error"]
+    detail = broken[-1].message if broken else ""
+    return NoJSONError(feedback.no_json_feedback(detail), text=text, report=report)
+
+
+def _wrapper_fixes(text: str, cand: Candidate) -> list[Fix]:
+    """Fixes for what surrounded the chosen value: fence, tag, stray closer, prose."""
+    fixes: list[Fix] = []
+    before, after = text[: cand.start].rstrip(), text[cand.end :].lstrip()
+    if cand.source == "fence":
+        fixes.append(Fix("strip_fence", "$", "```", ""))
+        before, after = _drop_fence_line(before, last=True), _drop_fence_line(after, last=False)
+    tag = cand.tag or _enclosing_tag(before, after)
+    if tag:
+        fixes.append(Fix("strip_tag", "$", f"<{tag}>", ""))
+        before, after = before[: -len(tag) - 2].rstrip(), after[len(tag) + 3 :].lstrip()
+    if after[:1] in ("}", "]"):
+        fixes.append(Fix("stray_closer", "$", after[0], ""))
+        after = after[1:].lstrip()
+    outside = " … ".join(part for part in (before.strip(), after.strip()) if part)
+    if outside:
+        fixes.append(Fix("strip_prose", "$", _clip(outside), ""))
+    return fixes
+
+
+def _drop_fence_line(text: str, *, last: bool) -> str:
+    if last:
+        cut = text.rfind("\n")
+        line = text[cut + 1 :]
+        return text[: max(cut, 0)] if line.lstrip().startswith(("```", "~~~")) else text
+    cut = text.find("\n")
+    line = text if cut < 0 else text[:cut]
+    return ("" if cut < 0 else text[cut + 1 :]) if line.lstrip().startswith(("```", "~~~")) else text
+
+
+def _enclosing_tag(before: str, after: str) -> str:
+    if before.endswith(">") and after.startswith("</"):
+        close = after.find(">")
+        name = after[2:close] if close > 2 else ""
+        if name and before.endswith(f"<{name}>"):
+            return name
+    return ""
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+DEFAULT_STAGES: Final[tuple[Stage, ...]] = (
+    check_limits,
+    strip_wrappers,
+    find_candidates,
+    normalize_fields,
+    coerce_values,
+    validate_candidates,
+    choose_candidate,
+)
+
+
+def run_stages(state: ParseState, stages: tuple[Stage, ...] | list[Stage]) -> ParseState:
+    """Run ``stages`` in order. A limit error stops the run and becomes the report's error."""
+    try:
+        for stage in stages:
+            state = stage(state)
+    except InputLimitError as error:
+        error.report = state.report
+        state.report.error = error
+    return state
+
+
+__all__ = [
+    "DEFAULT_STAGES",
+    "check_limits",
+    "choose_candidate",
+    "coerce_values",
+    "find_candidates",
+    "normalize_fields",
+    "run_stages",
+    "strip_wrappers",
+    "validate_candidates",
+]

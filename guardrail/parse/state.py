@@ -1,0 +1,61 @@
+"""The state one parse run threads through its stages, and the limits it runs under.
+
+A stage is a plain callable ``(ParseState) -> ParseState``; it reads what earlier stages left and adds its
+part. Keeping the whole run in one object is what lets the default stage list be an ordinary list that a
+user can copy, reorder or extend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from guardrail.contract import Contract
+from guardrail.parse.fences import Segment
+from guardrail.parse.report import Candidate, ParseReport
+
+#: Deepest nesting pydantic's own JSON parser accepts; the fast path relies on it.
+PYDANTIC_MAX_DEPTH: Final = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Caps enforced before any work is done on a text; exceeding one is an :class:`InputLimitError`.
+
+    The defaults are far above any honest model output (a 128k-token answer is about 0.5 MB) and low
+    enough that an adversarial text costs milliseconds, not memory.
+
+    Attributes:
+        max_bytes: largest accepted text, in UTF-8 bytes (default 8 MiB).
+        max_depth: deepest accepted nesting of objects and arrays (default 200, at most 200: the
+            stages walk values recursively and pydantic's parser stops there too).
+    """
+
+    max_bytes: int = 8 * 1024 * 1024
+    max_depth: int = PYDANTIC_MAX_DEPTH
+
+    def __post_init__(self) -> None:
+        if self.max_bytes < 1:
+            raise ValueError("max_bytes must be positive")
+        if not 1 <= self.max_depth <= PYDANTIC_MAX_DEPTH:
+            raise ValueError(f"max_depth must be between 1 and {PYDANTIC_MAX_DEPTH}")
+
+
+@dataclass(slots=True)
+class ParseState:
+    """Everything a parse run knows so far. Stages read and extend it in order."""
+
+    text: str
+    contract: Contract[Any]
+    aliases: Mapping[str, str]
+    limits: Limits
+    segments: list[Segment] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    report: ParseReport[Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.report = ParseReport(text=self.text, candidates=self.candidates)
+
+
+Stage = Callable[[ParseState], ParseState]
