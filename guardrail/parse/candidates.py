@@ -19,10 +19,11 @@ from typing import Any, Final
 
 from guardrail.parse.fences import Segment, unwrap_scalar
 from guardrail.parse.report import Candidate
-from guardrail.parse.scanner import NonFinite, scan
+from guardrail.parse.scanner import STRICT_DECODER, scan
 
 _OPENER: Final = re.compile(r"[{\[]")
-_DECODER: Final = json.JSONDecoder(parse_constant=NonFinite)
+_DECODER: Final = STRICT_DECODER
+_VALUE_START: Final = frozenset('{["-0123456789tfnNI')
 
 
 def find_in_segment(text: str, segment: Segment, max_depth: int) -> list[Candidate]:
@@ -34,15 +35,20 @@ def find_in_segment(text: str, segment: Segment, max_depth: int) -> list[Candida
         return [whole]
     found: list[Candidate] = []
     pos = 0
+    try_strict = True
     while True:
         m = _OPENER.search(body, pos)
         if m is None:
             return found
         start = m.start()
-        strict = _strict_at(body, start, max_depth)
+        # A failed C decode costs O(position) (its error computes a line number), so it is tried only
+        # until it first fails in a segment; the lenient scanner handles the rest.
+        strict = _strict_at(body, start, max_depth) if try_strict else None
+        try_strict = strict is not None
         if strict is not None:
             value, end = strict
-            found.append(Candidate(base + start, base + end, segment.source, "invalid", data=value, tokens=1))
+            found.append(Candidate(base + start, base + end, segment.source, "invalid", data=value, tokens=1,
+                                   exact=True))
             pos = end
             continue
         result = scan(body, start, max_depth=max_depth)
@@ -65,7 +71,7 @@ def find_in_segment(text: str, segment: Segment, max_depth: int) -> list[Candida
 def _whole(body: str, segment: Segment, max_depth: int) -> Candidate | None:
     """The segment as one strict JSON value (after one optional ``<tag>`` wrapper), if it is one."""
     inner, tag = unwrap_scalar(body)
-    if not inner or (inner[0] in "{[" and tag is None and segment.source == "text"):
+    if not inner or inner[0] not in _VALUE_START or (inner[0] in "{[" and tag is None and segment.source == "text"):
         return None  # containers in prose are found by the opener search, with the same result
     try:
         value = _DECODER.decode(inner)
@@ -76,7 +82,7 @@ def _whole(body: str, segment: Segment, max_depth: int) -> Candidate | None:
     offset = body.find(inner)
     start = segment.start + max(offset, 0)
     return Candidate(start, start + len(inner), "tag" if tag else segment.source, "invalid", data=value,
-                     tokens=1, tag=tag or "")
+                     tokens=1, tag=tag or "", exact=True)
 
 
 def _strict_at(body: str, start: int, max_depth: int) -> tuple[Any, int] | None:

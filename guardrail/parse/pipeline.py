@@ -9,20 +9,23 @@ when custom stages or a lower ``max_depth`` than pydantic's are in use.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from pydantic import ValidationError
 
-from guardrail.contract import compile_contract
-from guardrail.errors import InputLimitError
+from guardrail.contract import Contract, compile_contract
 from guardrail.parse.report import ParseReport
-from guardrail.parse.stages import DEFAULT_STAGES, check_limits, run_stages
+from guardrail.parse.stages import DEFAULT_STAGES, run_stages
 from guardrail.parse.state import PYDANTIC_MAX_DEPTH, Limits, ParseState, Stage
 
 T = TypeVar("T")
 
 _NO_ALIASES: Mapping[str, str] = {}
+#: The fast path is only worth trying when the text starts like a JSON value; a failed pydantic
+#: validation costs more than this check.
+_LOOKS_LIKE_JSON = re.compile(r'[ \t\r\n]*[\[{"\-0-9tfn]').match
 DEFAULT_LIMITS = Limits()
 
 
@@ -50,25 +53,26 @@ def parse_report(text: str, output_type: Any, *, aliases: Mapping[str, str] | No
         raise TypeError(f"text must be str, not {type(text).__name__}")
     contract = compile_contract(output_type)
     limits = limits or DEFAULT_LIMITS
+    if stages is None:
+        value = _fast_path(text, contract, limits)
+        if value is not _MISS:
+            return ParseReport(text=text, value=value, fast_path=True)
     state = ParseState(text, contract, aliases or _NO_ALIASES, limits)
-    chosen = tuple(stages) if stages is not None else DEFAULT_STAGES
-    if chosen is DEFAULT_STAGES and limits.max_depth >= PYDANTIC_MAX_DEPTH:
-        try:
-            check_limits(state)
-        except InputLimitError as error:
-            error.report = state.report
-            state.report.error = error
-            return state.report
-        if "NaN" not in text and "Infinity" not in text:
-            try:
-                state.report.value = contract.validate_json(text, forbid_extra=True)
-            except (ValidationError, ValueError):
-                pass
-            else:
-                state.report.fast_path = True
-                return state.report
-        chosen = DEFAULT_STAGES[1:]
-    return run_stages(state, chosen).report
+    return run_stages(state, tuple(stages) if stages is not None else DEFAULT_STAGES).report
+
+
+_MISS: Any = object()
+
+
+def _fast_path(text: str, contract: Contract[Any], limits: Limits) -> Any:
+    """The value, if ``text`` is already exactly valid JSON for the contract with no unknown keys; else _MISS."""
+    if (limits.max_depth < PYDANTIC_MAX_DEPTH or len(text) * 4 > limits.max_bytes
+            or not _LOOKS_LIKE_JSON(text) or "NaN" in text or "Infinity" in text):
+        return _MISS
+    try:
+        return contract.validate_json(text, forbid_extra=True)
+    except (ValidationError, ValueError):
+        return _MISS
 
 
 @overload
@@ -84,4 +88,8 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
     The error's ``.kind`` is ``"no_json"``, ``"truncated"``, ``"ambiguous"`` or ``"schema_violation"``; its
     ``.feedback`` is ready to send back to the model; its ``.report`` holds the candidates and fixes.
     """
+    if isinstance(text, str):
+        value = _fast_path(text, compile_contract(output_type), limits or DEFAULT_LIMITS)
+        if value is not _MISS:
+            return value
     return parse_report(text, output_type, aliases=aliases, limits=limits).unwrap()

@@ -16,18 +16,44 @@ T = TypeVar("T")
 CandidateStatus = Literal["valid", "invalid", "truncated", "syntax_error", "ambiguous"]
 
 
-@dataclass(frozen=True, slots=True)
 class Fix:
     """One change the parser made to the model's text or value, with where it was made.
 
     ``kind`` names the repair (``"strip_fence"``, ``"trailing_comma"``, ``"alias"``, ``"coerce_integer"``
     ...), ``path`` is a JSON path such as ``$.items[2].price``, ``before``/``after`` show the change.
+    The path may be given as location parts; it is formatted on first access, because a dirty answer
+    can carry hundreds of fixes that nobody reads.
     """
 
-    kind: str
-    path: str
-    before: Any = None
-    after: Any = None
+    __slots__ = ("_loc", "_path", "after", "before", "kind")
+
+    def __init__(self, kind: str, path: str | tuple[str | int, ...], before: Any = None, after: Any = None) -> None:
+        self.kind = kind
+        self.before = before
+        self.after = after
+        if isinstance(path, str):
+            self._path: str | None = path
+            self._loc: tuple[str | int, ...] = ()
+        else:
+            self._path = None
+            self._loc = path
+
+    @property
+    def path(self) -> str:
+        if self._path is None:
+            self._path = json_path(self._loc)
+        return self._path
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Fix):
+            return NotImplemented
+        return (self.kind, self.path, self.before, self.after) == (other.kind, other.path, other.before, other.after)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.path))
+
+    def __repr__(self) -> str:
+        return f"Fix(kind={self.kind!r}, path={self.path!r}, before={self.before!r}, after={self.after!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +73,7 @@ class Candidate:
     value read (after syntax repair, then updated by name normalization and coercion), ``value`` the
     validated contract value when ``status == "valid"``. ``message``/``path`` say what went wrong for the
     other statuses. ``tokens`` counts keys and scalars read, which tells a cut-off answer apart from a
-    stray brace in prose.
+    stray brace in prose. ``exact`` means ``text[start:end]`` is strict JSON as it stands.
     """
 
     start: int
@@ -62,6 +88,7 @@ class Candidate:
     path: str = "$"
     tokens: int = 0
     tag: str = ""
+    exact: bool = False
 
 
 @dataclass(slots=True)

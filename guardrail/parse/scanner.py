@@ -32,6 +32,11 @@ from guardrail.parse.report import Fix, json_path
 #: ``strict=False``, accepts raw control characters, which we then record as a fix.
 scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.__dict__["scanstring"]
 
+#: The C decoder, with NaN/Infinity turned into markers instead of floats.
+STRICT_DECODER: Final = json.JSONDecoder(parse_constant=lambda literal: NonFinite(literal))
+#: Failed C-decoder attempts allowed per scan (each costs O(position)).
+STRICT_ATTEMPTS: Final = 4
+
 ScanStatus = Literal["complete", "truncated", "syntax_error"]
 
 
@@ -82,6 +87,8 @@ _INVISIBLE: Final = frozenset("\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e")
 _NUMBER_TOKEN: Final = re.compile(r"-?[0-9][0-9.eE+\-]*")
 _JSON_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+\-]?[0-9]+)?")
 _IDENT: Final = re.compile(r"(?:[^\W\d]|\$)[\w$\-]*")
+_DOUBLE_QUOTED: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_GOOD_ESCAPES: Final = re.compile(r'[^\\]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^\\]*)*', re.S)
 _SINGLE_QUOTED: Final = re.compile(r"'([^'\\]*(?:\\.[^'\\]*)*)'", re.S)
 _CONTROL: Final = re.compile(r"[\x00-\x1f]")
 _LENIENT_ESCAPE: Final = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
@@ -93,6 +100,8 @@ _LITERALS: Final[dict[str, tuple[Any, str | None]]] = {
     "True": (True, "python_literal"), "False": (False, "python_literal"), "None": (None, "python_literal"),
 }
 _NONFINITE: Final = frozenset({"NaN", "Infinity"})
+#: First characters that need the slow look: comments, invisible characters, closing fences and tags.
+_SPECIAL: Final = frozenset("/`~<") | _INVISIBLE
 
 # Parser states.
 _VALUE: Final = 0  # a value is expected (root, after ':' or inside an array)
@@ -118,7 +127,7 @@ def scan(text: str, pos: int, *, max_depth: int, end_at_root: bool = True) -> Sc
 
 
 class _Scanner:
-    __slots__ = ("fixes", "max_depth", "n", "stack", "text", "tokens")
+    __slots__ = ("fixes", "max_depth", "n", "stack", "strict_budget", "text", "tokens")
 
     def __init__(self, text: str, max_depth: int) -> None:
         self.text = text
@@ -128,9 +137,10 @@ class _Scanner:
         # Each frame: [container, key-or-None]; a dict frame is an object, a list frame an array.
         self.stack: list[list[Any]] = []
         self.tokens = 0
+        self.strict_budget = STRICT_ATTEMPTS
 
     # -- bookkeeping -------------------------------------------------------------------------------
-    def path(self, key: str | None = None) -> str:
+    def location(self, key: str | None = None) -> tuple[str | int, ...]:
         parts: list[str | int] = []
         for container, current in self.stack:
             if isinstance(container, list):
@@ -139,10 +149,13 @@ class _Scanner:
                 parts.append(current)
         if key is not None:
             parts.append(key)
-        return json_path(parts)
+        return tuple(parts)
+
+    def path(self) -> str:
+        return json_path(self.location())
 
     def fix(self, kind: str, before: Any = None, after: Any = None, key: str | None = None) -> None:
-        self.fixes.append(Fix(kind, self.path(key), before, after))
+        self.fixes.append(Fix(kind, self.location(key), before, after))
 
     def skip(self, pos: int) -> int:
         """Skip whitespace, invisible characters and comments; return the next token's position."""
@@ -194,13 +207,16 @@ class _Scanner:
         text = self.text
         quote = text[pos]
         if quote == '"':
+            m = _DOUBLE_QUOTED.match(text, pos)
+            if m is None:
+                raise self.truncated(self.n, "a string is closed")
+            end = m.end()
+            if _GOOD_ESCAPES.fullmatch(text, pos + 1, end - 1) is None:
+                return _unescape(text[pos + 1 : end - 1]), end, "invalid_escape"
             try:
                 value, end = scanstring(text, pos + 1, False)
-            except JSONDecodeError as exc:
-                if exc.msg.startswith("Unterminated"):
-                    raise self.truncated(self.n, "a string is closed") from None
-                value, end = self.read_lenient_string(pos)
-                return value, end, "invalid_escape"
+            except JSONDecodeError:  # pragma: no cover - the two patterns above rule every failure out
+                return _unescape(text[pos + 1 : end - 1]), end, "invalid_escape"
             return value, end, "control_char_in_string" if _CONTROL.search(text, pos, end) else ""
         if quote == "'":
             m = _SINGLE_QUOTED.match(text, pos)
@@ -212,22 +228,6 @@ class _Scanner:
         if end < 0:
             raise self.truncated(self.n, "a quoted string is closed")
         return text[pos + 1 : end], end + 1, "smart_quotes"
-
-    def read_lenient_string(self, pos: int) -> tuple[str, int]:
-        """A double-quoted string with invalid escapes: keep the backslash literally."""
-        text, n = self.text, self.n
-        i = pos + 1
-        while i < n:
-            c = text[i]
-            if c == "\\":
-                i += 2
-            elif c == '"':
-                break
-            else:
-                i += 1
-        if i >= n:
-            raise self.truncated(n, "a string is closed")
-        return _unescape(text[pos + 1 : i]), i + 1
 
     def read_number(self, pos: int) -> tuple[Any, int]:
         m = _NUMBER_TOKEN.match(self.text, pos)
@@ -276,15 +276,38 @@ class _Scanner:
         end = _WS.match(self.text, end).end()  # type: ignore[union-attr]
         return end < self.n and self.text[end] == ":"
 
+    def try_strict(self, pos: int) -> tuple[Any, int] | None:
+        """Read a nested container with the C decoder when it is clean (most of a mostly-clean answer).
+
+        A failure costs O(position) inside ``json`` (its error computes a line number), so only
+        ``STRICT_ATTEMPTS`` failures are allowed per scan: the scan stays linear.
+        """
+        try:
+            value, end = STRICT_DECODER.raw_decode(self.text, pos)
+        except (ValueError, RecursionError):
+            self.strict_budget -= 1
+            return None
+        room = self.max_depth - len(self.stack)
+        if self.text.count("{", pos, end) + self.text.count("[", pos, end) > room:
+            self.strict_budget = 0  # let the explicit stack meet the depth limit
+            return None
+        return value, end
+
     # -- the machine -------------------------------------------------------------------------------
     def run(self, pos: int) -> tuple[Any, int]:
         text, n, stack = self.text, self.n, self.stack
         state = _VALUE
         after_comma = False
         last_was_container = False
+        ws = _WS.match
+        special = _SPECIAL
         while True:
-            pos = self.skip(pos)
-            if pos >= n or self.at_end_marker(pos):
+            pos = ws(text, pos).end()  # type: ignore[union-attr]
+            if pos < n and text[pos] in special:
+                pos = self.skip(pos)
+                if pos < n and self.at_end_marker(pos):
+                    raise self.truncated(pos, "the JSON value is complete")
+            if pos >= n:
                 raise self.truncated(pos, "the JSON value is complete")
             c = text[pos]
 
@@ -345,6 +368,14 @@ class _Scanner:
                 continue
 
             # state == _VALUE
+            if (c == "{" or c == "[") and stack and self.strict_budget > 0:
+                nested = self.try_strict(pos)
+                if nested is not None:
+                    value, pos = nested
+                    self.tokens += 1
+                    self.attach(value)
+                    state, last_was_container = _AFTER, True
+                    continue
             if c == "{" or c == "[":
                 if len(stack) >= self.max_depth:
                     raise InputLimitError(

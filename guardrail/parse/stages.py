@@ -7,6 +7,7 @@ copy it, drop or add a stage, and pass the result as ``stages=`` to :func:`guard
 check_limits         refuse text over ``Limits.max_bytes`` before any other work
 strip_wrappers       cut the text into fenced-block bodies and the prose around them
 find_candidates      read every JSON value in each segment, repairing syntax slips, spotting truncation
+accept_exact         accept candidates that already satisfy the contract exactly (no unknown keys)
 normalize_fields     rename drifted keys (alias table, case drift) to the contract's names
 coerce_values        lossless type coercion toward the contract; NaN/Infinity only to an allowed null
 validate_candidates  strict pydantic validation of every candidate
@@ -37,7 +38,7 @@ from guardrail.parse.fences import split_segments
 from guardrail.parse.report import Candidate, Fix, Violation
 from guardrail.parse.state import ParseState, Stage
 
-_READ: Final = ("invalid", "valid")
+_READ: Final = ("invalid",)
 
 
 def check_limits(state: ParseState) -> ParseState:
@@ -62,6 +63,31 @@ def find_candidates(state: ParseState) -> ParseState:
     for segment in state.segments:
         state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth))
     return state
+
+
+def accept_exact(state: ParseState) -> ParseState:
+    """Accept candidates that already satisfy the contract exactly, with no unknown key anywhere.
+
+    Such a candidate needs no renaming and no coercion, so the next two stages skip it; this is what
+    keeps dirty-but-correct answers (fences, prose, syntax slips only) cheap.
+    """
+    for cand in state.candidates:
+        if cand.status != "invalid":
+            continue
+        try:
+            if cand.exact and "NaN" not in (source := state.text[cand.start : cand.end]) and "Infinity" not in source:
+                payload = source  # strict JSON already: skip re-encoding
+            else:
+                payload = json.dumps(cand.data, ensure_ascii=True, allow_nan=False, default=_not_json)
+            cand.value = state.contract.validate_json(payload, forbid_extra=True)
+        except (ValueError, TypeError):  # ValidationError is a ValueError; NaN markers are TypeErrors
+            continue
+        cand.status = "valid"
+    return state
+
+
+def _not_json(value: object) -> object:
+    raise TypeError(f"not JSON: {value!r}")
 
 
 def normalize_fields(state: ParseState) -> ParseState:
@@ -129,7 +155,7 @@ def choose_candidate(state: ParseState) -> ParseState:
                                       text=text, report=report)
         return state
     if valid:
-        distinct = {canonical(c.data): c for c in valid}
+        distinct = {canonical(c.data): c for c in valid} if len(valid) > 1 else {}
         if len(distinct) > 1:
             report.error = AmbiguousError(feedback.ambiguous_feedback(len(distinct)), text=text, report=report)
             return state
@@ -211,6 +237,7 @@ DEFAULT_STAGES: Final[tuple[Stage, ...]] = (
     check_limits,
     strip_wrappers,
     find_candidates,
+    accept_exact,
     normalize_fields,
     coerce_values,
     validate_candidates,
@@ -231,6 +258,7 @@ def run_stages(state: ParseState, stages: tuple[Stage, ...] | list[Stage]) -> Pa
 
 __all__ = [
     "DEFAULT_STAGES",
+    "accept_exact",
     "check_limits",
     "choose_candidate",
     "coerce_values",

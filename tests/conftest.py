@@ -1,0 +1,51 @@
+"""Shared test configuration: hypothesis profiles and a summary line for the JSONTestSuite timings.
+
+Profiles (pick one with ``HYPOTHESIS_PROFILE=...``):
+
+- ``guardrail`` (default): sized so the whole property suite stays well under a minute on two cores;
+- ``thorough``: ten times the examples, for a slow local or nightly run.
+
+Both set ``deadline=None``: parse time depends on the machine, and a per-example deadline would turn a
+slow CI box into flaky failures. Hang guards in the tests themselves are generous, per-input bounds.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "guardrail",
+    deadline=None,
+    max_examples=100,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.register_profile(
+    "thorough",
+    parent=settings.get_profile("guardrail"),
+    max_examples=1000,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "guardrail"))
+
+#: Filled by tests/test_jsontestsuite.py (through the fixture below): file id -> seconds one ``parse`` took.
+JSONTESTSUITE_TIMES: dict[str, float] = {}
+
+
+@pytest.fixture(scope="session")
+def jsontestsuite_times() -> dict[str, float]:
+    return JSONTESTSUITE_TIMES
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if not JSONTESTSUITE_TIMES:
+        return
+    worst = max(JSONTESTSUITE_TIMES, key=JSONTESTSUITE_TIMES.__getitem__)
+    total = sum(JSONTESTSUITE_TIMES.values())
+    terminalreporter.write_line(
+        f"JSONTestSuite: {len(JSONTESTSUITE_TIMES)} files parsed, "
+        f"max {JSONTESTSUITE_TIMES[worst] * 1000:.2f} ms ({worst}), total {total * 1000:.1f} ms"
+    )
