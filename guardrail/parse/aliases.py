@@ -104,7 +104,10 @@ def _rename(
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON values (``True`` is not ``1``)."""
+    """Equal as JSON values (``True`` is not ``1``; ``5`` is ``5.0``)."""
+    numeric = (int, float)
+    if isinstance(a, numeric) and isinstance(b, numeric) and not isinstance(a, bool) and not isinstance(b, bool):
+        return bool(a == b)
     if json_type(a) != json_type(b):
         return False
     if isinstance(a, dict):

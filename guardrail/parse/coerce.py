@@ -16,11 +16,14 @@ for an integer, ``true`` for an integer, and a label in another language for an 
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
+from guardrail.parse.aliases import normalize
 from guardrail.parse.report import Fix, Violation, json_path
 from guardrail.parse.scanner import NonFinite, scan
 from guardrail.schema.view import Schema, SchemaView
@@ -35,6 +38,7 @@ class CoerceContext:
 
     view: SchemaView
     max_depth: int
+    aliases: Mapping[str, str]
     fixes: list[Fix] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
 
@@ -56,6 +60,8 @@ def coerce(value: Any, schema: Schema, ctx: CoerceContext, path: list[str | int]
         converted = _convert(value, node, ctx, path)
         if converted is _REFUSED:
             return _descend(value, None, ctx, path)
+        if isinstance(converted, (dict, list)):  # new containers (wrapped, decoded) need their names fixed too
+            converted = normalize(converted, node, view, ctx.aliases, ctx.fixes, path)
         value = converted
     elif isinstance(value, str) and ("enum" in node or "const" in node):
         value = _fold_enum(value, node, ctx, path)
@@ -98,6 +104,8 @@ def _convert(value: Any, node: Schema, ctx: CoerceContext, path: list[str | int]
                 return number
         if "number" in types and _NUMBER.fullmatch(text):
             real: int | float = int(text) if _INTEGER.fullmatch(text) and len(text) <= 4300 else float(text)
+            if not math.isfinite(real):
+                return _REFUSED  # "1e400" would become infinity: not lossless
             ctx.fixes.append(Fix("coerce_number", where, value, real))
             return real
         if "boolean" in types and text.lower() in ("true", "false"):

@@ -3,7 +3,7 @@
 Clean JSON takes a fast path: one strict pydantic validation of the text as-is, with unknown keys
 forbidden for that check only, so a drifted field name can never be silently dropped there; anything the
 fast path does not accept goes through the stages, which decide. The fast path is skipped when the text
-mentions ``NaN``/``Infinity`` (pydantic would accept them as floats; the contract rules decide here) and
+may hold ``NaN``/``Infinity``/``1e400`` (pydantic would accept them as floats; the contract decides here) and
 when custom stages or a lower ``max_depth`` than pydantic's are in use.
 """
 
@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from guardrail.contract import Contract, compile_contract
 from guardrail.parse.report import ParseReport
+from guardrail.parse.scanner import may_hold_nonfinite
 from guardrail.parse.stages import DEFAULT_STAGES, run_stages
 from guardrail.parse.state import PYDANTIC_MAX_DEPTH, Limits, ParseState, Stage
 
@@ -67,7 +68,7 @@ _MISS: Any = object()
 def _fast_path(text: str, contract: Contract[Any], limits: Limits) -> Any:
     """The value, if ``text`` is already exactly valid JSON for the contract with no unknown keys; else _MISS."""
     if (limits.max_depth < PYDANTIC_MAX_DEPTH or len(text) * 4 > limits.max_bytes
-            or not _LOOKS_LIKE_JSON(text) or "NaN" in text or "Infinity" in text):
+            or not _LOOKS_LIKE_JSON(text) or may_hold_nonfinite(text)):
         return _MISS
     try:
         return contract.validate_json(text, forbid_extra=True)

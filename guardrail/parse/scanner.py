@@ -19,6 +19,7 @@ position, which lets the caller resume the candidate search after it.
 from __future__ import annotations
 
 import json.decoder
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +34,8 @@ from guardrail.parse.report import Fix, json_path
 scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.__dict__["scanstring"]
 
 #: The C decoder, with NaN/Infinity turned into markers instead of floats.
-STRICT_DECODER: Final = json.JSONDecoder(parse_constant=lambda literal: NonFinite(literal))
+STRICT_DECODER: Final = json.JSONDecoder(parse_constant=lambda literal: NonFinite(literal),
+                                         parse_float=lambda token: _finite_or_marker(token))
 #: Failed C-decoder attempts allowed per scan (each costs O(position)).
 STRICT_ATTEMPTS: Final = 4
 
@@ -239,7 +241,7 @@ class _Scanner:
             raise self.syntax(pos, "a JSON number")
         try:
             if "." in token or "e" in token or "E" in token:
-                return float(token), m.end()
+                return _finite_or_marker(token), m.end()
             return int(token), m.end()
         except ValueError:  # more digits than int() allows
             raise self.syntax(pos, "a number with at most 4300 digits") from None
@@ -443,6 +445,27 @@ class _Scanner:
             self.fix("duplicate_key", container[key], value)
         container[key] = value
         frame[1] = None
+
+
+_OVERFLOW_RISK: Final = re.compile(r"[eE][+]?[0-9]{3}|[0-9]{300}")
+
+
+def may_hold_nonfinite(text: str) -> bool:
+    """Could strict JSON parsing of ``text`` produce NaN or infinity (``NaN``, ``Infinity``, ``1e400``)?
+
+    Pydantic reads those as floats; guardrail judges them against the contract instead, so text for
+    which this is true never takes a shortcut around the stages. Two substring searches and one
+    linear regex.
+    """
+    return "NaN" in text or "Infinity" in text or _OVERFLOW_RISK.search(text) is not None
+
+
+def _finite_or_marker(token: str) -> float | NonFinite:
+    """A JSON number too large for a float (``1e400``) is not silently infinity: it is judged like Infinity."""
+    value = float(token)
+    if math.isinf(value):
+        return NonFinite(("-" if token.startswith("-") else "") + "Infinity")
+    return value
 
 
 def _unescape(raw: str) -> str:

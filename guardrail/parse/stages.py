@@ -36,6 +36,7 @@ from guardrail.parse.candidates import canonical, find_in_segment
 from guardrail.parse.coerce import CoerceContext, coerce
 from guardrail.parse.fences import split_segments
 from guardrail.parse.report import Candidate, Fix, Violation
+from guardrail.parse.scanner import may_hold_nonfinite
 from guardrail.parse.state import ParseState, Stage
 
 _READ: Final = ("invalid",)
@@ -75,7 +76,7 @@ def accept_exact(state: ParseState) -> ParseState:
         if cand.status != "invalid":
             continue
         try:
-            if cand.exact and "NaN" not in (source := state.text[cand.start : cand.end]) and "Infinity" not in source:
+            if cand.exact and not may_hold_nonfinite(source := state.text[cand.start : cand.end]):
                 payload = source  # strict JSON already: skip re-encoding
             else:
                 payload = json.dumps(cand.data, ensure_ascii=True, allow_nan=False, default=_not_json)
@@ -111,8 +112,13 @@ def coerce_values(state: ParseState) -> ParseState:
     for cand in state.candidates:
         if cand.status not in _READ:
             continue
-        ctx = CoerceContext(contract.view, state.limits.max_depth, cand.fixes, cand.violations)
-        cand.data = coerce(cand.data, contract.schema, ctx, [])
+        ctx = CoerceContext(contract.view, state.limits.max_depth, state.aliases, cand.fixes, cand.violations)
+        try:
+            cand.data = coerce(cand.data, contract.schema, ctx, [])
+        except FieldConflict as conflict:
+            cand.status = "ambiguous"
+            cand.path = conflict.path
+            cand.message = conflict.message
     return state
 
 

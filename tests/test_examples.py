@@ -1,0 +1,30 @@
+"""Every runnable example is run here, so examples never rot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_example(name: str) -> str:
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / name)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_parse_outputs_example_shows_values_fixes_and_errors() -> None:
+    out = run_example("parse_outputs.py")
+    blocks = {block.split("\n", 1)[0]: block for block in out.split("== ")[1:]}
+    assert "Category.billing" in blocks["fenced, chatty, trailing comma"]
+    assert "trailing_comma" in blocks["fenced, chatty, trailing comma"]
+    korean = blocks["Korean prose, drifted names, string number"]
+    assert "urgency=5" in korean and "coerce_integer" in korean and "case_drift" in korean
+    assert "Thanks the team." in blocks["format example and the real answer"]
+    assert "error: schema_violation" in blocks["meaning-changing value (refused)"]
+    assert "$.urgency" in blocks["meaning-changing value (refused)"]
+    assert "error: truncated" in blocks["cut off by max_tokens"]
+    assert "error: no_json" in blocks["no JSON at all"]
