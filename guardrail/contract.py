@@ -37,6 +37,9 @@ class Contract(Generic[T]):
     schema: Schema
     schema_hash: str
     view: SchemaView
+    #: Whether a float can appear anywhere in a value (a ``number`` or unconstrained schema). Only then can
+    #: strict JSON like ``1e400`` become infinity, so only then is text screened for it.
+    holds_floats: bool = True
 
     def validate_json(self, payload: str, *, forbid_extra: bool = False) -> T:
         """Validate JSON text strictly: only JSON's own types, no lax conversions (those are ours to make).
@@ -70,4 +73,32 @@ def _compile(output_type: Any) -> Contract[Any]:
         schema = {}
     canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(canonical.encode()).hexdigest()
-    return Contract(output_type, adapter, schema, digest, SchemaView(schema))
+    return Contract(output_type, adapter, schema, digest, SchemaView(schema), _holds_floats(schema))
+
+
+def _holds_floats(schema: Schema) -> bool:
+    """True if any subschema admits numbers or anything at all (conservative: unknown means yes)."""
+    pending: list[Any] = [schema]
+    while pending:
+        node = pending.pop()
+        if node is True or node == {}:
+            return True  # an unconstrained value (Any) may hold a float
+        if not isinstance(node, dict):
+            continue
+        declared = node.get("type")
+        types = {declared} if isinstance(declared, str) else set(declared or ())
+        if "number" in types:
+            return True
+        if not types and not any(key in node for key in _SHAPING_KEYS):
+            return True
+        for key in ("items", "additionalProperties", "contains"):
+            if isinstance(node.get(key), (dict, bool)):
+                pending.append(node[key])
+        for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            pending.extend(node.get(key) or ())
+        for key in ("properties", "$defs", "definitions", "patternProperties"):
+            pending.extend((node.get(key) or {}).values())
+    return False
+
+
+_SHAPING_KEYS = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items", "prefixItems")

@@ -336,6 +336,32 @@ def test_mutated_order_json_raises_only_parse_error(data: dict[str, Any], text: 
     parse_only_raises_parse_error(dumped, Any)
 
 
+class Priced(BaseModel):
+    price: float
+
+
+@pytest.mark.parametrize(("text", "contract"), [
+    ('{"price": 1e400}', Priced),
+    ('Here it is: {"price": -1e400}', Priced),
+    ("[1e400]", list[float]),
+    ('{"a": [1e999999999]}', Any),
+    ("1e400", Any),
+])
+def test_overflowing_number_literal_is_not_infinity(text: str, contract: Any) -> None:
+    """The parse layer's rule: a non-finite number never becomes a float value (null where allowed, else a
+    violation). ``parse('{"price": Infinity}', Priced)`` is a schema violation; an overflowing literal is the
+    same value and must not be accepted either (it once came back as ``inf``)."""
+    with pytest.raises(ParseError):
+        parse('{"price": Infinity}', Priced)
+    try:
+        value = parse(text, contract)
+    except ParseError as error:
+        assert error.kind == "schema_violation"
+        return
+    dumped = json.dumps(value.model_dump() if isinstance(value, BaseModel) else value)
+    assert "Infinity" not in dumped, f"{text!r} parsed to a non-finite value: {value!r}"
+
+
 # --------------------------------------------------------------------------------------------------------
 # 2. Round trip
 # --------------------------------------------------------------------------------------------------------

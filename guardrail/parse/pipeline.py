@@ -68,7 +68,7 @@ _MISS: Any = object()
 def _fast_path(text: str, contract: Contract[Any], limits: Limits) -> Any:
     """The value, if ``text`` is already exactly valid JSON for the contract with no unknown keys; else _MISS."""
     if (limits.max_depth < PYDANTIC_MAX_DEPTH or len(text) * 4 > limits.max_bytes
-            or not _LOOKS_LIKE_JSON(text) or may_hold_nonfinite(text)):
+            or not _LOOKS_LIKE_JSON(text) or may_hold_nonfinite(text, floats=contract.holds_floats)):
         return _MISS
     try:
         return contract.validate_json(text, forbid_extra=True)

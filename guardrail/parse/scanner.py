@@ -447,17 +447,19 @@ class _Scanner:
         frame[1] = None
 
 
-_OVERFLOW_RISK: Final = re.compile(r"[eE][+]?[0-9]{3}|[0-9]{300}")
+_OVERFLOW_RISK: Final = re.compile(r"[eE]\+?[0-9]{3}")
 
 
-def may_hold_nonfinite(text: str) -> bool:
+def may_hold_nonfinite(text: str, *, floats: bool = True) -> bool:
     """Could strict JSON parsing of ``text`` produce NaN or infinity (``NaN``, ``Infinity``, ``1e400``)?
 
     Pydantic reads those as floats; guardrail judges them against the contract instead, so text for
     which this is true never takes a shortcut around the stages. Two substring searches and one
-    linear regex.
+    linear regex (skipped with ``floats=False``: a contract without floats cannot hold an overflow).
     """
-    return "NaN" in text or "Infinity" in text or _OVERFLOW_RISK.search(text) is not None
+    if "NaN" in text or "Infinity" in text:
+        return True
+    return floats and _OVERFLOW_RISK.search(text) is not None
 
 
 def _finite_or_marker(token: str) -> float | NonFinite:

@@ -1,0 +1,342 @@
+"""Adversarial inputs and the input limits of guardrail's parse layer.
+
+Every adversarial text must come back as a :class:`guardrail.ParseError` - never a ``RecursionError``,
+``MemoryError`` or a hang. Each call is timed with ``time.perf_counter`` purely as a hang guard against a
+generous bound (``HANG_GUARD_S``); the documented design is linear time, so honest runs take well under a
+second.
+
+Limits: nesting deeper than ``Limits.max_depth`` is an :class:`InputLimitError` with ``.limit ==
+"max_depth"``; text longer than ``Limits.max_bytes`` *UTF-8 bytes* is one with ``.limit == "max_bytes"``;
+``Limits`` refuses a ``max_depth`` outside 1..200 and a non-positive ``max_bytes`` with ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from guardrail import (
+    InputLimitError,
+    Limits,
+    ParseError,
+    SchemaViolationError,
+    TruncatedError,
+    parse,
+    parse_report,
+)
+
+HANG_GUARD_S = 5.0
+MB = 1_000_000
+
+
+class Answer(BaseModel):
+    a: int
+    tags: list[str] = []
+
+
+CONTRACTS: list[Any] = [Any, Answer, list[int]]
+CONTRACT_IDS = ["Any", "Answer", "list_int"]
+
+
+def timed_parse_error(text: str, contract: Any, limits: Limits | None = None) -> ParseError:
+    """Parse ``text``; it must raise a ParseError (nothing else) and finish within the hang guard."""
+    start = time.perf_counter()
+    try:
+        value = parse(text, contract, limits=limits)
+    except ParseError as error:
+        elapsed = time.perf_counter() - start
+        assert elapsed < HANG_GUARD_S, f"parse took {elapsed:.2f}s (hang guard {HANG_GUARD_S}s)"
+        assert error.text == text
+        return error
+    raise AssertionError(f"expected a ParseError, got the value {value!r:.200}")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Adversarial texts
+# --------------------------------------------------------------------------------------------------------
+
+ADVERSARIAL: dict[str, Callable[[], str]] = {
+    # An unclosed fence followed by a sea of spaces (the fence regex must stay linear).
+    "unclosed_fence_then_100k_spaces": lambda: "```json\n" + " " * 100_000,
+    "unclosed_fence_info_then_100k_spaces": lambda: "```json" + " " * 100_000,
+    "unclosed_fence_cut_json_then_100k_spaces": lambda: 'Here:\n```json\n{"a": 1,' + " " * 100_000,
+    "100k_spaces_then_unclosed_fence": lambda: " " * 100_000 + "\n```json\n[1,",
+    # 1 MB of '[' (depth limit, no recursion).
+    "1MB_of_open_brackets": lambda: "[" * MB,
+    "1MB_of_open_brackets_in_fence": lambda: "```json\n" + "[" * MB,
+    "1MB_of_open_brackets_after_prose": lambda: "The answer is " + "[" * MB,
+    # 100k-deep nesting of objects.
+    "100k_deep_objects": lambda: '{"a":' * 100_000,
+    "100k_deep_objects_closed": lambda: '{"a":' * 100_000 + "1" + "}" * 100_000,
+    "100k_deep_arrays_closed": lambda: "[" * 100_000 + "]" * 100_000,
+    "100k_deep_mixed": lambda: '[{"a":' * 50_000,
+    # An unclosed string followed by thousands of commas.
+    "unclosed_string_then_commas_in_object": lambda: '{"a": "' + "," * 100_000,
+    "unclosed_string_then_commas_in_array": lambda: '["' + "," * 100_000,
+    "unclosed_string_then_commas_and_quotes": lambda: '{"a": "x' + ',"' * 50_000,
+    "unclosed_single_quote_then_commas": lambda: "{'a': '" + "," * 100_000,
+    "unclosed_smart_quote_then_commas": lambda: "{\u201ca\u201d: \u201c" + "," * 100_000,
+    "bare_unclosed_string_then_commas": lambda: '"' + "," * 100_000,
+    # Many unmatched '{' in prose.
+    "100k_unmatched_braces_in_prose": lambda: "Pick { or { " * 50_000,
+    "100k_bare_open_braces": lambda: "{" * 100_000,
+    "100k_open_braces_with_words": lambda: "{ word " * 100_000,
+    "100k_braces_with_keys": lambda: '{"k":1 ' * 50_000,
+    "prose_with_open_brackets": lambda: "see [ note " * 50_000,
+    "many_fenced_unclosed_objects": lambda: "```json\n{\n```\n" * 20_000,
+    # 1 MB of '"' and similar floods.
+    "1MB_of_double_quotes": lambda: '"' * MB,
+    "1MB_of_double_quotes_in_array": lambda: "[" + '"' * MB,
+    "1MB_of_single_quotes_in_object": lambda: "{" + "'" * MB,
+    "1MB_of_backslashes_in_string": lambda: '["' + "\\" * MB,
+    "1MB_of_backslash_quote_in_string": lambda: '["' + '\\"' * (MB // 2),
+    "1MB_of_comment_openers": lambda: "[" + "/*" * (MB // 2),
+    "1MB_of_line_comments": lambda: "[1," + "//\n" * (MB // 3),
+    "1MB_of_backticks": lambda: "`" * MB,
+    "many_fence_lines": lambda: "```\n" * 100_000,
+    "many_tags": lambda: "<json>" * 100_000,
+    "1MB_of_digits": lambda: "[" + "1" * MB,
+    "1MB_number_like": lambda: "[" + "1e" * (MB // 2),
+    "1MB_of_minus": lambda: "[" + "-" * MB,
+    "1MB_of_invisible_chars": lambda: "[" + "\u200b" * MB,
+    "1MB_of_colons_in_object": lambda: '{"a"' + ":" * MB,
+    "1MB_of_commas_in_array": lambda: "[1" + "," * MB,
+    "many_unquoted_keys": lambda: "{" + "a:1 " * 200_000,
+    "many_stray_closers": lambda: "[1" + "]}" * 200_000,
+    "many_missing_commas": lambda: "[" + "[] " * 200_000,
+}
+
+
+@pytest.mark.parametrize("contract", CONTRACTS, ids=CONTRACT_IDS)
+@pytest.mark.parametrize("name", list(ADVERSARIAL))
+def test_adversarial_text_is_a_parse_error_quickly(name: str, contract: Any) -> None:
+    text = ADVERSARIAL[name]()
+    error = timed_parse_error(text, contract)
+    assert error.kind in ("no_json", "truncated", "ambiguous", "schema_violation")
+
+
+@pytest.mark.parametrize(("name", "kind", "limit"), [
+    ("unclosed_fence_cut_json_then_100k_spaces", "truncated", None),
+    ("1MB_of_open_brackets", "schema_violation", "max_depth"),
+    ("1MB_of_open_brackets_in_fence", "schema_violation", "max_depth"),
+    ("1MB_of_open_brackets_after_prose", "schema_violation", "max_depth"),
+    ("100k_deep_objects", "schema_violation", "max_depth"),
+    ("100k_deep_objects_closed", "schema_violation", "max_depth"),
+    ("100k_deep_arrays_closed", "schema_violation", "max_depth"),
+    ("100k_deep_mixed", "schema_violation", "max_depth"),
+    ("unclosed_string_then_commas_in_object", "truncated", None),
+    ("unclosed_string_then_commas_in_array", "truncated", None),
+    ("unclosed_single_quote_then_commas", "truncated", None),
+    ("unclosed_smart_quote_then_commas", "truncated", None),
+    ("1MB_of_double_quotes_in_array", "truncated", None),
+    ("1MB_of_backslashes_in_string", "truncated", None),
+    ("1MB_of_backslash_quote_in_string", "truncated", None),
+    ("1MB_of_commas_in_array", "truncated", None),
+])
+def test_adversarial_text_error_kind(name: str, kind: str, limit: str | None) -> None:
+    """Where the right answer is clear: deep nesting is the depth limit; text cut inside a value is truncated."""
+    error = timed_parse_error(ADVERSARIAL[name](), Any)
+    assert error.kind == kind, f"{name}: {error!r}"
+    if limit is None:
+        assert not isinstance(error, InputLimitError)
+    else:
+        assert isinstance(error, InputLimitError)
+        assert error.limit == limit
+        assert error.value == 200
+
+
+@pytest.mark.parametrize("name", ["1MB_of_open_brackets", "100k_deep_objects", "unclosed_string_then_commas_in_object",
+                                  "100k_unmatched_braces_in_prose", "1MB_of_double_quotes"])
+def test_parse_report_does_not_raise_on_adversarial_text(name: str) -> None:
+    text = ADVERSARIAL[name]()
+    start = time.perf_counter()
+    report = parse_report(text, Any)
+    assert time.perf_counter() - start < HANG_GUARD_S
+    assert not report.ok
+    assert isinstance(report.error, ParseError)
+    assert report.error.report is report
+
+
+def test_valid_json_after_a_long_adversarial_preamble_is_still_found() -> None:
+    """Adversarial prose before the answer costs time, not the answer."""
+    text = "Pick { or [ " * 20_000 + '\n```json\n{"a": 7, "tags": ["x"]}\n```'
+    start = time.perf_counter()
+    value = parse(text, Answer)
+    assert time.perf_counter() - start < HANG_GUARD_S
+    assert value == Answer(a=7, tags=["x"])
+
+
+# --------------------------------------------------------------------------------------------------------
+# max_depth
+# --------------------------------------------------------------------------------------------------------
+
+
+def nested_arrays(levels: int) -> str:
+    return "[" * levels + "1" + "]" * levels
+
+
+def nested_objects(levels: int) -> str:
+    return '{"a":' * levels + "1" + "}" * levels
+
+
+@pytest.mark.parametrize("make", [nested_arrays, nested_objects], ids=["arrays", "objects"])
+def test_default_depth_limit_boundary(make: Callable[[int], str]) -> None:
+    assert parse(make(200), Any) == json.loads(make(200))
+    with pytest.raises(InputLimitError) as info:
+        parse(make(201), Any)
+    assert info.value.limit == "max_depth"
+    assert info.value.value == 200
+    assert info.value.kind == "schema_violation"
+    assert isinstance(info.value, SchemaViolationError)
+
+
+@pytest.mark.parametrize("wrap", ["{}", "```json\n{}\n```", "Here you go: {} - done.", "<json>{}</json>",
+                                  "```json\n{}", "Here: {}"])
+@pytest.mark.parametrize("make", [nested_arrays, nested_objects], ids=["arrays", "objects"])
+def test_small_custom_depth_limit(make: Callable[[int], str], wrap: str) -> None:
+    """``Limits(max_depth=5)`` on 10-deep clean JSON: the limit, wherever the JSON sits (clean or cut off)."""
+    text = wrap.replace("{}", make(10))
+    with pytest.raises(InputLimitError) as info:
+        parse(text, Any, limits=Limits(max_depth=5))
+    assert info.value.limit == "max_depth"
+    assert info.value.value == 5
+    assert parse(wrap.replace("{}", make(5)), Any, limits=Limits(max_depth=5)) == json.loads(make(5))
+
+
+@pytest.mark.parametrize("max_depth", [1, 2, 5, 50, 199, 200])
+def test_custom_depth_limit_is_exact(max_depth: int) -> None:
+    limits = Limits(max_depth=max_depth)
+    assert parse(nested_arrays(max_depth), Any, limits=limits) == json.loads(nested_arrays(max_depth))
+    with pytest.raises(InputLimitError) as info:
+        parse(nested_arrays(max_depth + 1), Any, limits=limits)
+    assert (info.value.limit, info.value.value) == ("max_depth", max_depth)
+
+
+@pytest.mark.parametrize("text", [
+    "[[[[[[[[[[1,]]]]]]]]]]",  # trailing comma: the lenient scanner's path
+    "{a: {b: {c: {d: {e: {f: 1}}}}}}",  # unquoted keys
+    "[[[[[[[[[[1]]]]]]]]]",  # one closer short: also cut off, but deeper than allowed first
+    "[[[[[[1]]]]]] and again [[[[[[1]]]]]]",
+])
+def test_depth_limit_applies_to_repaired_json(text: str) -> None:
+    with pytest.raises(InputLimitError) as info:
+        parse(text, Any, limits=Limits(max_depth=5))
+    assert info.value.limit == "max_depth"
+
+
+def test_depth_limit_with_model_contract() -> None:
+    text = json.dumps({"a": 1, "tags": ["x"], "extra": [[[[[[1]]]]]]})
+    with pytest.raises(InputLimitError) as info:
+        parse(text, Answer, limits=Limits(max_depth=5))
+    assert info.value.limit == "max_depth"
+
+
+def test_brackets_inside_strings_do_not_count_towards_depth() -> None:
+    text = json.dumps({"a": 1, "tags": ["[" * 500, "{" * 500]})
+    assert parse(text, Answer, limits=Limits(max_depth=2)) == Answer(a=1, tags=["[" * 500, "{" * 500])
+    assert parse(text, Any) == json.loads(text)
+
+
+def test_depth_limit_error_is_in_the_report() -> None:
+    report = parse_report(nested_arrays(10), Any, limits=Limits(max_depth=5))
+    assert not report.ok
+    assert isinstance(report.error, InputLimitError)
+    assert report.error.limit == "max_depth"
+
+
+# --------------------------------------------------------------------------------------------------------
+# max_bytes
+# --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("char", "width"), [("a", 1), ("é", 2), ("가", 3), ("\U0001f600", 4)])
+@pytest.mark.parametrize("n", [1, 10, 1000])
+def test_byte_limit_counts_utf8_bytes(char: str, width: int, n: int) -> None:
+    """A string of N characters of UTF-8 width W is N*W bytes: Korean text of N chars is 3N bytes."""
+    text = json.dumps(char * n, ensure_ascii=False)  # two quotes + n chars
+    size = 2 + n * width
+    assert len(text.encode("utf-8")) == size
+    assert parse(text, Any, limits=Limits(max_bytes=size)) == char * n
+    with pytest.raises(InputLimitError) as info:
+        parse(text, Any, limits=Limits(max_bytes=size - 1))
+    assert info.value.limit == "max_bytes"
+    assert info.value.value == size - 1
+    assert info.value.kind == "schema_violation"
+
+
+def test_korean_prose_counts_three_bytes_per_character() -> None:
+    n = 1000
+    text = "가" * n + ' {"a": 1}'
+    size = 3 * n + len(' {"a": 1}')
+    assert parse(text, Answer, limits=Limits(max_bytes=size)) == Answer(a=1)
+    with pytest.raises(InputLimitError) as info:
+        parse(text, Answer, limits=Limits(max_bytes=size - 1))
+    assert info.value.limit == "max_bytes"
+    # Counting characters instead of bytes would let a text three times the limit through.
+    with pytest.raises(InputLimitError):
+        parse(text, Answer, limits=Limits(max_bytes=n + 100))
+
+
+def test_default_byte_limit_is_8_mib() -> None:
+    assert Limits().max_bytes == 8 * 1024 * 1024
+    assert Limits().max_depth == 200
+    over = "[" + " " * (8 * 1024 * 1024) + "1]"
+    start = time.perf_counter()
+    with pytest.raises(InputLimitError) as info:
+        parse(over, Any)
+    assert time.perf_counter() - start < HANG_GUARD_S
+    assert info.value.limit == "max_bytes"
+    assert info.value.value == 8 * 1024 * 1024
+    korean_over = '"' + "가" * (3 * 1024 * 1024) + '"'  # 3 Mi characters, 9 MiB + 2 bytes
+    with pytest.raises(InputLimitError) as info:
+        parse(korean_over, Any)
+    assert info.value.limit == "max_bytes"
+
+
+def test_byte_limit_is_checked_before_depth() -> None:
+    """A text over both limits is refused for its size, before any nesting is read."""
+    with pytest.raises(InputLimitError) as info:
+        parse("[" * 1000, Any, limits=Limits(max_bytes=100))
+    assert info.value.limit == "max_bytes"
+
+
+def test_byte_limit_error_is_in_the_report() -> None:
+    report = parse_report("x" * 200, Any, limits=Limits(max_bytes=100))
+    assert not report.ok
+    assert isinstance(report.error, InputLimitError)
+    assert report.error.limit == "max_bytes"
+    assert report.error.text == "x" * 200
+
+
+# --------------------------------------------------------------------------------------------------------
+# Limits validation
+# --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("max_depth", [0, -1, 201, 10_000])
+def test_limits_rejects_out_of_range_depth(max_depth: int) -> None:
+    with pytest.raises(ValueError, match="max_depth"):
+        Limits(max_depth=max_depth)
+
+
+@pytest.mark.parametrize("max_bytes", [0, -1])
+def test_limits_rejects_non_positive_bytes(max_bytes: int) -> None:
+    with pytest.raises(ValueError, match="max_bytes"):
+        Limits(max_bytes=max_bytes)
+
+
+@pytest.mark.parametrize(("max_bytes", "max_depth"), [(1, 1), (1, 200), (10**9, 200)])
+def test_limits_accepts_edges(max_bytes: int, max_depth: int) -> None:
+    limits = Limits(max_bytes=max_bytes, max_depth=max_depth)
+    assert (limits.max_bytes, limits.max_depth) == (max_bytes, max_depth)
+
+
+def test_input_limit_error_is_a_schema_violation_parse_error() -> None:
+    assert issubclass(InputLimitError, SchemaViolationError)
+    assert issubclass(InputLimitError, ParseError)
+    assert not issubclass(InputLimitError, TruncatedError)
