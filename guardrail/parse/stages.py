@@ -258,6 +258,7 @@ def run_stages(state: ParseState, stages: tuple[Stage, ...] | list[Stage]) -> Pa
         for stage in stages:
             state = stage(state)
     except InputLimitError as error:
+        error.text = state.text  # the whole raw text, not the segment the limit was met in
         error.report = state.report
         state.report.error = error
     return state
