@@ -51,6 +51,7 @@ def timed_parse_error(text: str, contract: Any, limits: Limits | None = None) ->
     except ParseError as error:
         elapsed = time.perf_counter() - start
         assert elapsed < HANG_GUARD_S, f"parse took {elapsed:.2f}s (hang guard {HANG_GUARD_S}s)"
+        assert error.text == text  # the whole raw reply, whichever segment the error came from
         return error
     raise AssertionError(f"expected a ParseError, got the value {value!r:.200}")
 
@@ -106,8 +107,8 @@ ADVERSARIAL: dict[str, Callable[[], str]] = {
     "1MB_of_colons_in_object": lambda: '{"a"' + ":" * MB,
     "1MB_of_commas_in_array": lambda: "[1" + "," * MB,
     "many_unquoted_keys": lambda: "{" + "a:1 " * 50_000,
-    "1MB_of_stray_closers_in_array": lambda: "[1" + "}" * MB,
-    "1MB_of_stray_closers_in_object": lambda: '{"a":1' + "]" * MB,
+    "200k_stray_closers_in_array": lambda: "[1" + "}" * 200_000,
+    "200k_stray_closers_in_object": lambda: '{"a":1' + "]" * 200_000,
     "many_missing_commas": lambda: "[" + "[] " * 100_000,
 }
 
@@ -151,8 +152,8 @@ def test_adversarial_text_is_a_parse_error_quickly_with_contract(name: str, cont
     ("unclosed_smart_quote_then_commas", "truncated", None),
     ("1MB_of_backslashes_in_string", "truncated", None),
     ("1MB_of_backslash_quote_in_string", "truncated", None),
-    ("1MB_of_stray_closers_in_array", "truncated", None),
-    ("1MB_of_stray_closers_in_object", "truncated", None),
+    ("200k_stray_closers_in_array", "truncated", None),
+    ("200k_stray_closers_in_object", "truncated", None),
 ])
 def test_adversarial_text_error_kind(name: str, kind: str, limit: str | None) -> None:
     """Where the right answer is clear: deep nesting is the depth limit; text cut inside a value is truncated."""
@@ -265,7 +266,7 @@ def test_depth_limit_error_is_in_the_report() -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "[" * 199 + "1," + "]" * 199 + "]",  # 200 deep with a trailing comma: the lenient scanner
+    "[" * 200 + "1," + "]" * 200,  # 200 deep with a trailing comma: the lenient scanner
     "[" * 200 + "NaN" + "]" * 200,  # NaN skips the fast path
     "Here you go: " + "[" * 200 + "1" + "]" * 200 + " - done.",
     "```json\n" + "[" * 200 + "1" + "]" * 200 + "\n```",
@@ -292,10 +293,6 @@ class Bag(BaseModel):
     items: list[Any]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: when the depth limit is met inside JSON encoded in a string (coerce's decode_embedded_json), "
-    "InputLimitError.value is the remaining budget (max_depth minus the path length: 4), not the "
-    "configured limit (5), and the feedback says 'nested more than 4 levels deep'"))
 def test_depth_limit_met_inside_embedded_json_reports_the_configured_limit() -> None:
     text = '{"items": "' + "[" * 7 + "1" + "]" * 7 + '"}'  # 1 + 7 levels once decoded
     with pytest.raises(ParseError) as info:

@@ -148,11 +148,23 @@ def parse_only_raises_parse_error(text: str, contract: Any) -> None:
 # --------------------------------------------------------------------------------------------------------
 
 finite_floats = st.floats(allow_nan=False, allow_infinity=False)
-scalars = st.none() | st.booleans() | st.integers() | finite_floats | st.text()
+
+#: Strings made of what could confuse a reader of chatty model output if it looked inside strings: fence
+#: markers, tags, comment openers, brackets, quotes, escapes, NaN, invisible and line-separator characters.
+debris_text = st.lists(
+    st.sampled_from(["```", "~~~", "```json", "</", "</json>", "<json>", "\n", "\\", '"', "'", "NaN",
+                     "Infinity", "{", "}", "[", "]", ",", ":", "//", "/*", "*/", "\u201c", "\u201d", "\ufeff",
+                     "\u200b", "\u00a0", "\u2028", "True", "None", "한", "é", " ", "\t", "\r", "\x00", "\x7f",
+                     "\x85"])
+    | st.text(max_size=2),
+    max_size=8,
+).map("".join)
+
+scalars = st.none() | st.booleans() | st.integers() | finite_floats | st.text() | debris_text
 
 
 def json_values(max_leaves: int = 20, keys: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[Any]:
-    key_strategy = keys if keys is not None else st.text(max_size=8)
+    key_strategy = keys if keys is not None else st.text(max_size=8) | debris_text
     return st.recursive(
         scalars,
         lambda children: st.lists(children, max_size=5) | st.dictionaries(key_strategy, children, max_size=5),
@@ -162,7 +174,7 @@ def json_values(max_leaves: int = 20, keys: st.SearchStrategy[str] | None = None
 
 def containers(max_leaves: int = 12) -> st.SearchStrategy[Any]:
     inner = json_values(max_leaves=max_leaves)
-    return st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5)
+    return st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8) | debris_text, inner, max_size=5)
 
 
 def dump_variants() -> st.SearchStrategy[dict[str, Any]]:
@@ -330,10 +342,18 @@ def test_mutated_order_json_raises_only_parse_error(data: dict[str, Any], text: 
     for _ in range(text.draw(st.integers(1, 3))):
         i = text.draw(st.integers(0, len(dumped)))
         j = text.draw(st.integers(i, min(len(dumped), i + 6)))
-        token = text.draw(st.sampled_from(JSON_TOKENS + ['"5"', '"4.0"', '"true"', '"a,b"', '"[1]"', '{"sku":"x","qty":1}']))
+        token = text.draw(st.sampled_from(
+            [*JSON_TOKENS, '"5"', '"4.0"', '"true"', '"a,b"', '"[1]"', '{"sku":"x","qty":1}']))
         dumped = dumped[:i] + token + dumped[j:]
     parse_only_raises_parse_error(dumped, Order)
     parse_only_raises_parse_error(dumped, Any)
+
+
+@pytest.mark.parametrize("contract", CONTRACTS, ids=CONTRACT_IDS)
+@pytest.mark.parametrize("text", ["[-¹]", '{"id": -²}', "Here: [1, -٣]", "[[-¹"])
+def test_minus_before_non_ascii_digit_is_a_parse_error(text: str, contract: Any) -> None:
+    with pytest.raises(ParseError):
+        parse(text, contract)
 
 
 class Priced(BaseModel):
@@ -441,10 +461,11 @@ def test_round_trip_container_in_prose(value: Any, opts: dict[str, Any], before:
 @given(value=containers(max_leaves=20), opts=dump_variants(), before=prose(), after=prose())
 def test_round_trip_container_in_prose_only_after(value: Any, opts: dict[str, Any], before: str,
                                                   after: str) -> None:
-    """Prose after only, and prose on both sides around a fence, for object/array roots."""
+    """Prose after only; prose on both sides of a fence; prose around a ``<json>`` tag (object/array roots)."""
     dumped = json.dumps(value, **opts)
     assert_round_trip(dumped + "\n" + after, value)
     assert_round_trip(before + "\n```json\n" + dumped + "\n```\n" + after, value)
+    assert_round_trip(before + " <json>" + dumped + "</json> " + after, value)
 
 
 @settings(max_examples=100)

@@ -152,10 +152,7 @@ def _to_integer(text: str) -> int | None:
 
 def _decode_embedded(raw: str, text: str, types: frozenset[str], ctx: CoerceContext,
                      path: list[str | int]) -> Any:
-    budget = ctx.max_depth - len(path)
-    if budget < 1:
-        return _REFUSED
-    result = scan(text, 0, max_depth=budget)
+    result = scan(text, 0, max_depth=ctx.max_depth, depth=len(path))
     if result.status != "complete" or text[result.end :].strip():
         return _REFUSED
     decoded = result.value

@@ -112,14 +112,15 @@ _COLON: Final = 2  # ':' is expected
 _AFTER: Final = 3  # ',' or a closer is expected
 
 
-def scan(text: str, pos: int, *, max_depth: int, end_at_root: bool = True) -> ScanResult:
+def scan(text: str, pos: int, *, max_depth: int, depth: int = 0) -> ScanResult:
     """Read one JSON value from ``text`` starting at ``pos``.
 
-    Raises :class:`InputLimitError` when nesting exceeds ``max_depth`` (a limit, not a candidate problem).
+    Raises :class:`InputLimitError` when nesting exceeds ``max_depth`` (a limit, not a candidate problem);
+    ``depth`` is how deep the value already sits (JSON decoded from inside a string of a deeper value).
     Otherwise always returns a :class:`ScanResult`; ``end`` is just past the value, or the position of the
     problem for ``truncated``/``syntax_error``.
     """
-    scanner = _Scanner(text, max_depth)
+    scanner = _Scanner(text, max_depth, depth)
     try:
         value, end = scanner.run(pos)
     except _Stop as stop:
@@ -129,9 +130,10 @@ def scan(text: str, pos: int, *, max_depth: int, end_at_root: bool = True) -> Sc
 
 
 class _Scanner:
-    __slots__ = ("fixes", "max_depth", "n", "stack", "strict_budget", "text", "tokens")
+    __slots__ = ("base", "fixes", "max_depth", "n", "stack", "strict_budget", "text", "tokens")
 
-    def __init__(self, text: str, max_depth: int) -> None:
+    def __init__(self, text: str, max_depth: int, base: int = 0) -> None:
+        self.base = base
         self.text = text
         self.n = len(text)
         self.max_depth = max_depth
@@ -289,7 +291,7 @@ class _Scanner:
         except (ValueError, RecursionError):
             self.strict_budget -= 1
             return None
-        room = self.max_depth - len(self.stack)
+        room = self.max_depth - self.base - len(self.stack)
         if self.text.count("{", pos, end) + self.text.count("[", pos, end) > room:
             self.strict_budget = 0  # let the explicit stack meet the depth limit
             return None
@@ -379,7 +381,7 @@ class _Scanner:
                     state, last_was_container = _AFTER, True
                     continue
             if c == "{" or c == "[":
-                if len(stack) >= self.max_depth:
+                if len(stack) + self.base >= self.max_depth:
                     raise InputLimitError(
                         f"The JSON is nested more than {self.max_depth} levels deep; "
                         "reply with a flatter value.",
@@ -414,7 +416,7 @@ class _Scanner:
     def read_value(self, pos: int, c: str) -> tuple[Any, int]:
         if c in "\"'\u201c\u2018":
             return self.read_string(pos)
-        if c == "-" and not self.text[pos + 1 : pos + 2].isdigit():
+        if c == "-" and not "0" <= self.text[pos + 1 : pos + 2] <= "9":
             if self.text.startswith("-Infinity", pos):
                 return NonFinite("-Infinity"), pos + 9
             if self.stack and "-Infinity".startswith(self.text[pos:]):
