@@ -5,23 +5,22 @@ The text is cut into non-overlapping segments: the body of each fenced block (``
 code fence inside a JSON string, where newlines are escaped, never splits the JSON. An unclosed fence
 runs to the end of the text, which is how a cut-off answer stays detectable as truncated.
 
-Each pattern here is a single greedy pass per line, so the cost is linear in the text, including an
-unclosed fence followed by megabytes of spaces.
+Fence markers are found with literal searches and each line is looked at once, so the cost is linear in
+the text, including an unclosed fence followed by megabytes of spaces.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
-_FENCE_LINE: Final = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})([^\n]*)$", re.M)
+_BACKTICKS: Final = re.compile(r"```+")
+_TILDES: Final = re.compile(r"~~~+")
 _OPEN_TAG: Final = re.compile(r"<([A-Za-z][\w.\-]{0,40})>")
 INVISIBLE: Final = "\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e"
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(NamedTuple):
     """A stretch of the original text, ``text[start:end]``, searched for JSON on its own.
 
     ``source`` is ``"fence"`` for a fenced block body and ``"text"`` for prose; ``info`` is the fence's
@@ -41,45 +40,73 @@ def split_segments(text: str) -> list[Segment]:
         return [Segment(0, len(text), "text")]
     segments: list[Segment] = []
     prose_start = 0
-    open_marker: re.Match[str] | None = None
-    for m in _FENCE_LINE.finditer(text):
-        marker, rest = m.group(1), m.group(2)
-        if open_marker is None:
-            if marker[0] == "`" and "`" in rest:
+    opener: _FenceLine | None = None
+    for line in _fence_lines(text):
+        rest = text[line.rest : line.end]
+        if opener is None:
+            if line.char == "`" and "`" in rest:
                 continue  # per CommonMark not a fence opener (inline code like ```x```)
-            if m.start() > prose_start:
-                segments.append(Segment(prose_start, m.start(), "text"))
-            open_marker = m
+            if line.start > prose_start:
+                segments.append(Segment(prose_start, line.start, "text"))
+            opener = line
             continue
-        opener = open_marker.group(1)
-        if marker[0] == opener[0] and len(marker) >= len(opener) and not rest.strip():
-            body_start = _body_start(text, open_marker)
-            segments.append(Segment(body_start, m.start(), "fence", _info(open_marker)))
-            prose_start = m.end()
-            open_marker = None
-    if open_marker is not None:
-        body_start = _body_start(text, open_marker)
-        segments.append(Segment(body_start, len(text), "fence", _info(open_marker), closed=False))
+        if line.char == opener.char and line.length >= opener.length and not rest.strip():
+            segments.append(Segment(_body_start(text, opener), line.start, "fence", _info(text, opener)))
+            prose_start = line.end
+            opener = None
+    if opener is not None:
+        segments.append(Segment(_body_start(text, opener), len(text), "fence", _info(text, opener), closed=False))
     elif prose_start < len(text):
         segments.append(Segment(prose_start, len(text), "text"))
     return segments
 
 
-def _body_start(text: str, opener: re.Match[str]) -> int:
+class _FenceLine(NamedTuple):
+    start: int  # start of the line
+    char: str  # "`" or "~"
+    length: int  # length of the marker run
+    rest: int  # position just after the marker run
+    end: int  # end of the line (its newline or the end of the text)
+
+
+def _fence_lines(text: str) -> list[_FenceLine]:
+    """Lines that start (after at most three spaces) with a run of 3+ backticks or tildes, in order.
+
+    Marker runs are found with literal searches, which the regex engine runs at C speed; the line start
+    is found by looking back only as far as the previous run, so the whole pass stays linear.
+    """
+    runs = sorted(m.span() for pattern in (_BACKTICKS, _TILDES) for m in pattern.finditer(text))
+    lines: list[_FenceLine] = []
+    line_start, scanned = 0, 0
+    for begin, finish in runs:
+        newline = text.rfind("\n", scanned, begin)
+        if newline >= 0:
+            line_start = newline + 1
+        scanned = finish
+        indent = text[line_start:begin] if begin - line_start <= 3 else "x"
+        if indent.strip(" \t"):
+            continue
+        if lines and lines[-1].end > begin:
+            continue  # a second run on a line already taken
+        eol = text.find("\n", finish)
+        lines.append(_FenceLine(line_start, text[begin], finish - begin, finish, len(text) if eol < 0 else eol))
+    return lines
+
+
+def _body_start(text: str, opener: _FenceLine) -> int:
     """The body starts on the line after the opener, or after the info word for ```json {...}."""
-    rest = opener.group(2)
+    rest = text[opener.rest : opener.end]
     stripped = rest.lstrip(" \t")
     word_end = 0
     while word_end < len(stripped) and (stripped[word_end].isalnum() or stripped[word_end] in "_+-."):
         word_end += 1
-    after_word = stripped[word_end:].strip()
-    if after_word:  # content on the opener line itself
-        return opener.start(2) + (len(rest) - len(stripped)) + word_end
-    return min(opener.end() + 1, len(text))
+    if stripped[word_end:].strip():  # content on the opener line itself
+        return opener.rest + (len(rest) - len(stripped)) + word_end
+    return min(opener.end + 1, len(text))
 
 
-def _info(opener: re.Match[str]) -> str:
-    words = opener.group(2).split()
+def _info(text: str, opener: _FenceLine) -> str:
+    words = text[opener.rest : opener.end].split()
     return words[0] if words else ""
 
 

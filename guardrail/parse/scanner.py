@@ -130,7 +130,7 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0) -> ScanResult:
 
 
 class _Scanner:
-    __slots__ = ("base", "fixes", "max_depth", "n", "stack", "strict_budget", "text", "tokens")
+    __slots__ = ("base", "fast_strings", "fixes", "max_depth", "n", "stack", "strict_budget", "text", "tokens")
 
     def __init__(self, text: str, max_depth: int, base: int = 0) -> None:
         self.base = base
@@ -142,6 +142,7 @@ class _Scanner:
         self.stack: list[list[Any]] = []
         self.tokens = 0
         self.strict_budget = STRICT_ATTEMPTS
+        self.fast_strings = True
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def location(self, key: str | None = None) -> tuple[str | int, ...]:
@@ -211,6 +212,14 @@ class _Scanner:
         text = self.text
         quote = text[pos]
         if quote == '"':
+            if self.fast_strings:
+                # One C call for the common clean string. Its failure costs O(position) (the error
+                # computes a line number), so after one failure this scan takes the careful path.
+                try:
+                    value, end = scanstring(text, pos + 1, True)
+                    return value, end, ""
+                except JSONDecodeError:
+                    self.fast_strings = False
             m = _DOUBLE_QUOTED.match(text, pos)
             if m is None:
                 raise self.truncated(self.n, "a string is closed")
