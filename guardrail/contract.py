@@ -39,6 +39,10 @@ class Contract(Generic[T]):
     #: Whether a float can appear anywhere in a value (a ``number`` or unconstrained schema). Only then can
     #: pydantic accept ``NaN``, ``Infinity`` or ``1e400`` as a float, so only then is text screened for them.
     holds_floats: bool = True
+    #: Whether strict validation of Python values decoded from JSON gives exactly what strict validation
+    #: of the JSON text gives (only JSON-native types: no enums, dates, UUIDs, tuples, dataclasses...).
+    #: Then an already-decoded value can be validated without encoding it back to JSON.
+    python_equivalent: bool = False
 
     def validate_json(self, payload: str, *, forbid_extra: bool = False) -> T:
         """Validate JSON text strictly: only JSON's own types, no lax conversions (those are ours to make).
@@ -52,6 +56,14 @@ class Contract(Generic[T]):
             result: T = validator.validate_json(payload, strict=True, extra="forbid")
         else:
             result = validator.validate_json(payload, strict=True)
+        return result
+
+    def validate_decoded(self, data: Any) -> T:
+        """Validate a value decoded from JSON, strictly and with unknown keys forbidden.
+
+        Only for contracts where :attr:`python_equivalent` holds; the caller falls back to JSON text.
+        """
+        result: T = self.adapter.validator.validate_python(data, strict=True, extra="forbid")
         return result
 
 
@@ -85,7 +97,37 @@ def _compile(output_type: Any) -> Contract[Any]:
         schema = {}
     canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(canonical.encode()).hexdigest()
-    return Contract(output_type, adapter, schema, digest, SchemaView(schema), _holds_floats(schema))
+    return Contract(output_type, adapter, schema, digest, SchemaView(schema), _holds_floats(schema),
+                    _python_equivalent(adapter.core_schema))
+
+
+#: Core-schema node types whose strict Python validation of JSON-decoded values matches strict JSON
+#: validation. Anything else (enum, datetime, uuid, decimal, tuple, set, bytes, dataclass, url, ...)
+#: accepts a string or list in JSON but wants a real instance in strict Python mode.
+_JSON_NATIVE = frozenset({
+    "any", "none", "bool", "int", "float", "str", "list", "dict", "nullable", "default", "union", "tagged-union",
+    "model", "model-fields", "model-field", "typed-dict", "typed-dict-field", "computed-field", "definitions",
+    "definition-ref", "function-after", "function-before", "function-wrap", "function-plain", "literal",
+})
+
+
+def _python_equivalent(core_schema: Any) -> bool:
+    pending: list[Any] = [core_schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            kind = node.get("type")
+            if isinstance(kind, str):
+                if kind not in _JSON_NATIVE:
+                    return False
+                if kind == "literal" and not all(
+                        v is None or type(v) in (str, int, bool)
+                        for v in node.get("expected", ())):
+                    return False
+            pending.extend(v for k, v in node.items() if k not in ("serialization", "metadata"))
+        elif isinstance(node, (list, tuple)):
+            pending.extend(node)
+    return True
 
 
 def _holds_floats(schema: Schema) -> bool:

@@ -97,13 +97,26 @@ _LENIENT_ESCAPE: Final = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 _SIMPLE_ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\",
                           '"': '"', "'": "'"}
 _SMART_CLOSE: Final = {"\u201c": "\u201d", "\u2018": "\u2019", "\u201d": "\u201d"}
-_LITERALS: Final[dict[str, tuple[Any, str | None]]] = {
-    "true": (True, None), "false": (False, None), "null": (None, None),
-    "True": (True, "python_literal"), "False": (False, "python_literal"), "None": (None, "python_literal"),
-}
 _NONFINITE: Final = frozenset({"NaN", "Infinity"})
-#: First characters that need the slow look: comments, invisible characters, closing fences and tags.
-_SPECIAL: Final = frozenset("/`~<") | _INVISIBLE
+_JSON_LITERALS: Final = {"true": True, "false": False, "null": None}
+_PYTHON_LITERALS: Final = {"True": (True,), "False": (False,), "None": (None,)}
+_COLON_AHEAD: Final = re.compile(r"[ \t\r\n]*:").match
+
+# The tokenizer's fast path: whitespace plus the common tokens in one C-speed match, numbered groups so
+# ``lastindex`` names the token. Anything else (group 10) goes to ``slow_token``.
+_FAST_TOKEN: Final = re.compile(
+    r'[ \t\r\n]*(?:"([^"\\\x00-\x1f]*)"|(\{)|(\[)|(\})|(\])|(,)|(:)'
+    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+\-]?[0-9]+)?)(?![0-9.eE+\-])"
+    r"|(true|false|null)(?![\w$\-])|(.))",
+    re.S,
+).match
+(_T_STR, _T_OPEN_OBJ, _T_OPEN_ARR, _T_CLOSE_OBJ, _T_CLOSE_ARR, _T_COMMA, _T_COLON, _T_NUM, _T_LIT,
+ _T_OTHER, _T_WORD) = range(1, 12)
+_OPENERS: Final = frozenset({_T_OPEN_OBJ, _T_OPEN_ARR})
+_CLOSERS: Final = frozenset({_T_CLOSE_OBJ, _T_CLOSE_ARR})
+_KEYLIKE: Final = frozenset({_T_STR, _T_WORD, _T_NUM, _T_LIT})
+#: (kind, value, end, fix kind or "", start)
+_Token = tuple[int, Any, int, str, int]
 
 # Parser states.
 _VALUE: Final = 0  # a value is expected (root, after ':' or inside an array)
@@ -130,6 +143,8 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0) -> ScanResult:
 
 
 class _Scanner:
+    """One scan: an explicit stack of open containers fed by a tokenizer with a C-speed fast path."""
+
     __slots__ = ("base", "fast_strings", "fixes", "max_depth", "n", "stack", "strict_budget", "text", "tokens")
 
     def __init__(self, text: str, max_depth: int, base: int = 0) -> None:
@@ -162,8 +177,64 @@ class _Scanner:
     def fix(self, kind: str, before: Any = None, after: Any = None, key: str | None = None) -> None:
         self.fixes.append(Fix(kind, self.location(key), before, after))
 
+    def truncated(self, pos: int, what: str) -> _Stop:
+        return _Stop("truncated", pos, f"the text ends before {what}")
+
+    def syntax(self, pos: int, expected: str) -> _Stop:
+        found = self.text[pos : pos + 12]
+        return _Stop("syntax_error", pos, f"expected {expected} at character {pos}, found {found!r}")
+
+    # -- tokens ------------------------------------------------------------------------------------
+    def token(self, pos: int) -> _Token:
+        """The next token at or after ``pos``: (kind, value, end, fix kind or "", start)."""
+        m = _FAST_TOKEN(self.text, pos)
+        if m is None:
+            raise self.truncated(self.n, "the JSON value is complete")
+        kind = m.lastindex
+        if kind == _T_STR:
+            return _T_STR, m.group(1), m.end(), "", m.start(1) - 1
+        if kind == _T_NUM:
+            raw = m.group(_T_NUM)
+            if "." in raw or "e" in raw or "E" in raw:
+                return _T_NUM, _finite_or_marker(raw), m.end(), "", m.start(_T_NUM)
+            try:
+                return _T_NUM, int(raw), m.end(), "", m.start(_T_NUM)
+            except ValueError:  # more digits than int() allows
+                raise self.syntax(m.start(_T_NUM), "a number with at most 4300 digits") from None
+        if kind == _T_LIT:
+            return _T_LIT, _JSON_LITERALS[m.group(_T_LIT)], m.end(), "", m.start(_T_LIT)
+        if kind != _T_OTHER:
+            return kind, None, m.end(), "", m.end() - 1  # type: ignore[return-value]
+        return self.slow_token(m.start(_T_OTHER))
+
+    def slow_token(self, pos: int) -> _Token:
+        """Everything the fast pattern leaves: comments, invisible characters, escaped or single-quoted
+        strings, words, malformed numbers, closing fences and tags."""
+        text, n = self.text, self.n
+        skipped = self.skip(pos)
+        if skipped != pos:
+            return self.token(skipped)
+        if text.startswith(("```", "~~~", "</"), pos):
+            raise self.truncated(pos, "the JSON value is complete")  # a closing fence or tag ends the text
+        c = text[pos]
+        if c in "\"'\u201c\u2018":
+            value, end, fix_kind = self.string(pos)
+            return _T_STR, value, end, fix_kind, pos
+        if c == "-" and not "0" <= text[pos + 1 : pos + 2] <= "9":
+            if text.startswith("-Infinity", pos):
+                return _T_NUM, NonFinite("-Infinity"), pos + 9, "", pos
+            if self.stack and "-Infinity".startswith(text[pos:]):
+                raise self.truncated(n, "a number is complete")
+            raise self.syntax(pos, "a JSON number")
+        if c == "-" or "0" <= c <= "9":
+            return self.malformed_number(pos)
+        m = _IDENT.match(text, pos)
+        if m is None:
+            raise self.syntax(pos, "a JSON value, key or punctuation")
+        return _T_WORD, m.group(0), m.end(), "", pos
+
     def skip(self, pos: int) -> int:
-        """Skip whitespace, invisible characters and comments; return the next token's position."""
+        """Skip whitespace, invisible characters and comments (recording each); return the next position."""
         text, n = self.text, self.n
         while True:
             pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
@@ -188,32 +259,13 @@ class _Scanner:
             else:
                 return pos
 
-    def at_end_marker(self, pos: int) -> bool:
-        """A closing fence or ``</tag>`` in a structural position ends the text like EOF would."""
-        text = self.text
-        return text.startswith(("```", "~~~", "</"), pos)
-
-    def truncated(self, pos: int, what: str) -> _Stop:
-        return _Stop("truncated", pos, f"the text ends before {what}")
-
-    def syntax(self, pos: int, expected: str) -> _Stop:
-        found = self.text[pos : pos + 12]
-        return _Stop("syntax_error", pos, f"expected {expected} at character {pos}, found {found!r}")
-
-    # -- tokens ------------------------------------------------------------------------------------
-    def read_string(self, pos: int, is_key: bool = False) -> tuple[str, int]:
-        """Read a string token whose opening quote is at ``pos``; return (value, end)."""
-        value, end, kind = self._string(pos)
-        if kind:
-            self.fix(kind, self.text[pos:end][:80], value[:80], key=value if is_key else None)
-        return value, end
-
-    def _string(self, pos: int) -> tuple[str, int, str]:
+    def string(self, pos: int) -> tuple[str, int, str]:
+        """A string the fast pattern did not take: escapes, raw control characters, other quotes."""
         text = self.text
         quote = text[pos]
         if quote == '"':
             if self.fast_strings:
-                # One C call for the common clean string. Its failure costs O(position) (the error
+                # One C call for a string with escapes. Its failure costs O(position) (the error
                 # computes a line number), so after one failure this scan takes the careful path.
                 try:
                     value, end = scanstring(text, pos + 1, True)
@@ -242,52 +294,13 @@ class _Scanner:
             raise self.truncated(self.n, "a quoted string is closed")
         return text[pos + 1 : end], end + 1, "smart_quotes"
 
-    def read_number(self, pos: int) -> tuple[Any, int]:
+    def malformed_number(self, pos: int) -> _Token:
+        """A number token the fast pattern refused: cut off at the end, or not a JSON number."""
         m = _NUMBER_TOKEN.match(self.text, pos)
-        assert m is not None
-        token = m.group(0)
-        if _JSON_NUMBER.fullmatch(token) is None:
-            if m.end() >= self.n and self.stack:
-                raise self.truncated(self.n, "a number is complete")
-            raise self.syntax(pos, "a JSON number")
-        try:
-            if "." in token or "e" in token or "E" in token:
-                return _finite_or_marker(token), m.end()
-            return int(token), m.end()
-        except ValueError:  # more digits than int() allows
-            raise self.syntax(pos, "a number with at most 4300 digits") from None
-
-    def read_word(self, pos: int) -> tuple[str, int]:
-        m = _IDENT.match(self.text, pos)
-        if m is None:
-            raise self.syntax(pos, "a value")
-        return m.group(0), m.end()
-
-    def read_key(self, pos: int) -> tuple[str, int]:
-        c = self.text[pos]
-        if c in "\"'\u201c\u2018":
-            return self.read_string(pos, is_key=True)
-        if c == "-" or "0" <= c <= "9":
-            m = _NUMBER_TOKEN.match(self.text, pos)
-            if m is None:
-                raise self.syntax(pos, "a key")
-            word, end = m.group(0), m.end()
-        else:
-            word, end = self.read_word(pos)
-        self.fix("unquoted_key", word, f'"{word}"', key=word)
-        return word, end
-
-    def looks_like_key(self, pos: int) -> bool:
-        """After a value inside an object: does a ``key :`` follow (a missing comma)?"""
-        saved = len(self.fixes)
-        try:
-            _, end = self.read_key(pos)
-        except _Stop:
-            return False
-        finally:
-            del self.fixes[saved:]
-        end = _WS.match(self.text, end).end()  # type: ignore[union-attr]
-        return end < self.n and self.text[end] == ":"
+        assert m is not None  # the caller saw a digit or '-' followed by a digit
+        if m.end() >= self.n and self.stack:
+            raise self.truncated(self.n, "a number is complete")
+        raise self.syntax(pos, "a JSON number")
 
     def try_strict(self, pos: int) -> tuple[Any, int] | None:
         """Read a nested container with the C decoder when it is clean (most of a mostly-clean answer).
@@ -308,147 +321,136 @@ class _Scanner:
 
     # -- the machine -------------------------------------------------------------------------------
     def run(self, pos: int) -> tuple[Any, int]:
-        text, n, stack = self.text, self.n, self.stack
+        text, stack, token = self.text, self.stack, self.token
         state = _VALUE
         after_comma = False
         last_was_container = False
-        ws = _WS.match
-        special = _SPECIAL
+        carried: _Token | None = None
         while True:
-            pos = ws(text, pos).end()  # type: ignore[union-attr]
-            if pos < n and text[pos] in special:
-                pos = self.skip(pos)
-                if pos < n and self.at_end_marker(pos):
-                    raise self.truncated(pos, "the JSON value is complete")
-            if pos >= n:
-                raise self.truncated(pos, "the JSON value is complete")
-            c = text[pos]
+            if carried is None:
+                kind, value, end, fix_kind, start = token(pos)
+            else:
+                (kind, value, end, fix_kind, start), carried = carried, None
 
             if state == _AFTER:
                 frame = stack[-1]
-                is_obj = isinstance(frame[0], dict)
-                if c == ",":
-                    pos += 1
+                is_obj = frame[0].__class__ is dict
+                if kind == _T_COMMA:
+                    pos, after_comma = end, True
                     state = _KEY if is_obj else _VALUE
-                    after_comma = True
                     continue
-                if c in "}]":
-                    if (c == "}") == is_obj:
-                        value = stack.pop()[0]
-                        pos += 1
-                        if not stack:
-                            return value, pos
-                        self.attach(value)
-                        last_was_container = True
+                if kind in _CLOSERS:
+                    pos = end
+                    if (kind == _T_CLOSE_OBJ) != is_obj:
+                        self.fix("stray_closer", text[start], "")
                         continue
-                    self.fix("stray_closer", c, "")
-                    pos += 1
+                    closed = stack.pop()[0]
+                    if not stack:
+                        return closed, end
+                    self.attach(closed)
+                    last_was_container = True
                     continue
-                if is_obj and self.looks_like_key(pos):
-                    self.fix("missing_comma", None, ",")
-                    state = _KEY
-                    after_comma = False
-                    continue
-                if not is_obj and (c in "{[" or (last_was_container and c in "\"'\u201c\u2018")):
-                    self.fix("missing_comma", None, ",")
-                    state = _VALUE
-                    after_comma = False
-                    continue
-                raise self.syntax(pos, "',' or '}'" if is_obj else "',' or ']'")
+                if is_obj:
+                    missing_comma = kind in _KEYLIKE and _COLON_AHEAD(text, end) is not None
+                else:
+                    missing_comma = kind in _OPENERS or (last_was_container and kind == _T_STR)
+                if not missing_comma:
+                    raise self.syntax(start, "',' or '}'" if is_obj else "',' or ']'")
+                self.fix("missing_comma", None, ",")
+                state, after_comma = (_KEY if is_obj else _VALUE), False
+                carried = (kind, value, end, fix_kind, start)
+                continue
 
             if state == _KEY:
-                if c == "}":
+                if kind == _T_CLOSE_OBJ:
                     if after_comma:
                         self.fix("trailing_comma", ",", "")
-                    value = stack.pop()[0]
-                    pos += 1
+                    closed = stack.pop()[0]
+                    pos = end
                     if not stack:
-                        return value, pos
-                    self.attach(value)
+                        return closed, end
+                    self.attach(closed)
                     state, last_was_container = _AFTER, True
                     continue
-                key, pos = self.read_key(pos)
+                if kind == _T_STR:
+                    key = value
+                    if fix_kind:
+                        self.fix(fix_kind, text[start:end][:80], key[:80], key=key)
+                elif kind in _KEYLIKE:
+                    key = text[start:end]
+                    self.fix("unquoted_key", key, f'"{key}"', key=key)
+                else:
+                    raise self.syntax(start, "a key or '}'")
                 self.tokens += 1
                 stack[-1][1] = key
-                state = _COLON
+                pos, state = end, _COLON
                 continue
 
             if state == _COLON:
-                if c != ":":
-                    raise self.syntax(pos, "':'")
-                pos += 1
-                state = _VALUE
+                if kind != _T_COLON:
+                    raise self.syntax(start, "':'")
+                pos, state = end, _VALUE
                 continue
 
             # state == _VALUE
-            if (c == "{" or c == "[") and stack and self.strict_budget > 0:
-                nested = self.try_strict(pos)
-                if nested is not None:
-                    value, pos = nested
-                    self.tokens += 1
-                    self.attach(value)
-                    state, last_was_container = _AFTER, True
-                    continue
-            if c == "{" or c == "[":
+            if kind in _OPENERS:
+                if stack and self.strict_budget > 0:
+                    nested = self.try_strict(start)
+                    if nested is not None:
+                        value, pos = nested
+                        self.tokens += 1
+                        self.attach(value)
+                        state, last_was_container = _AFTER, True
+                        continue
                 if len(stack) + self.base >= self.max_depth:
                     raise InputLimitError(
-                        f"The JSON is nested more than {self.max_depth} levels deep; "
-                        "reply with a flatter value.",
-                        limit="max_depth",
-                        value=self.max_depth,
-                        text=text,
-                    )
-                stack.append([{} if c == "{" else [], None])
-                pos += 1
-                state = _KEY if c == "{" else _VALUE
-                after_comma = False
+                        f"The JSON is nested more than {self.max_depth} levels deep; reply with a flatter value.",
+                        limit="max_depth", value=self.max_depth, text=text)
+                stack.append([{} if kind == _T_OPEN_OBJ else [], None])
+                pos, after_comma = end, False
+                state = _KEY if kind == _T_OPEN_OBJ else _VALUE
                 continue
-            if c == "]" and stack and isinstance(stack[-1][0], list):
+            if kind == _T_CLOSE_ARR and stack and stack[-1][0].__class__ is list:
                 if after_comma:
                     self.fix("trailing_comma", ",", "")
                 elif stack[-1][0]:
-                    raise self.syntax(pos, "a value")
-                value = stack.pop()[0]
-                pos += 1
+                    raise self.syntax(start, "a value")
+                closed = stack.pop()[0]
+                pos = end
                 if not stack:
-                    return value, pos
-                self.attach(value)
+                    return closed, end
+                self.attach(closed)
                 state, last_was_container = _AFTER, True
                 continue
-            value, pos = self.read_value(pos, c)
+            if kind == _T_STR:
+                if fix_kind:
+                    self.fix(fix_kind, text[start:end][:80], value[:80])
+            elif kind == _T_WORD:
+                value = self.word_value(value, start, end)
+            elif kind != _T_NUM and kind != _T_LIT:
+                raise self.syntax(start, "a value (string, number, object, array, true, false or null)")
             self.tokens += 1
             if not stack:
-                return value, pos
+                return value, end
             self.attach(value)
-            state, last_was_container = _AFTER, False
+            pos, state, last_was_container = end, _AFTER, False
 
-    def read_value(self, pos: int, c: str) -> tuple[Any, int]:
-        if c in "\"'\u201c\u2018":
-            return self.read_string(pos)
-        if c == "-" and not "0" <= self.text[pos + 1 : pos + 2] <= "9":
-            if self.text.startswith("-Infinity", pos):
-                return NonFinite("-Infinity"), pos + 9
-            if self.stack and "-Infinity".startswith(self.text[pos:]):
-                raise self.truncated(self.n, "a number is complete")
-            raise self.syntax(pos, "a JSON number")
-        if c == "-" or "0" <= c <= "9":
-            return self.read_number(pos)
-        word, end = self.read_word(pos)
+    def word_value(self, word: str, start: int, end: int) -> Any:
+        """A bare word in value position: a Python literal, NaN/Infinity, a cut-off literal, or an error."""
         if end >= self.n and self.stack:
             raise self.truncated(self.n, "a literal is complete")
-        literal = _LITERALS.get(word)
+        literal = _PYTHON_LITERALS.get(word)
         if literal is not None:
-            if literal[1] is not None:
-                self.fix(literal[1], word, literal[0])
-            return literal[0], end
+            self.fix("python_literal", word, literal[0])
+            return literal[0]
         if word in _NONFINITE:
-            return NonFinite(word), end
-        raise self.syntax(pos, "a value (string, number, object, array, true, false or null)")
+            return NonFinite(word)
+        raise self.syntax(start, "a value (string, number, object, array, true, false or null)")
 
     def attach(self, value: Any) -> None:
         frame = self.stack[-1]
         container = frame[0]
-        if isinstance(container, list):
+        if container.__class__ is list:
             container.append(value)
             return
         key = frame[1]

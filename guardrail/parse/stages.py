@@ -70,18 +70,25 @@ def accept_exact(state: ParseState) -> ParseState:
     """Accept candidates that already satisfy the contract exactly, with no unknown key anywhere.
 
     Such a candidate needs no renaming and no coercion, so the next two stages skip it; this is what
-    keeps dirty-but-correct answers (fences, prose, syntax slips only) cheap.
+    keeps dirty-but-correct answers (fences, prose, syntax slips only) cheap. The check validates the
+    text itself when it is strict JSON, else the decoded value directly when the contract allows
+    (JSON-native types only), else the value encoded back to JSON.
     """
+    contract = state.contract
     for cand in state.candidates:
         if cand.status != "invalid":
             continue
+        source = state.text[cand.start : cand.end]
+        # NaN/Infinity markers must meet the JSON encoder (which refuses them), never pydantic directly.
+        finite = not (contract.holds_floats and may_hold_nonfinite(source))
         try:
-            source = state.text[cand.start : cand.end] if cand.exact else ""
-            if cand.exact and not (state.contract.holds_floats and may_hold_nonfinite(source)):
-                payload = source  # strict JSON already: skip re-encoding
+            if cand.exact and finite:
+                cand.value = contract.validate_json(source, forbid_extra=True)
+            elif finite and contract.python_equivalent:
+                cand.value = contract.validate_decoded(cand.data)
             else:
                 payload = json.dumps(cand.data, ensure_ascii=True, allow_nan=False, default=_not_json)
-            cand.value = state.contract.validate_json(payload, forbid_extra=True)
+                cand.value = contract.validate_json(payload, forbid_extra=True)
         except (ValueError, TypeError):  # ValidationError is a ValueError; NaN markers are TypeErrors
             continue
         cand.status = "valid"
