@@ -78,7 +78,7 @@ class InputLimitError(SchemaViolationError):
     """The text exceeds a configured limit (size or nesting depth); refused before further work.
 
     Attributes:
-        limit: ``"max_bytes"`` or ``"max_depth"``.
+        limit: ``"max_bytes"``, ``"max_depth"`` or ``"max_candidates"``.
         value: the configured limit that was exceeded.
     """
 
@@ -86,3 +86,9 @@ class InputLimitError(SchemaViolationError):
         super().__init__(feedback, text=text)
         self.limit = limit
         self.value = value
+
+    @classmethod
+    def too_many_candidates(cls, limit: int, text: str) -> InputLimitError:
+        """The error for a text holding more JSON values or fenced blocks than ``max_candidates``."""
+        return cls(f"The reply holds more than {limit} JSON values or fenced blocks; reply with exactly one "
+                   "JSON value.", limit="max_candidates", value=limit, text=text)

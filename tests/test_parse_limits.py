@@ -110,6 +110,16 @@ ADVERSARIAL: dict[str, Callable[[], str]] = {
     "200k_stray_closers_in_array": lambda: "[1" + "}" * 200_000,
     "200k_stray_closers_in_object": lambda: '{"a":1' + "]" * 200_000,
     "many_missing_commas": lambda: "[" + "[] " * 100_000,
+    # Floods of small values and of openers, at 1 MB (each must cost milliseconds, not a scan per opener).
+    "1MB_of_open_braces": lambda: "{" * MB,
+    "1MB_of_brace_key_fragments": lambda: '{"a"' * (MB // 4),
+    "1MB_of_empty_objects": lambda: "{}" * (MB // 2),
+    "1MB_of_small_objects_in_prose": lambda: '{"a":1}x' * (MB // 8),
+    "1MB_of_unclosed_members": lambda: '{"a":1 ' * (MB // 7),
+    "1MB_of_fence_lines": lambda: "```\n" * (MB // 4),
+    "1MB_of_fenced_unclosed_objects": lambda: "```json\n{\n```\n" * (MB // 14),
+    "1MB_of_escaped_key_starts": lambda: '{"\\' * (MB // 3),
+    "1MB_of_cut_literals": lambda: "[tr " * (MB // 4),
 }
 
 #: The cases the issue names; these also run under the model and list[int] contracts.
@@ -416,3 +426,54 @@ def test_input_limit_error_is_a_schema_violation_parse_error() -> None:
     assert issubclass(InputLimitError, SchemaViolationError)
     assert issubclass(InputLimitError, ParseError)
     assert not issubclass(InputLimitError, TruncatedError)
+
+
+# --------------------------------------------------------------------------------------------------------
+# max_candidates: a flood of JSON values (or fenced blocks) is refused before each one is validated
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_more_values_than_max_candidates_is_a_limit_error() -> None:
+    text = " ".join(f'{{"a": {i}}}' for i in range(101))
+    error = timed_parse_error(text, Answer)
+    assert isinstance(error, InputLimitError)
+    assert error.limit == "max_candidates" and error.value == 100
+    assert "100" in error.feedback
+
+
+def test_values_up_to_max_candidates_are_weighed_normally() -> None:
+    # 100 exact repeats of one answer: not ambiguous, not over the limit.
+    assert parse(" ".join(['{"a": 7}'] * 100), Answer) == Answer(a=7)
+
+
+def test_custom_max_candidates() -> None:
+    text = '{"a": 1} {"a": 1} {"a": 1}'
+    assert parse(text, Answer, limits=Limits(max_candidates=3)) == Answer(a=1)
+    error = timed_parse_error(text, Answer, Limits(max_candidates=2))
+    assert isinstance(error, InputLimitError) and error.limit == "max_candidates"
+
+
+def test_more_fenced_blocks_than_max_candidates_is_a_limit_error() -> None:
+    text = "```json\n{\"a\": 1}\n```\n" * 3
+    error = timed_parse_error(text, Answer, Limits(max_candidates=2))
+    assert isinstance(error, InputLimitError) and error.limit == "max_candidates"
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_limits_rejects_non_positive_max_candidates(bad: int) -> None:
+    with pytest.raises(ValueError):
+        Limits(max_candidates=bad)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('see {note here} and then {"a": 1}', Answer(a=1)),
+    ("code: { x = 1; } [i] {{ }} answer: {a: 2}", Answer(a=2)),
+    ('{{"a": 3}}', Answer(a=3)),
+])
+def test_brace_heavy_prose_is_skipped_without_losing_the_answer(text: str, expected: Answer) -> None:
+    assert parse(text, Answer) == expected
+
+
+@pytest.mark.parametrize("text", ["The answer is {answ", 'Result: {"a', "List: [tr"])
+def test_a_cut_off_start_after_prose_is_still_truncated(text: str) -> None:
+    assert isinstance(timed_parse_error(text, Answer), TruncatedError)

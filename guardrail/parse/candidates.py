@@ -17,17 +17,44 @@ import json
 import re
 from typing import Any, Final
 
+from guardrail.errors import InputLimitError
 from guardrail.parse.fences import Segment, unwrap_scalar
 from guardrail.parse.report import Candidate
 from guardrail.parse.scanner import STRICT_DECODER, scan
 
-_OPENER: Final = re.compile(r"[{\[]")
+# What may follow an opener for the scanner to have a chance, checked with one regex match before any
+# scan: prose like "see {note here}", "{{", "[Note]" or code "{ x = 1; }" is skipped at C speed, which
+# keeps brace-heavy text cheap. The check only rules out starts the scanner would reject without reading
+# a single key or value; everything it lets through is scanned as before.
+_WS_ = r"[ \t\r\n]*+"
+_INVIS = "\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e"
+_KEY_END = rf"{_WS_}(?:[:/{_INVIS}]|$)"  # a key must be followed by ':' (or a comment, or the end)
+_WORD = r"(?:[^\W\d]|\$)[\w$\-]*+"
+_OBJECT_START = (
+    rf"\{{{_WS_}(?:[}}/{_INVIS}]|$"
+    rf'|"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"{_KEY_END}|\\?$)'
+    rf"|'[^'\\]*+(?:\\.[^'\\]*+)*+(?:'{_KEY_END}|\\?$)"
+    rf"|[\u201c\u2018]|{_WORD}{_KEY_END}|-?[0-9][0-9.eE+\-]*+{_KEY_END})"
+)
+_ARRAY_START = (
+    rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-0-9{_INVIS}]|$"
+    rf"|(?:true|false|null|True|False|None|NaN|Infinity)(?![\w$\-])|{_WORD}$)"
+)
+
+
+#: The next opener that may start a JSON value, found by the regex engine: implausible openers are
+#: passed over in C, never one Python step each.
+_NEXT_START: Final = re.compile(f"{_OBJECT_START}|{_ARRAY_START}")
 _DECODER: Final = STRICT_DECODER
 _VALUE_START: Final = frozenset('{["-0123456789tfnNI')
 
 
-def find_in_segment(text: str, segment: Segment, max_depth: int) -> list[Candidate]:
-    """All candidates in ``text[segment.start:segment.end]``, with offsets into ``text``."""
+def find_in_segment(text: str, segment: Segment, max_depth: int, room: int, limit: int) -> list[Candidate]:
+    """All candidates in ``text[segment.start:segment.end]``, with offsets into ``text``.
+
+    ``room`` is how many more candidates the text may hold (of ``limit``, ``Limits.max_candidates``); one more raises
+    :class:`InputLimitError`, so an adversarial text of a million tiny values costs milliseconds.
+    """
     body = text[segment.start : segment.end]
     base = segment.start
     whole = _whole(body, segment, max_depth)
@@ -37,7 +64,9 @@ def find_in_segment(text: str, segment: Segment, max_depth: int) -> list[Candida
     pos = 0
     try_strict = True
     while True:
-        m = _OPENER.search(body, pos)
+        if len(found) > room:
+            raise InputLimitError.too_many_candidates(limit, text)
+        m = _NEXT_START.search(body, pos)
         if m is None:
             return found
         start = m.start()

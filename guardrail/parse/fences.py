@@ -11,8 +11,12 @@ the text, including an unclosed fence followed by megabytes of spaces.
 
 from __future__ import annotations
 
+import heapq
 import re
+from collections.abc import Iterator
 from typing import Final, NamedTuple
+
+from guardrail.errors import InputLimitError
 
 _BACKTICKS: Final = re.compile(r"```+")
 _TILDES: Final = re.compile(r"~~~+")
@@ -34,10 +38,15 @@ class Segment(NamedTuple):
     closed: bool = True
 
 
-def split_segments(text: str) -> list[Segment]:
-    """Cut ``text`` into fenced-block bodies and the prose around them, in order."""
+def split_segments(text: str, max_blocks: int = 1 << 30) -> list[Segment]:
+    """Cut ``text`` into fenced-block bodies and the prose around them, in order.
+
+    Raises :class:`InputLimitError` once more than ``max_blocks`` fenced blocks are seen, so a flood of
+    fences costs no more than the first few.
+    """
     if "```" not in text and "~~~" not in text:  # the common case costs two C-speed substring searches
         return [Segment(0, len(text), "text")]
+    limit = max_blocks
     segments: list[Segment] = []
     prose_start = 0
     opener: _FenceLine | None = None
@@ -54,6 +63,9 @@ def split_segments(text: str) -> list[Segment]:
             segments.append(Segment(_body_start(text, opener), line.start, "fence", _info(text, opener)))
             prose_start = line.end
             opener = None
+            max_blocks -= 1
+            if max_blocks < 0:
+                raise InputLimitError.too_many_candidates(limit, text)
     if opener is not None:
         segments.append(Segment(_body_start(text, opener), len(text), "fence", _info(text, opener), closed=False))
     elif prose_start < len(text):
@@ -69,28 +81,25 @@ class _FenceLine(NamedTuple):
     end: int  # end of the line (its newline or the end of the text)
 
 
-def _fence_lines(text: str) -> list[_FenceLine]:
+def _fence_lines(text: str) -> Iterator[_FenceLine]:
     """Lines that start (after at most three spaces) with a run of 3+ backticks or tildes, in order.
 
     Marker runs are found with literal searches, which the regex engine runs at C speed; the line start
     is found by looking back only as far as the previous run, so the whole pass stays linear.
     """
-    runs = sorted(m.span() for pattern in (_BACKTICKS, _TILDES) for m in pattern.finditer(text))
-    lines: list[_FenceLine] = []
-    line_start, scanned = 0, 0
+    runs = heapq.merge(*(map(re.Match.span, pattern.finditer(text)) for pattern in (_BACKTICKS, _TILDES)))
+    line_start, scanned, taken_until = 0, 0, -1
     for begin, finish in runs:
         newline = text.rfind("\n", scanned, begin)
         if newline >= 0:
             line_start = newline + 1
         scanned = finish
         indent = text[line_start:begin] if begin - line_start <= 3 else "x"
-        if indent.strip(" \t"):
-            continue
-        if lines and lines[-1].end > begin:
-            continue  # a second run on a line already taken
+        if indent.strip(" \t") or taken_until > begin:
+            continue  # not at a line start, or a second run on a line already taken
         eol = text.find("\n", finish)
-        lines.append(_FenceLine(line_start, text[begin], finish - begin, finish, len(text) if eol < 0 else eol))
-    return lines
+        taken_until = len(text) if eol < 0 else eol
+        yield _FenceLine(line_start, text[begin], finish - begin, finish, taken_until)
 
 
 def _body_start(text: str, opener: _FenceLine) -> int:

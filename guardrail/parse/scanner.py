@@ -110,11 +110,19 @@ _FAST_TOKEN: Final = re.compile(
     r"|(true|false|null)(?![\w$\-])|(.))",
     re.S,
 ).match
+_SCALAR = (r'(?:"([^"\\\x00-\x1f]*)"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+\-]?[0-9]+)?)(?![0-9.eE+\-])'
+           r"|(true|false|null)(?![\w$\-]))")
+# Whole clean members and elements in one match: "key": scalar, and scalar, (comma optional). Most of a
+# dirty answer is clean, so this cuts the Python-level steps per member from four to one.
+_FAST_MEMBER: Final = re.compile(r'[ \t\r\n]*"([^"\\\x00-\x1f]*)"[ \t\r\n]*:[ \t\r\n]*' + _SCALAR
+                                 + r"[ \t\r\n]*(,?)").match
+_FAST_ELEMENT: Final = re.compile(r"[ \t\r\n]*" + _SCALAR + r"[ \t\r\n]*(,?)").match
 (_T_STR, _T_OPEN_OBJ, _T_OPEN_ARR, _T_CLOSE_OBJ, _T_CLOSE_ARR, _T_COMMA, _T_COLON, _T_NUM, _T_LIT,
  _T_OTHER, _T_WORD) = range(1, 12)
 _OPENERS: Final = frozenset({_T_OPEN_OBJ, _T_OPEN_ARR})
 _CLOSERS: Final = frozenset({_T_CLOSE_OBJ, _T_CLOSE_ARR})
 _KEYLIKE: Final = frozenset({_T_STR, _T_WORD, _T_NUM, _T_LIT})
+_SCALARS: Final = frozenset({_T_STR, _T_NUM, _T_LIT})
 #: (kind, value, end, fix kind or "", start)
 _Token = tuple[int, Any, int, str, int]
 
@@ -362,6 +370,19 @@ class _Scanner:
                 continue
 
             if state == _KEY:
+                if kind == _T_STR and not fix_kind:
+                    m = _FAST_MEMBER(text, start)
+                    if m is not None and (scalar := _scalar(m, 2)) is not _NO_SCALAR:
+                        self.tokens += 2
+                        stack[-1][1] = m.group(1)
+                        self.attach(scalar)
+                        pos = m.end()
+                        if m.group(5):
+                            after_comma = True
+                        else:
+                            state = _AFTER
+                        last_was_container = False
+                        continue
                 if kind == _T_CLOSE_OBJ:
                     if after_comma:
                         self.fix("trailing_comma", ",", "")
@@ -381,7 +402,6 @@ class _Scanner:
                     self.fix("unquoted_key", key, f'"{key}"', key=key)
                 else:
                     raise self.syntax(start, "a key or '}'")
-                self.tokens += 1
                 stack[-1][1] = key
                 pos, state = end, _COLON
                 continue
@@ -389,6 +409,7 @@ class _Scanner:
             if state == _COLON:
                 if kind != _T_COLON:
                     raise self.syntax(start, "':'")
+                self.tokens += 1  # a key counts once its colon shows it was one ("{see note" is prose)
                 pos, state = end, _VALUE
                 continue
 
@@ -422,6 +443,18 @@ class _Scanner:
                 self.attach(closed)
                 state, last_was_container = _AFTER, True
                 continue
+            if kind in _SCALARS and not fix_kind and stack and stack[-1][0].__class__ is list:
+                m = _FAST_ELEMENT(text, start)
+                if m is not None and (scalar := _scalar(m, 1)) is not _NO_SCALAR:
+                    self.tokens += 1
+                    self.attach(scalar)
+                    pos = m.end()
+                    if m.group(4):
+                        after_comma = True
+                    else:
+                        state = _AFTER
+                    last_was_container = False
+                    continue
             if kind == _T_STR:
                 if fix_kind:
                     self.fix(fix_kind, text[start:end][:80], value[:80])
@@ -477,6 +510,22 @@ def may_hold_nonfinite(text: str) -> bool:
     """
     return ("NaN" in text or "Infinity" in text or _OVERFLOW_LOWER.search(text) is not None
             or _OVERFLOW_UPPER.search(text) is not None)
+
+
+_NO_SCALAR: Final = object()
+
+
+def _scalar(m: re.Match[str], first: int) -> Any:
+    """The scalar a fast member/element match holds (groups ``first``.. ``first+2``), or ``_NO_SCALAR``."""
+    string = m.group(first)
+    if string is not None:
+        return string
+    number = m.group(first + 1)
+    if number is not None:
+        if "." in number or "e" in number or "E" in number:
+            return _finite_or_marker(number)
+        return int(number) if len(number) <= 4300 else _NO_SCALAR
+    return _JSON_LITERALS[m.group(first + 2)]
 
 
 def _finite_or_marker(token: str) -> float | NonFinite:

@@ -55,14 +55,18 @@ def check_limits(state: ParseState) -> ParseState:
 
 def strip_wrappers(state: ParseState) -> ParseState:
     """Split the text into fenced-block bodies and prose segments."""
-    state.segments = split_segments(state.text)
+    state.segments = split_segments(state.text, state.limits.max_candidates)
     return state
 
 
 def find_candidates(state: ParseState) -> ParseState:
     """Read every JSON value in every segment (syntax repair and truncation detection happen here)."""
+    limits = state.limits
     for segment in state.segments:
-        state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth))
+        room = limits.max_candidates - len(state.candidates)
+        state.candidates.extend(find_in_segment(state.text, segment, limits.max_depth, room, limits.max_candidates))
+        if len(state.candidates) > limits.max_candidates:
+            raise InputLimitError.too_many_candidates(limits.max_candidates, state.text)
     return state
 
 

@@ -30,14 +30,20 @@ class Limits:
         max_bytes: largest accepted text, in UTF-8 bytes (default 8 MiB).
         max_depth: deepest accepted nesting of objects and arrays (default 200, at most 200: the
             stages walk values recursively and pydantic's parser stops there too).
+        max_candidates: most JSON values (or attempts at one that read a key or value) and fenced blocks
+            one text may hold (default 100); honest answers hold a handful, a flood of tiny values is
+            refused before each is validated.
     """
 
     max_bytes: int = 8 * 1024 * 1024
     max_depth: int = PYDANTIC_MAX_DEPTH
+    max_candidates: int = 100
 
     def __post_init__(self) -> None:
         if self.max_bytes < 1:
             raise ValueError("max_bytes must be positive")
+        if self.max_candidates < 1:
+            raise ValueError("max_candidates must be positive")
         if not 1 <= self.max_depth <= PYDANTIC_MAX_DEPTH:
             raise ValueError(f"max_depth must be between 1 and {PYDANTIC_MAX_DEPTH}")
 
