@@ -19,15 +19,17 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
+from importlib.metadata import version
 from typing import Any
 
+import pydantic
 from pydantic import BaseModel, Field, TypeAdapter
 
 import guardrail
 
 
-class Category(str, Enum):
+class Category(StrEnum):
     billing = "billing"
     shipping = "shipping"
     account = "account"
@@ -79,23 +81,60 @@ def clean_inputs() -> list[tuple[Any, str]]:
     return out
 
 
-def dirty_inputs() -> list[tuple[Any, str]]:
-    ticket = '{"urgency": 4, "category": "billing", "summary": "Charged twice for October.", "tags": ["refund"]}'
-    items = ",\n    ".join(f"{{'sku': 'SKU-{i}', 'quantity': {i + 1}, 'unit_price': {9.99 + i:.2f},}}"
-                           for i in range(12))
-    return [
+def _invoice(n: int) -> dict[str, Any]:
+    return {"invoice_id": "INV-2026-0042", "customer": "Hanbit Co. (한빛)", "total": 1234.5, "notes": None,
+            "items": [{"sku": f"SKU-{i:04d}", "quantity": i + 1, "unit_price": round(9.99 + i, 2)}
+                      for i in range(n)]}
+
+
+def _segments(n: int) -> list[dict[str, Any]]:
+    return [{"scriptText": f"Sentence {i} of the transcript, about the product demo.", "startSeconds": i * 7.5,
+             "durationSeconds": 7.5, "keywords": ["demo", "product"]} for i in range(n)]
+
+
+def _ticket(summary: str) -> dict[str, Any]:
+    return {"urgency": 4, "category": "billing", "summary": summary, "tags": ["refund", "invoice"]}
+
+
+def dirty_inputs() -> dict[str, list[tuple[Any, str]]]:
+    """Realistic dirty answers in three groups, from about 150 bytes to 3 KB.
+
+    wrapped: valid JSON inside fences, prose or tags (json_repair strips and calls json.loads, as we do);
+    light slips: one to three syntax slips in otherwise clean JSON;
+    heavy slips: every member slipped (JavaScript object style, Python dict repr, comments on every line).
+    """
+    ticket = json.dumps(_ticket("Charged twice for the October invoice; asks for a refund."))
+    ticket_ko = json.dumps(_ticket("10월 청구서가 두 번 결제되어 환불을 요청합니다."), ensure_ascii=False)
+    invoice = json.dumps(_invoice(12), indent=2)
+    segments = json.dumps(_segments(16), indent=2)
+    wrapped = [
         (Ticket, f"Sure! Here's the JSON:\n```json\n{ticket}\n```\nHope this helps!"),
-        (Ticket, f"네, 요청하신 결과입니다.\n\n```JSON\n{ticket}\n```\n\n추가 질문이 있으면 말씀해 주세요."),
-        (Ticket, '```json\n{\n  // triage result\n  "urgency": 4,\n  "category": "billing",\n'
-                 '  "summary": "Charged twice",\n  "tags": ["refund", "invoice",],\n}\n```'),
-        (Ticket, "<json>{urgency: 3, category: 'shipping', summary: 'Parcel lost', tags: ['lost']}</json>"),
-        (Ticket, 'Here you go: {"urgency": 2 "category": "account" "summary": "Cannot log in", "tags": []} Thanks'),
-        (Invoice, "```python\n{'invoice_id': 'INV-1', 'customer': 'Hanbit', 'notes': None,\n  'items': [\n    "
-                  + items + "\n  ],\n  'total': 1234.5,\n}\n```"),
-        (list[Segment], "Segments:\n```json\n" + json.dumps(
-            [{"scriptText": f"Line {i}.", "startSeconds": i * 5, "durationSeconds": 5, "keywords": ["k"]}
-             for i in range(20)], indent=2).replace("}\n  ]", "},\n  ]") + "\n```"),
+        (Ticket, f"네, 요청하신 결과입니다.\n\n```JSON\n{ticket_ko}\n```\n\n추가 질문이 있으면 말씀해 주세요."),
+        (Ticket, f"<json>{ticket}</json>"),
+        (Invoice, f"Here is the extracted invoice:\n\n```json\n{invoice}\n```\n\nLet me know if anything is off."),
+        (list[Segment], f"Segments:\n~~~\n{segments}\n~~~"),
     ]
+    light = [
+        (Ticket, "```json\n" + ticket.replace('"tags"', '// triage result\n  "tags"').replace('"]}', '",]}') + "\n```"),
+        (Ticket, "Here you go: " + ticket.replace(', "category"', ' "category"') + " Thanks!"),
+        (Invoice, "```json\n" + invoice.replace("null", "None").replace("}\n  ]", "},\n  ]") + "\n```"),
+        (Invoice, invoice.replace('"notes": null', '"notes": null, // none given') + "\n"),
+        (list[Segment], "```json\n" + segments.replace("}\n]", "},\n]") + "\n```"),
+    ]
+    js_ticket = "{urgency: 3, category: 'shipping', summary: 'Parcel lost in transit', tags: ['lost', 'parcel']}"
+    py_invoice = repr(_invoice(12))
+    js_segments = "[\n" + ",\n".join(
+        f"  {{scriptText: 'Sentence {i} of the transcript.', startSeconds: {i * 7.5}, durationSeconds: 7.5, "
+        f"keywords: ['demo', 'product']}}" for i in range(16)) + "\n]"
+    members = _ticket("Refund request").items()
+    commented = "{\n" + "".join(f'  "{k}": {json.dumps(v)}, // {k}\n' for k, v in members) + "}"
+    heavy = [
+        (Ticket, f"<json>{js_ticket}</json>"),
+        (Invoice, f"```python\n{py_invoice}\n```"),
+        (list[Segment], js_segments),
+        (Ticket, commented),
+    ]
+    return {"wrapped": wrapped, "light slips": light, "heavy slips": heavy}
 
 
 def adversarial(size: int) -> dict[str, str]:
@@ -152,29 +191,35 @@ def main() -> int:
     def ours(output_type: Any, text: str) -> object:
         return guardrail.parse(text, output_type)
 
-    clean, dirty = clean_inputs(), dirty_inputs()
+    clean, dirty_groups = clean_inputs(), dirty_inputs()
+    dirty = [item for group in dirty_groups.values() for item in group]
     for output_type, text in clean + dirty:  # warm caches and check every input really parses
         ours(output_type, text)
-    ok_repair = 0
+    repair_failures = []
     for output_type, text in dirty:
         try:
             repair_then_validate(output_type, text)
-            ok_repair += 1
         except Exception:
-            pass
+            repair_failures.append(text[:40])
 
-    print(f"python {sys.version.split()[0]}, pydantic {guardrail.compile_contract.__module__ and ''}"
-          f"{__import__('pydantic').VERSION}, json_repair {getattr(json_repair, '__version__', '?')}")
-    print(f"{'case':44} {'baseline':>12} {'guardrail':>12} {'ratio':>8}  target")
+    print(f"python {sys.version.split()[0]}, pydantic {pydantic.VERSION}, json_repair {version('json-repair')}")
+    print(f"{'case':48} {'baseline':>11} {'guardrail':>11} {'ratio':>7}  target")
     t_base = median_time(run_all(pydantic_json, clean), repeats, inner)
     t_ours = median_time(run_all(ours, clean), repeats, inner)
-    print(f"{'clean JSON, ' + str(len(clean)) + ' inputs (vs model_validate_json)':44} "
-          f"{t_base * 1e6:10.1f}us {t_ours * 1e6:10.1f}us {t_ours / t_base:7.2f}x  <= 1.30x")
-    t_base = median_time(run_all(repair_then_validate, dirty), repeats, max(inner // 10, 5))
-    t_ours = median_time(run_all(ours, dirty), repeats, max(inner // 10, 5))
-    print(f"{'dirty JSON, ' + str(len(dirty)) + ' inputs (vs json_repair+pydantic)':44} "
-          f"{t_base * 1e6:10.1f}us {t_ours * 1e6:10.1f}us {t_base / t_ours:7.2f}x  >= 5x faster "
-          f"(json_repair+pydantic accepted {ok_repair}/{len(dirty)}; guardrail {len(dirty)}/{len(dirty)})")
+    print(f"{'clean JSON, ' + str(len(clean)) + ' inputs (cost vs model_validate_json)':48} "
+          f"{t_base * 1e6:9.1f}us {t_ours * 1e6:9.1f}us {t_ours / t_base:6.2f}x  <= 1.30x")
+    dirty_inner = max(inner // 10, 5)
+    totals = [0.0, 0.0]
+    for group, items in dirty_groups.items():
+        t_base = median_time(run_all(repair_then_validate, items), repeats, dirty_inner)
+        t_ours = median_time(run_all(ours, items), repeats, dirty_inner)
+        totals[0] += t_base
+        totals[1] += t_ours
+        label = f"dirty: {group}, {len(items)} inputs (speed-up vs json_repair)"
+        print(f"{label:48} {t_base * 1e6:9.1f}us {t_ours * 1e6:9.1f}us {t_base / t_ours:6.2f}x  >= 5x faster")
+    print(f"{'dirty: all ' + str(len(dirty)) + ' inputs':48} {totals[0] * 1e6:9.1f}us {totals[1] * 1e6:9.1f}us "
+          f"{totals[0] / totals[1]:6.2f}x  >= 5x faster")
+    print(f"  (json_repair + pydantic rejected {len(repair_failures)} of {len(dirty)} dirty inputs; guardrail none)")
 
     print()
     print(f"{'adversarial input':32} {'0.1 MB: ms/MB':>14} {'1 MB: ms/MB':>14} {'growth':>8}")

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from guardrail.errors import InputLimitError
 from guardrail.parse.fences import Segment, unwrap_scalar
+from guardrail.parse.patch import Patched, decode_with_patches
 from guardrail.parse.report import Candidate
 from guardrail.parse.scanner import STRICT_DECODER, scan
 
@@ -75,10 +76,9 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, room: int, limi
         strict = _strict_at(body, start, max_depth) if try_strict else None
         try_strict = strict is not None
         if strict is not None:
-            value, end = strict
-            found.append(Candidate(base + start, base + end, segment.source, "invalid", data=value, tokens=1,
-                                   exact=True))
-            pos = end
+            found.append(Candidate(base + start, base + strict.end, segment.source, "invalid", data=strict.value,
+                                   fixes=strict.fixes, tokens=1, json_text=strict.json_text))
+            pos = strict.end
             continue
         result = scan(body, start, max_depth=max_depth)
         if result.status == "complete":
@@ -111,17 +111,15 @@ def _whole(body: str, segment: Segment, max_depth: int) -> Candidate | None:
     offset = body.find(inner)
     start = segment.start + max(offset, 0)
     return Candidate(start, start + len(inner), "tag" if tag else segment.source, "invalid", data=value,
-                     tokens=1, tag=tag or "", exact=True)
+                     tokens=1, tag=tag or "", json_text=inner)
 
 
-def _strict_at(body: str, start: int, max_depth: int) -> tuple[Any, int] | None:
-    try:
-        value, end = _DECODER.raw_decode(body, start)
-    except (ValueError, RecursionError):
-        return None
-    if _depth_exceeds(value, body, start, end, max_depth):
-        return None  # the scanner will raise the depth limit
-    return value, end
+def _strict_at(body: str, start: int, max_depth: int) -> Patched | None:
+    """The value at ``start`` read by the C decoder, after patching a few slips if needed."""
+    patched = decode_with_patches(body, start, max_depth)
+    if patched is None or _depth_exceeds(patched.value, patched.json_text, 0, len(patched.json_text), max_depth):
+        return None  # the scanner takes over (and raises the depth limit if that is the problem)
+    return patched
 
 
 def _depth_exceeds(value: Any, text: str, start: int, end: int, max_depth: int) -> bool:

@@ -6,6 +6,7 @@ audit trail without dragging parser internals along.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -21,27 +22,29 @@ class Fix:
 
     ``kind`` names the repair (``"strip_fence"``, ``"trailing_comma"``, ``"alias"``, ``"coerce_integer"``
     ...), ``path`` is a JSON path such as ``$.items[2].price``, ``before``/``after`` show the change.
-    The path may be given as location parts; it is formatted on first access, because a dirty answer
-    can carry hundreds of fixes that nobody reads.
+    The path may be given as location parts or as a function that finds it; either is turned into the
+    path string on first access, because a dirty answer can carry hundreds of fixes that nobody reads.
     """
 
     __slots__ = ("_loc", "_path", "after", "before", "kind")
 
-    def __init__(self, kind: str, path: str | tuple[str | int, ...], before: Any = None, after: Any = None) -> None:
+    def __init__(self, kind: str, path: str | tuple[str | int, ...] | Callable[[], str], before: Any = None,
+                 after: Any = None) -> None:
         self.kind = kind
         self.before = before
         self.after = after
+        self._path: str | None = None
+        self._loc: tuple[str | int, ...] | Callable[[], str] = ()
         if isinstance(path, str):
-            self._path: str | None = path
-            self._loc: tuple[str | int, ...] = ()
+            self._path = path
         else:
-            self._path = None
             self._loc = path
 
     @property
     def path(self) -> str:
         if self._path is None:
-            self._path = json_path(self._loc)
+            loc = self._loc
+            self._path = loc() if callable(loc) else json_path(loc)
         return self._path
 
     def __eq__(self, other: object) -> bool:
@@ -73,7 +76,8 @@ class Candidate:
     value read (after syntax repair, then updated by name normalization and coercion), ``value`` the
     validated contract value when ``status == "valid"``. ``message``/``path`` say what went wrong for the
     other statuses. ``tokens`` counts keys and scalars read, which tells a cut-off answer apart from a
-    stray brace in prose. ``exact`` means ``text[start:end]`` is strict JSON as it stands.
+    stray brace in prose. ``json_text``, when set, is strict JSON for ``data``: the candidate's own text,
+    or that text after a few C-speed patches.
     """
 
     start: int
@@ -88,7 +92,7 @@ class Candidate:
     path: str = "$"
     tokens: int = 0
     tag: str = ""
-    exact: bool = False
+    json_text: str = ""
 
 
 @dataclass(slots=True)

@@ -82,11 +82,11 @@ def accept_exact(state: ParseState) -> ParseState:
     for cand in state.candidates:
         if cand.status != "invalid":
             continue
-        source = state.text[cand.start : cand.end]
+        source = cand.json_text or state.text[cand.start : cand.end]
         # NaN/Infinity markers must meet the JSON encoder (which refuses them), never pydantic directly.
         finite = not (contract.holds_floats and may_hold_nonfinite(source))
         try:
-            if cand.exact and finite:
+            if cand.json_text and finite:
                 cand.value = contract.validate_json(source, forbid_extra=True)
             elif finite and contract.python_equivalent:
                 cand.value = contract.validate_decoded(cand.data)

@@ -1,0 +1,109 @@
+"""Repairing a few slips at C speed: decode, and at the decoder's error position undo one known slip.
+
+Most dirty answers are clean JSON with one to three slips: a trailing comma, a comment, a Python
+``None``. For those, the C decoder plus a handful of local patches is far cheaper than the lenient scanner,
+which reads token by token in Python. A patch is made only where the error position itself shows the slip
+(a ``,`` just before the closer the decoder stumbled on, a comment where a token was expected, ``True``
+where a value was expected, a raw control character inside a string) and each is exactly what the lenient
+scanner would do there, so the value is the same either way. Anything else, or more than
+``MAX_PATCHES`` slips, returns ``None`` and the scanner takes over: it loses nothing.
+
+Cost: each retry decodes again from the start of the value, so at most ``MAX_PATCHES + 1`` C passes over
+it. The JSON path of each fix is worked out only if someone reads it (a scan up to the fix's position).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from json import JSONDecodeError
+from typing import Any, Final
+
+from guardrail.parse.report import Fix
+from guardrail.parse.scanner import STRICT_DECODER, scan
+
+MAX_PATCHES: Final = 8
+_INVISIBLE: Final = "\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e"
+_PYTHON_LITERALS: Final = (("True", "true"), ("False", "false"), ("None", "null"))
+_IDENT_TAIL: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$-")
+_ESCAPES: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+@dataclass(slots=True)
+class Patched:
+    """A value decoded after patching: ``end`` is in the original text, ``json_text`` is strict JSON for it."""
+
+    value: Any
+    end: int
+    json_text: str
+    fixes: list[Fix]
+
+
+def decode_with_patches(body: str, start: int, max_depth: int) -> Patched | None:
+    """Decode the JSON value at ``body[start]``, patching up to ``MAX_PATCHES`` slips; ``None`` if it cannot."""
+    text = body
+    shift = 0  # how much longer the patched text is than the original, before the current error
+    fixes: list[Fix] = []
+    for _ in range(MAX_PATCHES + 1):
+        try:
+            value, end = STRICT_DECODER.raw_decode(text, start)
+        except JSONDecodeError as error:
+            patch = _patch_at(text, error.pos, error.msg)
+            if patch is None or len(fixes) == MAX_PATCHES:
+                return None
+            kind, cut_from, cut_to, replacement = patch
+            original = cut_from - shift
+            fixes.append(Fix(kind, _LazyPath(body, start, original, max_depth), text[cut_from:cut_to],
+                             replacement.strip()))
+            text = text[:cut_from] + replacement + text[cut_to:]
+            shift += len(replacement) - (cut_to - cut_from)
+            continue
+        except (ValueError, RecursionError):  # a number with more digits than int() takes; very deep nesting
+            return None
+        return Patched(value, end - shift, text[start:end], fixes)
+    return None  # pragma: no cover - the loop returns on its last round
+
+
+def _patch_at(text: str, pos: int, message: str) -> tuple[str, int, int, str] | None:
+    """The one slip the error at ``pos`` shows, as (fix kind, cut from, cut to, replacement)."""
+    if pos >= len(text):
+        return None  # the text ends: truncation is the scanner's to report
+    c = text[pos]
+    if text.startswith("//", pos):
+        newline = text.find("\n", pos)
+        return None if newline < 0 else ("comment", pos, newline, " ")
+    if text.startswith("/*", pos):
+        close = text.find("*/", pos + 2)
+        return None if close < 0 else ("comment", pos, close + 2, " ")
+    if c in "}]":
+        before = pos - 1
+        while before >= 0 and text[before] in " \t\r\n":
+            before -= 1
+        if before >= 0 and text[before] == ",":
+            return "trailing_comma", before, before + 1, ""
+        return None
+    if c in "TFN":
+        for python, json_literal in _PYTHON_LITERALS:
+            after = pos + len(python)
+            if text.startswith(python, pos) and (after >= len(text) or text[after] not in _IDENT_TAIL):
+                return "python_literal", pos, after, json_literal
+        return None
+    if c in _INVISIBLE:
+        end = pos
+        while end < len(text) and text[end] in _INVISIBLE:
+            end += 1
+        return "invisible_char", pos, end, " "
+    if c < " " and message.startswith("Invalid control character"):
+        return "control_char_in_string", pos, pos + 1, _ESCAPES.get(c, f"\\u{ord(c):04x}")
+    return None
+
+
+class _LazyPath:
+    """The JSON path at a position of the original text, found by scanning up to it when first asked."""
+
+    __slots__ = ("body", "max_depth", "pos", "start")
+
+    def __init__(self, body: str, start: int, pos: int, max_depth: int) -> None:
+        self.body, self.start, self.pos, self.max_depth = body, start, pos, max_depth
+
+    def __call__(self) -> str:
+        return scan(self.body[: self.pos], self.start, max_depth=self.max_depth).path
