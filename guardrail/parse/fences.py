@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
 from guardrail.errors import InputLimitError
@@ -87,7 +87,12 @@ def _fence_lines(text: str) -> Iterator[_FenceLine]:
     Marker runs are found with literal searches, which the regex engine runs at C speed; the line start
     is found by looking back only as far as the previous run, so the whole pass stays linear.
     """
-    runs = heapq.merge(*(map(re.Match.span, pattern.finditer(text)) for pattern in (_BACKTICKS, _TILDES)))
+    if "~~~" not in text:
+        runs: Iterable[tuple[int, int]] = map(re.Match.span, _BACKTICKS.finditer(text))
+    elif "```" not in text:
+        runs = map(re.Match.span, _TILDES.finditer(text))
+    else:  # both kinds: merge the two streams in order
+        runs = heapq.merge(*(map(re.Match.span, pattern.finditer(text)) for pattern in (_BACKTICKS, _TILDES)))
     line_start, scanned, taken_until = 0, 0, -1
     for begin, finish in runs:
         newline = text.rfind("\n", scanned, begin)
