@@ -102,27 +102,32 @@ _JSON_LITERALS: Final = {"true": True, "false": False, "null": None}
 _PYTHON_LITERALS: Final = {"True": (True,), "False": (False,), "None": (None,)}
 _COLON_AHEAD: Final = re.compile(r"[ \t\r\n]*:").match
 
-# The tokenizer's fast path: whitespace plus the common tokens in one C-speed match, numbered groups so
-# ``lastindex`` names the token. Anything else (group 10) goes to ``slow_token``.
+# Token shapes for the fast paths. Groups are numbered so ``lastindex`` names the token.
+_WS_RUN = r"[ \t\r\n]*"
+_DQ = r'"([^"\\\x00-\x1f]*)"'  # a double-quoted string with no escapes and no control characters
+_SQ = r"'([^'\\\x00-\x1f]*)'"  # the same, single-quoted
+_NUM = r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+\-]?[0-9]+)?)(?![0-9.eE+\-])"
+_WORD = r"((?:[^\W\d]|\$)[\w$\-]*)"
+_LITERAL = r"(true|false|null|True|False|None)(?![\w$\-])"
+
+# The tokenizer's fast path: whitespace plus the common tokens in one C-speed match. Anything else (the
+# last group) goes to ``slow_token``.
 _FAST_TOKEN: Final = re.compile(
-    r'[ \t\r\n]*(?:"([^"\\\x00-\x1f]*)"|(\{)|(\[)|(\})|(\])|(,)|(:)'
-    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+\-]?[0-9]+)?)(?![0-9.eE+\-])"
-    r"|(true|false|null)(?![\w$\-])|(.))",
+    rf"{_WS_RUN}(?:{_DQ}|(\{{)|(\[)|(\}})|(\])|(,)|(:)|{_NUM}|(true|false|null)(?![\w$\-])|{_SQ}|{_WORD}|(.))",
     re.S,
 ).match
-_SCALAR = (r'(?:"([^"\\\x00-\x1f]*)"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+\-]?[0-9]+)?)(?![0-9.eE+\-])'
-           r"|(true|false|null)(?![\w$\-]))")
-# Whole clean members and elements in one match: "key": scalar, and scalar, (comma optional). Most of a
-# dirty answer is clean, so this cuts the Python-level steps per member from four to one.
-_FAST_MEMBER: Final = re.compile(r'[ \t\r\n]*"([^"\\\x00-\x1f]*)"[ \t\r\n]*:[ \t\r\n]*' + _SCALAR
-                                 + r"[ \t\r\n]*(,?)").match
-_FAST_ELEMENT: Final = re.compile(r"[ \t\r\n]*" + _SCALAR + r"[ \t\r\n]*(,?)").match
+# Whole members and elements in one match - "key": scalar, and scalar, (comma optional), with the quoting
+# slips of JavaScript- and Python-style answers - so most of a dirty answer costs one Python step per
+# member instead of four.
+_SCALAR = rf"(?:{_DQ}|{_SQ}|{_NUM}|{_LITERAL})"
+_FAST_MEMBER: Final = re.compile(rf"{_WS_RUN}(?:{_DQ}|{_SQ}|{_WORD}){_WS_RUN}:{_WS_RUN}{_SCALAR}{_WS_RUN}(,?)").match
+_FAST_ELEMENT: Final = re.compile(rf"{_WS_RUN}{_SCALAR}{_WS_RUN}(,?)").match
 (_T_STR, _T_OPEN_OBJ, _T_OPEN_ARR, _T_CLOSE_OBJ, _T_CLOSE_ARR, _T_COMMA, _T_COLON, _T_NUM, _T_LIT,
- _T_OTHER, _T_WORD) = range(1, 12)
+ _T_SQ, _T_WORD, _T_OTHER) = range(1, 13)
 _OPENERS: Final = frozenset({_T_OPEN_OBJ, _T_OPEN_ARR})
 _CLOSERS: Final = frozenset({_T_CLOSE_OBJ, _T_CLOSE_ARR})
 _KEYLIKE: Final = frozenset({_T_STR, _T_WORD, _T_NUM, _T_LIT})
-_SCALARS: Final = frozenset({_T_STR, _T_NUM, _T_LIT})
+_SCALARS: Final = frozenset({_T_STR, _T_NUM, _T_LIT, _T_WORD})
 #: (kind, value, end, fix kind or "", start)
 _Token = tuple[int, Any, int, str, int]
 
@@ -161,7 +166,7 @@ class _Scanner:
         self.n = len(text)
         self.max_depth = max_depth
         self.fixes: list[Fix] = []
-        # Each frame: [container, key-or-None]; a dict frame is an object, a list frame an array.
+        # Each frame: [container, key-or-None, path to it]; a dict frame is an object, a list an array.
         self.stack: list[list[Any]] = []
         self.tokens = 0
         self.strict_budget = STRICT_ATTEMPTS
@@ -169,15 +174,15 @@ class _Scanner:
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def location(self, key: str | None = None) -> tuple[str | int, ...]:
-        parts: list[str | int] = []
-        for container, current in self.stack:
-            if isinstance(container, list):
-                parts.append(len(container))
-            elif current is not None:
-                parts.append(current)
-        if key is not None:
-            parts.append(key)
-        return tuple(parts)
+        """Where the scan is: the path to the open container (kept in its frame) plus the current slot."""
+        if not self.stack:
+            return () if key is None else (key,)
+        container, current, prefix = self.stack[-1]
+        if container.__class__ is list:
+            here: tuple[str | int, ...] = (*prefix, len(container))
+        else:
+            here = prefix if current is None else (*prefix, current)
+        return here if key is None else (*here, key)
 
     def path(self) -> str:
         return json_path(self.location())
@@ -211,6 +216,10 @@ class _Scanner:
                 raise self.syntax(m.start(_T_NUM), "a number with at most 4300 digits") from None
         if kind == _T_LIT:
             return _T_LIT, _JSON_LITERALS[m.group(_T_LIT)], m.end(), "", m.start(_T_LIT)
+        if kind == _T_SQ:
+            return _T_STR, m.group(_T_SQ), m.end(), "single_quotes", m.start(_T_SQ) - 1
+        if kind == _T_WORD:
+            return _T_WORD, m.group(_T_WORD), m.end(), "", m.start(_T_WORD)
         if kind != _T_OTHER:
             return kind, None, m.end(), "", m.end() - 1  # type: ignore[return-value]
         return self.slow_token(m.start(_T_OTHER))
@@ -336,6 +345,21 @@ class _Scanner:
         carried: _Token | None = None
         while True:
             if carried is None:
+                # Whole clean-or-quoting-slipped members and elements first: one regex, no token step.
+                if state == _KEY:
+                    m = _FAST_MEMBER(text, pos)
+                elif state == _VALUE and stack and stack[-1][0].__class__ is list:
+                    m = _FAST_ELEMENT(text, pos)
+                else:
+                    m = None
+                if m is not None and self.take(m, state == _KEY):
+                    pos = m.end()
+                    if m.group(m.re.groups):  # the trailing comma group
+                        after_comma = True
+                    else:
+                        state = _AFTER
+                    last_was_container = False
+                    continue
                 kind, value, end, fix_kind, start = token(pos)
             else:
                 (kind, value, end, fix_kind, start), carried = carried, None
@@ -370,19 +394,6 @@ class _Scanner:
                 continue
 
             if state == _KEY:
-                if kind == _T_STR and not fix_kind:
-                    m = _FAST_MEMBER(text, start)
-                    if m is not None and (scalar := _scalar(m, 2)) is not _NO_SCALAR:
-                        self.tokens += 2
-                        stack[-1][1] = m.group(1)
-                        self.attach(scalar)
-                        pos = m.end()
-                        if m.group(5):
-                            after_comma = True
-                        else:
-                            state = _AFTER
-                        last_was_container = False
-                        continue
                 if kind == _T_CLOSE_OBJ:
                     if after_comma:
                         self.fix("trailing_comma", ",", "")
@@ -427,7 +438,7 @@ class _Scanner:
                     raise InputLimitError(
                         f"The JSON is nested more than {self.max_depth} levels deep; reply with a flatter value.",
                         limit="max_depth", value=self.max_depth, text=text)
-                stack.append([{} if kind == _T_OPEN_OBJ else [], None])
+                stack.append([{} if kind == _T_OPEN_OBJ else [], None, self.location()])
                 pos, after_comma = end, False
                 state = _KEY if kind == _T_OPEN_OBJ else _VALUE
                 continue
@@ -443,18 +454,6 @@ class _Scanner:
                 self.attach(closed)
                 state, last_was_container = _AFTER, True
                 continue
-            if kind in _SCALARS and not fix_kind and stack and stack[-1][0].__class__ is list:
-                m = _FAST_ELEMENT(text, start)
-                if m is not None and (scalar := _scalar(m, 1)) is not _NO_SCALAR:
-                    self.tokens += 1
-                    self.attach(scalar)
-                    pos = m.end()
-                    if m.group(4):
-                        after_comma = True
-                    else:
-                        state = _AFTER
-                    last_was_container = False
-                    continue
             if kind == _T_STR:
                 if fix_kind:
                     self.fix(fix_kind, text[start:end][:80], value[:80])
@@ -467,6 +466,31 @@ class _Scanner:
                 return value, end
             self.attach(value)
             pos, state, last_was_container = end, _AFTER, False
+
+    def take(self, m: re.Match[str], is_member: bool) -> bool:
+        """Store a whole member (``_FAST_MEMBER``) or element (``_FAST_ELEMENT``), recording its slips.
+
+        False (and nothing stored) for a number too long for ``int()``, which the token path reports.
+        """
+        first = 4 if is_member else 1  # the scalar's groups: double-quoted, single-quoted, number, literal
+        value, value_fix = _fast_scalar(m, first)
+        if value is _NO_SCALAR:
+            return False
+        if is_member:
+            double, single, bare = m.group(1), m.group(2), m.group(3)
+            key = double if double is not None else single if single is not None else bare
+            if single is not None:
+                self.fix("single_quotes", f"'{single}'"[:80], single[:80], key=key)
+            elif bare is not None:
+                self.fix("unquoted_key", bare, f'"{bare}"', key=key)
+            self.stack[-1][1] = key
+            self.tokens += 1
+        if value_fix:
+            raw = f"'{value}'" if value_fix == "single_quotes" else m.group(first + 3)
+            self.fix(value_fix, raw[:80], value[:80] if isinstance(value, str) else value)
+        self.tokens += 1
+        self.attach(value)
+        return True
 
     def word_value(self, word: str, start: int, end: int) -> Any:
         """A bare word in value position: a Python literal, NaN/Infinity, a cut-off literal, or an error."""
@@ -513,19 +537,27 @@ def may_hold_nonfinite(text: str) -> bool:
 
 
 _NO_SCALAR: Final = object()
+_ALL_LITERALS: Final = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 
 
-def _scalar(m: re.Match[str], first: int) -> Any:
-    """The scalar a fast member/element match holds (groups ``first``.. ``first+2``), or ``_NO_SCALAR``."""
+def _fast_scalar(m: re.Match[str], first: int) -> tuple[Any, str]:
+    """The scalar in groups ``first``..``first+3`` of a fast member/element match, and its fix kind.
+
+    Returns ``_NO_SCALAR`` for a number too long for ``int()``, which the token path then reports.
+    """
     string = m.group(first)
     if string is not None:
-        return string
-    number = m.group(first + 1)
+        return string, ""
+    string = m.group(first + 1)
+    if string is not None:
+        return string, "single_quotes"
+    number = m.group(first + 2)
     if number is not None:
         if "." in number or "e" in number or "E" in number:
-            return _finite_or_marker(number)
-        return int(number) if len(number) <= 4300 else _NO_SCALAR
-    return _JSON_LITERALS[m.group(first + 2)]
+            return _finite_or_marker(number), ""
+        return (int(number), "") if len(number) <= 4300 else (_NO_SCALAR, "")
+    word = m.group(first + 3)
+    return _ALL_LITERALS[word], "" if word in _JSON_LITERALS else "python_literal"
 
 
 def _finite_or_marker(token: str) -> float | NonFinite:
