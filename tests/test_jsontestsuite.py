@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,17 @@ from pydantic import BaseModel
 
 from guardrail import ParseError, parse, parse_report
 
-SUITE = Path("/work/shared/corpora/JSONTestSuite")
+
+def _find_suite() -> Path:
+    """The corpus in the project's shared folder: $GUARDRAIL_CORPORA, ../shared next to the checkout, or /work."""
+    here = Path(__file__).resolve().parents[1]
+    for root in (os.environ.get("GUARDRAIL_CORPORA"), here.parent / "shared" / "corpora", "/work/shared/corpora"):
+        if root and (Path(root) / "JSONTestSuite" / "index.jsonl").is_file():
+            return Path(root) / "JSONTestSuite"
+    return here.parent / "shared" / "corpora" / "JSONTestSuite"
+
+
+SUITE = _find_suite()
 INDEX = SUITE / "index.jsonl"
 PER_FILE_BOUND_S = 1.0
 KINDS = {"no_json", "truncated", "ambiguous", "schema_violation"}
