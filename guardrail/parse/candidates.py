@@ -19,16 +19,18 @@ from typing import Any, Final
 
 from guardrail.errors import InputLimitError
 from guardrail.parse.fences import Segment, unwrap_scalar
+from guardrail.parse.lexicon import INVISIBLE
 from guardrail.parse.patch import Patched, decode_with_patches
 from guardrail.parse.report import Candidate
-from guardrail.parse.scanner import STRICT_DECODER, scan
+from guardrail.parse.scanner import scan
+from guardrail.parse.tokens import STRICT_DECODER
 
 # What may follow an opener for the scanner to have a chance, checked with one regex match before any
 # scan: prose like "see {note here}", "{{", "[Note]" or code "{ x = 1; }" is skipped at C speed, which
 # keeps brace-heavy text cheap. The check only rules out starts the scanner would reject without reading
 # a single key or value; everything it lets through is scanned as before.
 _WS_ = r"[ \t\r\n]*+"
-_INVIS = "\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e"
+_INVIS = INVISIBLE
 _KEY_END = rf"{_WS_}(?:[:/{_INVIS}]|$)"  # a key must be followed by ':' (or a comment, or the end)
 _WORD = r"(?:[^\W\d]|\$)[\w$\-]*+"
 _OBJECT_START = (

@@ -25,7 +25,8 @@ from typing import Any, Final
 
 from guardrail.parse.aliases import normalize
 from guardrail.parse.report import Fix, Violation, json_path
-from guardrail.parse.scanner import NonFinite, scan
+from guardrail.parse.scanner import scan
+from guardrail.parse.tokens import NonFinite
 from guardrail.schema.view import Schema, SchemaView
 
 _INTEGER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)")

@@ -17,11 +17,11 @@ from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
 from guardrail.errors import InputLimitError
+from guardrail.parse.lexicon import INVISIBLE
 
 _BACKTICKS: Final = re.compile(r"```+")
 _TILDES: Final = re.compile(r"~~~+")
 _OPEN_TAG: Final = re.compile(r"<([A-Za-z][\w.\-]{0,40})>")
-INVISIBLE: Final = "\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e"
 
 
 class Segment(NamedTuple):

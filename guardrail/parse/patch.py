@@ -14,16 +14,17 @@ it. The JSON path of each fix is worked out only if someone reads it (a scan up 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from json import JSONDecodeError
 from typing import Any, Final
 
+from guardrail.parse.lexicon import INVISIBLE, PYTHON_LITERALS
 from guardrail.parse.report import Fix
-from guardrail.parse.scanner import STRICT_DECODER, scan
+from guardrail.parse.scanner import scan
+from guardrail.parse.tokens import STRICT_DECODER
 
 MAX_PATCHES: Final = 8
-_INVISIBLE: Final = "\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e"
-_PYTHON_LITERALS: Final = (("True", "true"), ("False", "false"), ("None", "null"))
 _IDENT_TAIL: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$-")
 _ESCAPES: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 
@@ -82,14 +83,14 @@ def _patch_at(text: str, pos: int, message: str) -> tuple[str, int, int, str] | 
             return "trailing_comma", before, before + 1, ""
         return None
     if c in "TFN":
-        for python, json_literal in _PYTHON_LITERALS:
+        for python, value in PYTHON_LITERALS.items():
             after = pos + len(python)
             if text.startswith(python, pos) and (after >= len(text) or text[after] not in _IDENT_TAIL):
-                return "python_literal", pos, after, json_literal
+                return "python_literal", pos, after, json.dumps(value)
         return None
-    if c in _INVISIBLE:
+    if c in INVISIBLE:
         end = pos
-        while end < len(text) and text[end] in _INVISIBLE:
+        while end < len(text) and text[end] in INVISIBLE:
             end += 1
         return "invisible_char", pos, end, " "
     if c < " " and message.startswith("Invalid control character"):

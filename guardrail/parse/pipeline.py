@@ -16,8 +16,8 @@ from typing import Any, TypeVar, overload
 from pydantic import ValidationError
 
 from guardrail.contract import Contract, compile_contract
+from guardrail.parse.lexicon import may_hold_nonfinite
 from guardrail.parse.report import ParseReport
-from guardrail.parse.scanner import may_hold_nonfinite
 from guardrail.parse.stages import DEFAULT_STAGES, run_stages
 from guardrail.parse.state import PYDANTIC_MAX_DEPTH, Limits, ParseState, Stage
 

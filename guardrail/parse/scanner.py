@@ -18,46 +18,61 @@ position, which lets the caller resume the candidate search after it.
 
 from __future__ import annotations
 
-import json.decoder
-import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from json import JSONDecodeError
 from typing import Any, Final, Literal
 
 from guardrail.errors import InputLimitError
+from guardrail.parse.lexicon import JSON_LITERALS, NONFINITE_WORDS, PYTHON_LITERALS
 from guardrail.parse.report import Fix, json_path
+from guardrail.parse.tokens import (
+    COLON_AHEAD,
+    CONTROL,
+    DOUBLE_QUOTED,
+    ELEMENT_SCALAR,
+    FAST_ELEMENT,
+    FAST_MEMBER,
+    FAST_TOKEN,
+    GOOD_ESCAPES,
+    INVISIBLE_SET,
+    MEMBER_SCALAR,
+    NO_SCALAR,
+    NUMBER_TOKEN,
+    SINGLE_QUOTED,
+    SMART_CLOSE,
+    STRICT_DECODER,
+    T_CLOSE_ARR,
+    T_CLOSE_OBJ,
+    T_COLON,
+    T_COMMA,
+    T_LIT,
+    T_NUM,
+    T_OPEN_ARR,
+    T_OPEN_OBJ,
+    T_OTHER,
+    T_SQ,
+    T_STR,
+    T_WORD,
+    WORD_RE,
+    WS,
+    NonFinite,
+    fast_scalar,
+    finite_or_marker,
+    scanstring,
+    unescape,
+)
 
-#: The C string scanner behind ``json.loads`` (not in typeshed): decodes escapes at C speed and, with
-#: ``strict=False``, accepts raw control characters, which we then record as a fix.
-scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.__dict__["scanstring"]
-
-#: The C decoder, with NaN/Infinity turned into markers instead of floats.
-STRICT_DECODER: Final = json.JSONDecoder(parse_constant=lambda literal: NonFinite(literal),
-                                         parse_float=lambda token: _finite_or_marker(token))
-#: Failed C-decoder attempts allowed per scan (each costs O(position)).
+#: Failed C-decoder attempts allowed per search (each costs O(position) for the error's line number).
 STRICT_ATTEMPTS: Final = 4
 
 ScanStatus = Literal["complete", "truncated", "syntax_error"]
-
-
-class NonFinite:
-    """A ``NaN``/``Infinity`` literal: not JSON; becomes null only where the contract allows null."""
-
-    __slots__ = ("literal",)
-
-    def __init__(self, literal: str) -> None:
-        self.literal = literal
-
-    def __repr__(self) -> str:
-        return f"NonFinite({self.literal!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, NonFinite) and other.literal == self.literal
-
-    def __hash__(self) -> int:
-        return hash(("NonFinite", self.literal))
+_OPENERS: Final = frozenset({T_OPEN_OBJ, T_OPEN_ARR})
+_CLOSERS: Final = frozenset({T_CLOSE_OBJ, T_CLOSE_ARR})
+_KEYLIKE: Final = frozenset({T_STR, T_WORD, T_NUM, T_LIT})
+_SCALARS: Final = frozenset({T_STR, T_NUM, T_LIT, T_WORD})
+#: (kind, value, end, fix kind or "", start)
+_Token = tuple[int, Any, int, str, int]
 
 
 @dataclass(slots=True)
@@ -81,55 +96,6 @@ class _Stop(Exception):
         self.pos = pos
         self.message = message
 
-
-# Token shapes. Every pattern is a single pass with no nested quantifiers over overlapping classes, so
-# none can backtrack more than linearly.
-_WS: Final = re.compile(r"[ \t\r\n]*")
-_INVISIBLE: Final = frozenset("\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e")
-_NUMBER_TOKEN: Final = re.compile(r"-?[0-9][0-9.eE+\-]*")
-_JSON_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+\-]?[0-9]+)?")
-_IDENT: Final = re.compile(r"(?:[^\W\d]|\$)[\w$\-]*")
-_DOUBLE_QUOTED: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_GOOD_ESCAPES: Final = re.compile(r'[^\\]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^\\]*)*', re.S)
-_SINGLE_QUOTED: Final = re.compile(r"'([^'\\]*(?:\\.[^'\\]*)*)'", re.S)
-_CONTROL: Final = re.compile(r"[\x00-\x1f]")
-_LENIENT_ESCAPE: Final = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
-_SIMPLE_ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\",
-                          '"': '"', "'": "'"}
-_SMART_CLOSE: Final = {"\u201c": "\u201d", "\u2018": "\u2019", "\u201d": "\u201d"}
-_NONFINITE: Final = frozenset({"NaN", "Infinity"})
-_JSON_LITERALS: Final = {"true": True, "false": False, "null": None}
-_PYTHON_LITERALS: Final = {"True": (True,), "False": (False,), "None": (None,)}
-_COLON_AHEAD: Final = re.compile(r"[ \t\r\n]*:").match
-
-# Token shapes for the fast paths. Groups are numbered so ``lastindex`` names the token.
-_WS_RUN = r"[ \t\r\n]*"
-_DQ = r'"([^"\\\x00-\x1f]*)"'  # a double-quoted string with no escapes and no control characters
-_SQ = r"'([^'\\\x00-\x1f]*)'"  # the same, single-quoted
-_NUM = r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+\-]?[0-9]+)?)(?![0-9.eE+\-])"
-_WORD = r"((?:[^\W\d]|\$)[\w$\-]*)"
-_LITERAL = r"(true|false|null|True|False|None)(?![\w$\-])"
-
-# The tokenizer's fast path: whitespace plus the common tokens in one C-speed match. Anything else (the
-# last group) goes to ``slow_token``.
-_FAST_TOKEN: Final = re.compile(
-    rf"{_WS_RUN}(?:{_DQ}|(\{{)|(\[)|(\}})|(\])|(,)|(:)|{_NUM}|(true|false|null)(?![\w$\-])|{_SQ}|{_WORD}|(.))",
-    re.S,
-).match
-# Whole members and elements in one match - "key": scalar, and scalar, (comma optional), with the quoting
-# slips of JavaScript- and Python-style answers - so most of a dirty answer costs one Python step per
-# member instead of four.
-_SCALAR = rf"(?:{_DQ}|{_SQ}|{_NUM}|{_LITERAL})"
-_FAST_MEMBER: Final = re.compile(rf"{_WS_RUN}(?:{_DQ}|{_SQ}|{_WORD}){_WS_RUN}:{_WS_RUN}{_SCALAR}{_WS_RUN}(,?)").match
-_FAST_ELEMENT: Final = re.compile(rf"{_WS_RUN}{_SCALAR}{_WS_RUN}(,?)").match
-(_T_STR, _T_OPEN_OBJ, _T_OPEN_ARR, _T_CLOSE_OBJ, _T_CLOSE_ARR, _T_COMMA, _T_COLON, _T_NUM, _T_LIT,
- _T_SQ, _T_WORD, _T_OTHER) = range(1, 13)
-_OPENERS: Final = frozenset({_T_OPEN_OBJ, _T_OPEN_ARR})
-_CLOSERS: Final = frozenset({_T_CLOSE_OBJ, _T_CLOSE_ARR})
-_KEYLIKE: Final = frozenset({_T_STR, _T_WORD, _T_NUM, _T_LIT})
-_SCALARS: Final = frozenset({_T_STR, _T_NUM, _T_LIT, _T_WORD})
-#: (kind, value, end, fix kind or "", start)
-_Token = tuple[int, Any, int, str, int]
 
 # Parser states.
 _VALUE: Final = 0  # a value is expected (root, after ':' or inside an array)
@@ -200,29 +166,29 @@ class _Scanner:
     # -- tokens ------------------------------------------------------------------------------------
     def token(self, pos: int) -> _Token:
         """The next token at or after ``pos``: (kind, value, end, fix kind or "", start)."""
-        m = _FAST_TOKEN(self.text, pos)
+        m = FAST_TOKEN(self.text, pos)
         if m is None:
             raise self.truncated(self.n, "the JSON value is complete")
         kind = m.lastindex
-        if kind == _T_STR:
-            return _T_STR, m.group(1), m.end(), "", m.start(1) - 1
-        if kind == _T_NUM:
-            raw = m.group(_T_NUM)
+        if kind == T_STR:
+            return T_STR, m.group(1), m.end(), "", m.start(1) - 1
+        if kind == T_NUM:
+            raw = m.group(T_NUM)
             if "." in raw or "e" in raw or "E" in raw:
-                return _T_NUM, _finite_or_marker(raw), m.end(), "", m.start(_T_NUM)
+                return T_NUM, finite_or_marker(raw), m.end(), "", m.start(T_NUM)
             try:
-                return _T_NUM, int(raw), m.end(), "", m.start(_T_NUM)
+                return T_NUM, int(raw), m.end(), "", m.start(T_NUM)
             except ValueError:  # more digits than int() allows
-                raise self.syntax(m.start(_T_NUM), "a number with at most 4300 digits") from None
-        if kind == _T_LIT:
-            return _T_LIT, _JSON_LITERALS[m.group(_T_LIT)], m.end(), "", m.start(_T_LIT)
-        if kind == _T_SQ:
-            return _T_STR, m.group(_T_SQ), m.end(), "single_quotes", m.start(_T_SQ) - 1
-        if kind == _T_WORD:
-            return _T_WORD, m.group(_T_WORD), m.end(), "", m.start(_T_WORD)
-        if kind != _T_OTHER:
+                raise self.syntax(m.start(T_NUM), "a number with at most 4300 digits") from None
+        if kind == T_LIT:
+            return T_LIT, JSON_LITERALS[m.group(T_LIT)], m.end(), "", m.start(T_LIT)
+        if kind == T_SQ:
+            return T_STR, m.group(T_SQ), m.end(), "single_quotes", m.start(T_SQ) - 1
+        if kind == T_WORD:
+            return T_WORD, m.group(T_WORD), m.end(), "", m.start(T_WORD)
+        if kind != T_OTHER:
             return kind, None, m.end(), "", m.end() - 1  # type: ignore[return-value]
-        return self.slow_token(m.start(_T_OTHER))
+        return self.slow_token(m.start(T_OTHER))
 
     def slow_token(self, pos: int) -> _Token:
         """Everything the fast pattern leaves: comments, invisible characters, escaped or single-quoted
@@ -236,31 +202,31 @@ class _Scanner:
         c = text[pos]
         if c in "\"'\u201c\u2018":
             value, end, fix_kind = self.string(pos)
-            return _T_STR, value, end, fix_kind, pos
+            return T_STR, value, end, fix_kind, pos
         if c == "-" and not "0" <= text[pos + 1 : pos + 2] <= "9":
             if text.startswith("-Infinity", pos):
-                return _T_NUM, NonFinite("-Infinity"), pos + 9, "", pos
+                return T_NUM, NonFinite("-Infinity"), pos + 9, "", pos
             if self.stack and "-Infinity".startswith(text[pos:]):
                 raise self.truncated(n, "a number is complete")
             raise self.syntax(pos, "a JSON number")
         if c == "-" or "0" <= c <= "9":
             return self.malformed_number(pos)
-        m = _IDENT.match(text, pos)
+        m = WORD_RE.match(text, pos)
         if m is None:
             raise self.syntax(pos, "a JSON value, key or punctuation")
-        return _T_WORD, m.group(0), m.end(), "", pos
+        return T_WORD, m.group(0), m.end(), "", pos
 
     def skip(self, pos: int) -> int:
         """Skip whitespace, invisible characters and comments (recording each); return the next position."""
         text, n = self.text, self.n
         while True:
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            pos = WS.match(text, pos).end()  # type: ignore[union-attr]
             if pos >= n:
                 return pos
             c = text[pos]
-            if c in _INVISIBLE:
+            if c in INVISIBLE_SET:
                 start = pos
-                while pos < n and text[pos] in _INVISIBLE:
+                while pos < n and text[pos] in INVISIBLE_SET:
                     pos += 1
                 self.fix("invisible_char", text[start:pos], "")
             elif c == "/" and text.startswith("//", pos):
@@ -289,23 +255,23 @@ class _Scanner:
                     return value, end, ""
                 except JSONDecodeError:
                     self.fast_strings = False
-            m = _DOUBLE_QUOTED.match(text, pos)
+            m = DOUBLE_QUOTED.match(text, pos)
             if m is None:
                 raise self.truncated(self.n, "a string is closed")
             end = m.end()
-            if _GOOD_ESCAPES.fullmatch(text, pos + 1, end - 1) is None:
-                return _unescape(text[pos + 1 : end - 1]), end, "invalid_escape"
+            if GOOD_ESCAPES.fullmatch(text, pos + 1, end - 1) is None:
+                return unescape(text[pos + 1 : end - 1]), end, "invalid_escape"
             try:
                 value, end = scanstring(text, pos + 1, False)
             except JSONDecodeError:  # pragma: no cover - the two patterns above rule every failure out
-                return _unescape(text[pos + 1 : end - 1]), end, "invalid_escape"
-            return value, end, "control_char_in_string" if _CONTROL.search(text, pos, end) else ""
+                return unescape(text[pos + 1 : end - 1]), end, "invalid_escape"
+            return value, end, "control_char_in_string" if CONTROL.search(text, pos, end) else ""
         if quote == "'":
-            m = _SINGLE_QUOTED.match(text, pos)
+            m = SINGLE_QUOTED.match(text, pos)
             if m is None:
                 raise self.truncated(self.n, "a single-quoted string is closed")
-            return _unescape(m.group(1)), m.end(), "single_quotes"
-        close = _SMART_CLOSE[quote]
+            return unescape(m.group(1)), m.end(), "single_quotes"
+        close = SMART_CLOSE[quote]
         end = text.find(close, pos + 1)
         if end < 0:
             raise self.truncated(self.n, "a quoted string is closed")
@@ -313,7 +279,7 @@ class _Scanner:
 
     def malformed_number(self, pos: int) -> _Token:
         """A number token the fast pattern refused: cut off at the end, or not a JSON number."""
-        m = _NUMBER_TOKEN.match(self.text, pos)
+        m = NUMBER_TOKEN.match(self.text, pos)
         assert m is not None  # the caller saw a digit or '-' followed by a digit
         if m.end() >= self.n and self.stack:
             raise self.truncated(self.n, "a number is complete")
@@ -347,9 +313,9 @@ class _Scanner:
             if carried is None:
                 # Whole clean-or-quoting-slipped members and elements first: one regex, no token step.
                 if state == _KEY:
-                    m = _FAST_MEMBER(text, pos)
+                    m = FAST_MEMBER(text, pos)
                 elif state == _VALUE and stack and stack[-1][0].__class__ is list:
-                    m = _FAST_ELEMENT(text, pos)
+                    m = FAST_ELEMENT(text, pos)
                 else:
                     m = None
                 if m is not None and self.take(m, state == _KEY):
@@ -367,13 +333,13 @@ class _Scanner:
             if state == _AFTER:
                 frame = stack[-1]
                 is_obj = frame[0].__class__ is dict
-                if kind == _T_COMMA:
+                if kind == T_COMMA:
                     pos, after_comma = end, True
                     state = _KEY if is_obj else _VALUE
                     continue
                 if kind in _CLOSERS:
                     pos = end
-                    if (kind == _T_CLOSE_OBJ) != is_obj:
+                    if (kind == T_CLOSE_OBJ) != is_obj:
                         self.fix("stray_closer", text[start], "")
                         continue
                     closed = stack.pop()[0]
@@ -383,9 +349,9 @@ class _Scanner:
                     last_was_container = True
                     continue
                 if is_obj:
-                    missing_comma = kind in _KEYLIKE and _COLON_AHEAD(text, end) is not None
+                    missing_comma = kind in _KEYLIKE and COLON_AHEAD(text, end) is not None
                 else:
-                    missing_comma = kind in _OPENERS or (last_was_container and kind == _T_STR)
+                    missing_comma = kind in _OPENERS or (last_was_container and kind == T_STR)
                 if not missing_comma:
                     raise self.syntax(start, "',' or '}'" if is_obj else "',' or ']'")
                 self.fix("missing_comma", None, ",")
@@ -394,7 +360,7 @@ class _Scanner:
                 continue
 
             if state == _KEY:
-                if kind == _T_CLOSE_OBJ:
+                if kind == T_CLOSE_OBJ:
                     if after_comma:
                         self.fix("trailing_comma", ",", "")
                     closed = stack.pop()[0]
@@ -404,7 +370,7 @@ class _Scanner:
                     self.attach(closed)
                     state, last_was_container = _AFTER, True
                     continue
-                if kind == _T_STR:
+                if kind == T_STR:
                     key = value
                     if fix_kind:
                         self.fix(fix_kind, text[start:end][:80], key[:80], key=key)
@@ -418,7 +384,7 @@ class _Scanner:
                 continue
 
             if state == _COLON:
-                if kind != _T_COLON:
+                if kind != T_COLON:
                     raise self.syntax(start, "':'")
                 self.tokens += 1  # a key counts once its colon shows it was one ("{see note" is prose)
                 pos, state = end, _VALUE
@@ -438,11 +404,11 @@ class _Scanner:
                     raise InputLimitError(
                         f"The JSON is nested more than {self.max_depth} levels deep; reply with a flatter value.",
                         limit="max_depth", value=self.max_depth, text=text)
-                stack.append([{} if kind == _T_OPEN_OBJ else [], None, self.location()])
+                stack.append([{} if kind == T_OPEN_OBJ else [], None, self.location()])
                 pos, after_comma = end, False
-                state = _KEY if kind == _T_OPEN_OBJ else _VALUE
+                state = _KEY if kind == T_OPEN_OBJ else _VALUE
                 continue
-            if kind == _T_CLOSE_ARR and stack and stack[-1][0].__class__ is list:
+            if kind == T_CLOSE_ARR and stack and stack[-1][0].__class__ is list:
                 if after_comma:
                     self.fix("trailing_comma", ",", "")
                 elif stack[-1][0]:
@@ -454,12 +420,12 @@ class _Scanner:
                 self.attach(closed)
                 state, last_was_container = _AFTER, True
                 continue
-            if kind == _T_STR:
+            if kind == T_STR:
                 if fix_kind:
                     self.fix(fix_kind, text[start:end][:80], value[:80])
-            elif kind == _T_WORD:
+            elif kind == T_WORD:
                 value = self.word_value(value, start, end)
-            elif kind != _T_NUM and kind != _T_LIT:
+            elif kind != T_NUM and kind != T_LIT:
                 raise self.syntax(start, "a value (string, number, object, array, true, false or null)")
             self.tokens += 1
             if not stack:
@@ -468,13 +434,13 @@ class _Scanner:
             pos, state, last_was_container = end, _AFTER, False
 
     def take(self, m: re.Match[str], is_member: bool) -> bool:
-        """Store a whole member (``_FAST_MEMBER``) or element (``_FAST_ELEMENT``), recording its slips.
+        """Store a whole member (``FAST_MEMBER``) or element (``FAST_ELEMENT``), recording its slips.
 
         False (and nothing stored) for a number too long for ``int()``, which the token path reports.
         """
-        first = 4 if is_member else 1  # the scalar's groups: double-quoted, single-quoted, number, literal
-        value, value_fix = _fast_scalar(m, first)
-        if value is _NO_SCALAR:
+        first = MEMBER_SCALAR if is_member else ELEMENT_SCALAR  # double-quoted, single-quoted, number, literal
+        value, value_fix = fast_scalar(m, first)
+        if value is NO_SCALAR:
             return False
         if is_member:
             double, single, bare = m.group(1), m.group(2), m.group(3)
@@ -496,11 +462,10 @@ class _Scanner:
         """A bare word in value position: a Python literal, NaN/Infinity, a cut-off literal, or an error."""
         if end >= self.n and self.stack:
             raise self.truncated(self.n, "a literal is complete")
-        literal = _PYTHON_LITERALS.get(word)
-        if literal is not None:
-            self.fix("python_literal", word, literal[0])
-            return literal[0]
-        if word in _NONFINITE:
+        if word in PYTHON_LITERALS:
+            self.fix("python_literal", word, PYTHON_LITERALS[word])
+            return PYTHON_LITERALS[word]
+        if word in NONFINITE_WORDS:
             return NonFinite(word)
         raise self.syntax(start, "a value (string, number, object, array, true, false or null)")
 
@@ -517,66 +482,3 @@ class _Scanner:
         frame[1] = None
 
 
-# Two patterns with a literal first character: the regex engine then skips ahead with a fast character
-# search instead of trying every position (about 4x faster than one ``[eE]...`` pattern).
-_OVERFLOW_LOWER: Final = re.compile(r"e\+?[0-9]{3}")
-_OVERFLOW_UPPER: Final = re.compile(r"E\+?[0-9]{3}")
-
-
-def may_hold_nonfinite(text: str) -> bool:
-    """Could strict JSON parsing of ``text`` produce NaN or infinity (``NaN``, ``Infinity``, ``1e400``)?
-
-    Pydantic reads those as floats; guardrail judges them against the contract instead, so for a
-    contract that holds floats, text for which this is true never takes a shortcut around the stages.
-    (A contract without floats needs no screen: pydantic rejects a non-finite value there anyway.)
-    Two substring searches and two literal-led regular expressions. Not caught: a decimal literal
-    with 309 or more digits before its point, which is far beyond any honest output.
-    """
-    return ("NaN" in text or "Infinity" in text or _OVERFLOW_LOWER.search(text) is not None
-            or _OVERFLOW_UPPER.search(text) is not None)
-
-
-_NO_SCALAR: Final = object()
-_ALL_LITERALS: Final = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
-
-
-def _fast_scalar(m: re.Match[str], first: int) -> tuple[Any, str]:
-    """The scalar in groups ``first``..``first+3`` of a fast member/element match, and its fix kind.
-
-    Returns ``_NO_SCALAR`` for a number too long for ``int()``, which the token path then reports.
-    """
-    string = m.group(first)
-    if string is not None:
-        return string, ""
-    string = m.group(first + 1)
-    if string is not None:
-        return string, "single_quotes"
-    number = m.group(first + 2)
-    if number is not None:
-        if "." in number or "e" in number or "E" in number:
-            return _finite_or_marker(number), ""
-        return (int(number), "") if len(number) <= 4300 else (_NO_SCALAR, "")
-    word = m.group(first + 3)
-    return _ALL_LITERALS[word], "" if word in _JSON_LITERALS else "python_literal"
-
-
-def _finite_or_marker(token: str) -> float | NonFinite:
-    """A JSON number too large for a float (``1e400``) is not silently infinity: it is judged like Infinity."""
-    value = float(token)
-    if math.isinf(value):
-        return NonFinite(("-" if token.startswith("-") else "") + "Infinity")
-    return value
-
-
-def _unescape(raw: str) -> str:
-    """Decode backslash escapes leniently: known escapes decode, unknown ones stay literal."""
-    if "\\" not in raw:
-        return raw
-
-    def one(m: re.Match[str]) -> str:
-        esc = m.group(1)
-        if len(esc) == 5:
-            return chr(int(esc[1:], 16))
-        return _SIMPLE_ESCAPES.get(esc, "\\" + esc)
-
-    return _LENIENT_ESCAPE.sub(one, raw)

@@ -35,8 +35,8 @@ from guardrail.parse.aliases import FieldConflict, normalize
 from guardrail.parse.candidates import canonical, find_in_segment
 from guardrail.parse.coerce import CoerceContext, coerce
 from guardrail.parse.fences import split_segments
+from guardrail.parse.lexicon import may_hold_nonfinite
 from guardrail.parse.report import Candidate, Fix, Violation
-from guardrail.parse.scanner import may_hold_nonfinite
 from guardrail.parse.state import ParseState, Stage
 
 _READ: Final = ("invalid",)

@@ -1,0 +1,132 @@
+"""The lexical layer of the lenient JSON reader: token patterns, scalars, and the C decoder it leans on.
+
+Every pattern here is one pass with no nested quantifiers over overlapping classes, so none can backtrack
+more than linearly. The fast patterns take a whole token (or a whole ``"key": scalar,`` member) in one
+C-speed match; what they leave goes to the scanner's slow path.
+"""
+
+from __future__ import annotations
+
+import json.decoder
+import math
+import re
+from collections.abc import Callable
+from typing import Any, Final
+
+from guardrail.parse.lexicon import ALL_LITERALS, INVISIBLE, JSON_LITERALS, NUMBER, WORD
+
+#: The C string scanner behind ``json.loads`` (not in typeshed): decodes escapes at C speed and, with
+#: ``strict=False``, accepts raw control characters, which the scanner then records as a fix.
+scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.__dict__["scanstring"]
+
+
+class NonFinite:
+    """A ``NaN``/``Infinity`` literal: not JSON; becomes null only where the contract allows null."""
+
+    __slots__ = ("literal",)
+
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
+
+    def __repr__(self) -> str:
+        return f"NonFinite({self.literal!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NonFinite) and other.literal == self.literal
+
+    def __hash__(self) -> int:
+        return hash(("NonFinite", self.literal))
+
+
+def finite_or_marker(token: str) -> float | NonFinite:
+    """A JSON number too large for a float (``1e400``) is not silently infinity: it is judged like Infinity."""
+    value = float(token)
+    if math.isinf(value):
+        return NonFinite(("-" if token.startswith("-") else "") + "Infinity")
+    return value
+
+
+#: The C decoder, with NaN/Infinity (and numbers too large for a float) turned into markers.
+STRICT_DECODER: Final = json.JSONDecoder(parse_constant=NonFinite, parse_float=finite_or_marker)
+
+WS: Final = re.compile(r"[ \t\r\n]*")
+INVISIBLE_SET: Final = frozenset(INVISIBLE)
+NUMBER_TOKEN: Final = re.compile(r"-?[0-9][0-9.eE+\-]*")
+WORD_RE: Final = re.compile(WORD)
+DOUBLE_QUOTED: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+GOOD_ESCAPES: Final = re.compile(r'[^\\]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^\\]*)*', re.S)
+SINGLE_QUOTED: Final = re.compile(r"'([^'\\]*(?:\\.[^'\\]*)*)'", re.S)
+CONTROL: Final = re.compile(r"[\x00-\x1f]")
+SMART_CLOSE: Final = {"\u201c": "\u201d", "\u2018": "\u2019"}
+COLON_AHEAD: Final = re.compile(r"[ \t\r\n]*:").match
+
+# Token shapes for the fast paths. Groups are numbered so ``lastindex`` names the token.
+_WS_RUN = r"[ \t\r\n]*"
+_DQ = r'"([^"\\\x00-\x1f]*)"'  # a double-quoted string with no escapes and no control characters
+_SQ = r"'([^'\\\x00-\x1f]*)'"  # the same, single-quoted
+_NUM = rf"({NUMBER})(?![0-9.eE+\-])"
+_WORD = rf"({WORD})"
+_LITERAL = r"(true|false|null|True|False|None)(?![\w$\-])"
+
+#: The tokenizer's fast path: whitespace plus the common tokens in one match; the last group is anything
+#: else, for the slow path.
+FAST_TOKEN: Final = re.compile(
+    rf"{_WS_RUN}(?:{_DQ}|(\{{)|(\[)|(\}})|(\])|(,)|(:)|{_NUM}|(true|false|null)(?![\w$\-])|{_SQ}|{_WORD}|(.))",
+    re.S,
+).match
+(T_STR, T_OPEN_OBJ, T_OPEN_ARR, T_CLOSE_OBJ, T_CLOSE_ARR, T_COMMA, T_COLON, T_NUM, T_LIT,
+ T_SQ, T_WORD, T_OTHER) = range(1, 13)
+
+# Whole members and elements in one match - "key": scalar, and scalar, (comma optional), with the quoting
+# slips of JavaScript- and Python-style answers - so most of a dirty answer costs one Python step per
+# member instead of four.
+_SCALAR = rf"(?:{_DQ}|{_SQ}|{_NUM}|{_LITERAL})"
+FAST_MEMBER: Final = re.compile(rf"{_WS_RUN}(?:{_DQ}|{_SQ}|{_WORD}){_WS_RUN}:{_WS_RUN}{_SCALAR}{_WS_RUN}(,?)").match
+FAST_ELEMENT: Final = re.compile(rf"{_WS_RUN}{_SCALAR}{_WS_RUN}(,?)").match
+#: Where the scalar's groups start in a member match and in an element match.
+MEMBER_SCALAR: Final = 4
+ELEMENT_SCALAR: Final = 1
+
+NO_SCALAR: Final = object()
+
+
+def fast_scalar(m: re.Match[str], first: int) -> tuple[Any, str]:
+    """The scalar in groups ``first``..``first+3`` of a fast member/element match, and its fix kind.
+
+    Returns ``NO_SCALAR`` for a number too long for ``int()``, which the token path then reports.
+    """
+    string = m.group(first)
+    if string is not None:
+        return string, ""
+    string = m.group(first + 1)
+    if string is not None:
+        return string, "single_quotes"
+    number = m.group(first + 2)
+    if number is not None:
+        if "." in number or "e" in number or "E" in number:
+            return finite_or_marker(number), ""
+        try:
+            return int(number), ""
+        except ValueError:  # more digits than int() allows here
+            return NO_SCALAR, ""
+    word = m.group(first + 3)
+    return ALL_LITERALS[word], "" if word in JSON_LITERALS else "python_literal"
+
+
+_LENIENT_ESCAPE: Final = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
+_SIMPLE_ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\",
+                          '"': '"', "'": "'"}
+
+
+def unescape(raw: str) -> str:
+    """Decode backslash escapes leniently: known escapes decode, unknown ones stay literal."""
+    if "\\" not in raw:
+        return raw
+
+    def one(m: re.Match[str]) -> str:
+        esc = m.group(1)
+        if len(esc) == 5:
+            return chr(int(esc[1:], 16))
+        return _SIMPLE_ESCAPES.get(esc, "\\" + esc)
+
+    return _LENIENT_ESCAPE.sub(one, raw)
