@@ -82,7 +82,7 @@ def compile_contract(output_type: Any) -> Contract[Any]:
     except KeyError:
         contract = _compile(output_type)
         if len(_CACHE) >= _CACHE_SIZE:
-            del _CACHE[next(iter(_CACHE))]
+            _CACHE.pop(next(iter(_CACHE), None), None)  # another thread may have evicted it already
         _CACHE[output_type] = contract
         return contract
     except TypeError:  # unhashable type expression: compile without caching

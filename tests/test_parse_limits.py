@@ -434,11 +434,22 @@ def test_input_limit_error_is_a_schema_violation_parse_error() -> None:
 
 
 def test_more_values_than_max_candidates_is_a_limit_error() -> None:
-    text = " ".join(f'{{"a": {i}}}' for i in range(101))
+    text = " ".join(f'{{"a": {i}}}' for i in range(1001))
     error = timed_parse_error(text, Answer)
     assert isinstance(error, InputLimitError)
-    assert error.limit == "max_candidates" and error.value == 100
-    assert "100" in error.feedback
+    assert error.limit == "max_candidates" and error.value == 1000
+    assert "1000" in error.feedback
+
+
+def test_failed_attempts_count_towards_max_candidates() -> None:
+    # Openers that start like JSON but fail are read too; a flood of them is refused the same way.
+    error = timed_parse_error("[1. " * 5000, Answer, Limits(max_candidates=50))
+    assert isinstance(error, InputLimitError) and error.limit == "max_candidates"
+
+
+def test_many_citations_and_an_answer_fit_the_default() -> None:
+    text = " ".join(f"see [{i}]" for i in range(1, 400)) + ' Answer: {"a": 5}'
+    assert parse(text, Answer) == Answer(a=5)
 
 
 def test_values_up_to_max_candidates_are_weighed_normally() -> None:

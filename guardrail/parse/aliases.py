@@ -91,7 +91,7 @@ def _rename(
                     target, kind = matches[0], "case_drift"
         if target in out:
             if _same(out[target], child):
-                fixes.append(Fix("duplicate_field", json_path([*path, target]), key, None))
+                fixes.append(Fix("duplicate_field", (*path, target), key, None))
                 continue
             raise FieldConflict(json_path([*path, target]), target, origin[target], key)
         out[target] = child
@@ -99,7 +99,7 @@ def _rename(
         if kind:
             renames.append((kind, key, target))
     for kind, key, target in renames:
-        fixes.append(Fix(kind, json_path([*path, target]), key, target))
+        fixes.append(Fix(kind, (*path, target), key, target))
     return out
 
 

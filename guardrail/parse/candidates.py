@@ -22,7 +22,7 @@ from guardrail.parse.fences import Segment, unwrap_scalar
 from guardrail.parse.lexicon import INVISIBLE
 from guardrail.parse.patch import Patched, decode_with_patches
 from guardrail.parse.report import Candidate
-from guardrail.parse.scanner import scan
+from guardrail.parse.scanner import Budget, scan
 from guardrail.parse.tokens import STRICT_DECODER
 
 # What may follow an opener for the scanner to have a chance, checked with one regex match before any
@@ -31,7 +31,7 @@ from guardrail.parse.tokens import STRICT_DECODER
 # a single key or value; everything it lets through is scanned as before.
 _WS_ = r"[ \t\r\n]*+"
 _INVIS = INVISIBLE
-_KEY_END = rf"{_WS_}(?:[:/{_INVIS}]|$)"  # a key must be followed by ':' (or a comment, or the end)
+_KEY_END = rf"{_WS_}(?:[:{_INVIS}]|//|/\*|$)"  # a key must be followed by ':' (or a comment, or the end)
 _WORD = r"(?:[^\W\d]|\$)[\w$\-]*+"
 _OBJECT_START = (
     rf"\{{{_WS_}(?:[}}/{_INVIS}]|$"
@@ -47,16 +47,17 @@ _ARRAY_START = (
 
 #: The next opener that may start a JSON value, found by the regex engine: implausible openers are
 #: passed over in C, never one Python step each.
-_NEXT_START: Final = re.compile(f"{_OBJECT_START}|{_ARRAY_START}")
+_NEXT_START: Final = re.compile(f"{_OBJECT_START}|{_ARRAY_START}", re.S)
 _DECODER: Final = STRICT_DECODER
 _VALUE_START: Final = frozenset('{["-0123456789tfnNI')
 
 
-def find_in_segment(text: str, segment: Segment, max_depth: int, room: int, limit: int) -> list[Candidate]:
+def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget, limit: int) -> list[Candidate]:
     """All candidates in ``text[segment.start:segment.end]``, with offsets into ``text``.
 
-    ``room`` is how many more candidates the text may hold (of ``limit``, ``Limits.max_candidates``); one more raises
-    :class:`InputLimitError`, so an adversarial text of a million tiny values costs milliseconds.
+    Every attempt spends one of ``budget.attempts`` (``Limits.max_candidates`` for the whole text, given
+    as ``limit`` for the error); one more raises :class:`InputLimitError`, so a text of a million tiny
+    values, or of a million openers that fail, costs milliseconds.
     """
     body = text[segment.start : segment.end]
     base = segment.start
@@ -65,24 +66,21 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, room: int, limi
         return [whole]
     found: list[Candidate] = []
     pos = 0
-    try_strict = True
     while True:
-        if len(found) > room:
-            raise InputLimitError.too_many_candidates(limit, text)
         m = _NEXT_START.search(body, pos)
         if m is None:
             return found
+        budget.attempts -= 1
+        if budget.attempts < 0:
+            raise InputLimitError.too_many_candidates(limit, text)
         start = m.start()
-        # A failed C decode costs O(position) (its error computes a line number), so it is tried only
-        # until it first fails in a segment; the lenient scanner handles the rest.
-        strict = _strict_at(body, start, max_depth) if try_strict else None
-        try_strict = strict is not None
+        strict = _strict_at(body, start, max_depth, budget)
         if strict is not None:
             found.append(Candidate(base + start, base + strict.end, segment.source, "invalid", data=strict.value,
                                    fixes=strict.fixes, tokens=1, json_text=strict.json_text))
             pos = strict.end
             continue
-        result = scan(body, start, max_depth=max_depth)
+        result = scan(body, start, max_depth=max_depth, budget=budget)
         if result.status == "complete":
             found.append(Candidate(base + start, base + result.end, segment.source, "invalid",
                                    data=result.value, fixes=result.fixes, tokens=result.tokens))
@@ -95,7 +93,8 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, room: int, limi
         else:
             if result.tokens:
                 found.append(Candidate(base + start, base + result.end, segment.source, "syntax_error",
-                                       message=result.message, tokens=result.tokens))
+                                       message=f"{result.message} at character {base + result.end}",
+                                       tokens=result.tokens))
             pos = max(result.end, start + 1)
 
 
@@ -116,11 +115,21 @@ def _whole(body: str, segment: Segment, max_depth: int) -> Candidate | None:
                      tokens=1, tag=tag or "", json_text=inner)
 
 
-def _strict_at(body: str, start: int, max_depth: int) -> Patched | None:
-    """The value at ``start`` read by the C decoder, after patching a few slips if needed."""
-    patched = decode_with_patches(body, start, max_depth)
-    if patched is None or _depth_exceeds(patched.value, patched.json_text, 0, len(patched.json_text), max_depth):
-        return None  # the scanner takes over (and raises the depth limit if that is the problem)
+def _strict_at(body: str, start: int, max_depth: int, budget: Budget) -> Patched | None:
+    """The value at ``start`` read by the C decoder, after patching a few slips if needed.
+
+    Each failure spends one of the search's C-decoder failures (it costs O(position)); once they are
+    spent, the scanner reads everything.
+    """
+    if budget.strict_failures <= 0:
+        return None
+    patched = decode_with_patches(body, start, max_depth, budget)
+    if patched is None:
+        budget.strict_failures -= 1
+        return None
+    if _depth_exceeds(patched.value, patched.json_text, 0, len(patched.json_text), max_depth):
+        budget.strict_failures = 0
+        return None  # the scanner takes over and raises the depth limit
     return patched
 
 

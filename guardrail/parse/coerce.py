@@ -49,7 +49,7 @@ def coerce(value: Any, schema: Schema, ctx: CoerceContext, path: list[str | int]
     view = ctx.view
     if isinstance(value, NonFinite):
         if view.allows_null(schema):
-            ctx.fixes.append(Fix("nonfinite_to_null", json_path(path), value.literal, None))
+            ctx.fixes.append(Fix("nonfinite_to_null", tuple(path), value.literal, None))
         else:
             ctx.violations.append(Violation(
                 json_path(path), f"{value.literal} is not a valid JSON number; a finite number is expected"))
@@ -95,7 +95,7 @@ _REFUSED: Final = _Refused()
 
 def _convert(value: Any, node: Schema, ctx: CoerceContext, path: list[str | int]) -> Any:
     types = ctx.view.types(node)
-    where = json_path(path)
+    where = tuple(path)
     if isinstance(value, str):
         text = value.strip()
         if "integer" in types:
@@ -104,8 +104,8 @@ def _convert(value: Any, node: Schema, ctx: CoerceContext, path: list[str | int]
                 ctx.fixes.append(Fix("coerce_integer", where, value, number))
                 return number
         if "number" in types and _NUMBER.fullmatch(text):
-            real: int | float = int(text) if _INTEGER.fullmatch(text) and len(text) <= 4300 else float(text)
-            if not math.isfinite(real):
+            real = _to_number(text)
+            if real is None or not math.isfinite(real):
                 return _REFUSED  # "1e400" would become infinity: not lossless
             ctx.fixes.append(Fix("coerce_number", where, value, real))
             return real
@@ -137,10 +137,23 @@ def _is_string_list(node: Schema, view: SchemaView) -> bool:
     return bool(item_types) and item_types <= {"string"}
 
 
+def _to_number(text: str) -> int | float | None:
+    """A JSON number written as a string; ``None`` for an integer longer than ``int()`` accepts here."""
+    if _INTEGER.fullmatch(text):
+        try:
+            return int(text)
+        except ValueError:  # more digits than sys.get_int_max_str_digits() allows
+            return None
+    return float(text)
+
+
 def _to_integer(text: str) -> int | None:
     """An integer written as a string, exactly: ``"5"``, ``"-12"``, ``"5.0"``; not ``"05"`` or ``"5.5"``."""
     if _INTEGER.fullmatch(text):
-        return int(text) if len(text) <= 4300 else None
+        try:
+            return int(text)
+        except ValueError:  # more digits than sys.get_int_max_str_digits() allows
+            return None
     if _NUMBER.fullmatch(text) and len(text) <= 400:
         try:
             exact = Decimal(text)
@@ -160,7 +173,7 @@ def _decode_embedded(raw: str, text: str, types: frozenset[str], ctx: CoerceCont
     is_array, is_object = isinstance(decoded, list), isinstance(decoded, dict)
     if not ((is_array and "array" in types) or (is_object and "object" in types)):
         return _REFUSED
-    ctx.fixes.append(Fix("decode_embedded_json", json_path(path), raw[:80], "[...]" if is_array else "{...}"))
+    ctx.fixes.append(Fix("decode_embedded_json", tuple(path), raw[:80], "[...]" if is_array else "{...}"))
     return decoded
 
 
@@ -171,6 +184,6 @@ def _fold_enum(value: str, node: Schema, ctx: CoerceContext, path: list[str | in
     folded = value.strip().casefold()
     matches = [m for m in members if isinstance(m, str) and m.strip().casefold() == folded]
     if len(matches) == 1:
-        ctx.fixes.append(Fix("enum_fold", json_path(path), value, matches[0]))
+        ctx.fixes.append(Fix("enum_fold", tuple(path), value, matches[0]))
         return str(matches[0])
     return value

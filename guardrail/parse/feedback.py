@@ -17,6 +17,9 @@ MAX_LINES: Final = 12
 _REPHRASE: Final = {
     "missing": "this required field is missing",
     "extra_forbidden": "this field is not allowed; remove it",
+    # guardrail re-encodes values as JSON before validating, so the only invalid JSON pydantic can see is
+    # a string holding a lone UTF-16 surrogate escape; its line and column would point into our text.
+    "json_invalid": "a string holds a lone UTF-16 surrogate (\\ud800-\\udfff), which is not a character",
 }
 
 

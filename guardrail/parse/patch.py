@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from guardrail.parse.lexicon import INVISIBLE, PYTHON_LITERALS
 from guardrail.parse.report import Fix
-from guardrail.parse.scanner import scan
+from guardrail.parse.scanner import Budget, scan
 from guardrail.parse.tokens import STRICT_DECODER
 
 MAX_PATCHES: Final = 8
@@ -39,29 +39,40 @@ class Patched:
     fixes: list[Fix]
 
 
-def decode_with_patches(body: str, start: int, max_depth: int) -> Patched | None:
-    """Decode the JSON value at ``body[start]``, patching up to ``MAX_PATCHES`` slips; ``None`` if it cannot."""
-    text = body
+def decode_with_patches(body: str, start: int, max_depth: int, budget: Budget) -> Patched | None:
+    """Decode the JSON value at ``body[start]``, patching up to ``MAX_PATCHES`` slips; ``None`` if it cannot.
+
+    Patching copies the text from ``start`` on; ``budget.patch_chars`` bounds that copying for the whole
+    search, so many patched values in a long reply stay linear.
+    """
+    try:
+        value, end = STRICT_DECODER.raw_decode(body, start)
+        return Patched(value, end, body[start:end], [])
+    except JSONDecodeError as error:
+        failure: JSONDecodeError = error
+    except (ValueError, RecursionError):  # a number with more digits than int() takes; very deep nesting
+        return None
+    text = body[start:]  # patched from here on; positions below are relative to ``start``
     shift = 0  # how much longer the patched text is than the original, before the current error
     fixes: list[Fix] = []
-    for _ in range(MAX_PATCHES + 1):
-        try:
-            value, end = STRICT_DECODER.raw_decode(text, start)
-        except JSONDecodeError as error:
-            patch = _patch_at(text, error.pos, error.msg)
-            if patch is None or len(fixes) == MAX_PATCHES:
-                return None
-            kind, cut_from, cut_to, replacement = patch
-            original = cut_from - shift
-            fixes.append(Fix(kind, _LazyPath(body, start, original, max_depth), text[cut_from:cut_to],
-                             replacement.strip()))
-            text = text[:cut_from] + replacement + text[cut_to:]
-            shift += len(replacement) - (cut_to - cut_from)
-            continue
-        except (ValueError, RecursionError):  # a number with more digits than int() takes; very deep nesting
+    while True:
+        patch = _patch_at(text, failure.pos, failure.msg)
+        budget.patch_chars -= len(text)
+        if patch is None or len(fixes) == MAX_PATCHES or budget.patch_chars < 0:
             return None
-        return Patched(value, end - shift, text[start:end], fixes)
-    return None  # pragma: no cover - the loop returns on its last round
+        kind, cut_from, cut_to, replacement = patch
+        fixes.append(Fix(kind, _LazyPath(body, start, start + cut_from - shift, max_depth), text[cut_from:cut_to],
+                         replacement.strip()))
+        text = text[:cut_from] + replacement + text[cut_to:]
+        shift += len(replacement) - (cut_to - cut_from)
+        try:
+            value, end = STRICT_DECODER.raw_decode(text, 0)
+        except JSONDecodeError as error:
+            failure = error
+            continue
+        except (ValueError, RecursionError):
+            return None
+        return Patched(value, start + end - shift, text[:end], fixes)
 
 
 def _patch_at(text: str, pos: int, message: str) -> tuple[str, int, int, str] | None:
@@ -75,6 +86,8 @@ def _patch_at(text: str, pos: int, message: str) -> tuple[str, int, int, str] | 
     if text.startswith("/*", pos):
         close = text.find("*/", pos + 2)
         return None if close < 0 else ("comment", pos, close + 2, " ")
+    if c == "," and message.startswith("Illegal trailing comma"):  # Python 3.13+ points at the comma
+        return "trailing_comma", pos, pos + 1, ""
     if c in "}]":
         before = pos - 1
         while before >= 0 and text[before] in " \t\r\n":
@@ -107,4 +120,5 @@ class _LazyPath:
         self.body, self.start, self.pos, self.max_depth = body, start, pos, max_depth
 
     def __call__(self) -> str:
-        return scan(self.body[: self.pos], self.start, max_depth=self.max_depth).path
+        # Only the value's own text is scanned: reading a path costs the size of the value, not the reply.
+        return scan(self.body[self.start : self.pos], 0, max_depth=self.max_depth).path

@@ -19,7 +19,7 @@ from guardrail.contract import Contract, compile_contract
 from guardrail.parse.lexicon import may_hold_nonfinite
 from guardrail.parse.report import ParseReport
 from guardrail.parse.stages import DEFAULT_STAGES, run_stages
-from guardrail.parse.state import PYDANTIC_MAX_DEPTH, Limits, ParseState, Stage
+from guardrail.parse.state import Limits, ParseState, Stage
 
 T = TypeVar("T")
 
@@ -51,6 +51,16 @@ def parse_report(text: str, output_type: Any, *, aliases: Mapping[str, str] | No
     Returns:
         A :class:`ParseReport` holding the value or the :class:`ParseError`, the fixes and the candidates.
     """
+    report: ParseReport[Any] = _report(text, output_type, aliases, limits, stages, unwrap=False)
+    return report
+
+
+def _report(text: str, output_type: Any, aliases: Mapping[str, str] | None, limits: Limits | None,
+            stages: Sequence[Stage] | None, *, unwrap: bool) -> Any:
+    """The one implementation behind both entry points: fast path, else the stages.
+
+    With ``unwrap`` it returns the value (or raises) and builds no report for a fast-path success.
+    """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
     contract = compile_contract(output_type)
@@ -58,9 +68,10 @@ def parse_report(text: str, output_type: Any, *, aliases: Mapping[str, str] | No
     if stages is None:
         value = _fast_path(text, contract, limits)
         if value is not _MISS:
-            return ParseReport(text=text, value=value, fast_path=True)
+            return value if unwrap else ParseReport(text=text, value=value, fast_path=True)
     state = ParseState(text, contract, aliases or _NO_ALIASES, limits)
-    return run_stages(state, tuple(stages) if stages is not None else DEFAULT_STAGES).report
+    report = run_stages(state, tuple(stages) if stages is not None else DEFAULT_STAGES).report
+    return report.unwrap() if unwrap else report
 
 
 _MISS: Any = object()
@@ -71,9 +82,10 @@ def _fast_path(text: str, contract: Contract[Any], limits: Limits) -> Any:
     first = text[:1]
     if first not in _VALUE_START and not (first.isspace() and _LOOKS_LIKE_JSON(text)):
         return _MISS  # a failed validation costs more than this check
-    if (limits.max_depth < PYDANTIC_MAX_DEPTH or len(text) * 4 > limits.max_bytes
-            or (contract.holds_floats and may_hold_nonfinite(text))):
+    if len(text) * 4 > limits.max_bytes or (contract.holds_floats and may_hold_nonfinite(text)):
         return _MISS
+    if len(text) > 2 * limits.max_depth and text.count("[") + text.count("{") > limits.max_depth:
+        return _MISS  # possibly deeper than allowed (pydantic's own limit is not ours): the stages measure it
     try:
         return contract.validate_json(text, forbid_extra=True)
     except (ValidationError, ValueError):
@@ -93,8 +105,4 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
     The error's ``.kind`` is ``"no_json"``, ``"truncated"``, ``"ambiguous"`` or ``"schema_violation"``; its
     ``.feedback`` is ready to send back to the model; its ``.report`` holds the candidates and fixes.
     """
-    if isinstance(text, str):
-        value = _fast_path(text, compile_contract(output_type), limits or DEFAULT_LIMITS)
-        if value is not _MISS:
-            return value
-    return parse_report(text, output_type, aliases=aliases, limits=limits).unwrap()
+    return _report(text, output_type, aliases, limits, None, unwrap=True)

@@ -67,6 +67,23 @@ from guardrail.parse.tokens import (
 STRICT_ATTEMPTS: Final = 4
 
 ScanStatus = Literal["complete", "truncated", "syntax_error"]
+
+
+@dataclass(slots=True)
+class Budget:
+    """What one search (all scans of one text) may still spend on things whose cost is not local.
+
+    A failed C decode raises an error that counts lines from the start of the text: O(position). Letting
+    every scan fail a few times would make a text of many small attempts quadratic, so the failures are
+    counted for the whole search. ``attempts`` bounds how many values (or attempts at one) the search
+    reads at all (``Limits.max_candidates``); ``patch_chars`` how much text C-speed patching may copy.
+    """
+
+    attempts: int = 1 << 30
+    strict_failures: int = STRICT_ATTEMPTS
+    fast_strings: bool = True
+    patch_chars: int = 1 << 20
+
 _OPENERS: Final = frozenset({T_OPEN_OBJ, T_OPEN_ARR})
 _CLOSERS: Final = frozenset({T_CLOSE_OBJ, T_CLOSE_ARR})
 _KEYLIKE: Final = frozenset({T_STR, T_WORD, T_NUM, T_LIT})
@@ -104,15 +121,16 @@ _COLON: Final = 2  # ':' is expected
 _AFTER: Final = 3  # ',' or a closer is expected
 
 
-def scan(text: str, pos: int, *, max_depth: int, depth: int = 0) -> ScanResult:
+def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget | None = None) -> ScanResult:
     """Read one JSON value from ``text`` starting at ``pos``.
 
     Raises :class:`InputLimitError` when nesting exceeds ``max_depth`` (a limit, not a candidate problem);
-    ``depth`` is how deep the value already sits (JSON decoded from inside a string of a deeper value).
+    ``depth`` is how deep the value already sits (JSON decoded from inside a string of a deeper value);
+    ``budget`` is shared by the scans of one search (a fresh one if not given).
     Otherwise always returns a :class:`ScanResult`; ``end`` is just past the value, or the position of the
     problem for ``truncated``/``syntax_error``.
     """
-    scanner = _Scanner(text, max_depth, depth)
+    scanner = _Scanner(text, max_depth, depth, budget or Budget())
     try:
         value, end = scanner.run(pos)
     except _Stop as stop:
@@ -124,9 +142,9 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0) -> ScanResult:
 class _Scanner:
     """One scan: an explicit stack of open containers fed by a tokenizer with a C-speed fast path."""
 
-    __slots__ = ("base", "fast_strings", "fixes", "max_depth", "n", "stack", "strict_budget", "text", "tokens")
+    __slots__ = ("base", "budget", "fixes", "max_depth", "n", "stack", "text", "tokens")
 
-    def __init__(self, text: str, max_depth: int, base: int = 0) -> None:
+    def __init__(self, text: str, max_depth: int, base: int, budget: Budget) -> None:
         self.base = base
         self.text = text
         self.n = len(text)
@@ -135,8 +153,7 @@ class _Scanner:
         # Each frame: [container, key-or-None, path to it]; a dict frame is an object, a list an array.
         self.stack: list[list[Any]] = []
         self.tokens = 0
-        self.strict_budget = STRICT_ATTEMPTS
-        self.fast_strings = True
+        self.budget = budget
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def location(self, key: str | None = None) -> tuple[str | int, ...]:
@@ -161,7 +178,7 @@ class _Scanner:
 
     def syntax(self, pos: int, expected: str) -> _Stop:
         found = self.text[pos : pos + 12]
-        return _Stop("syntax_error", pos, f"expected {expected} at character {pos}, found {found!r}")
+        return _Stop("syntax_error", pos, f"expected {expected}, found {found!r}")
 
     # -- tokens ------------------------------------------------------------------------------------
     def token(self, pos: int) -> _Token:
@@ -206,7 +223,7 @@ class _Scanner:
         if c == "-" and not "0" <= text[pos + 1 : pos + 2] <= "9":
             if text.startswith("-Infinity", pos):
                 return T_NUM, NonFinite("-Infinity"), pos + 9, "", pos
-            if self.stack and "-Infinity".startswith(text[pos:]):
+            if self.stack and n - pos < 9 and "-Infinity".startswith(text[pos:]):
                 raise self.truncated(n, "a number is complete")
             raise self.syntax(pos, "a JSON number")
         if c == "-" or "0" <= c <= "9":
@@ -247,14 +264,14 @@ class _Scanner:
         text = self.text
         quote = text[pos]
         if quote == '"':
-            if self.fast_strings:
+            if self.budget.fast_strings:
                 # One C call for a string with escapes. Its failure costs O(position) (the error
                 # computes a line number), so after one failure this scan takes the careful path.
                 try:
                     value, end = scanstring(text, pos + 1, True)
                     return value, end, ""
                 except JSONDecodeError:
-                    self.fast_strings = False
+                    self.budget.fast_strings = False
             m = DOUBLE_QUOTED.match(text, pos)
             if m is None:
                 raise self.truncated(self.n, "a string is closed")
@@ -289,16 +306,17 @@ class _Scanner:
         """Read a nested container with the C decoder when it is clean (most of a mostly-clean answer).
 
         A failure costs O(position) inside ``json`` (its error computes a line number), so only
-        ``STRICT_ATTEMPTS`` failures are allowed per scan: the scan stays linear.
+        ``STRICT_ATTEMPTS`` failures are allowed per search: the search stays linear.
         """
         try:
             value, end = STRICT_DECODER.raw_decode(self.text, pos)
         except (ValueError, RecursionError):
-            self.strict_budget -= 1
+            self.budget.strict_failures -= 1
             return None
         room = self.max_depth - self.base - len(self.stack)
         if self.text.count("{", pos, end) + self.text.count("[", pos, end) > room:
-            self.strict_budget = 0  # let the explicit stack meet the depth limit
+            self.budget.strict_failures = 0  # too deep: let the explicit stack meet the depth limit
+            return None
             return None
         return value, end
 
@@ -392,7 +410,7 @@ class _Scanner:
 
             # state == _VALUE
             if kind in _OPENERS:
-                if stack and self.strict_budget > 0:
+                if stack and self.budget.strict_failures > 0:
                     nested = self.try_strict(start)
                     if nested is not None:
                         value, pos = nested

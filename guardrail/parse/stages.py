@@ -35,8 +35,9 @@ from guardrail.parse.aliases import FieldConflict, normalize
 from guardrail.parse.candidates import canonical, find_in_segment
 from guardrail.parse.coerce import CoerceContext, coerce
 from guardrail.parse.fences import split_segments
-from guardrail.parse.lexicon import may_hold_nonfinite
+from guardrail.parse.lexicon import may_hold_nonfinite, may_hold_surrogate
 from guardrail.parse.report import Candidate, Fix, Violation
+from guardrail.parse.scanner import Budget
 from guardrail.parse.state import ParseState, Stage
 
 _READ: Final = ("invalid",)
@@ -61,12 +62,10 @@ def strip_wrappers(state: ParseState) -> ParseState:
 
 def find_candidates(state: ParseState) -> ParseState:
     """Read every JSON value in every segment (syntax repair and truncation detection happen here)."""
-    limits = state.limits
+    limit = state.limits.max_candidates
+    budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536)
     for segment in state.segments:
-        room = limits.max_candidates - len(state.candidates)
-        state.candidates.extend(find_in_segment(state.text, segment, limits.max_depth, room, limits.max_candidates))
-        if len(state.candidates) > limits.max_candidates:
-            raise InputLimitError.too_many_candidates(limits.max_candidates, state.text)
+        state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth, budget, limit))
     return state
 
 
@@ -83,12 +82,13 @@ def accept_exact(state: ParseState) -> ParseState:
         if cand.status != "invalid":
             continue
         source = cand.json_text or state.text[cand.start : cand.end]
-        # NaN/Infinity markers must meet the JSON encoder (which refuses them), never pydantic directly.
+        # NaN/Infinity markers must meet the JSON encoder (which refuses them), never pydantic directly;
+        # so must lone surrogates, which a Python string holds but JSON text validation refuses.
         finite = not (contract.holds_floats and may_hold_nonfinite(source))
         try:
             if cand.json_text and finite:
                 cand.value = contract.validate_json(source, forbid_extra=True)
-            elif finite and contract.python_equivalent:
+            elif finite and contract.python_equivalent and not may_hold_surrogate(source):
                 cand.value = contract.validate_decoded(cand.data)
             else:
                 payload = json.dumps(cand.data, ensure_ascii=True, allow_nan=False, default=_not_json)

@@ -37,7 +37,7 @@ class Limits:
 
     max_bytes: int = 8 * 1024 * 1024
     max_depth: int = PYDANTIC_MAX_DEPTH
-    max_candidates: int = 100
+    max_candidates: int = 1000
 
     def __post_init__(self) -> None:
         if self.max_bytes < 1:
