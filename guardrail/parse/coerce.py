@@ -17,20 +17,20 @@ for an integer, ``true`` for an integer, and a label in another language for an 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
 from guardrail.parse.aliases import normalize
+from guardrail.parse.lexicon import INTEGER_RE, NUMBER_RE
 from guardrail.parse.report import Fix, Violation, json_path
 from guardrail.parse.scanner import scan
 from guardrail.parse.tokens import NonFinite
 from guardrail.schema.view import Schema, SchemaView
 
-_INTEGER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+\-]?[0-9]+)?")
+_INTEGER: Final = INTEGER_RE
+_NUMBER: Final = NUMBER_RE
 
 
 @dataclass(slots=True)

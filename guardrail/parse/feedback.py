@@ -54,15 +54,23 @@ def schema_feedback(violations: list[Violation]) -> str:
 
 
 def no_json_feedback(detail: str = "") -> str:
+    """No JSON value could be read; ``detail`` says where the last attempt at one broke down."""
     extra = f" ({detail})" if detail else ""
     return f"No JSON value could be read from the reply{extra}. Reply with the JSON value only."
 
 
 def truncated_feedback(path: str, offset: int) -> str:
+    """The JSON stops inside ``path``, ``offset`` characters after it began."""
     return (f"The JSON stops before it is complete: it is cut off inside {path} after {offset} characters. "
             "Reply with the complete JSON; keep it shorter if needed.")
 
 
+def field_conflict_feedback(path: str, message: str) -> str:
+    """A field given twice (its name and a drifted name) with different values."""
+    return f"At {path}: {message}."
+
+
 def ambiguous_feedback(count: int) -> str:
+    """Several different JSON values in the reply each satisfy the contract."""
     return (f"The reply contains {count} different JSON values that each match the schema. "
             "Reply with exactly one JSON value.")

@@ -142,7 +142,7 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget 
 class _Scanner:
     """One scan: an explicit stack of open containers fed by a tokenizer with a C-speed fast path."""
 
-    __slots__ = ("base", "budget", "fixes", "max_depth", "n", "stack", "text", "tokens")
+    __slots__ = ("base", "budget", "fixes", "max_depth", "n", "root", "stack", "text", "tokens")
 
     def __init__(self, text: str, max_depth: int, base: int, budget: Budget) -> None:
         self.base = base
@@ -154,6 +154,7 @@ class _Scanner:
         self.stack: list[list[Any]] = []
         self.tokens = 0
         self.budget = budget
+        self.root: Any = None
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def location(self, key: str | None = None) -> tuple[str | int, ...]:
@@ -360,10 +361,8 @@ class _Scanner:
                     if (kind == T_CLOSE_OBJ) != is_obj:
                         self.fix("stray_closer", text[start], "")
                         continue
-                    closed = stack.pop()[0]
-                    if not stack:
-                        return closed, end
-                    self.attach(closed)
+                    if self.close():
+                        return self.root, end
                     last_was_container = True
                     continue
                 if is_obj:
@@ -381,11 +380,9 @@ class _Scanner:
                 if kind == T_CLOSE_OBJ:
                     if after_comma:
                         self.fix("trailing_comma", ",", "")
-                    closed = stack.pop()[0]
                     pos = end
-                    if not stack:
-                        return closed, end
-                    self.attach(closed)
+                    if self.close():
+                        return self.root, end
                     state, last_was_container = _AFTER, True
                     continue
                 if kind == T_STR:
@@ -431,11 +428,9 @@ class _Scanner:
                     self.fix("trailing_comma", ",", "")
                 elif stack[-1][0]:
                     raise self.syntax(start, "a value")
-                closed = stack.pop()[0]
                 pos = end
-                if not stack:
-                    return closed, end
-                self.attach(closed)
+                if self.close():
+                    return self.root, end
                 state, last_was_container = _AFTER, True
                 continue
             if kind == T_STR:
@@ -486,6 +481,15 @@ class _Scanner:
         if word in NONFINITE_WORDS:
             return NonFinite(word)
         raise self.syntax(start, "a value (string, number, object, array, true, false or null)")
+
+    def close(self) -> bool:
+        """Close the innermost container: attach it to its parent, or keep it as ``root`` (True) if last."""
+        closed = self.stack.pop()[0]
+        if not self.stack:
+            self.root = closed
+            return True
+        self.attach(closed)
+        return False
 
     def attach(self, value: Any) -> None:
         frame = self.stack[-1]

@@ -18,7 +18,8 @@ choose_candidate     pick the candidate that fits; decide the value or the one t
 from __future__ import annotations
 
 import json
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
 from pydantic import ValidationError
 
@@ -106,27 +107,28 @@ def _not_json(value: object) -> object:
 def normalize_fields(state: ParseState) -> ParseState:
     """Map drifted field names onto the contract's; a conflicting duplicate makes the candidate ambiguous."""
     contract = state.contract
-    for cand in state.candidates:
-        if cand.status not in _READ:
-            continue
-        try:
-            cand.data = normalize(cand.data, contract.schema, contract.view, state.aliases, cand.fixes, [])
-        except FieldConflict as conflict:
-            cand.status = "ambiguous"
-            cand.path = conflict.path
-            cand.message = conflict.message
-    return state
+    return _each_read(state, lambda cand: normalize(cand.data, contract.schema, contract.view, state.aliases,
+                                                    cand.fixes, []))
 
 
 def coerce_values(state: ParseState) -> ParseState:
     """Coerce values toward the contract where it is lossless; record what could not be."""
     contract = state.contract
+
+    def one(cand: Candidate) -> Any:
+        ctx = CoerceContext(contract.view, state.limits.max_depth, state.aliases, cand.fixes, cand.violations)
+        return coerce(cand.data, contract.schema, ctx, [])
+
+    return _each_read(state, one)
+
+
+def _each_read(state: ParseState, step: Callable[[Candidate], Any]) -> ParseState:
+    """Apply ``step`` to the data of every candidate still to be judged; a field conflict makes it ambiguous."""
     for cand in state.candidates:
         if cand.status not in _READ:
             continue
-        ctx = CoerceContext(contract.view, state.limits.max_depth, state.aliases, cand.fixes, cand.violations)
         try:
-            cand.data = coerce(cand.data, contract.schema, ctx, [])
+            cand.data = step(cand)
         except FieldConflict as conflict:
             cand.status = "ambiguous"
             cand.path = conflict.path
@@ -193,7 +195,7 @@ def _failure(state: ParseState, cands: list[Candidate]) -> ParseError:
     if ambiguous:
         cand = ambiguous[-1]
         report.fixes = list(cand.fixes)
-        return AmbiguousError(f"At {cand.path}: {cand.message}.", text=text, report=report)
+        return AmbiguousError(feedback.field_conflict_feedback(cand.path, cand.message), text=text, report=report)
     if invalid:
         # The best fit has the fewest violations; on a tie the later one (answers follow examples).
         cand = min(reversed(invalid), key=lambda c: len(c.violations))

@@ -72,10 +72,12 @@ class SchemaView:
 
     def branches(self, schema: Schema) -> list[Schema]:
         """The alternatives a value may take here: members of ``anyOf``/``oneOf``, flattened and resolved."""
-        key = id(schema)
-        cached = self._branches.get(key)
-        if cached is not None:
-            return cached
+        cached = self._branches.get(id(schema))
+        if cached is None:
+            cached = self._branches[id(schema)] = self._flatten(schema)
+        return cached
+
+    def _flatten(self, schema: Schema) -> list[Schema]:
         out: list[Schema] = []
         pending = [schema]
         hops = 0
@@ -87,15 +89,17 @@ class SchemaView:
                 pending[:0] = members
             else:
                 out.append(node)
-        self._branches[key] = out
         return out
 
     def types(self, schema: Schema) -> frozenset[str]:
         """JSON types a (resolved, single-branch) schema admits; empty means anything."""
-        key = id(schema)
-        cached = self._types.get(key)
-        if cached is not None:
-            return cached
+        cached = self._types.get(id(schema))
+        if cached is None:
+            cached = self._types[id(schema)] = self._declared_types(schema)
+        return cached
+
+    @staticmethod
+    def _declared_types(schema: Schema) -> frozenset[str]:
         found: set[str] = set()
         declared = schema.get("type")
         if isinstance(declared, str):
@@ -110,9 +114,7 @@ class SchemaView:
                 found.add("object")
             if "items" in schema or "prefixItems" in schema:
                 found.add("array")
-        result = frozenset(found)
-        self._types[key] = result
-        return result
+        return frozenset(found)
 
     def admits(self, schema: Schema, value: Any) -> bool:
         """Whether the value's JSON type is one this branch admits (integers count as numbers)."""
@@ -123,6 +125,7 @@ class SchemaView:
         return t in allowed or (t == "integer" and "number" in allowed)
 
     def allows_null(self, schema: Schema) -> bool:
+        """Whether null is one of the values this schema admits (in any branch)."""
         return any(not self.types(b) or "null" in self.types(b) for b in self.branches(schema))
 
     def pick(self, schema: Schema, value: Any) -> Schema | None:
@@ -157,6 +160,7 @@ class SchemaView:
         return None
 
     def properties(self, schema: Schema) -> dict[str, Schema]:
+        """The declared properties of an object schema (empty when none are declared)."""
         props = schema.get("properties")
         return props if isinstance(props, dict) else {}
 
