@@ -368,17 +368,17 @@ def test_korean_prose_counts_three_bytes_per_character() -> None:
         parse(text, Answer, limits=Limits(max_bytes=n + 100))
 
 
-def test_default_byte_limit_is_8_mib() -> None:
-    assert Limits().max_bytes == 8 * 1024 * 1024
+def test_default_byte_limit_is_2_mib() -> None:
+    assert Limits().max_bytes == 2 * 1024 * 1024
     assert Limits().max_depth == 200
-    over = "[" + " " * (8 * 1024 * 1024) + "1]"
+    over = "[" + " " * (2 * 1024 * 1024) + "1]"
     start = time.perf_counter()
     with pytest.raises(InputLimitError) as info:
         parse(over, Any)
     assert time.perf_counter() - start < HANG_GUARD_S
     assert info.value.limit == "max_bytes"
-    assert info.value.value == 8 * 1024 * 1024
-    korean_over = '"' + "가" * (3 * 1024 * 1024) + '"'  # 3 Mi characters, 9 MiB + 2 bytes
+    assert info.value.value == 2 * 1024 * 1024
+    korean_over = '"' + "가" * (700 * 1024) + '"'  # 700 Ki characters, 2.05 MiB + 2 bytes
     with pytest.raises(InputLimitError) as info:
         parse(korean_over, Any)
     assert info.value.limit == "max_bytes"

@@ -23,19 +23,21 @@ PYDANTIC_MAX_DEPTH: Final = 200
 class Limits:
     """Caps enforced before any work is done on a text; exceeding one is an :class:`InputLimitError`.
 
-    The defaults are far above any honest model output (a 128k-token answer is about 0.5 MB) and low
-    enough that an adversarial text costs milliseconds, not memory.
+    The defaults are far above any honest model output (a 128k-token answer is about 0.5 MB) and bound
+    the work an adversarial text can cause: the search never costs more than linear time, and the
+    slowest linear paths (a reply of tens of thousands of objects that all need renaming or coercing)
+    run at a few hundred KB per second, so 2 MiB is a few seconds at worst.
 
     Attributes:
-        max_bytes: largest accepted text, in UTF-8 bytes (default 8 MiB).
+        max_bytes: largest accepted text, in UTF-8 bytes (default 2 MiB).
         max_depth: deepest accepted nesting of objects and arrays (default 200, at most 200: the
-            stages walk values recursively and pydantic's parser stops there too).
-        max_candidates: most JSON values (or attempts at one that read a key or value) and fenced blocks
-            one text may hold (default 100); honest answers hold a handful, a flood of tiny values is
-            refused before each is validated.
+            stages walk values recursively).
+        max_candidates: most JSON values (or attempts at one) and fenced blocks one text may hold
+            (default 1000); honest answers hold a handful (a long report may cite ``[1]`` ... ``[300]``),
+            a flood of tiny values or failing openers is refused before each is read.
     """
 
-    max_bytes: int = 8 * 1024 * 1024
+    max_bytes: int = 2 * 1024 * 1024
     max_depth: int = PYDANTIC_MAX_DEPTH
     max_candidates: int = 1000
 
