@@ -339,10 +339,6 @@ def test_patched_decode_gives_the_scanner_value_and_end(dirty: Dirty, after: str
 @given(dirty_json(PATCHABLE | SCANNER_ONLY, nonfinite=True), prose.filter(bool), suffixes)
 @example(Dirty('[True, "a /* b */ c"]', [True, "a /* b */ c"], Counter(python_literal=1), 1), "xxxxxxxx ", "")
 @example(Dirty('[True, "x,]"]', [True, "x,]"], Counter(python_literal=1), 1), "Output:\n\n", "")
-@pytest.mark.xfail(strict=True, reason="BUG: decode_with_patches applies the first decoder error position (an offset "
-                                       "into the whole body) to the copy body[start:]; with start > 0 it patches "
-                                       "the wrong place: the value is corrupted (e.g. a /* */ inside a string is cut "
-                                       "out) or the decode gives up")
 def test_patched_decode_gives_the_scanner_value_after_a_prefix(dirty: Dirty, before: str, after: str) -> None:
     _check_patched(dirty, before, after, complete=False)
 
@@ -350,8 +346,6 @@ def test_patched_decode_gives_the_scanner_value_after_a_prefix(dirty: Dirty, bef
 @FEW
 @given(dirty_json(PATCHABLE, nonfinite=True), prose.filter(bool))
 @example(Dirty("[1,]", [1], Counter(trailing_comma=1), 1), "Answer: ")
-@pytest.mark.xfail(strict=True, reason="BUG: same root cause: with start > 0 every text that needs a patch is given "
-                                       "up on (None), so the C-speed path never helps a value that follows prose")
 def test_patched_decode_patches_after_a_prefix(dirty: Dirty, before: str) -> None:
     assume(not (set(dirty.fixes) & SCANNER_ONLY) and 0 < dirty.patches <= MAX_PATCHES)
     assert decode_with_patches(before + dirty.text, len(before)) is not None
@@ -361,9 +355,6 @@ def test_patched_decode_patches_after_a_prefix(dirty: Dirty, before: str) -> Non
     ('Output:\n\n[True, "x,]"]', [True, "x,]"]),
     ('xxxxxxxx [True, "a /* b */ c"]', [True, "a /* b */ c"]),
 ])
-@pytest.mark.xfail(strict=True, reason="BUG: what that looks like to a user: parse() returns [True, 'x]'] and "
-                                       "[True, 'a   c']: text inside a string was 'patched' as a trailing comma or "
-                                       "a comment")
 def test_parse_keeps_string_content_after_a_prefix(text: str, expected: Any) -> None:
     assert scan(text, text.index("["), max_depth=200).value == expected  # the scanner reads it right
     assert same(guardrail.parse(text, Any), expected)
@@ -380,8 +371,6 @@ def test_patched_fix_kinds_match_scanner(dirty: Dirty) -> None:
     assert kinds(patched.fixes) == kinds(scanned.fixes)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the patcher records one control_char_in_string fix per raw control "
-                                       "character, the scanner one per string")
 def test_patched_fix_kinds_match_scanner_with_two_control_chars_in_one_string() -> None:
     patched, scanned = _patch_vs_scan('["a\nb\nc"]', 0)
     assert patched is not None
@@ -510,15 +499,10 @@ PYTHON_LITERAL_AT_END = re.compile(r"(?<![\w$\-])(?:True|False|None)\Z")
 
 
 @pytest.mark.parametrize("text", ["[None", '{"a": True', "[1, False"])
-@pytest.mark.xfail(strict=True, reason="BUG: a Python literal at the very end of the text is taken as a literal "
-                                       "(with a python_literal fix) by _FAST_MEMBER/_FAST_ELEMENT, but reported as "
-                                       "a possibly cut-off literal (no fix, other message and path) by the token path")
 def test_scanner_fast_member_treats_python_literal_at_end_like_the_slow_path(text: str) -> None:
     _assert_fast_equals_slow(text)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: and for '[None' the token count differs (1 vs 0), so a cut-off answer "
-                                       "wins over an earlier complete value only with the shortcut")
 def test_scanner_fast_element_python_literal_at_end_does_not_change_the_outcome() -> None:
     text = 'Example: {"a": 1}\nAnswer: [None'
     fast = outcome(guardrail.parse_report(text, Any))
@@ -528,14 +512,10 @@ def test_scanner_fast_element_python_literal_at_end_does_not_change_the_outcome(
 
 
 @pytest.mark.parametrize("text", ["[[]]", "[{}, {", "[[], ["])
-@pytest.mark.xfail(strict=True, reason="BUG: the scanner's nested C-decoder shortcut counts a scalar-free container "
-                                       "as a token, the slow path reads none: tokens > 0 differs")
 def test_scanner_shortcut_counts_tokens_like_the_slow_path(text: str) -> None:
     _assert_fast_equals_slow(text)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: because of that token count, a cut-off answer made of empty containers "
-                                       "wins over an earlier complete value only when the shortcut ran")
 def test_scanner_shortcut_token_count_does_not_change_the_outcome() -> None:
     text = 'Example: {"a": 1}\nAnswer: [[], '
     fast = outcome(guardrail.parse_report(text, Any))
@@ -655,27 +635,13 @@ SKIP_BUGS = [
     # fixed upstream in f040d9c (the regex was compiled without DOTALL, so "\\\n" in a key lost the value)
     pytest.param('{"a\\\n": 1}', id="escaped-newline-in-key"),
     pytest.param("{'a\\\n': 1}", id="escaped-newline-in-single-quoted-key"),
-    pytest.param("{-Infinity: 1}", id="minus-infinity-key-value-lost",
-                 marks=pytest.mark.xfail(strict=True, reason="BUG: _NEXT_START has no '-Infinity' key alternative: "
-                                         "no_json instead of {'-Infinity': 1}")),
-    pytest.param("use [</b> tags", id="closing-tag-after-opener",
-                 marks=pytest.mark.xfail(strict=True, reason="BUG: the scanner reports truncated at '</', the skip "
-                                         "turns it into no_json")),
-    pytest.param("wrap it in {```json", id="inline-fence-after-opener",
-                 marks=pytest.mark.xfail(strict=True, reason="BUG: truncated (fence ends the text) becomes no_json")),
-    pytest.param('{"name" "Al', id="string-after-key-cut-off",
-                 marks=pytest.mark.xfail(strict=True, reason="BUG: a key followed by a cut-off string is truncated "
-                                         "for the scanner, skipped (no_json) by the regex")),
-    pytest.param("set {-", id="minus-at-end",
-                 marks=pytest.mark.xfail(strict=True, reason="BUG: '{-' at the end is truncated for the scanner, "
-                                         "skipped by the regex")),
-    pytest.param('{"x [1,2]" oops', id="opener-inside-a-key-string",
-                 marks=pytest.mark.xfail(strict=True, reason="BUG: the reference resumes after the failed key, the "
-                                         "skipping finder reads [1,2] inside the key string: a value, not "
-                                         "no_json")),
-    pytest.param("{'see [1]' here} [2]", id="opener-inside-a-key-string-ambiguous",
-                 marks=pytest.mark.xfail(strict=True, reason="BUG: same; here the library finds [1] and [2] and "
-                                         "reports ambiguous instead of [2]")),
+    pytest.param("{-Infinity: 1}", id="minus-infinity-key-value-lost"),
+    pytest.param("use [</b> tags", id="closing-tag-after-opener"),
+    pytest.param("wrap it in {```json", id="inline-fence-after-opener"),
+    pytest.param('{"name" "Al', id="string-after-key-cut-off"),
+    pytest.param("set {-", id="minus-at-end"),
+    pytest.param('{"x [1,2]" oops', id="opener-inside-a-key-string"),
+    pytest.param("{'see [1]' here} [2]", id="opener-inside-a-key-string-ambiguous"),
 ]
 
 
@@ -690,10 +656,6 @@ def test_skipping_never_changes_the_outcome(text: str) -> None:
 @example("{-Infinity: 1}")
 @example("use [</b> tags")
 @example('{"x [1,2]" oops')
-@pytest.mark.xfail(strict=True, reason="BUG: _NEXT_START passes over openers where the scanner finds a value, "
-                                       "reports truncation, or whose failed scan would jump over another opener "
-                                       "(examples above; each is a parametrized case of "
-                                       "test_skipping_never_changes_the_outcome)")
 def test_skip_regex_claim_holds(text: str) -> None:
     """The regex only passes over openers the scanner rejects at once, reading no token and no other opener."""
     assert skip_claim_violations(text) == []

@@ -25,22 +25,22 @@ from guardrail.parse.report import Candidate
 from guardrail.parse.scanner import Budget, scan
 from guardrail.parse.tokens import STRICT_DECODER
 
-# What may follow an opener for the scanner to have a chance, checked with one regex match before any
-# scan: prose like "see {note here}", "{{", "[Note]" or code "{ x = 1; }" is skipped at C speed, which
-# keeps brace-heavy text cheap. The check only rules out starts the scanner would reject without reading
-# a single key or value; everything it lets through is scanned as before.
+# What may follow an opener for the scanner to have a chance, checked inside the regex engine before any
+# scan: prose like "see {note here}", "{{", "[Note]" or code "{ x = 1; }" is passed over at C speed. The
+# check only rules out starts the scanner rejects before reading anything that could hold an opener: a
+# bare word or number key not followed by ':' (a comment, or the end), a bare word in an array that is not
+# a literal, or a character no value, key, comment or end marker starts with. A quoted key is always
+# scanned: the scanner must decide where its string ends, since that is where the search resumes.
 _WS_ = r"[ \t\r\n]*+"
-_INVIS = INVISIBLE
-_KEY_END = rf"{_WS_}(?:[:{_INVIS}]|//|/\*|$)"  # a key must be followed by ':' (or a comment, or the end)
+_KEY_END = rf"{_WS_}(?:[:{INVISIBLE}]|//|/\*|$)"
 _WORD = r"(?:[^\W\d]|\$)[\w$\-]*+"
+_END_MARK = r"</|```|~~~"
 _OBJECT_START = (
-    rf"\{{{_WS_}(?:[}}/{_INVIS}]|$"
-    rf'|"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"{_KEY_END}|\\?$)'
-    rf"|'[^'\\]*+(?:\\.[^'\\]*+)*+(?:'{_KEY_END}|\\?$)"
-    rf"|[\u201c\u2018]|{_WORD}{_KEY_END}|-?[0-9][0-9.eE+\-]*+{_KEY_END})"
+    rf"\{{{_WS_}(?:[}}\"'\u201c\u2018/\-{INVISIBLE}]|{_END_MARK}|$"
+    rf"|{_WORD}{_KEY_END}|[0-9][0-9.eE+\-]*+{_KEY_END})"
 )
 _ARRAY_START = (
-    rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-0-9{_INVIS}]|$"
+    rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-0-9{INVISIBLE}]|{_END_MARK}|$"
     rf"|(?:true|false|null|True|False|None|NaN|Infinity)(?![\w$\-])|{_WORD}$)"
 )
 

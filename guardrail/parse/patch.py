@@ -49,14 +49,14 @@ def decode_with_patches(body: str, start: int, max_depth: int, budget: Budget) -
         value, end = STRICT_DECODER.raw_decode(body, start)
         return Patched(value, end, body[start:end], [])
     except JSONDecodeError as error:
-        failure: JSONDecodeError = error
+        failure_pos, failure_msg = error.pos - start, error.msg  # relative to ``start`` from here on
     except (ValueError, RecursionError):  # a number with more digits than int() takes; very deep nesting
         return None
     text = body[start:]  # patched from here on; positions below are relative to ``start``
     shift = 0  # how much longer the patched text is than the original, before the current error
     fixes: list[Fix] = []
     while True:
-        patch = _patch_at(text, failure.pos, failure.msg)
+        patch = _patch_at(text, failure_pos, failure_msg)
         budget.patch_chars -= len(text)
         if patch is None or len(fixes) == MAX_PATCHES or budget.patch_chars < 0:
             return None
@@ -68,7 +68,7 @@ def decode_with_patches(body: str, start: int, max_depth: int, budget: Budget) -
         try:
             value, end = STRICT_DECODER.raw_decode(text, 0)
         except JSONDecodeError as error:
-            failure = error
+            failure_pos, failure_msg = error.pos, error.msg
             continue
         except (ValueError, RecursionError):
             return None
@@ -107,7 +107,15 @@ def _patch_at(text: str, pos: int, message: str) -> tuple[str, int, int, str] | 
             end += 1
         return "invisible_char", pos, end, " "
     if c < " " and message.startswith("Invalid control character"):
-        return "control_char_in_string", pos, pos + 1, _ESCAPES.get(c, f"\\u{ord(c):04x}")
+        # Escape every raw control character up to the string's closing quote: one fix per string, as
+        # the scanner records it.
+        end = pos
+        while end < len(text) and text[end] != '"':
+            end += 2 if text[end] == "\\" else 1
+        end = min(end, len(text))
+        raw = text[pos:end]
+        return "control_char_in_string", pos, end, "".join(
+            _ESCAPES.get(ch, f"\\u{ord(ch):04x}") if ch < " " else ch for ch in raw)
     return None
 
 
@@ -121,4 +129,5 @@ class _LazyPath:
 
     def __call__(self) -> str:
         # Only the value's own text is scanned: reading a path costs the size of the value, not the reply.
-        return scan(self.body[self.start : self.pos], 0, max_depth=self.max_depth).path
+        # The space keeps a literal just before the cut from counting as cut off.
+        return scan(self.body[self.start : self.pos] + " ", 0, max_depth=self.max_depth).path

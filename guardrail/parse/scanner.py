@@ -330,6 +330,17 @@ class _Scanner:
         carried: _Token | None = None
         while True:
             if carried is None:
+                if state == _COLON:
+                    # Only a colon (perhaps after a comment) makes the word or string before it a key;
+                    # anything else means it was prose, whatever follows ("{name "Al..." is not cut off).
+                    colon = COLON_AHEAD(text, pos)
+                    if colon is not None:
+                        self.tokens += 1  # a key counts once its colon shows it was one
+                        pos, state = colon.end(), _VALUE
+                        continue
+                    after = WS.match(text, pos).end()  # type: ignore[union-attr]
+                    if after < self.n and text[after] != "/" and text[after] not in INVISIBLE_SET:
+                        raise self.syntax(after, "':'")
                 # Whole clean-or-quoting-slipped members and elements first: one regex, no token step.
                 if state == _KEY:
                     m = FAST_MEMBER(text, pos)
@@ -411,7 +422,8 @@ class _Scanner:
                     nested = self.try_strict(start)
                     if nested is not None:
                         value, pos = nested
-                        self.tokens += 1
+                        if not self.tokens and _holds_token(value):
+                            self.tokens = 1  # only keys and scalars count, as when read token by token
                         self.attach(value)
                         state, last_was_container = _AFTER, True
                         continue
@@ -475,6 +487,8 @@ class _Scanner:
         """A bare word in value position: a Python literal, NaN/Infinity, a cut-off literal, or an error."""
         if end >= self.n and self.stack:
             raise self.truncated(self.n, "a literal is complete")
+        if word in JSON_LITERALS:  # a root literal ending the text
+            return JSON_LITERALS[word]
         if word in PYTHON_LITERALS:
             self.fix("python_literal", word, PYTHON_LITERALS[word])
             return PYTHON_LITERALS[word]
@@ -504,3 +518,18 @@ class _Scanner:
         frame[1] = None
 
 
+
+
+def _holds_token(value: Any) -> bool:
+    """Whether a decoded container holds a key or a scalar anywhere (``[[], {}]`` holds none)."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            if node:
+                return True
+        elif isinstance(node, list):
+            pending.extend(node)
+        else:
+            return True
+    return False

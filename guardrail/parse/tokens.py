@@ -66,12 +66,14 @@ _DQ = r'"([^"\\\x00-\x1f]*)"'  # a double-quoted string with no escapes and no c
 _SQ = r"'([^'\\\x00-\x1f]*)'"  # the same, single-quoted
 _NUM = rf"({NUMBER})(?![0-9.eE+\-])"
 _WORD = rf"({WORD})"
-_LITERAL = r"(true|false|null|True|False|None)(?![\w$\-])"
+# A literal at the very end of the text may be cut off ("tru" + "e"?); there it is read as a word, which
+# the scanner reports as possibly cut off, on every path alike.
+_LITERAL = r"(true|false|null|True|False|None)(?![\w$\-]|\Z)"
 
 #: The tokenizer's fast path: whitespace plus the common tokens in one match; the last group is anything
 #: else, for the slow path.
 FAST_TOKEN: Final = re.compile(
-    rf"{_WS_RUN}(?:{_DQ}|(\{{)|(\[)|(\}})|(\])|(,)|(:)|{_NUM}|(true|false|null)(?![\w$\-])|{_SQ}|{_WORD}|(.))",
+    rf"{_WS_RUN}(?:{_DQ}|(\{{)|(\[)|(\}})|(\])|(,)|(:)|{_NUM}|(true|false|null)(?![\w$\-]|\Z)|{_SQ}|{_WORD}|(.))",
     re.S,
 ).match
 (T_STR, T_OPEN_OBJ, T_OPEN_ARR, T_CLOSE_OBJ, T_CLOSE_ARR, T_COMMA, T_COLON, T_NUM, T_LIT,
