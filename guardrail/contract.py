@@ -59,10 +59,15 @@ class Contract(Generic[T]):
         return result
 
     def validate_decoded(self, data: Any) -> T:
-        """Validate a value decoded from JSON, strictly and with unknown keys forbidden.
+        """Validate a value decoded from JSON as :meth:`validate_json` would validate its JSON text.
 
-        Only for contracts where :attr:`python_equivalent` holds; the caller falls back to JSON text.
+        Strict, with unknown keys forbidden. Where :attr:`python_equivalent` holds it validates the
+        Python value directly (no re-encoding); otherwise it encodes to JSON first. The direct route
+        assumes what JSON text cannot carry is absent - lone surrogates, numbers beyond float range,
+        NaN/Infinity markers - which the parse stages check with ``lexicon.may_hold_*`` before using it.
         """
+        if not self.python_equivalent:
+            return self.validate_json(json.dumps(data, ensure_ascii=True, allow_nan=False), forbid_extra=True)
         result: T = self.adapter.validator.validate_python(data, strict=True, extra="forbid")
         return result
 
@@ -120,6 +125,8 @@ def _python_equivalent(core_schema: Any) -> bool:
             if isinstance(kind, str):
                 if kind not in _JSON_NATIVE:
                     return False
+                if kind == "dict" and node.get("keys_schema", {}).get("type", "str") not in ("str", "any"):
+                    return False  # JSON keys are strings; strict Python validation will not convert them
                 if kind == "literal" and not all(
                         v is None or type(v) in (str, int, bool)
                         for v in node.get("expected", ())):

@@ -17,6 +17,7 @@ for an integer, ``true`` for an integer, and a label in another language for an 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -42,6 +43,8 @@ class CoerceContext:
     aliases: Mapping[str, str]
     fixes: list[Fix] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
+    #: The text may hold numbers beyond float range (``may_hold_nonfinite``): integers are checked too.
+    big_numbers: bool = False
 
 
 def coerce(value: Any, schema: Schema, ctx: CoerceContext, path: list[str | int]) -> Any:
@@ -66,24 +69,39 @@ def coerce(value: Any, schema: Schema, ctx: CoerceContext, path: list[str | int]
         value = converted
     elif isinstance(value, str) and ("enum" in node or "const" in node):
         value = _fold_enum(value, node, ctx, path)
+    elif value.__class__ is int and ctx.big_numbers and _beyond_float(value, view.types(node)):
+        ctx.violations.append(Violation(
+            json_path(path), "the number is too large for a floating-point number; a finite number is expected"))
     return _descend(value, node, ctx, path)
+
+
+def _beyond_float(value: int, types: frozenset[str]) -> bool:
+    """An integer in a slot that only takes floats, too large for one (pydantic would make it infinity)."""
+    return "integer" not in types and "number" in types and abs(value) > sys.float_info.max
 
 
 def _descend(value: Any, node: Schema | None, ctx: CoerceContext, path: list[str | int]) -> Any:
     view = ctx.view
     if isinstance(value, dict):
+        kinds = _WALKED_BIG if ctx.big_numbers else _WALKED
         for key, child in value.items():
-            if isinstance(child, (dict, list, str, float, NonFinite)):
+            if isinstance(child, kinds):
                 path.append(key)
                 value[key] = coerce(child, view.member(node, key) if node else {}, ctx, path)
                 path.pop()
     elif isinstance(value, list):
+        kinds = _WALKED_BIG if ctx.big_numbers else _WALKED
         for index, child in enumerate(value):
-            if isinstance(child, (dict, list, str, float, NonFinite)):
+            if isinstance(child, kinds):
                 path.append(index)
                 value[index] = coerce(child, view.item(node, index) if node else {}, ctx, path)
                 path.pop()
     return value
+
+
+#: Child values the walk visits (ints and bools need nothing, unless numbers may exceed float range).
+_WALKED: Final = (dict, list, str, float, NonFinite)
+_WALKED_BIG: Final = (*_WALKED, int)
 
 
 class _Refused:

@@ -86,10 +86,12 @@ def accept_exact(state: ParseState) -> ParseState:
         # NaN/Infinity markers must meet the JSON encoder (which refuses them), never pydantic directly;
         # so must lone surrogates, which a Python string holds but JSON text validation refuses.
         finite = not (contract.holds_floats and may_hold_nonfinite(source))
+        if not finite:
+            continue  # NaN, Infinity or a number beyond float range: the contract decides, in the stages
         try:
-            if cand.json_text and finite:
+            if cand.json_text:
                 cand.value = contract.validate_json(source, forbid_extra=True)
-            elif finite and contract.python_equivalent and not may_hold_surrogate(source):
+            elif contract.python_equivalent and not may_hold_surrogate(source):
                 cand.value = contract.validate_decoded(cand.data)
             else:
                 payload = json.dumps(cand.data, ensure_ascii=True, allow_nan=False, default=_not_json)
@@ -116,7 +118,9 @@ def coerce_values(state: ParseState) -> ParseState:
     contract = state.contract
 
     def one(cand: Candidate) -> Any:
-        ctx = CoerceContext(contract.view, state.limits.max_depth, state.aliases, cand.fixes, cand.violations)
+        big = contract.holds_floats and may_hold_nonfinite(cand.json_text or state.text[cand.start : cand.end])
+        ctx = CoerceContext(contract.view, state.limits.max_depth, state.aliases, cand.fixes, cand.violations,
+                            big_numbers=big)
         return coerce(cand.data, contract.schema, ctx, [])
 
     return _each_read(state, one)
