@@ -24,13 +24,20 @@ ALL_LITERALS: Final = {**JSON_LITERALS, **PYTHON_LITERALS}
 NONFINITE_WORDS: Final = frozenset({"NaN", "Infinity"})
 
 # Screening for text that strict JSON parsing would turn into NaN or infinity: the words, an exponent of
-# three or more digits (``1e400``), or a run of 309+ digits (``1111...1.0``). The exponent patterns start
-# with a literal, which the regex engine searches at C speed; the digit-run regex runs only when the text
-# holds that many digits at all (ten C-speed counts).
-_EXPONENT_LOWER: Final = re.compile(r"e\+?[0-9]{3}")
-_EXPONENT_UPPER: Final = re.compile(r"E\+?[0-9]{3}")
-_LONG_DIGITS: Final = re.compile(r"(?<![0-9])[0-9]{309}")
-_DIGITS: Final = "0123456789"
+# three or more digits (``1e400``, ``1E+400``), or a run of 309+ digits (``1111...1.0``). The text is
+# encoded once with digits mapped to "0", "E" to "e" and "+" dropped, so each test is one C-speed search.
+_FOLD: Final = bytes.maketrans(b"123456789E{", b"000000000e[")
+_MARKS: Final = (b"NaN", b"Infinity", b"e000", b"0" * 309)
+
+
+def screen(text: str, *, floats: bool) -> tuple[bool, int]:
+    """One pass for the clean-JSON fast path: (may hold NaN/infinity, number of ``[`` and ``{``).
+
+    The bracket count bounds the nesting depth (the fast path must not accept deeper JSON than the
+    limits allow); the non-finite test is done only for contracts that hold ``floats``.
+    """
+    folded = text.encode("utf-8", "surrogatepass").translate(_FOLD, b"+")
+    return floats and any(mark in folded for mark in _MARKS), folded.count(b"[")
 
 
 def may_hold_nonfinite(text: str) -> bool:
@@ -38,14 +45,11 @@ def may_hold_nonfinite(text: str) -> bool:
 
     Pydantic reads those as floats; guardrail judges them against the contract instead, so for a contract
     that holds floats, text for which this is true never takes a shortcut around the stages. (A contract
-    without floats needs no screen: pydantic rejects a non-finite value there anyway.)
+    without floats needs no screen: pydantic rejects a non-finite value there anyway.) False positives
+    only cost speed.
     """
-    if "NaN" in text or "Infinity" in text:
-        return True
-    if _EXPONENT_LOWER.search(text) is not None or _EXPONENT_UPPER.search(text) is not None:
-        return True
-    return (len(text) >= 309 and sum(text.count(d) for d in _DIGITS) >= 309
-            and _LONG_DIGITS.search(text) is not None)
+    folded = text.encode("utf-8", "surrogatepass").translate(_FOLD, b"+")
+    return any(mark in folded for mark in _MARKS)
 
 
 _ESCAPED_SURROGATE: Final = re.compile(r"\\u[dD][89a-fA-F]")

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, overload
 from pydantic import ValidationError
 
 from guardrail.contract import Contract, compile_contract
-from guardrail.parse.lexicon import may_hold_nonfinite
+from guardrail.parse.lexicon import screen
 from guardrail.parse.report import ParseReport
 from guardrail.parse.stages import DEFAULT_STAGES, run_stages
 from guardrail.parse.state import Limits, ParseState, Stage
@@ -82,10 +82,12 @@ def _fast_path(text: str, contract: Contract[Any], limits: Limits) -> Any:
     first = text[:1]
     if first not in _VALUE_START and not (first.isspace() and _LOOKS_LIKE_JSON(text)):
         return _MISS  # a failed validation costs more than this check
-    if len(text) * 4 > limits.max_bytes or (contract.holds_floats and may_hold_nonfinite(text)):
+    if len(text) * 4 > limits.max_bytes:
         return _MISS
-    if len(text) > 2 * limits.max_depth and text.count("[") + text.count("{") > limits.max_depth:
-        return _MISS  # possibly deeper than allowed (pydantic's own limit is not ours): the stages measure it
+    if contract.holds_floats or len(text) > 2 * limits.max_depth:
+        nonfinite, brackets = screen(text, floats=contract.holds_floats)
+        if nonfinite or brackets > limits.max_depth:
+            return _MISS  # the contract decides on NaN/infinity, and the stages measure depth exactly
     try:
         return contract.validate_json(text, forbid_extra=True)
     except (ValidationError, ValueError):
