@@ -2,9 +2,10 @@
 
 Clean JSON takes a fast path: one strict pydantic validation of the text as-is, with unknown keys
 forbidden for that check only, so a drifted field name can never be silently dropped there; anything the
-fast path does not accept goes through the stages, which decide. The fast path is skipped when the text
-may hold ``NaN``/``Infinity``/``1e400`` (pydantic would accept them as floats; the contract decides here) and
-when custom stages or a lower ``max_depth`` than pydantic's are in use.
+fast path does not accept goes through the stages, which decide. The fast path is skipped when custom
+stages are given, when the text may exceed ``max_bytes`` or hold more brackets than ``max_depth`` (the
+stages measure both exactly), and, for contracts that hold floats, when it may hold ``NaN``, ``Infinity``
+or a number beyond float range (pydantic would accept those as floats; the contract decides here).
 """
 
 from __future__ import annotations

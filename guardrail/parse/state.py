@@ -15,8 +15,8 @@ from guardrail.contract import Contract
 from guardrail.parse.fences import Segment
 from guardrail.parse.report import Candidate, ParseReport
 
-#: Deepest nesting pydantic's own JSON parser accepts; the fast path relies on it.
-PYDANTIC_MAX_DEPTH: Final = 200
+#: The most ``Limits.max_depth`` may be: the stages walk values recursively, one frame per level.
+MAX_DEPTH: Final = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Limits:
     """
 
     max_bytes: int = 2 * 1024 * 1024
-    max_depth: int = PYDANTIC_MAX_DEPTH
+    max_depth: int = MAX_DEPTH
     max_candidates: int = 1000
 
     def __post_init__(self) -> None:
@@ -46,8 +46,8 @@ class Limits:
             raise ValueError("max_bytes must be positive")
         if self.max_candidates < 1:
             raise ValueError("max_candidates must be positive")
-        if not 1 <= self.max_depth <= PYDANTIC_MAX_DEPTH:
-            raise ValueError(f"max_depth must be between 1 and {PYDANTIC_MAX_DEPTH}")
+        if not 1 <= self.max_depth <= MAX_DEPTH:
+            raise ValueError(f"max_depth must be between 1 and {MAX_DEPTH}")
 
 
 @dataclass(slots=True)
