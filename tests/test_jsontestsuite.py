@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import same as same_json
 from pydantic import BaseModel
 
 from guardrail import ParseError, parse, parse_report
@@ -88,19 +88,6 @@ def _load_text(row: dict[str, Any]) -> str:
         pytest.skip(f"{row['file']} is not valid UTF-8 ({exc.reason} at byte {exc.start}); parse takes str")
 
 
-def same_json(a: Any, b: Any) -> bool:
-    """Structural equality of JSON values with exact types: True != 1 != 1.0, -0.0 != 0.0; NaN == NaN."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
-    return bool(a == b)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -23,6 +23,7 @@ import math
 from typing import Any, Literal
 
 import pytest
+from helpers import same as same_json
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -77,17 +78,6 @@ CONTRACT_IDS = ["Any", "Order", "list_int"]
 # --------------------------------------------------------------------------------------------------------
 
 
-def same_json(a: Any, b: Any) -> bool:
-    """Equality of JSON values with exact types: True != 1 != 1.0, and -0.0 != 0.0."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float):
-        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
-    return bool(a == b)
 
 
 def depth(value: Any) -> int:
