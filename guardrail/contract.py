@@ -43,6 +43,9 @@ class Contract(Generic[T]):
     #: of the JSON text gives (only JSON-native types: no enums, dates, UUIDs, tuples, dataclasses...).
     #: Then an already-decoded value can be validated without encoding it back to JSON.
     python_equivalent: bool = False
+    #: Whether some mapping in the contract is keyed by floats or Decimals, where a key like ``"NaN"``
+    #: would become a non-finite number (the JSON Schema cannot say this; the core schema can).
+    float_keys: bool = False
 
     def validate_json(self, payload: str, *, forbid_extra: bool = False) -> T:
         """Validate JSON text strictly: only JSON's own types, no lax conversions (those are ours to make).
@@ -102,8 +105,22 @@ def _compile(output_type: Any) -> Contract[Any]:
         schema = {}
     canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(canonical.encode()).hexdigest()
-    return Contract(output_type, adapter, schema, digest, SchemaView(schema), _holds_floats(schema),
-                    _python_equivalent(adapter.core_schema))
+    float_keys = _float_keys(adapter.core_schema)
+    return Contract(output_type, adapter, schema, digest, SchemaView(schema), _holds_floats(schema) or float_keys,
+                    _python_equivalent(adapter.core_schema), float_keys)
+
+
+def _float_keys(core_schema: Any) -> bool:
+    pending: list[Any] = [core_schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "dict" and node.get("keys_schema", {}).get("type") in ("float", "decimal"):
+                return True
+            pending.extend(v for k, v in node.items() if k not in ("serialization", "metadata"))
+        elif isinstance(node, (list, tuple)):
+            pending.extend(node)
+    return False
 
 
 #: Core-schema node types whose strict Python validation of JSON-decoded values matches strict JSON

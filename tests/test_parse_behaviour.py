@@ -1119,3 +1119,14 @@ def test_early_root_close_is_not_guessed():
     report = parse_report('{"a": {"b": 1}}, "c": 2}', Outer)
     assert isinstance(report.error, SchemaViolationError)
     assert "$.c" in report.error.feedback
+
+
+@pytest.mark.parametrize("text", ['{"inf": 1}', '{"nan": 2}', '{"-Infinity": 3}', '```json\n{"1e400": 4}\n```'])
+def test_float_keyed_mapping_refuses_non_finite_keys(text):
+    report = parse_report(text, dict[float, int])
+    assert isinstance(report.error, SchemaViolationError), report.value
+    assert "not a finite number" in report.error.feedback
+
+
+def test_float_keyed_mapping_keeps_finite_keys():
+    assert parse('{"1.5": 3, "-2": 4}', dict[float, int]) == {1.5: 3, -2.0: 4}

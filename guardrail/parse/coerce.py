@@ -45,6 +45,8 @@ class CoerceContext:
     violations: list[Violation] = field(default_factory=list)
     #: The text may hold numbers beyond float range (``may_hold_nonfinite``): integers are checked too.
     big_numbers: bool = False
+    #: The contract has mappings keyed by floats or Decimals: their keys are checked too.
+    float_keys: bool = False
 
 
 def coerce(value: Any, schema: Schema, ctx: CoerceContext, path: list[str | int]) -> Any:
@@ -83,6 +85,8 @@ def _beyond_float(value: int, types: frozenset[str]) -> bool:
 def _descend(value: Any, node: Schema | None, ctx: CoerceContext, path: list[str | int]) -> Any:
     view = ctx.view
     if isinstance(value, dict):
+        if ctx.float_keys and not view.properties(node or {}):
+            _check_number_keys(value, ctx, path)
         kinds = _WALKED_BIG if ctx.big_numbers else _WALKED
         for key, child in value.items():
             if isinstance(child, kinds):
@@ -97,6 +101,18 @@ def _descend(value: Any, node: Schema | None, ctx: CoerceContext, path: list[str
                 value[index] = coerce(child, view.item(node, index) if node else {}, ctx, path)
                 path.pop()
     return value
+
+
+def _check_number_keys(mapping: dict[str, Any], ctx: CoerceContext, path: list[str | int]) -> None:
+    """Keys of a float- or Decimal-keyed mapping that would become NaN or infinity (``"NaN"``, ``"1e400"``)."""
+    for key in mapping:
+        try:
+            number = float(key)
+        except ValueError:
+            continue
+        if not math.isfinite(number):
+            ctx.violations.append(Violation(json_path([*path, key]),
+                                            "this key is not a finite number; a finite number is expected"))
 
 
 #: Child values the walk visits (ints and bools need nothing, unless numbers may exceed float range).

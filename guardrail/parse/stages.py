@@ -85,7 +85,7 @@ def accept_exact(state: ParseState) -> ParseState:
         source = cand.json_text or state.text[cand.start : cand.end]
         # NaN/Infinity markers must meet the JSON encoder (which refuses them), never pydantic directly;
         # so must lone surrogates, which a Python string holds but JSON text validation refuses.
-        finite = not (contract.holds_floats and may_hold_nonfinite(source))
+        finite = not (contract.float_keys or (contract.holds_floats and may_hold_nonfinite(source)))
         if not finite:
             continue  # NaN, Infinity or a number beyond float range: the contract decides, in the stages
         try:
@@ -120,7 +120,7 @@ def coerce_values(state: ParseState) -> ParseState:
     def one(cand: Candidate) -> Any:
         big = contract.holds_floats and may_hold_nonfinite(cand.json_text or state.text[cand.start : cand.end])
         ctx = CoerceContext(contract.view, state.limits.max_depth, state.aliases, cand.fixes, cand.violations,
-                            big_numbers=big)
+                            big_numbers=big, float_keys=contract.float_keys)
         return coerce(cand.data, contract.schema, ctx, [])
 
     return _each_read(state, one)
