@@ -1,14 +1,14 @@
-"""Finding every JSON value in a segment, and choosing among candidates by how well they fit the contract.
+"""Finding every JSON value in a segment of the text.
 
-Finding: a whole segment that is one strict JSON value is one candidate (the only way a scalar root is
-found). Otherwise each ``{`` or ``[`` starts an attempt: the C ``json`` decoder first (the common case,
-clean JSON inside prose), the lenient scanner when that fails. A failed attempt resumes the search
+A whole segment that is one strict JSON scalar is one candidate (the only way a scalar root is found).
+Otherwise each ``{`` or ``[`` that could start a value (the regex engine passes over the others) starts an
+attempt: the C ``json`` decoder first (the common case, clean JSON inside prose), with a few slips patched
+at its error positions (``patch.py``), then the lenient scanner. A failed attempt resumes the search
 *after the point where it failed*, and a successful one after its value, so every character is read a
-bounded number of times: the search is linear in the text.
+bounded number of times; the C decoder's failures, whose cost depends on the position, are counted for
+the whole search, and so are attempts (``Limits.max_candidates``): the search is linear in the text.
 
-Choosing: a candidate that validates beats one that does not, whatever its position. Two *different*
-valid candidates are ambiguous; an exact repeat is not. A candidate cut off at the very end of the text
-means the answer itself was cut off, so it wins over an earlier complete value (a format example, say).
+Choosing among the candidates is the ``choose_candidate`` stage's job (``stages.py``).
 """
 
 from __future__ import annotations
