@@ -166,7 +166,14 @@ def _merge(own: list[Violation], from_pydantic: list[Violation]) -> list[Violati
 
 
 def choose_candidate(state: ParseState) -> ParseState:
-    """Pick by fit, not by position, and settle the report's value or error."""
+    """Pick by fit, not by position, and settle the report's value or error.
+
+    A candidate that validates beats one that does not, whatever its position. Two *different* valid
+    candidates are ambiguous; an exact repeat is not. A candidate cut off at the very end of the text means
+    the answer itself was cut off, so it wins over an earlier complete value (a format example, say) if it
+    read at least one key or value. Without a valid candidate the error comes from the best one: a field
+    conflict, else the fewest violations (the later on a tie), else a truncation, else ``no_json``.
+    """
     report = state.report
     text = state.text
     cands = state.candidates
