@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from guardrail.errors import InputLimitError
 from guardrail.parse.fences import Segment, unwrap_scalar
-from guardrail.parse.lexicon import INVISIBLE
+from guardrail.parse.lexicon import INVISIBLE, VALUE_START
 from guardrail.parse.patch import Patched, decode_with_patches
 from guardrail.parse.report import Candidate
 from guardrail.parse.scanner import Budget, scan
@@ -48,8 +48,6 @@ _ARRAY_START = (
 #: The next opener that may start a JSON value, found by the regex engine: implausible openers are
 #: passed over in C, never one Python step each.
 _NEXT_START: Final = re.compile(f"{_OBJECT_START}|{_ARRAY_START}", re.S)
-_DECODER: Final = STRICT_DECODER
-_VALUE_START: Final = frozenset('{["-0123456789tfnNI')
 
 
 def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget, limit: int) -> list[Candidate]:
@@ -101,10 +99,10 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
 def _whole(body: str, segment: Segment, max_depth: int) -> Candidate | None:
     """The segment as one strict JSON value (after one optional ``<tag>`` wrapper), if it is one."""
     inner, tag = unwrap_scalar(body)
-    if not inner or inner[0] not in _VALUE_START or inner[0] in "{[":
+    if not inner or inner[0] not in VALUE_START or inner[0] in "{[":
         return None  # containers are found by the opener search, at C speed when they are clean
     try:
-        value = _DECODER.decode(inner)
+        value = STRICT_DECODER.decode(inner)
     except (ValueError, RecursionError):
         return None
     if _depth_exceeds(value, inner, 0, len(inner), max_depth):

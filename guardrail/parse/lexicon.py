@@ -16,6 +16,8 @@ INVISIBLE: Final = "\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e"
 NUMBER: Final = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+\-]?[0-9]+)?"
 NUMBER_RE: Final = re.compile(NUMBER)
 INTEGER_RE: Final = re.compile(r"-?(?:0|[1-9][0-9]*)")
+#: First characters of a JSON value (NaN and Infinity included): a cheap "could this be one?" test.
+VALUE_START: Final = frozenset('{["-0123456789tfnNI')
 #: A bare word: a key without quotes, or a literal.
 WORD: Final = r"(?:[^\W\d]|\$)[\w$\-]*"
 JSON_LITERALS: Final = {"true": True, "false": False, "null": None}

@@ -17,7 +17,7 @@ from typing import Any, TypeVar, overload
 from pydantic import ValidationError
 
 from guardrail.contract import Contract, compile_contract
-from guardrail.parse.lexicon import screen
+from guardrail.parse.lexicon import VALUE_START, screen
 from guardrail.parse.report import ParseReport
 from guardrail.parse.stages import DEFAULT_STAGES, run_stages
 from guardrail.parse.state import Limits, ParseState, Stage
@@ -27,8 +27,7 @@ T = TypeVar("T")
 _NO_ALIASES: Mapping[str, str] = {}
 #: The fast path is only worth trying when the text starts like a JSON value; a failed pydantic
 #: validation costs more than this check.
-_VALUE_START = frozenset('{["-0123456789tfn')
-_LOOKS_LIKE_JSON = re.compile(r'[ \t\r\n]*[\[{"\-0-9tfn]').match
+_LOOKS_LIKE_JSON = re.compile(r'[ \t\r\n]*[\[{"\-0-9tfnNI]').match
 DEFAULT_LIMITS = Limits()
 
 
@@ -81,7 +80,7 @@ _MISS: Any = object()
 def _fast_path(text: str, contract: Contract[Any], limits: Limits) -> Any:
     """The value, if ``text`` is already exactly valid JSON for the contract with no unknown keys; else _MISS."""
     first = text[:1]
-    if first not in _VALUE_START and not (first.isspace() and _LOOKS_LIKE_JSON(text)):
+    if first not in VALUE_START and not (first.isspace() and _LOOKS_LIKE_JSON(text)):
         return _MISS  # a failed validation costs more than this check
     if len(text) * 4 > limits.max_bytes or contract.float_keys:
         return _MISS  # float-keyed mappings: pydantic reads a "nan" key as NaN; the stages check keys
