@@ -1,0 +1,67 @@
+"""guardrail.testing: a vendor emulator for testing code that calls OpenAI and Anthropic.
+
+The :class:`Emulator` is a real HTTP server on loopback that speaks OpenAI Chat Completions, OpenAI
+Responses and Anthropic Messages (JSON and SSE streaming) closely enough that the official SDK clients
+parse its answers. Script what the "model" does with :mod:`reply` behaviours, or set a responder such as
+:class:`FaultProfile`; assert on :class:`RecordedRequest` values. The pytest plugin (registered through the
+``pytest11`` entry point) provides ``vendor_emulator`` and SDK client fixtures.
+
+Example::
+
+    from guardrail.testing import Emulator, reply
+
+    with Emulator() as emu:
+        emu.script(reply.answer('{"name": "Ada"}'), reply.rate_limited(retry_after=0))
+        client = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0)
+        ...
+        assert emu.requests[0].forced_tool == "output"
+"""
+
+from guardrail.testing import reply
+from guardrail.testing.behaviours import (
+    Reply,
+    answer,
+    drop,
+    error,
+    overloaded,
+    rate_limited,
+    refusal,
+    schema_rejected,
+    server_error,
+    stream_error,
+    text,
+    timeout,
+    tool_call,
+    truncated,
+)
+from guardrail.testing.emulator import EXHAUSTED, Emulator, Responder
+from guardrail.testing.examples import example_instance
+from guardrail.testing.faults import FaultProfile
+from guardrail.testing.recording import RecordedRequest
+from guardrail.testing.strictness import anthropic_strict_problems, openai_strict_problems
+
+__all__ = [
+    "EXHAUSTED",
+    "Emulator",
+    "FaultProfile",
+    "RecordedRequest",
+    "Reply",
+    "Responder",
+    "answer",
+    "anthropic_strict_problems",
+    "drop",
+    "error",
+    "example_instance",
+    "openai_strict_problems",
+    "overloaded",
+    "rate_limited",
+    "refusal",
+    "reply",
+    "schema_rejected",
+    "server_error",
+    "stream_error",
+    "text",
+    "timeout",
+    "tool_call",
+    "truncated",
+]

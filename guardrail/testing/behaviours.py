@@ -1,0 +1,212 @@
+"""Behaviours: what the emulated model (or vendor) does with one request.
+
+A behaviour is an immutable :class:`Reply` value, built by the constructors below (re-exported as the
+``guardrail.testing.reply`` namespace: ``reply.answer(...)``, ``reply.rate_limited(...)``, ...). The same
+value works on every endpoint; the wire modules render it in each vendor's shape, so one script can drive
+an OpenAI and an Anthropic client alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "DEFAULT_REFUSAL",
+    "Reply",
+    "ReplyKind",
+    "answer",
+    "drop",
+    "error",
+    "overloaded",
+    "rate_limited",
+    "refusal",
+    "schema_rejected",
+    "server_error",
+    "stream_error",
+    "text",
+    "timeout",
+    "tool_call",
+    "truncated",
+]
+
+ReplyKind = Literal["answer", "text", "tool_call", "truncated", "refusal", "error", "timeout", "drop", "stream_error"]
+#: Error flavours the wire modules render per vendor (a plain ``error`` is rendered as given).
+ErrorVariant = Literal["plain", "schema_rejected", "rate_limited", "spend_limit", "server_error", "overloaded"]
+
+DEFAULT_REFUSAL = "I'm sorry, but I can't help with that."
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """One behaviour of the emulated vendor. Build it with the module's constructors, not directly.
+
+    Attributes:
+        kind: which behaviour (``"answer"``, ``"text"``, ``"tool_call"``, ``"truncated"``, ``"refusal"``,
+            ``"error"``, ``"timeout"``, ``"drop"``, ``"stream_error"``).
+        text: the model's output text (tool arguments for a tool call, the refusal text for a refusal, the
+            text sent before the error for ``stream_error``).
+        name: the tool name for ``tool_call`` (``None``: the forced tool, else ``"output"``).
+        usage: ``(input_tokens, output_tokens)`` to report instead of the estimate.
+        status, error_type, code, message, param, variant: the HTTP error to answer with (``kind == "error"``), or
+            the error event of ``stream_error``.
+        headers: extra response headers, as ``(name, value)`` pairs.
+        seconds: how long ``timeout`` stalls.
+        then: what ``timeout`` does after the stall (``None``: close the connection).
+        delay: seconds to wait before answering (added to the emulator's ``latency``); see :meth:`after`.
+    """
+
+    kind: ReplyKind
+    text: str = ""
+    name: str | None = None
+    usage: tuple[int, int] | None = None
+    status: int = 200
+    error_type: str | None = None
+    code: str | None = None
+    message: str = ""
+    variant: ErrorVariant = "plain"
+    headers: tuple[tuple[str, str], ...] = ()
+    param: str | None = None
+    seconds: float = 0.0
+    then: Reply | None = None
+    delay: float = 0.0
+
+    def after(self, seconds: float) -> Reply:
+        """The same behaviour, answered ``seconds`` later (simulated model latency)."""
+        return dataclasses.replace(self, delay=seconds)
+
+
+def _usage(usage: tuple[int, int] | None) -> tuple[int, int] | None:
+    if usage is None:
+        return None
+    prompt, completion = usage
+    return (int(prompt), int(completion))
+
+
+def answer(text: str, *, usage: tuple[int, int] | None = None) -> Reply:
+    """The model answers ``text``: as the forced tool's arguments when the request forces a tool (verbatim,
+    even when it is not valid JSON), otherwise as message text. What most tests use."""
+    return Reply(kind="answer", text=text, usage=_usage(usage))
+
+
+def text(text: str, *, usage: tuple[int, int] | None = None) -> Reply:
+    """Always plain message text, even when the request forces a tool."""
+    return Reply(kind="text", text=text, usage=_usage(usage))
+
+
+def tool_call(
+    arguments: str | Mapping[str, Any], name: str | None = None, *, usage: tuple[int, int] | None = None
+) -> Reply:
+    """Always a tool call with ``arguments`` (a mapping is JSON-encoded); ``name`` defaults to the forced
+    tool's name, else ``"output"``."""
+    encoded = arguments if isinstance(arguments, str) else json.dumps(dict(arguments))
+    return Reply(kind="tool_call", text=encoded, name=name, usage=_usage(usage))
+
+
+def truncated(text: str, *, usage: tuple[int, int] | None = None) -> Reply:
+    """Partial output cut off by the token limit, placed like :func:`answer` places it, with the vendor's
+    signal: chat ``finish_reason "length"``, responses ``status "incomplete"`` with
+    ``incomplete_details.reason "max_output_tokens"``, Anthropic ``stop_reason "max_tokens"``."""
+    return Reply(kind="truncated", text=text, usage=_usage(usage))
+
+
+def refusal(text: str = DEFAULT_REFUSAL, *, usage: tuple[int, int] | None = None) -> Reply:
+    """The model refuses: chat ``message.refusal`` (content null, finish_reason ``"stop"``); responses a
+    message whose content item is ``{"type": "refusal", "refusal": text}``; Anthropic ``stop_reason
+    "refusal"`` with the text as a text block."""
+    return Reply(kind="refusal", text=text, usage=_usage(usage))
+
+
+def error(
+    status: int,
+    *,
+    type: str | None = None,  # the vendors' own field name
+    code: str | None = None,
+    message: str = "The vendor emulator was scripted to fail this request.",
+    headers: Mapping[str, str] | None = None,
+) -> Reply:
+    """An HTTP error in the vendor's body shape: OpenAI ``{"error": {"message", "type", "param", "code"}}``,
+    Anthropic ``{"type": "error", "error": {"type", "message"}}`` (with ``details.error_code`` = ``code``
+    when given, which is what the anthropic SDK uses to pick an error subclass). ``type`` defaults to the
+    vendor's usual type for the status."""
+    return Reply(
+        kind="error",
+        status=status,
+        error_type=type,
+        code=code,
+        message=message,
+        headers=tuple((headers or {}).items()),
+    )
+
+
+def schema_rejected(message: str | None = None) -> Reply:
+    """The 400 a vendor gives a schema it will not accept: OpenAI code ``"invalid_json_schema"`` (or
+    ``"invalid_function_parameters"`` when the schema came as a tool), type ``"invalid_request_error"``;
+    Anthropic ``invalid_request_error`` with a message about the schema."""
+    return Reply(kind="error", status=400, variant="schema_rejected", message=message or "")
+
+
+def rate_limited(
+    retry_after: float | None = None, retry_after_ms: int | None = None, spend_limit: bool = False
+) -> Reply:
+    """A 429 with ``retry-after`` (seconds) and/or ``retry-after-ms`` headers when given.
+
+    ``spend_limit=True`` is the kind retrying cannot fix: OpenAI's quota body (type and code
+    ``"insufficient_quota"``); Anthropic's ``rate_limit_error`` with ``details.error_code
+    "enforced_spend_limit_reached"`` (the anthropic SDK raises ``EnforcedSpendLimitReachedError``, a
+    ``RateLimitError`` subclass)."""
+    headers: list[tuple[str, str]] = []
+    if retry_after is not None:
+        headers.append(("retry-after", _number(retry_after)))
+    if retry_after_ms is not None:
+        headers.append(("retry-after-ms", str(int(retry_after_ms))))
+    return Reply(
+        kind="error",
+        status=429,
+        variant="spend_limit" if spend_limit else "rate_limited",
+        headers=tuple(headers),
+    )
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def server_error(status: int = 500, *, message: str | None = None) -> Reply:
+    """A 5xx server error (OpenAI ``server_error``, Anthropic ``api_error``)."""
+    return Reply(kind="error", status=status, variant="server_error", message=message or "")
+
+
+def overloaded() -> Reply:
+    """Anthropic's 529 ``overloaded_error``; on the OpenAI endpoints a 503 ``server_error``."""
+    return Reply(kind="error", status=529, variant="overloaded")
+
+
+def timeout(seconds: float, then: Reply | None = None) -> Reply:
+    """Stall ``seconds`` before answering, so the client's own timeout fires first. After the stall the
+    emulator serves ``then``, or closes the connection when ``then`` is ``None``. ``Emulator.stop()`` cuts
+    the stall short."""
+    return Reply(kind="timeout", seconds=seconds, then=then)
+
+
+def drop() -> Reply:
+    """Close the connection without any response (the SDKs raise ``APIConnectionError``)."""
+    return Reply(kind="drop")
+
+
+def stream_error(
+    text_before: str = "",
+    type: str = "overloaded_error",  # the vendors' own field name
+    message: str = "Overloaded",
+) -> Reply:
+    """For a streaming request: stream ``text_before`` as deltas, then an error event, then end the stream.
+
+    Anthropic: ``event: error`` with ``{"type": "error", "error": {"type", "message"}}``. OpenAI chat: a
+    ``data:`` line with ``{"error": {...}}`` (``overloaded_error`` is sent as type ``server_error``).
+    OpenAI responses: ``event: error`` with ``{"type": "error", "code", "message", "param"}`` as that API
+    documents. For a non-streaming request it behaves like :func:`overloaded`.
+    """
+    return Reply(kind="stream_error", text=text_before, error_type=type, message=message)

@@ -1,0 +1,179 @@
+"""The vendor emulator: a real HTTP server on loopback that answers like OpenAI and Anthropic.
+
+Why a real server rather than a mocked transport: the official SDKs are exercised end to end (their retry
+loop, error classes, SSE decoding, stream helpers), so a test that passes against the emulator says the
+code works with the SDK as shipped. It uses only the standard library.
+
+Routes (with or without the ``/v1`` prefix): ``POST /v1/chat/completions`` (OpenAI Chat Completions),
+``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages`` (Anthropic Messages). Each request is
+recorded, checked (``check_schemas``), then answered by the next scripted behaviour, else the responder,
+else an HTTP 500 saying the script is exhausted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable
+from types import TracebackType
+
+from guardrail.testing.behaviours import Reply, error
+from guardrail.testing.recording import RecordedRequest
+from guardrail.testing.server import Handler, Server
+
+__all__ = ["EXHAUSTED", "Emulator", "Responder"]
+
+#: What a responder is: called with each request the script does not cover; returns the behaviour.
+Responder = Callable[[RecordedRequest], Reply]
+
+#: The message of the 500 answered when there is no scripted behaviour and no responder.
+EXHAUSTED = "emulator script exhausted: no scripted behaviour left and no responder set"
+
+
+class Emulator:
+    """A loopback HTTP server speaking OpenAI Chat Completions, OpenAI Responses and Anthropic Messages.
+
+    Use it as a context manager (``with Emulator() as emu: ...``) or call :meth:`start` / :meth:`stop`.
+    Point the SDKs at :attr:`openai_base_url` and :attr:`anthropic_base_url`, then :meth:`script` what the
+    "model" does with each request (any endpoint consumes the next behaviour) or set :attr:`responder`.
+
+    Args:
+        latency: seconds to wait before every answer (benchmarks); a behaviour's own ``delay`` adds to it.
+        check_schemas: answer strict-mode requests whose schema the vendor would refuse (and OpenAI JSON mode
+            without the word "JSON") with the vendor's 400, consuming no behaviour.
+        host, port: where to listen; port 0 picks a free one.
+    """
+
+    def __init__(
+        self, latency: float = 0.0, check_schemas: bool = True, *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.latency = latency
+        self.check_schemas = check_schemas
+        #: Called with each request when the script is empty; ``None`` means answer "script exhausted".
+        self.responder: Responder | None = None
+        self._host = host
+        self._port = port
+        self._lock = threading.Lock()
+        self._queue: deque[Reply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._server: Server | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+    def start(self) -> Emulator:
+        """Start serving in a daemon thread (no-op if already started); returns ``self``."""
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        server = Server((self._host, self._port), Handler)
+        server.emulator = self
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="guardrail-emulator", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving promptly: stalls in flight are cut short and open connections closed."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        self._stopping.set()
+        server.shutdown()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+            self._thread = None
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- addresses -------------------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT`` of the running server."""
+        if self._server is None:
+            raise RuntimeError("the emulator is not running; call start() first")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """Base URL for ``openai.OpenAI(base_url=...)``: :attr:`base_url` + ``/v1``."""
+        return self.base_url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """Base URL for ``anthropic.Anthropic(base_url=...)`` (the SDK adds ``/v1`` itself)."""
+        return self.base_url
+
+    # -- scripting and recording -----------------------------------------------------------------------
+    def script(self, *behaviours: Reply) -> None:
+        """Append behaviours to the FIFO queue; each incoming request (any endpoint) consumes one."""
+        for behaviour in behaviours:
+            if not isinstance(behaviour, Reply):
+                raise TypeError(f"expected a behaviour from guardrail.testing.reply, got {behaviour!r}")
+        with self._lock:
+            self._queue.extend(behaviours)
+
+    @property
+    def pending(self) -> int:
+        """How many scripted behaviours are still queued."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received (rejected ones too), in arrival order; a snapshot copy."""
+        with self._lock:
+            return list(self._requests)
+
+    def reset(self) -> None:
+        """Clear the queue, the responder and the recorded requests."""
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+            self.responder = None
+
+    # -- used by the handler ---------------------------------------------------------------------------
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _next(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+            responder = self.responder
+        if responder is None:
+            return error(500, message=EXHAUSTED)
+        try:
+            return responder(request)
+        except Exception as exc:  # a broken responder must fail the test loudly, not hang it
+            return error(500, message=f"emulator responder raised {type(exc).__name__}: {exc}")
+
+    def _sleep(self, seconds: float) -> bool:
+        """Wait ``seconds`` unless the emulator stops first; True when it is stopping."""
+        return self._stopping.wait(seconds) if seconds > 0 else self._stopping.is_set()
+
+    def _track(self, connection: socket.socket, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._connections.add(connection)
+            else:
+                self._connections.discard(connection)

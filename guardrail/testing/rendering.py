@@ -1,0 +1,93 @@
+"""Shared pieces of the wire modules: the vendor-neutral :class:`Output`, ids, SSE frames, stream pieces."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from guardrail.testing.behaviours import Reply
+from guardrail.testing.recording import RecordedRequest, estimate_tokens
+
+__all__ = ["DEFAULT_MODEL", "Output", "new_id", "now", "pieces", "resolve", "sse"]
+
+#: Echoed as ``model`` when a request names none.
+DEFAULT_MODEL = "emulated-model"
+#: Characters per streamed delta: small enough that every test stream has several deltas.
+STREAM_PIECE = 12
+
+
+@dataclass(frozen=True)
+class Output:
+    """What the emulated model produced, before any vendor's shape is applied.
+
+    ``kind`` is ``"text"`` (message text), ``"tool"`` (a call of ``tool_name`` with ``content`` as its
+    arguments) or ``"refusal"``; ``truncated`` marks output cut off by the token limit; ``forced`` says the
+    request forced a tool by name (OpenAI then reports ``finish_reason "stop"``, not ``"tool_calls"``).
+    """
+
+    kind: Literal["text", "tool", "refusal"]
+    content: str
+    tool_name: str
+    truncated: bool
+    forced: bool
+    input_tokens: int
+    output_tokens: int
+    model: str
+
+
+def resolve(reply: Reply, request: RecordedRequest) -> Output:
+    """Turn a content behaviour (answer, text, tool_call, truncated, refusal, stream_error) into an Output."""
+    forced = request.forced_tool
+    kind: Literal["text", "tool", "refusal"]
+    if reply.kind in ("answer", "truncated"):
+        kind = "tool" if forced else "text"
+    elif reply.kind == "tool_call":
+        kind = "tool"
+    elif reply.kind == "refusal":
+        kind = "refusal"
+    else:
+        kind = "text"
+    if reply.usage is not None:
+        input_tokens, output_tokens = reply.usage
+    else:
+        input_tokens, output_tokens = estimate_tokens(request.prompt_text), estimate_tokens(reply.text)
+    return Output(
+        kind=kind,
+        content=reply.text,
+        tool_name=reply.name or forced or "output",
+        truncated=reply.kind == "truncated",
+        forced=forced is not None and request.api != "messages" and _named_choice(request),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        model=request.model or DEFAULT_MODEL,
+    )
+
+
+def _named_choice(request: RecordedRequest) -> bool:
+    choice = request.body.get("tool_choice")
+    return isinstance(choice, dict) and choice.get("type") == "function"
+
+
+def new_id(prefix: str) -> str:
+    """A plausible vendor id: ``prefix`` plus 24 random hex digits."""
+    return prefix + uuid.uuid4().hex[:24]
+
+
+def now() -> int:
+    """Current Unix time in whole seconds, as the vendors stamp ``created``."""
+    return int(time.time())
+
+
+def pieces(text: str) -> list[str]:
+    """``text`` split into the deltas a stream sends (none for empty text)."""
+    return [text[index : index + STREAM_PIECE] for index in range(0, len(text), STREAM_PIECE)]
+
+
+def sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:
+    """One Server-Sent Events frame: optional ``event:`` line, one ``data:`` line, blank line."""
+    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()

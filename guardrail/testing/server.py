@@ -1,0 +1,183 @@
+"""The HTTP side of the emulator: request handler, routing, and writing JSON, SSE and dropped answers.
+
+One thread per connection (``ThreadingHTTPServer``, daemon threads), HTTP/1.1 keep-alive; streams use
+chunked transfer encoding so a connection survives a stream, as with the real APIs. Every wait goes through
+the emulator's stop event, so ``Emulator.stop()`` never waits on a stalled answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from guardrail.testing.behaviours import Reply, error
+from guardrail.testing.recording import Api, RecordedRequest
+from guardrail.testing.rendering import new_id, resolve
+from guardrail.testing.wire_anthropic import messages_body, messages_stream
+from guardrail.testing.wire_chat import chat_body, chat_stream
+from guardrail.testing.wire_errors import check_request, error_answer
+from guardrail.testing.wire_responses import responses_body, responses_stream
+
+if TYPE_CHECKING:
+    from guardrail.testing.emulator import Emulator
+
+__all__ = ["Handler", "Server"]
+
+_ROUTES: dict[str, Api] = {"/chat/completions": "chat", "/responses": "responses", "/messages": "messages"}
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    emulator: Emulator
+
+
+class _Drop(Exception):
+    """Close the connection without (further) response."""
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.emulator._track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.emulator._track(self.connection, False)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: tests read ``emu.requests``, not a log."""
+
+    def do_GET(self) -> None:
+        self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}}, [])
+
+    def do_POST(self) -> None:
+        try:
+            self._serve_post()
+        except (_Drop, BrokenPipeError, ConnectionResetError):
+            self._abort()
+
+    # -- steps -----------------------------------------------------------------------------------------
+    def _serve_post(self) -> None:
+        emulator = self.server.emulator
+        path = urlsplit(self.path).path
+        route = path[3:] if path.startswith("/v1/") else path
+        api = _ROUTES.get(route.rstrip("/"))
+        raw = self._read_body()
+        if api is None:
+            self._send_json(404, {"error": {"message": f"no route for POST {path}", "type": "not_found"}}, [])
+            return
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        request = RecordedRequest(api=api, path=path, headers=headers, body=body if isinstance(body, dict) else {})
+        emulator._record(request)
+        if not isinstance(body, dict):
+            self._send_error(error(400, message="The request body is not a JSON object."), request)
+            return
+        rejection = check_request(request) if emulator.check_schemas else None
+        behaviour = rejection if rejection is not None else emulator._next(request)
+        if emulator._sleep(emulator.latency + behaviour.delay):
+            raise _Drop
+        self._serve(behaviour, request)
+
+    def _serve(self, behaviour: Reply, request: RecordedRequest) -> None:
+        emulator = self.server.emulator
+        if behaviour.kind == "drop":
+            raise _Drop
+        if behaviour.kind == "timeout":
+            if emulator._sleep(behaviour.seconds) or behaviour.then is None:
+                raise _Drop
+            self._serve(behaviour.then, request)
+            return
+        if behaviour.kind == "error":
+            self._send_error(behaviour, request)
+            return
+        if behaviour.kind == "stream_error" and not request.stream:
+            self._send_error(Reply(kind="error", status=529, variant="overloaded"), request)
+            return
+        out = resolve(behaviour, request)
+        failure = behaviour if behaviour.kind == "stream_error" else None
+        if request.stream:
+            if request.api == "chat":
+                frames = chat_stream(out, request, failure)
+            elif request.api == "responses":
+                frames = responses_stream(request, out, failure)
+            else:
+                frames = messages_stream(out, failure)
+            self._send_stream(frames, request)
+            return
+        if request.api == "chat":
+            body = chat_body(out)
+        elif request.api == "responses":
+            body = responses_body(request, out)
+        else:
+            body = messages_body(out)
+        self._send_json(200, body, _id_headers(request))
+
+    # -- I/O -------------------------------------------------------------------------------------------
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            data = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline().strip():
+                        pass
+                    return bytes(data)
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _send_error(self, behaviour: Reply, request: RecordedRequest) -> None:
+        status, body, headers = error_answer(behaviour, request)
+        self._send_json(status, body, headers)
+
+    def _send_json(self, status: int, body: dict[str, Any], headers: list[tuple[str, str]]) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(status, _REASONS.get(status))
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _send_stream(self, frames: list[bytes], request: RecordedRequest) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        for name, value in _id_headers(request):
+            self.send_header(name, value)
+        self.end_headers()
+        for frame in frames:
+            if self.server.emulator._stopping.is_set():
+                raise _Drop
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _abort(self) -> None:
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+
+_REASONS = {529: "Overloaded"}
+
+
+def _id_headers(request: RecordedRequest) -> list[tuple[str, str]]:
+    name = "request-id" if request.api == "messages" else "x-request-id"
+    return [(name, new_id("req_"))]
