@@ -1,0 +1,117 @@
+"""What each vendor dialect accepts: keyword tables, formats, regex features.
+
+Facts from the shared vendor notes (VENDORS.md) and the vendor SDK sources: OpenAI strict
+(``openai.lib._pydantic``) and Anthropic strict (``anthropic.lib._parse._transform``). The strict walker
+reads these tables; the rules that rewrite schemas (required, additionalProperties, unions, tuples,
+references) live in the walker itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+#: The constraint keywords the report lists (annotations such as title/description/examples are not).
+CONSTRAINTS: Final = frozenset({
+    "type", "enum", "const", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems", "prefixItems", "required",
+    "additionalProperties", "patternProperties", "propertyNames", "anyOf", "oneOf", "allOf", "not", "if", "then",
+    "else", "dependentRequired", "dependentSchemas", "$ref", "default", "discriminator", "contains",
+    "minProperties", "maxProperties",
+    # older drafts and 2019+ keywords with the same standing
+    "dependencies", "additionalItems", "unevaluatedProperties", "unevaluatedItems", "minContains", "maxContains",
+    "$recursiveRef", "$dynamicRef",
+})
+#: Annotations a strict schema keeps (both vendors accept them); every other non-constraint key is dropped.
+KEPT_ANNOTATIONS: Final = ("title", "description")
+JSON_TYPES: Final = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+#: References no dialect here can follow.
+DYNAMIC_REFS: Final = frozenset({"$recursiveRef", "$dynamicRef"})
+
+#: Keywords strict dialects remove because the vendor cannot enforce them; guardrail checks them afterwards.
+_ALWAYS_REMOVED: Final = frozenset({
+    "minLength", "maxLength", "uniqueItems", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
+    "dependencies", "propertyNames", "contains", "minContains", "maxContains", "minProperties", "maxProperties",
+    "unevaluatedProperties", "unevaluatedItems",
+})
+_NUMERIC: Final = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+
+
+@dataclass(frozen=True)
+class StrictRules:
+    """One strict dialect: what it keeps as-is, what it removes, and its structural choices."""
+
+    name: str
+    #: Keywords kept and enforced by the vendor as they stand.
+    kept: frozenset[str]
+    #: Keywords removed from the sent schema and post-validated.
+    removed: frozenset[str]
+    formats: frozenset[str]
+    #: OpenAI: every property must be required (optional ones become required + nullable).
+    all_required: bool
+    #: Anthropic keeps ``default``; OpenAI historically rejects non-null defaults.
+    keep_default: bool
+    recursion: bool
+    #: Largest ``minItems`` enforced (None: any); larger values are post-validated.
+    max_min_items: int | None
+    #: Patterns with backreferences, lookaround or ``\b`` are not accepted.
+    simple_patterns: bool
+    #: ``enum``/``const`` values must be scalars.
+    scalar_enums: bool
+
+
+OPENAI: Final = StrictRules(
+    name="openai_strict",
+    kept=frozenset({"type", "enum", "const", "pattern", "minItems", "maxItems"}) | _NUMERIC,
+    removed=_ALWAYS_REMOVED,
+    formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}),
+    all_required=True,
+    keep_default=False,
+    recursion=True,
+    max_min_items=None,
+    simple_patterns=False,
+    scalar_enums=False,
+)
+
+ANTHROPIC: Final = StrictRules(
+    name="anthropic_strict",
+    kept=frozenset({"type", "enum", "const", "pattern", "minItems"}),
+    removed=_ALWAYS_REMOVED | _NUMERIC | {"maxItems"},
+    formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}),
+    all_required=False,
+    keep_default=True,
+    recursion=False,
+    max_min_items=1,
+    simple_patterns=True,
+    scalar_enums=True,
+)
+
+#: What self-hosted grammar decoders (xgrammar, llama.cpp, Ollama) compile; the rest is kept but not relied on.
+GRAMMAR_ENFORCED: Final = frozenset({
+    "type", "required", "enum", "const", "anyOf", "oneOf", "$ref", "prefixItems", "additionalProperties",
+    "minItems", "maxItems", "pattern", "minLength", "maxLength", "minimum", "maximum", "format",
+})
+GRAMMAR_FORMATS: Final = frozenset({"date", "date-time", "time", "email", "uuid", "ipv4", "ipv6"})
+
+
+def unsupported_regex(pattern: str) -> str | None:
+    """The first feature of ``pattern`` Anthropic's strict mode does not accept, or ``None``.
+
+    Backreferences (``\\1``, ``\\k<name>``), lookaround (``(?=``, ``(?!``, ``(?<=``, ``(?<!``) and word
+    boundaries (``\\b``, ``\\B``). Escaped backslashes are skipped, so ``\\\\b`` (a literal backslash and b) passes.
+    """
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if nxt in "123456789" or (nxt == "k" and pattern.startswith("<", i + 2)):
+                return "backreference"
+            if nxt in "bB":
+                return "word boundary"
+            i += 2
+            continue
+        if ch == "(" and pattern.startswith(("?=", "?!", "?<=", "?<!"), i + 1):
+            return "lookaround"
+        i += 1
+    return None

@@ -1,0 +1,73 @@
+"""Reporting on a schema that is sent unchanged: the grammar and advisory dialects.
+
+Self-hosted grammar decoders (xgrammar in vLLM/SGLang, llama.cpp, Ollama) compile most of JSON Schema
+themselves, and an advisory schema is only shown to the model. Nothing is rewritten; the report lists,
+per constraint, whether the decoder enforces it or guardrail must check it after parsing. Every
+subschema is listed once at its place in the document; ``$ref`` targets outside the usual positions
+(``#/some/where``) are listed too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from guardrail.schema.dialects import CONSTRAINTS, DYNAMIC_REFS, GRAMMAR_ENFORCED, GRAMMAR_FORMATS
+from guardrail.schema.refs import RefIndex
+from guardrail.schema.report import ReportBuilder
+from guardrail.schema.tree import walk
+
+
+def inventory(schema: Mapping[str, Any], report: ReportBuilder) -> None:
+    """Add one entry per constraint keyword of ``schema`` to ``report`` (dialect ``grammar`` or ``advisory``)."""
+    refs = RefIndex(schema)
+    grammar = report.dialect == "grammar"
+    seen: set[str] = set()
+    pending: list[tuple[Mapping[str, Any], str]] = [(schema, "")]
+    while pending:
+        start, start_path = pending.pop()
+        for node, path in walk(start, start_path):
+            if path in seen:
+                continue
+            seen.add(path)
+            for kw, val in node.items():
+                if kw == "items" and isinstance(val, (list, tuple)):
+                    report.add(path, "items", "post_validated", "draft-4 tuple form: not relied on")
+                elif kw in CONSTRAINTS:
+                    if kw == "$ref":
+                        target = refs.resolve(val)
+                        if target is not None and target[1] not in seen:
+                            pending.append(target)
+                        _reference(report, path, val, target is not None and refs.recursive(target[1]),
+                                   target is None, grammar)
+                    elif grammar:
+                        _grammar(report, path, kw, val)
+                    else:
+                        report.add(path, kw, "post_validated", "")
+
+
+def _reference(report: ReportBuilder, path: str, ref: Any, recursive: bool, missing: bool, grammar: bool) -> None:
+    if missing:
+        if grammar:
+            report.add(path, "$ref", "rejected", f"unresolvable reference {str(ref)[:60]!r}: not compilable")
+        else:
+            report.add(path, "$ref", "post_validated", f"unresolvable reference {str(ref)[:60]!r}")
+    elif grammar:
+        report.add(path, "$ref", "enforced", "recursive reference" if recursive else "")
+    else:
+        report.add(path, "$ref", "post_validated", "recursive reference" if recursive else "")
+
+
+def _grammar(report: ReportBuilder, path: str, kw: str, val: Any) -> None:
+    if kw in DYNAMIC_REFS:
+        report.add(path, kw, "rejected", "dynamic references cannot be followed")
+    elif kw == "format":
+        if isinstance(val, str) and val in GRAMMAR_FORMATS:
+            report.add(path, kw, "enforced", val)
+        else:
+            report.add(path, kw, "post_validated", f"format {str(val)[:40]!r}: kept, not relied on")
+    elif kw in GRAMMAR_ENFORCED:
+        report.add(path, kw, "enforced", "")
+    else:
+        report.add(path, kw, "post_validated", "kept, not relied on")
+

@@ -1,0 +1,139 @@
+"""Schema lowering: rewrite a contract's JSON Schema into what one vendor mode accepts, with a report.
+
+Before a structured-output request is sent, the schema pydantic generates must fit the chosen mode:
+
+- ``openai_strict``: OpenAI chat ``response_format`` json_schema strict, Responses ``text.format`` strict,
+  strict function tools (one subset). Object root, every property required (optional -> nullable),
+  ``additionalProperties: false`` everywhere, no ``oneOf``/``allOf``/defaults, recursion allowed.
+- ``anthropic_strict``: Anthropic ``output_config.format`` json_schema and strict tools. Object root,
+  ``additionalProperties: false``, optional properties allowed, no recursion, no numeric/length bounds.
+- ``grammar``: self-hosted constrained decoders (vLLM/SGLang xgrammar, llama.cpp, Ollama). Sent unchanged,
+  any root.
+- ``advisory``: the schema is only shown to the model (a prompt, a non-strict tool). Sent unchanged
+  (a non-object root is wrapped on request); everything is checked after parsing.
+
+:class:`CompileReport` lists every constraint keyword with what happened to it, so nothing is dropped
+silently. guardrail always validates the parsed output with pydantic against the ORIGINAL type, so
+every removed constraint ("post_validated") is still checked; a "rejected" one means the mode cannot be
+used for this contract and the caller must fall back to a weaker mode.
+
+Input safety: :func:`lower` is pure (no I/O, the input is never mutated, equal inputs give equal
+outputs) and never recurses on the schema: walks use explicit stacks, ``$ref`` cycles are detected and
+never inlined. Limits: a schema nested more than :data:`MAX_DEPTH` containers deep is not lowered (one
+"limits" rejection, the schema is returned unchanged; advisory still reports it, but serialising it
+with ``json`` would hit Python's recursion limit); lowering stops after ``strict.MAX_NODES`` subschemas
+(inlining can multiply a schema) with a "limits" rejection. A Python structure that contains itself
+raises ``ValueError``; a non-mapping schema raises ``TypeError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from guardrail.schema.dialects import ANTHROPIC, OPENAI
+from guardrail.schema.inventory import inventory
+from guardrail.schema.limits import anthropic_limits, openai_limits
+from guardrail.schema.refs import RefIndex, root_def_name
+from guardrail.schema.report import DIALECTS, CompileEntry, CompileReport, Dialect, ReportBuilder
+from guardrail.schema.strict import StrictLowerer
+from guardrail.schema.tree import DEF_CONTAINERS, copy_json, measure, walk
+
+__all__ = ["MAX_DEPTH", "CompileEntry", "CompileReport", "Dialect", "Lowered", "lower"]
+
+#: Deepest container nesting :func:`lower` rewrites (JSON encoders and vendors choke on deeper documents).
+MAX_DEPTH: Final = 256
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """The schema to send, the report, and what the caller must undo or interpret after parsing.
+
+    ``wrapped``: the key a non-object root was wrapped under (``{"result": <root>}``), else None.
+    ``absent_as_null``: optional properties were made required + nullable (OpenAI strict); the model sends
+    null for "absent", and a null for a non-nullable optional field must be read as absent.
+    """
+
+    schema: dict[str, Any]
+    report: CompileReport
+    wrapped: str | None
+    absent_as_null: bool
+
+
+def lower(schema: Mapping[str, Any], dialect: Dialect, *, wrap_key: str = "result",
+          wrap_root: bool = False) -> Lowered:
+    """Rewrite ``schema`` (a JSON Schema, e.g. ``TypeAdapter(T).json_schema()``) for ``dialect``.
+
+    ``wrap_key`` names the property a non-object root is wrapped under (strict dialects always wrap such a
+    root; ``advisory`` only when ``wrap_root`` is true, for non-strict tools that need an object root;
+    ``grammar`` never). Raises ``TypeError`` for a non-mapping schema and ``ValueError`` for an unknown
+    dialect, an empty ``wrap_key`` or a self-containing structure. Never mutates ``schema``.
+    """
+    if not isinstance(schema, Mapping):
+        raise TypeError(f"schema must be a mapping (a JSON Schema object), not {type(schema).__name__}")
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}; expected one of {sorted(DIALECTS)}")
+    if not isinstance(wrap_key, str) or not wrap_key:
+        raise ValueError("wrap_key must be a non-empty string")
+    depth = measure(schema)
+    report = ReportBuilder(dialect)
+    if depth > MAX_DEPTH and dialect != "advisory":
+        report.add("", "limits", "rejected", f"schema nested {depth} containers deep (max {MAX_DEPTH})")
+        return Lowered(copy_json(schema), report.build(), None, False)
+    if dialect in ("grammar", "advisory"):
+        inventory(schema, report)
+        out: dict[str, Any] = copy_json(schema)
+        wrapped = None
+        if dialect == "advisory" and wrap_root:
+            out, wrapped = _object_root(out, wrap_key, report)
+        return Lowered(out, report.build(), wrapped, False)
+    return _strict(schema, dialect, wrap_key, report)
+
+
+def _strict(schema: Mapping[str, Any], dialect: Dialect, wrap_key: str, report: ReportBuilder) -> Lowered:
+    openai = dialect == "openai_strict"
+    lowerer = StrictLowerer(schema, OPENAI if openai else ANTHROPIC, report)
+    body = lowerer.run()
+    wrapped = None
+    if not _is_object(body):
+        body = _wrapper(wrap_key, body)
+        wrapped = wrap_key
+        report.add("", "root", "lowered", f"non-object root wrapped as {{{wrap_key!r}: ...}}; unwrap after parsing")
+    if lowerer.defs:
+        body["$defs"] = lowerer.defs
+    for problem in (openai_limits if openai else anthropic_limits)(body):
+        report.add("", "limits", "rejected", problem)
+    return Lowered(body, report.build(), wrapped, lowerer.made_required)
+
+
+def _is_object(node: Mapping[str, Any]) -> bool:
+    declared = node.get("type")
+    return declared == "object" or declared == ["object"]
+
+
+def _wrapper(key: str, inner: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {key: inner}, "required": [key], "additionalProperties": False}
+
+
+def _object_root(doc: dict[str, Any], wrap_key: str, report: ReportBuilder) -> tuple[dict[str, Any], str | None]:
+    """Advisory with an object root required: inline a root ``$ref`` to an object definition, else wrap."""
+    if _is_object(doc):
+        return doc, None
+    target = RefIndex(doc).resolve(doc.get("$ref"))
+    if target is not None and root_def_name(target[1]) is not None and _is_object(target[0]) and all(
+            k in ("$ref", "$schema", "title", "description", *DEF_CONTAINERS) for k in doc):
+        inlined = {k: v for k, v in doc.items() if k != "$ref"}
+        inlined.update(copy_json(target[0]))
+        report.add("", "root", "lowered", "root $ref to an object definition inlined")
+        return inlined, None
+    hoisted: dict[str, Any] = {k: doc.pop(k) for k in ("$schema", *DEF_CONTAINERS) if k in doc}
+    wrapper: dict[str, Any] = {**_wrapper(wrap_key, doc), **hoisted}
+    prefix = "#/properties/" + wrap_key.replace("~", "~0").replace("/", "~1")
+    for node, _ in walk(wrapper, ""):
+        ref = node.get("$ref")
+        if isinstance(node, dict) and isinstance(ref, str) and (ref == "#" or ref.startswith("#/")) and not any(
+                ref.startswith(f"#/{c}/") for c in DEF_CONTAINERS):
+            node["$ref"] = prefix + ref[1:]
+    report.add("", "root", "lowered", f"non-object root wrapped as {{{wrap_key!r}: ...}}; unwrap after parsing")
+    return wrapper, wrap_key

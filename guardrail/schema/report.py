@@ -1,0 +1,107 @@
+"""The compile report: what lowering a schema to a vendor dialect did with each constraint.
+
+Every constraint keyword of the original schema gets one entry saying who is responsible for it: the
+vendor (``enforced``), the vendor in a rewritten form (``lowered``), guardrail after parsing
+(``post_validated``: guardrail validates the parsed value with pydantic against the original type, so a
+removed constraint is still checked), or nobody (``rejected``: the dialect cannot express it and the caller
+must fall back to a weaker mode). The report exists so that nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal, get_args
+
+Dialect = Literal["openai_strict", "anthropic_strict", "grammar", "advisory"]
+Action = Literal["enforced", "lowered", "post_validated", "rejected"]
+
+DIALECTS: Final[frozenset[str]] = frozenset(get_args(Dialect))
+ACTIONS: Final[tuple[str, ...]] = get_args(Action)
+
+
+@dataclass(frozen=True)
+class CompileEntry:
+    """One constraint keyword at one place in the original schema, and what lowering did with it.
+
+    ``path`` is a JSON Pointer into the ORIGINAL schema (``""`` for the root); ``keyword`` is the JSON
+    Schema keyword, or ``"root"`` (the root was wrapped) or ``"limits"`` (a size limit of the dialect).
+    """
+
+    path: str
+    keyword: str
+    action: Action
+    detail: str
+
+
+@dataclass(frozen=True)
+class CompileReport:
+    """All entries of one lowering; ``ok`` is false when any entry is ``rejected``."""
+
+    dialect: Dialect
+    entries: tuple[CompileEntry, ...]
+    ok: bool
+
+    def by_action(self, action: Action) -> tuple[CompileEntry, ...]:
+        """The entries with this action, in report order."""
+        return tuple(e for e in self.entries if e.action == action)
+
+    @property
+    def rejected(self) -> tuple[CompileEntry, ...]:
+        return self.by_action("rejected")
+
+    @property
+    def enforced(self) -> tuple[CompileEntry, ...]:
+        return self.by_action("enforced")
+
+    @property
+    def post_validated(self) -> tuple[CompileEntry, ...]:
+        return self.by_action("post_validated")
+
+    @property
+    def lowered(self) -> tuple[CompileEntry, ...]:
+        return self.by_action("lowered")
+
+    def summary(self) -> str:
+        """A compact table: a header with the counts, then one line per entry."""
+        counts = ", ".join(f"{len(self.by_action(a))} {a}" for a in ACTIONS)  # type: ignore[arg-type]
+        lines = [f"{self.dialect}: {'ok' if self.ok else 'REJECTED'} ({counts})"]
+        width = max((len(e.path or "/") for e in self.entries), default=1)
+        for e in self.entries:
+            tail = f"  {e.detail}" if e.detail else ""
+            lines.append(f"  {e.action:<14} {(e.path or '/'):<{width}}  {e.keyword}{tail}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable form (for audit records and logs)."""
+        return {
+            "dialect": self.dialect,
+            "ok": self.ok,
+            "entries": [{"path": e.path, "keyword": e.keyword, "action": e.action, "detail": e.detail}
+                        for e in self.entries],
+        }
+
+
+class ReportBuilder:
+    """Collects entries while a schema is lowered; the same (path, keyword, detail) is kept once.
+
+    Lowering may visit one original node several times (a definition inlined at two places); it says
+    the same thing each time, so duplicates are dropped rather than reported twice.
+    """
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect: Dialect = dialect
+        self._entries: dict[tuple[str, str, str], CompileEntry] = {}
+
+    def add(self, path: str, keyword: str, action: Action, detail: str = "") -> None:
+        key = (path, keyword, detail)
+        if key not in self._entries:
+            self._entries[key] = CompileEntry(path, keyword, action, detail)
+
+    @property
+    def has_rejection(self) -> bool:
+        return any(e.action == "rejected" for e in self._entries.values())
+
+    def build(self) -> CompileReport:
+        """The report, entries sorted by path then keyword (stable, so equal inputs give equal reports)."""
+        entries = tuple(sorted(self._entries.values(), key=lambda e: (e.path, e.keyword)))
+        return CompileReport(self.dialect, entries, not any(e.action == "rejected" for e in entries))

@@ -1,0 +1,462 @@
+"""Lowering a JSON Schema to a strict vendor subset (OpenAI strict, Anthropic strict).
+
+The walk builds a new schema node by node with an explicit work stack (no recursion, so deep schemas
+cannot exhaust Python's stack). Each node is first *flattened*: ``allOf`` members and ``$ref`` targets
+with sibling keywords are merged into one schema (only when that is exact, see :mod:`merge`), ``oneOf``
+becomes ``anyOf``, and constraints beside a union are pushed into each branch. Then every keyword is kept
+(``enforced``), rewritten (``lowered``), removed for guardrail to check after parsing (``post_validated``)
+or refused (``rejected``), and the children are queued.
+
+References: targets under the root ``$defs``/``definitions`` stay references (all output definitions live
+under ``$defs``, names sanitised); other targets are inlined unless recursive, in which case they become
+a generated definition. Recursive targets are never inlined (except once, at the root).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from guardrail.schema.dialects import (
+    CONSTRAINTS,
+    DYNAMIC_REFS,
+    JSON_TYPES,
+    KEPT_ANNOTATIONS,
+    StrictRules,
+    unsupported_regex,
+)
+from guardrail.schema.merge import Conflict, Flat, Part, Site, assemble
+from guardrail.schema.nullable import allows_null, make_nullable
+from guardrail.schema.refs import RefIndex, root_def_name
+from guardrail.schema.report import ReportBuilder
+from guardrail.schema.tree import DEF_CONTAINERS, canonical, copy_json, escape, join
+
+#: Most subschemas one lowering processes (inlining can multiply a schema); beyond it: a "limits" rejection.
+MAX_NODES: Final = 100_000
+#: Most ``$ref``/``allOf`` expansions while flattening one node.
+MAX_HOPS: Final = 256
+
+_OBJECT_KWS: Final = ("properties", "required", "additionalProperties", "patternProperties", "minProperties",
+                      "maxProperties", "propertyNames", "dependentRequired", "dependentSchemas", "dependencies")
+_ARRAY_KWS: Final = ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", "additionalItems")
+_STRING_KWS: Final = ("pattern", "minLength", "maxLength", "format")
+_NUMBER_KWS: Final = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+#: Keywords the walker handles in dedicated sections rather than in the per-keyword loop.
+_SECTIONED: Final = frozenset({"type", "properties", "items", "prefixItems", "additionalItems", "required",
+                               "additionalProperties", "patternProperties", "anyOf", "oneOf"})
+_UNION_KWS: Final = ("anyOf", "oneOf")
+_NAME_BAD: Final = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass
+class _Job:
+    parts: list[Part]
+    out: dict[str, Any]
+    root: bool = False
+    #: For a union branch: the output branch list and the union's pointer (an impossible branch is dropped).
+    union: tuple[list[dict[str, Any]], str] | None = None
+
+
+#: A union branch that no value can match (its constraints contradict those distributed into it).
+_NEVER: Final = "\x00never"
+
+
+class StrictLowerer:
+    """Lowers one schema for one strict dialect; :meth:`run` returns the new root (without ``$defs``)."""
+
+    def __init__(self, schema: Mapping[str, Any], rules: StrictRules, report: ReportBuilder) -> None:
+        self.schema = schema
+        self.rules = rules
+        self.report = report
+        self.refs = RefIndex(schema)
+        self.defs: dict[str, dict[str, Any]] = {}
+        self.made_required = False
+        self._names: dict[str, str] = {}
+        self._taken: set[str] = set()
+        self._jobs: list[_Job] = []
+        self._nullable: list[tuple[dict[str, Any], str, str]] = []
+        self._targets: dict[str, Mapping[str, Any]] = {}
+        for container in DEF_CONTAINERS:
+            members = schema.get(container)
+            if isinstance(members, Mapping):
+                for name in members:
+                    self._name_for(join("", container, name))
+
+    def run(self) -> dict[str, Any]:
+        root: dict[str, Any] = {}
+        self._jobs.append(_Job([(self.schema, Site(""))], root, root=True))
+        done = 0
+        while self._jobs:
+            done += 1
+            if done > MAX_NODES:
+                self.report.add("", "limits", "rejected", f"more than {MAX_NODES} subschemas after inlining references")
+                break
+            job = self._jobs.pop()
+            flat = self._flatten(job.parts, job.root, job.union is not None)
+            if flat is _NEVER and job.union is not None:
+                self._drop_branch(job.union, job.out)
+            elif isinstance(flat, str):
+                job.out["$ref"] = self._ref_to(flat)
+            elif flat is not None:
+                self._emit(flat, job.out)
+        for props, name, path in self._nullable:
+            if allows_null(props[name]):
+                self.report.add(path, "required", "lowered", "optional -> required (already nullable)")
+            else:
+                props[name] = make_nullable(props[name])
+                self.report.add(path, "required", "lowered", "optional -> required + nullable: a null means absent")
+        return root
+
+    def _drop_branch(self, union: tuple[list[dict[str, Any]], str], branch: dict[str, Any]) -> None:
+        branches, where = union
+        branches[:] = [b for b in branches if b is not branch]
+        if branches:
+            self.report.add(where, "anyOf", "lowered", "a branch that contradicts the constraints beside it dropped")
+        else:
+            self._reject(where, "anyOf", "no branch can match beside the union's other constraints")
+
+    # -- references -------------------------------------------------------------------------------------
+
+    def _name_for(self, pointer: str) -> str:
+        name = self._names.get(pointer)
+        if name is None:
+            plain = root_def_name(pointer)
+            if plain is None:
+                plain = "root" if not pointer else pointer.strip("/").replace("/", "_")
+            base = _NAME_BAD.sub("_", plain)[:64] or "def"
+            name, n = base, 1
+            while name in self._taken:
+                n += 1
+                name = f"{base}_{n}"
+            self._taken.add(name)
+            self._names[pointer] = name
+        return name
+
+    def _ref_to(self, pointer: str) -> str:
+        """The output reference for a kept target, queueing the target's lowering the first time."""
+        name = self._name_for(pointer)
+        if name not in self.defs:
+            self.defs[name] = {}
+            self._jobs.append(_Job([(self._targets[pointer], Site(pointer))], self.defs[name]))
+        return "#/$defs/" + escape(name)
+
+    # -- flattening -------------------------------------------------------------------------------------
+
+    def _flatten(self, parts: list[Part], root: bool, branch: bool) -> Flat | str | None:
+        """One schema for the parts, a kept reference's target pointer, or None when rejected.
+
+        For a union branch whose parts contradict each other, :data:`_NEVER` (the branch is dropped).
+        """
+        queue: deque[Part] = deque(parts)
+        expanded: list[Part] = []
+        kept: list[tuple[str, Mapping[str, Any], str, str]] = []
+        notes: list[tuple[str, str, str]] = []
+        root_inline = root
+        hops = 0
+        while queue:
+            hops += 1
+            if hops > MAX_HOPS:
+                self._reject(parts[0][1].path, "$ref", f"more than {MAX_HOPS} nested references/allOf members")
+                return None
+            schema, site = queue.popleft()
+            if schema is True:
+                continue
+            if not isinstance(schema, Mapping):
+                detail = "false schema: no value is valid" if schema is False else "not a schema object"
+                self._reject(site.path, "type", detail)
+                return None
+            if not self.rules.keep_default and "default" in schema:
+                self.report.add(site.of("default"), "default", "lowered",
+                                "removed (not accepted by OpenAI strict); pydantic still applies it after parsing")
+                schema = {k: v for k, v in schema.items() if k != "default"}
+            if "allOf" in schema:
+                members, at = schema["allOf"], site.of("allOf")
+                if not isinstance(members, (list, tuple)) or not members:
+                    self._reject(at, "allOf", "allOf must be a non-empty list")
+                    return None
+                rest = {k: v for k, v in schema.items() if k != "allOf"}
+                new = [(m, Site(join(at, "allOf", i))) for i, m in enumerate(members)]
+                queue.extendleft(reversed(([(rest, site)] if rest else []) + new))
+                detail = "single member inlined" if len(members) == 1 else f"{len(members)} members merged exactly"
+                notes.append((at, "allOf", detail))
+                continue
+            if "$ref" in schema:
+                ref, at = schema["$ref"], site.of("$ref")
+                rest = {k: v for k, v in schema.items() if k != "$ref" and _significant(k)}
+                target = self.refs.resolve(ref)
+                if target is None:
+                    self._reject(at, "$ref", f"unresolvable reference {str(ref)[:60]!r}")
+                    return None
+                node, pointer = target
+                recursive = self.refs.recursive(pointer)
+                if recursive and not self.rules.recursion:
+                    self._reject(at, "$ref", "recursive reference: this dialect cannot express recursion")
+                    return None
+                alone = not rest and not queue and not expanded and not kept and not notes
+                if (recursive and not root_inline) or (alone and not root and root_def_name(pointer) is not None):
+                    why = "recursive reference" if recursive else "reference to a definition"
+                    kept.append((pointer, node, at, why))
+                    if rest:
+                        queue.appendleft((rest, site))
+                    continue
+                root_inline = False
+                queue.extendleft(reversed(([(rest, site)] if rest else []) + [(node, Site(pointer))]))
+                notes.append((at, "$ref", "inlined with its sibling keywords" if rest else "target inlined"))
+                continue
+            expanded.append((schema, site))
+        if kept:
+            return self._keep_ref(kept, expanded)
+        flat = self._union_split(expanded)
+        if flat is None:
+            return None
+        if isinstance(flat, Conflict):
+            if flat.unsatisfiable and branch:
+                return _NEVER
+            at, kw = next(((p, k) for p, k, _ in notes), (parts[0][1].path, "anyOf"))
+            self._reject(at, kw, f"cannot be merged into one schema exactly: {flat.reason}")
+            return None
+        for at, kw, detail in notes:
+            self.report.add(at, kw, "lowered", detail)
+        return flat
+
+    def _keep_ref(self, kept: list[tuple[str, Mapping[str, Any], str, str]], others: list[Part]) -> str:
+        """A kept reference; whatever stood beside it cannot be expressed and is post-validated."""
+        pointer, target, at, detail = kept[0]
+        self._targets.setdefault(pointer, target)
+        self.report.add(at, "$ref", "enforced", detail)
+        for _, _, other_at, _ in kept[1:]:
+            self.report.add(other_at, "$ref", "post_validated", "a second reference beside a recursive one: removed")
+        for schema, site in others:
+            for kw in schema:
+                if kw in CONSTRAINTS:
+                    self.report.add(site.of(kw), kw, "post_validated", "beside a recursive $ref: removed")
+        return pointer
+
+    def _union_split(self, parts: list[Part]) -> Flat | Conflict | None:
+        """Assemble the parts; constraints beside a union are distributed into each branch (exact)."""
+        unions = [(i, kw) for i, (schema, _) in enumerate(parts) for kw in _UNION_KWS if kw in schema]
+        if len(unions) > 1:
+            _, kw = unions[1]
+            self._reject(parts[unions[1][0]][1].of(kw), kw, "two unions (anyOf/oneOf) in one schema")
+            return None
+        if not unions:
+            return assemble(parts, self.rules.removed)
+        index, kw = unions[0]
+        top: list[Part] = []
+        siblings: list[Part] = []
+        for i, (schema, site) in enumerate(parts):
+            keep = {k: v for k, v in schema.items() if not _distributable(k) or (i == index and k == kw)}
+            rest = {k: v for k, v in schema.items() if _distributable(k) and not (i == index and k == kw)}
+            top.append((keep, site))
+            if rest:
+                siblings.append((rest, site))
+        flat = assemble(top, self.rules.removed)
+        if isinstance(flat, Conflict) or not siblings:
+            return flat
+        for slot in flat.slots:
+            if slot[0] == kw:
+                flat.slots[slot] = flat.slots[slot] + siblings
+        flat.distributed = True
+        return flat
+
+    # -- emitting ---------------------------------------------------------------------------------------
+
+    def _emit(self, flat: Flat, out: dict[str, Any]) -> None:
+        node, site, rules = flat.node, flat.site, self.rules
+        for kw in KEPT_ANNOTATIONS:
+            if isinstance(node.get(kw), str):
+                out[kw] = node[kw]
+        types = self._types(flat, out)
+        if types is None:
+            return
+        for kw, val in node.items():
+            if kw in _SECTIONED or kw not in CONSTRAINTS:
+                continue
+            where = site.of(kw)
+            if kw in DYNAMIC_REFS:
+                self._reject(where, kw, "dynamic references cannot be followed")
+            elif kw == "default":
+                out[kw] = copy_json(val)
+                self.report.add(where, kw, "enforced", "kept")
+            elif kw == "discriminator":
+                self.report.add(where, kw, "post_validated", "removed: the branch choice is post-validated")
+            elif kw in ("enum", "const"):
+                self._literal(kw, val, where, out, "type" in out or "anyOf" in node or "oneOf" in node)
+            elif kw == "format":
+                if isinstance(val, str) and val in rules.formats:
+                    out[kw] = val
+                    self.report.add(where, kw, "enforced", val)
+                else:
+                    self.report.add(where, kw, "post_validated", f"format {str(val)[:40]!r} not supported: removed")
+            elif kw == "pattern" and rules.simple_patterns and isinstance(val, str) and unsupported_regex(val):
+                self.report.add(where, kw, "post_validated", f"pattern uses a {unsupported_regex(val)}: removed")
+            elif kw == "minItems" and rules.max_min_items is not None and not (
+                    isinstance(val, int) and val <= rules.max_min_items):
+                self.report.add(where, kw, "post_validated", f"minItems {val!r} > {rules.max_min_items}: removed")
+            elif kw in rules.kept:
+                if (kw != "pattern" and not _is_number(val)) or (kw == "pattern" and not isinstance(val, str)):
+                    self.report.add(where, kw, "post_validated", "unexpected value form: removed")
+                    continue
+                out[kw] = copy_json(val)
+                self.report.add(where, kw, "enforced")
+            else:
+                self.report.add(where, kw, "post_validated", "not supported in this dialect: removed")
+        if "object" in types:
+            self._object(flat, out)
+        if "array" in types:
+            self._array(flat, out)
+        for kw in _UNION_KWS:
+            if kw in node:
+                self._union(flat, kw, out)
+
+    def _types(self, flat: Flat, out: dict[str, Any]) -> set[str] | None:
+        """Copy or infer ``type``; the set of types the node admits, or None when rejected."""
+        node, site = flat.node, flat.site
+        declared = node.get("type")
+        if "type" in node:
+            listed = [declared] if isinstance(declared, str) else declared
+            if not isinstance(listed, list) or not listed or not all(t in JSON_TYPES for t in listed):
+                self._reject(site.of("type"), "type", f"unknown type {str(declared)[:40]}")
+                return None
+            out["type"] = declared if isinstance(declared, str) else list(dict.fromkeys(listed))
+            self.report.add(site.of("type"), "type", "enforced")
+            return set(listed)
+        if any(k in node for k in ("anyOf", "oneOf", "enum", "const")):
+            return set()
+        families = [t for t, kws in (("object", _OBJECT_KWS), ("array", _ARRAY_KWS), ("string", _STRING_KWS),
+                                     ("number", _NUMBER_KWS)) if any(k in node for k in kws)]
+        if len(families) != 1:
+            self._reject(site.path, "type", "no type: a value of any JSON type cannot be expressed in strict mode")
+            return None
+        out["type"] = families[0]
+        self.report.add(site.path, "type", "lowered", f"no type: {families[0]} inferred from its keywords")
+        return {families[0]}
+
+    def _literal(self, kw: str, val: Any, where: str, out: dict[str, Any], typed: bool) -> None:
+        values = val if kw == "enum" else [val]
+        if kw == "enum" and (not isinstance(val, (list, tuple)) or not val):
+            self._reject(where, kw, "enum must be a non-empty list: no value is valid")
+        elif self.rules.scalar_enums and not all(v is None or isinstance(v, (str, int, float, bool)) for v in values):
+            if typed:
+                self.report.add(where, kw, "post_validated", "object/array values not supported: removed")
+            else:
+                self._reject(where, kw, "object/array values not supported and nothing else types the value")
+        else:
+            out[kw] = copy_json(val)
+            self.report.add(where, kw, "enforced")
+
+    def _object(self, flat: Flat, out: dict[str, Any]) -> None:
+        node, site = flat.node, flat.site
+        names = list(node.get("properties") or {})
+        addl = node.get("additionalProperties", _MISSING)
+        pattern_props = node.get("patternProperties")
+        mapped = isinstance(pattern_props, Mapping) and bool(pattern_props)
+        where = site.of("additionalProperties")
+        if mapped and names:
+            self.report.add(site.of("patternProperties"), "patternProperties", "post_validated",
+                            "removed: keys matching the patterns won't be produced")
+        elif mapped:
+            self._reject(site.of("patternProperties"), "patternProperties",
+                         "map-like object (no properties): strict mode would force {} (silent data loss)")
+        if addl is True or isinstance(addl, Mapping):
+            if names:
+                self.report.add(where, "additionalProperties", "lowered",
+                                "-> false: extra keys the type allows won't be produced")
+            else:
+                self._reject(where, "additionalProperties",
+                             "dict-like object (no properties): strict mode would force {} (silent data loss)")
+        elif "properties" in node or addl is False:
+            self.report.add(where, "additionalProperties", "enforced", "false" if addl is False else "false (added)")
+        elif not mapped:
+            self._reject(where, "additionalProperties",
+                         "object without declared properties: strict mode would force {} (silent data loss)")
+        props: dict[str, Any] = {}
+        for name in names:
+            props[name] = {}
+            self._jobs.append(_Job(flat.slots[("properties", name)], props[name]))
+        raw = node.get("required")
+        required = list(dict.fromkeys(n for n in raw if isinstance(n, str))) if isinstance(raw, list) else []
+        missing = [n for n in required if n not in props]
+        if missing:
+            self._reject(site.of("required"), "required", f"required without a property schema: {missing[:3]}")
+        elif required:
+            self.report.add(site.of("required"), "required", "enforced")
+        if self.rules.all_required:
+            for name in names:
+                if name not in required:
+                    self._nullable.append((props, name, flat.slots[("properties", name)][0][1].path))
+                    self.made_required = True
+            required = names
+        out["properties"] = props
+        out["required"] = [n for n in required if n in props]
+        out["additionalProperties"] = False
+
+    def _array(self, flat: Flat, out: dict[str, Any]) -> None:
+        node, site = flat.node, flat.site
+        tuple_kw = "prefixItems" if isinstance(node.get("prefixItems"), (list, tuple)) else (
+            "items" if isinstance(node.get("items"), (list, tuple)) else None)
+        if tuple_kw is None:
+            if ("items", "") in flat.slots:
+                out["items"] = {}
+                self._jobs.append(_Job(flat.slots[("items", "")], out["items"]))
+            else:
+                self._reject(site.path, "items", "array without an item schema: items of any JSON type")
+            return
+        count = len(node[tuple_kw])
+        branches = [flat.slots[(tuple_kw, str(i))] for i in range(count)]
+        extra = flat.slots.get(("items" if tuple_kw == "prefixItems" else "additionalItems", ""))
+        if extra and all(isinstance(s, Mapping) for s, _ in extra):
+            branches.append(extra)
+        if not branches:
+            self._reject(site.of(tuple_kw), tuple_kw, "empty tuple")
+            return
+        distinct: dict[str, dict[str, Any]] = {}
+        for parts in branches:
+            child: dict[str, Any] = {}
+            self._jobs.append(_Job(parts, child))  # duplicates are lowered too, for their report entries
+            distinct.setdefault(canonical([s for s, _ in parts]), child)
+        outs = list(distinct.values())
+        out["items"] = outs[0] if len(outs) == 1 else {"anyOf": outs}
+        self.report.add(site.of(tuple_kw), tuple_kw, "lowered",
+                        f"tuple of {count} -> items of {len(outs)} distinct schema(s); positions post-validated")
+
+    def _union(self, flat: Flat, kw: str, out: dict[str, Any]) -> None:
+        members, where = flat.node[kw], flat.site.of(kw)
+        if not isinstance(members, (list, tuple)) or not members:
+            self._reject(where, kw, "empty union: no value is valid")
+            return
+        branches: list[dict[str, Any]] = []
+        for i in range(len(members)):
+            branches.append({})
+            self._jobs.append(_Job(flat.slots[(kw, str(i))], branches[-1], union=(branches, where)))
+        out["anyOf"] = branches
+        spread = "; sibling constraints distributed into each branch" if flat.distributed else ""
+        if kw == "oneOf":
+            self.report.add(where, kw, "lowered", "oneOf -> anyOf (exclusivity post-validated)" + spread)
+        else:
+            self.report.add(where, kw, "enforced", spread.lstrip("; "))
+
+    def _reject(self, path: str, keyword: str, detail: str) -> None:
+        self.report.add(path, keyword, "rejected", detail)
+
+
+_MISSING: Final = object()
+
+
+def _distributable(keyword: str) -> bool:
+    """Whether a keyword beside a union constrains the value (and so must hold in every branch)."""
+    return (keyword in CONSTRAINTS or keyword in ("properties", "items")) and keyword not in (
+        "default", "discriminator")
+
+
+def _significant(keyword: str) -> bool:
+    """Whether a keyword beside ``$ref`` means something in the output (definitions and unknown keys do not)."""
+    return keyword in CONSTRAINTS or keyword in KEPT_ANNOTATIONS or keyword in ("properties", "items")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
