@@ -115,8 +115,8 @@ class FaultProfile:
         latency: float = 0.05,
         answer: Callable[[RecordedRequest], str] | None = None,
     ) -> None:
-        for name, value in (("slip", slip), ("rate_limit", rate_limit), ("truncation", truncation),
-                            ("refusal", refusal)):  # fmt: skip
+        probabilities = {"slip": slip, "rate_limit": rate_limit, "truncation": truncation, "refusal": refusal}
+        for name, value in probabilities.items():
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be a probability, got {value!r}")
         if rate_limit + truncation + refusal > 1.0:
