@@ -331,6 +331,12 @@ def test_latency_and_responder(emu: Emulator, oai: openai.OpenAI) -> None:
     emu.latency = 0.0
     assert chat(oai, messages=[{"role": "user", "content": "ping"}]).choices[0].message.content == "echo ping"
     assert seen == ["gpt-test"]
+    emu.responder = lambda request: 1 / 0  # type: ignore[assignment,return-value]
+    with pytest.raises(openai.InternalServerError, match="responder raised ZeroDivisionError"):
+        chat(oai)
+    emu.responder = lambda request: "not a behaviour"  # type: ignore[assignment,return-value]
+    with pytest.raises(openai.InternalServerError, match="not a behaviour"):
+        chat(oai)
     emu.reset()
     assert (emu.requests, emu.pending, emu.responder) == ([], 0, None)
 
@@ -359,6 +365,12 @@ def test_chat_streams(emu: Emulator, oai: openai.OpenAI) -> None:
     chunks = list(chat(oai, stream=True, stream_options={"include_usage": True}))
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
     assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    emu.script(reply.refusal("No, I won't do that."))
+    with oai.chat.completions.stream(model="m", messages=USER) as refused:
+        kinds = [event.type for event in refused]
+        final = refused.get_final_completion()
+    assert "refusal.delta" in kinds
+    assert (final.choices[0].message.refusal, final.choices[0].message.content) == ("No, I won't do that.", None)
 
 
 def test_responses_streams(emu: Emulator, oai: openai.OpenAI) -> None:
@@ -622,7 +634,7 @@ def strictify(schema: dict[str, Any]) -> dict[str, Any]:
             schema["additionalProperties"] = False
             schema["required"] = list(schema["properties"])
     elif isinstance(schema, list):
-        return [strictify(v) for v in schema]  # type: ignore[return-value]
+        return [strictify(v) for v in schema]
     return schema
 
 
@@ -760,6 +772,22 @@ def test_plugin_fixtures(vendor_emulator: Emulator, openai_client: openai.OpenAI
     assert openai_client.chat.completions.create(model="m", messages=USER).choices[0].message.content == "a"
     assert anthropic_client.messages.create(model="m", max_tokens=5, messages=USER).content[0].text == "b"
     assert openai_client.max_retries == 0 and anthropic_client.max_retries == 0
+
+
+def test_async_plugin_fixtures(
+    vendor_emulator: Emulator, async_openai_client: openai.AsyncOpenAI, async_anthropic_client: Any
+) -> None:
+    async def main() -> tuple[str | None, str]:
+        try:
+            completion = await async_openai_client.chat.completions.create(model="m", messages=USER)
+            message = await async_anthropic_client.messages.create(model="m", max_tokens=5, messages=USER)
+            return completion.choices[0].message.content, message.content[0].text
+        finally:
+            await async_openai_client.close()
+            await async_anthropic_client.close()
+
+    vendor_emulator.script(reply.answer("a"), reply.answer("b"))
+    assert asyncio.run(main()) == ("a", "b")
 
 
 def test_command_line_serves_until_interrupted() -> None:

@@ -163,9 +163,12 @@ class Emulator:
         if responder is None:
             return error(500, message=EXHAUSTED)
         try:
-            return responder(request)
+            behaviour = responder(request)
         except Exception as exc:  # a broken responder must fail the test loudly, not hang it
             return error(500, message=f"emulator responder raised {type(exc).__name__}: {exc}")
+        if not isinstance(behaviour, Reply):
+            return error(500, message=f"emulator responder returned {behaviour!r}, not a behaviour from reply.*")
+        return behaviour
 
     def _sleep(self, seconds: float) -> bool:
         """Wait ``seconds`` unless the emulator stops first; True when it is stopping."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -31,9 +32,17 @@ _ROUTES: dict[str, Api] = {"/chat/completions": "chat", "/responses": "responses
 
 
 class Server(ThreadingHTTPServer):
+    """Threaded HTTP server owned by one :class:`~guardrail.testing.Emulator`."""
+
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # benchmarks open many connections at once
     emulator: Emulator
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet when a client goes away (closing a stream early resets the connection); report the rest."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
 
 
 class _Drop(Exception):
@@ -63,10 +72,17 @@ class Handler(BaseHTTPRequestHandler):
         self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}}, [])
 
     def do_POST(self) -> None:
+        self._answered = False
         try:
             self._serve_post()
-        except (_Drop, BrokenPipeError, ConnectionResetError):
+        except (_Drop, OSError):
             self._abort()
+        except Exception as exc:  # a bug here must fail the test with a message, not a bare disconnect
+            if self._answered:
+                self._abort()
+                raise
+            message = f"emulator internal error: {type(exc).__name__}: {exc}"
+            self._send_json(500, {"error": {"message": message, "type": "server_error"}}, [])
 
     # -- steps -----------------------------------------------------------------------------------------
     def _serve_post(self) -> None:
@@ -149,6 +165,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send_json(self, status: int, body: dict[str, Any], headers: list[tuple[str, str]]) -> None:
         payload = json.dumps(body).encode()
+        self._answered = True
         self.send_response(status, _REASONS.get(status))
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(payload)))
@@ -158,6 +175,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _send_stream(self, frames: list[bytes], request: RecordedRequest) -> None:
+        self._answered = True
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
