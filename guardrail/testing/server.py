@@ -50,6 +50,8 @@ class _Drop(Exception):
 
 
 class Handler(BaseHTTPRequestHandler):
+    """Answers one connection's requests: route, record, check, take a behaviour, write it in the wire shape."""
+
     protocol_version = "HTTP/1.1"
     server: Server
 
