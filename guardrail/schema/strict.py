@@ -15,7 +15,6 @@ a generated definition. Recursive targets are never inlined (except once, at the
 from __future__ import annotations
 
 import re
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -28,7 +27,8 @@ from guardrail.schema.dialects import (
     StrictRules,
     unsupported_regex,
 )
-from guardrail.schema.merge import Conflict, Flat, Part, Site, assemble
+from guardrail.schema.flatten import NEVER, Flattener, KeptRef
+from guardrail.schema.merge import Flat, Part, Site
 from guardrail.schema.nullable import allows_null, make_nullable
 from guardrail.schema.refs import RefIndex, root_def_name
 from guardrail.schema.report import ReportBuilder
@@ -36,8 +36,6 @@ from guardrail.schema.tree import DEF_CONTAINERS, canonical, copy_json, escape, 
 
 #: Most subschemas one lowering processes (inlining can multiply a schema); beyond it: a "limits" rejection.
 MAX_NODES: Final = 100_000
-#: Most ``$ref``/``allOf`` expansions while flattening one node.
-MAX_HOPS: Final = 256
 
 _OBJECT_KWS: Final = ("properties", "required", "additionalProperties", "patternProperties", "minProperties",
                       "maxProperties", "propertyNames", "dependentRequired", "dependentSchemas", "dependencies")
@@ -60,10 +58,6 @@ class _Job:
     union: tuple[list[dict[str, Any]], str] | None = None
 
 
-#: A union branch that no value can match (its constraints contradict those distributed into it).
-_NEVER: Final = "\x00never"
-
-
 class StrictLowerer:
     """Lowers one schema for one strict dialect; :meth:`run` returns the new root (without ``$defs``)."""
 
@@ -78,7 +72,7 @@ class StrictLowerer:
         self._taken: set[str] = set()
         self._jobs: list[_Job] = []
         self._nullable: list[tuple[dict[str, Any], str, str]] = []
-        self._targets: dict[str, Mapping[str, Any]] = {}
+        self._flattener = Flattener(self.refs, rules, report)
         for container in DEF_CONTAINERS:
             members = schema.get(container)
             if isinstance(members, Mapping):
@@ -95,12 +89,12 @@ class StrictLowerer:
                 self.report.add("", "limits", "rejected", f"more than {MAX_NODES} subschemas after inlining references")
                 break
             job = self._jobs.pop()
-            flat = self._flatten(job.parts, job.root, job.union is not None)
-            if flat is _NEVER and job.union is not None:
+            flat = self._flattener.flatten(job.parts, root=job.root, branch=job.union is not None)
+            if flat is NEVER and job.union is not None:
                 self._drop_branch(job.union, job.out)
-            elif isinstance(flat, str):
+            elif isinstance(flat, KeptRef):
                 job.out["$ref"] = self._ref_to(flat)
-            elif flat is not None:
+            elif isinstance(flat, Flat):
                 self._emit(flat, job.out)
         for props, name, path in self._nullable:
             if allows_null(props[name]):
@@ -135,132 +129,13 @@ class StrictLowerer:
             self._names[pointer] = name
         return name
 
-    def _ref_to(self, pointer: str) -> str:
+    def _ref_to(self, ref: KeptRef) -> str:
         """The output reference for a kept target, queueing the target's lowering the first time."""
-        name = self._name_for(pointer)
+        name = self._name_for(ref.pointer)
         if name not in self.defs:
             self.defs[name] = {}
-            self._jobs.append(_Job([(self._targets[pointer], Site(pointer))], self.defs[name]))
+            self._jobs.append(_Job([(ref.target, Site(ref.pointer))], self.defs[name]))
         return "#/$defs/" + escape(name)
-
-    # -- flattening -------------------------------------------------------------------------------------
-
-    def _flatten(self, parts: list[Part], root: bool, branch: bool) -> Flat | str | None:
-        """One schema for the parts, a kept reference's target pointer, or None when rejected.
-
-        For a union branch whose parts contradict each other, :data:`_NEVER` (the branch is dropped).
-        """
-        queue: deque[Part] = deque(parts)
-        expanded: list[Part] = []
-        kept: list[tuple[str, Mapping[str, Any], str, str]] = []
-        notes: list[tuple[str, str, str]] = []
-        root_inline = root
-        hops = 0
-        while queue:
-            hops += 1
-            if hops > MAX_HOPS:
-                self._reject(parts[0][1].path, "$ref", f"more than {MAX_HOPS} nested references/allOf members")
-                return None
-            schema, site = queue.popleft()
-            if schema is True:
-                continue
-            if not isinstance(schema, Mapping):
-                detail = "false schema: no value is valid" if schema is False else "not a schema object"
-                self._reject(site.path, "type", detail)
-                return None
-            if not self.rules.keep_default and "default" in schema:
-                self.report.add(site.of("default"), "default", "lowered",
-                                "removed (not accepted by OpenAI strict); pydantic still applies it after parsing")
-                schema = {k: v for k, v in schema.items() if k != "default"}
-            if "allOf" in schema:
-                members, at = schema["allOf"], site.of("allOf")
-                if not isinstance(members, (list, tuple)) or not members:
-                    self._reject(at, "allOf", "allOf must be a non-empty list")
-                    return None
-                rest = {k: v for k, v in schema.items() if k != "allOf"}
-                new = [(m, Site(join(at, "allOf", i))) for i, m in enumerate(members)]
-                queue.extendleft(reversed(([(rest, site)] if rest else []) + new))
-                detail = "single member inlined" if len(members) == 1 else f"{len(members)} members merged exactly"
-                notes.append((at, "allOf", detail))
-                continue
-            if "$ref" in schema:
-                ref, at = schema["$ref"], site.of("$ref")
-                rest = {k: v for k, v in schema.items() if k != "$ref" and _significant(k)}
-                target = self.refs.resolve(ref)
-                if target is None:
-                    self._reject(at, "$ref", f"unresolvable reference {str(ref)[:60]!r}")
-                    return None
-                node, pointer = target
-                recursive = self.refs.recursive(pointer)
-                if recursive and not self.rules.recursion:
-                    self._reject(at, "$ref", "recursive reference: this dialect cannot express recursion")
-                    return None
-                alone = not rest and not queue and not expanded and not kept and not notes
-                if (recursive and not root_inline) or (alone and not root and root_def_name(pointer) is not None):
-                    why = "recursive reference" if recursive else "reference to a definition"
-                    kept.append((pointer, node, at, why))
-                    if rest:
-                        queue.appendleft((rest, site))
-                    continue
-                root_inline = False
-                queue.extendleft(reversed(([(rest, site)] if rest else []) + [(node, Site(pointer))]))
-                notes.append((at, "$ref", "inlined with its sibling keywords" if rest else "target inlined"))
-                continue
-            expanded.append((schema, site))
-        if kept:
-            return self._keep_ref(kept, expanded)
-        flat = self._union_split(expanded)
-        if flat is None:
-            return None
-        if isinstance(flat, Conflict):
-            if flat.unsatisfiable and branch:
-                return _NEVER
-            at, kw = next(((p, k) for p, k, _ in notes), (parts[0][1].path, "anyOf"))
-            self._reject(at, kw, f"cannot be merged into one schema exactly: {flat.reason}")
-            return None
-        for at, kw, detail in notes:
-            self.report.add(at, kw, "lowered", detail)
-        return flat
-
-    def _keep_ref(self, kept: list[tuple[str, Mapping[str, Any], str, str]], others: list[Part]) -> str:
-        """A kept reference; whatever stood beside it cannot be expressed and is post-validated."""
-        pointer, target, at, detail = kept[0]
-        self._targets.setdefault(pointer, target)
-        self.report.add(at, "$ref", "enforced", detail)
-        for _, _, other_at, _ in kept[1:]:
-            self.report.add(other_at, "$ref", "post_validated", "a second reference beside a recursive one: removed")
-        for schema, site in others:
-            for kw in schema:
-                if kw in CONSTRAINTS:
-                    self.report.add(site.of(kw), kw, "post_validated", "beside a recursive $ref: removed")
-        return pointer
-
-    def _union_split(self, parts: list[Part]) -> Flat | Conflict | None:
-        """Assemble the parts; constraints beside a union are distributed into each branch (exact)."""
-        unions = [(i, kw) for i, (schema, _) in enumerate(parts) for kw in _UNION_KWS if kw in schema]
-        if len(unions) > 1:
-            _, kw = unions[1]
-            self._reject(parts[unions[1][0]][1].of(kw), kw, "two unions (anyOf/oneOf) in one schema")
-            return None
-        if not unions:
-            return assemble(parts, self.rules.removed)
-        index, kw = unions[0]
-        top: list[Part] = []
-        siblings: list[Part] = []
-        for i, (schema, site) in enumerate(parts):
-            keep = {k: v for k, v in schema.items() if not _distributable(k) or (i == index and k == kw)}
-            rest = {k: v for k, v in schema.items() if _distributable(k) and not (i == index and k == kw)}
-            top.append((keep, site))
-            if rest:
-                siblings.append((rest, site))
-        flat = assemble(top, self.rules.removed)
-        if isinstance(flat, Conflict) or not siblings:
-            return flat
-        for slot in flat.slots:
-            if slot[0] == kw:
-                flat.slots[slot] = flat.slots[slot] + siblings
-        flat.distributed = True
-        return flat
 
     # -- emitting ---------------------------------------------------------------------------------------
 
@@ -321,7 +196,8 @@ class StrictLowerer:
             if not isinstance(listed, list) or not listed or not all(t in JSON_TYPES for t in listed):
                 self._reject(site.of("type"), "type", f"unknown type {str(declared)[:40]}")
                 return None
-            out["type"] = declared if isinstance(declared, str) else list(dict.fromkeys(listed))
+            unique = list(dict.fromkeys(listed))
+            out["type"] = unique[0] if len(unique) == 1 else unique
             self.report.add(site.of("type"), "type", "enforced")
             return set(listed)
         if any(k in node for k in ("anyOf", "oneOf", "enum", "const")):
@@ -444,17 +320,6 @@ class StrictLowerer:
 
 
 _MISSING: Final = object()
-
-
-def _distributable(keyword: str) -> bool:
-    """Whether a keyword beside a union constrains the value (and so must hold in every branch)."""
-    return (keyword in CONSTRAINTS or keyword in ("properties", "items")) and keyword not in (
-        "default", "discriminator")
-
-
-def _significant(keyword: str) -> bool:
-    """Whether a keyword beside ``$ref`` means something in the output (definitions and unknown keys do not)."""
-    return keyword in CONSTRAINTS or keyword in KEPT_ANNOTATIONS or keyword in ("properties", "items")
 
 
 def _is_number(value: Any) -> bool:
