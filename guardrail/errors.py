@@ -3,12 +3,21 @@
 The tree::
 
     GuardrailError                 anything guardrail raises on purpose
-    └── ParseError                 model text could not become a valid value (.kind, .feedback, .text, .report)
-        ├── NoJSONError            kind "no_json": no JSON value could be read from the text
-        ├── TruncatedError         kind "truncated": the JSON stops before it is complete (never closed up)
-        ├── AmbiguousError         kind "ambiguous": two different readings both satisfy the contract
-        └── SchemaViolationError   kind "schema_violation": JSON was read but does not satisfy the contract
-            └── InputLimitError    the text is larger or deeper than the configured limits (.limit, .value)
+    ├── ParseError                 model text could not become a valid value (.kind, .feedback, .text, .report)
+    │   ├── NoJSONError            kind "no_json": no JSON value could be read from the text
+    │   ├── TruncatedError         kind "truncated": the JSON stops before it is complete (never closed up)
+    │   ├── AmbiguousError         kind "ambiguous": two different readings both satisfy the contract
+    │   └── SchemaViolationError   kind "schema_violation": JSON was read but does not satisfy the contract
+    │       └── InputLimitError    the text is larger or deeper than the configured limits (.limit, .value)
+    └── CallError                  a vendor call ended without a value (.outcome: attempts, raw outputs, usage)
+        ├── Refused                the model refused (.refusal, the vendor's text); never retried
+        ├── VendorError            the vendor answered with an error retrying cannot fix (.status, .code): 400,
+        │                          401, 403, 404, a spend limit; never retried
+        ├── VendorUnavailable      transport retries (429, 5xx, 529, timeouts, dropped connections) ran out of
+        │                          tries or of time (.status)
+        └── GaveUp                 every attempt's output failed the contract (.errors: one per attempt)
+            ├── OutputTruncated    the output hit the token limit even after it was raised once
+            └── BudgetExceeded     another attempt would have passed the token or cost budget
 
 ``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
 there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
@@ -21,6 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from guardrail.outcome import Outcome
     from guardrail.parse.report import ParseReport
 
 ParseErrorKind = Literal["no_json", "truncated", "ambiguous", "schema_violation"]
@@ -92,3 +102,74 @@ class InputLimitError(SchemaViolationError):
         """The error for a text holding more JSON values or fenced blocks than ``max_candidates``."""
         return cls(f"The reply holds more than {limit} JSON values or fenced blocks; reply with exactly one "
                    "JSON value.", limit="max_candidates", value=limit, text=text)
+
+
+class CallError(GuardrailError):
+    """A call to a vendor ended without a validated value; nothing that happened is lost.
+
+    Attributes:
+        outcome: the :class:`~guardrail.Outcome`: every attempt (raw output, error, fixes, usage, mode,
+            timing), total usage and the trace id.
+    """
+
+    def __init__(self, message: str, *, outcome: Outcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+    @property
+    def raw_outputs(self) -> list[str]:
+        """Every raw model output received, in order (text or tool-call arguments)."""
+        return [a.raw for a in self.outcome.attempts if a.raw is not None]
+
+    @property
+    def trace_id(self) -> str:
+        """The trace id of the call (the OpenTelemetry trace id when tracing is on)."""
+        return self.outcome.trace_id
+
+
+class Refused(CallError):
+    """The model refused to answer; the vendor's words are in ``.refusal``. Refusals are not retried."""
+
+    def __init__(self, refusal: str, *, outcome: Outcome) -> None:
+        super().__init__(f"the model refused: {refusal}", outcome=outcome)
+        self.refusal = refusal
+
+
+class VendorError(CallError):
+    """The vendor answered with an error that retrying cannot fix (bad request, auth, not found, spend limit)."""
+
+    def __init__(self, message: str, *, status: int | None, code: str | None, outcome: Outcome) -> None:
+        super().__init__(message, outcome=outcome)
+        self.status = status
+        self.code = code
+
+
+class VendorUnavailable(CallError):
+    """Transport retries ran out (count or deadline) on rate limits, server errors, timeouts or drops."""
+
+    def __init__(self, message: str, *, status: int | None, outcome: Outcome) -> None:
+        super().__init__(message, outcome=outcome)
+        self.status = status
+
+
+class GaveUp(CallError):
+    """Every attempt's output failed the contract; ``.errors`` holds each attempt's error, in order."""
+
+    kind: str = "gave_up"
+
+    @property
+    def errors(self) -> list[GuardrailError]:
+        """The error of each failed attempt, in order."""
+        return [a.error for a in self.outcome.attempts if a.error is not None]
+
+
+class OutputTruncated(GaveUp):
+    """The output hit the token limit, and again after the limit was raised once (within its ceiling)."""
+
+    kind: str = "truncated"
+
+
+class BudgetExceeded(GaveUp):
+    """Stopped before an attempt that could have passed the token or cost budget."""
+
+    kind: str = "budget"

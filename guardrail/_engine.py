@@ -1,0 +1,292 @@
+"""The attempt loop: one I/O-free generator shared by the sync and async drivers.
+
+The loop yields a :class:`Send` (the SDK keywords for one request) and receives a :class:`Received` (a
+completion, or a classified failure once transport retries are spent). Everything else happens here, with
+no I/O: choosing the plan, the output-token limit and temperature, reading truncation and refusals,
+running the parse layer, building the feedback turn, keeping the budget, and recording every attempt.
+
+Per attempt::
+
+    build request for the plan ── send ── read completion
+      refusal / content filter  -> Refused (never retried)
+      truncated                 -> raise the token limit once within the ceiling, else OutputTruncated
+      parse + validate fails    -> one feedback turn listing every problem, lower temperature, next attempt
+      400 for the schema        -> next plan (mode) on the same vendor; not counted as an attempt
+      other vendor error        -> VendorError / VendorUnavailable
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import time
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic
+import structlog
+
+from guardrail.contract import Contract
+from guardrail.errors import (
+    BudgetExceeded,
+    CallError,
+    GaveUp,
+    NoJSONError,
+    OutputTruncated,
+    Refused,
+    TruncatedError,
+    VendorError,
+    VendorUnavailable,
+)
+from guardrail.modes import Capabilities, Plan
+from guardrail.outcome import Attempt, Budget, Outcome, Result, Usage, result_from
+from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
+from guardrail.parse.pipeline import parse_report
+from guardrail.vendors.base import Completion, Endpoint, Exchange
+from guardrail.vendors.failures import Failure
+
+log = structlog.get_logger("guardrail")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Knobs of the attempt loop.
+
+    Attributes:
+        max_attempts: model attempts per call (a re-ask after truncation counts; a schema 400 does not).
+        max_tokens_ceiling: the highest output-token limit a truncated answer may be retried with.
+        repair_temperature_factor: each repair attempt multiplies the temperature by this (from 1.0 when
+            the caller set none), so the model explores less while fixing.
+        capture_content: put raw model outputs on the trace span as events.
+    """
+
+    max_attempts: int = 3
+    max_tokens_ceiling: int = 16384
+    repair_temperature_factor: float = 0.5
+    #: Record raw model outputs on the OpenTelemetry span (off by default: outputs may hold personal data).
+    capture_content: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Everything one structured call needs; built by the client wrapper, read by the loop."""
+
+    endpoint: Endpoint
+    kwargs: Mapping[str, Any]
+    contract: Contract[Any]
+    plans: list[Plan]
+    caps: Capabilities
+    aliases: Mapping[str, str] | None = None
+    budget: Budget | None = None
+    settings: Settings = field(default_factory=Settings)
+    trace_id: str = ""
+
+    @property
+    def model(self) -> str:
+        return str(self.kwargs.get("model", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Effect: send one request with these SDK keywords (``stream`` tells the driver to read events)."""
+
+    kwargs: dict[str, Any]
+    stream: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """What the driver sends back: a completion, or the failure left after transport retries."""
+
+    completion: Completion | None
+    failure: Failure | None
+    calls: int
+    seconds: float
+
+
+Loop = Generator[Send, Received, Result[Any]]
+
+
+def attempt_loop(call: Call) -> Loop:
+    """The attempt loop (see module docstring); returns the :class:`Result` or raises a :class:`CallError`."""
+    state = _State(call)
+    while True:
+        plan = call.plans[state.plan_index]
+        max_tokens = state.output_limit()
+        kwargs = call.endpoint.build(call.kwargs, plan, state.history, max_tokens=max_tokens,
+                                     temperature=state.temperature)
+        max_tokens = state.fit_budget(kwargs, max_tokens)
+        if max_tokens is not None:
+            kwargs = call.endpoint.build(call.kwargs, plan, state.history, max_tokens=max_tokens,
+                                         temperature=state.temperature)
+        received = yield Send(kwargs, bool(kwargs.get("stream")))
+        attempt = state.new_attempt(plan, received, max_tokens)
+        if received.failure is not None:
+            state.on_failure(received.failure, attempt)
+            continue
+        assert received.completion is not None
+        value = state.on_completion(received.completion, attempt)
+        if value is not _NONE:
+            return result_from(state.outcome(), value)
+
+
+_NONE: Any = object()
+
+
+class _State:
+    """The mutable state of one call's loop; each method is one decision."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.started = time.monotonic()
+        self.plan_index = 0
+        self.history: list[Exchange] = []
+        self.attempts: list[Attempt] = []
+        self.usage = Usage()
+        self.model_attempts = 0
+        self.max_tokens = call.endpoint.max_tokens(call.kwargs)
+        self.raised_limit = False
+        given = call.kwargs.get("temperature")
+        self.temperature: float | None = float(given) if isinstance(given, (int, float)) else None
+        self.may_lower_temperature = call.caps.temperature and not call.endpoint.thinking(call.kwargs)
+
+    # -- before sending ---------------------------------------------------------------------------------
+    def output_limit(self) -> int | None:
+        return self.max_tokens
+
+    def fit_budget(self, kwargs: Mapping[str, Any], max_tokens: int | None) -> int | None:
+        """Stop before an attempt that could pass the budget; else cap the output tokens to what is left."""
+        budget = self.call.budget
+        if budget is None:
+            return None
+        left = budget.tokens_left(self.usage)
+        estimate = _estimate_input_tokens(kwargs)
+        last_output = self.attempts[-1].usage.output_tokens if self.attempts else 1
+        if left < estimate + max(last_output, 1):
+            raise BudgetExceeded(
+                f"stopped before attempt {self.model_attempts + 1}: the budget leaves {max(0, int(left))} tokens, "
+                f"the next request needs about {estimate} input tokens plus the answer", outcome=self.outcome())
+        room = int(left - estimate)
+        return room if max_tokens is None or room < max_tokens else None
+
+    # -- after receiving --------------------------------------------------------------------------------
+    def new_attempt(self, plan: Plan, received: Received, max_tokens: int | None) -> Attempt:
+        done = received.completion
+        self.model_attempts += 1 if done is not None else 0
+        return Attempt(number=len(self.attempts) + 1, mode=plan.mode, raw=done.text if done else None,
+                       finish_reason=done.finish_reason if done else None,
+                       usage=done.usage if done else Usage(), vendor_calls=received.calls,
+                       seconds=received.seconds, max_tokens=max_tokens, temperature=self.temperature)
+
+    def record(self, attempt: Attempt, **changes: Any) -> None:
+        attempt = _replace(attempt, **changes)
+        self.attempts.append(attempt)
+        self.usage = self.usage + attempt.usage
+        log.info("guardrail.attempt", trace_id=self.call.trace_id, attempt=attempt.number, mode=attempt.mode,
+                 finish_reason=attempt.finish_reason, error=attempt.error_kind, fixes=len(attempt.fixes),
+                 input_tokens=attempt.usage.input_tokens, output_tokens=attempt.usage.output_tokens,
+                 vendor_calls=attempt.vendor_calls)
+
+    def on_failure(self, failure: Failure, attempt: Attempt) -> None:
+        """A vendor error after transport retries: next plan for a schema 400, else the matching error."""
+        if failure.kind == "schema_rejected":
+            self.record(attempt, error=VendorError(failure.message, status=failure.status, code=failure.code,
+                                                   outcome=self.outcome()))
+            if self.plan_index + 1 < len(self.call.plans):
+                self.plan_index += 1
+                self.history.clear()  # replies in the old mode cannot be replayed in the new one
+                log.info("guardrail.mode_fallback", trace_id=self.call.trace_id,
+                         to=self.call.plans[self.plan_index].mode, reason=failure.message)
+                return
+        error: CallError
+        if failure.kind == "retryable":
+            error = VendorUnavailable(f"vendor unavailable after {attempt.vendor_calls} tries: {failure.message}",
+                                      status=failure.status, outcome=self.outcome())
+        else:
+            error = VendorError(f"vendor error {failure.status}: {failure.message}", status=failure.status,
+                                code=failure.code, outcome=self.outcome())
+        if failure.kind != "schema_rejected":
+            self.record(attempt, error=error)
+        error.outcome = self.outcome()
+        raise error from failure.error
+
+    def on_completion(self, done: Completion, attempt: Attempt) -> Any:
+        """Judge one completion: the value, or ``_NONE`` after setting up the next attempt (or raising)."""
+        if done.finish in {"refusal", "content_filter"}:
+            said = done.refusal or f"blocked by the vendor's content filter ({done.finish_reason})"
+            self.record(attempt, error=Refused(said, outcome=self.outcome()))
+            raise Refused(said, outcome=self.outcome())
+        if done.finish == "length":
+            return self.on_truncated(done, attempt)
+        plan = self.call.plans[self.plan_index]
+        report = parse_report(done.text or "", _parse_type(self.call.contract.output_type, plan.wrapped),
+                              aliases=self.call.aliases,
+                              stages=ABSENT_AS_NULL_STAGES if plan.absent_as_null else None)
+        if report.error is None:
+            self.record(attempt, fixes=tuple(report.fixes))
+            value = report.value
+            return getattr(value, plan.wrapped) if plan.wrapped else value
+        error = report.error if done.text else NoJSONError("The reply was empty; reply with the JSON value.")
+        self.record(attempt, error=error, fixes=tuple(report.fixes), feedback=error.feedback)
+        self.next_or_give_up(f"no valid output after {self.model_attempts} attempts: {error}")
+        self.history.append(Exchange(done, error.feedback))
+        if self.may_lower_temperature:
+            base = 1.0 if self.temperature is None else self.temperature
+            self.temperature = round(base * self.call.settings.repair_temperature_factor, 3)
+        return _NONE
+
+    def on_truncated(self, done: Completion, attempt: Attempt) -> Any:
+        """Raise the output-token limit once within the ceiling; a second cut-off is final."""
+        error = TruncatedError(f"The reply was cut off at the output-token limit ({done.finish_reason}).",
+                               text=done.text or "")
+        self.record(attempt, error=error)
+        ceiling = self.call.settings.max_tokens_ceiling
+        current = max(self.max_tokens or 0, done.usage.output_tokens)
+        raised = min(ceiling, 2 * current) if current else ceiling
+        if self.raised_limit or raised <= current:
+            raise OutputTruncated(f"output truncated at {current} tokens; the limit was already raised once "
+                                  f"or is at its ceiling ({ceiling})", outcome=self.outcome())
+        self.next_or_give_up(f"output truncated and no attempts left ({self.model_attempts})", OutputTruncated)
+        self.raised_limit = True
+        self.max_tokens = raised
+        return _NONE
+
+    def next_or_give_up(self, message: str, error: type[GaveUp] = GaveUp) -> None:
+        """Raise ``error`` when the attempts are spent."""
+        if self.model_attempts >= self.call.settings.max_attempts:
+            raise error(message, outcome=self.outcome())
+
+    def outcome(self) -> Outcome:
+        plan = self.call.plans[self.plan_index]
+        return Outcome(self.call.endpoint.provider, self.call.model, plan.mode, tuple(self.attempts), self.usage,
+                       self.call.trace_id, time.monotonic() - self.started, self.call.contract.schema_hash,
+                       plan.report)
+
+
+def _replace(attempt: Attempt, **changes: Any) -> Attempt:
+    fields = {name: getattr(attempt, name) for name in Attempt.__dataclass_fields__}
+    fields.update(changes)
+    return Attempt(**fields)
+
+
+def _estimate_input_tokens(kwargs: Mapping[str, Any]) -> int:
+    """A conservative input-token estimate: a quarter of the characters of everything sent to the model."""
+    sent = {k: kwargs.get(k) for k in ("messages", "input", "system", "instructions", "tools", "response_format",
+                                          "text", "output_config", "extra_body")}
+    return math.ceil(len(json.dumps(sent, ensure_ascii=False, default=str)) / 4)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_type(output_type: Any, wrapped: str | None) -> Any:
+    """The type the answer is parsed as: the contract, or ``{wrapped: contract}`` for a wrapped root."""
+    if wrapped is None:
+        return output_type
+    fields: dict[str, Any] = {wrapped: (output_type, ...)}
+    return pydantic.create_model("Wrapped", **fields)
+

@@ -1,0 +1,150 @@
+"""What a vendor call did: usage, budgets, one record per attempt, and the result that holds them.
+
+A :class:`Result` is what ``create_with_result`` returns; every :class:`~guardrail.CallError` carries the
+same record as ``.outcome``, so a failure loses nothing a success would have shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from guardrail.errors import GuardrailError
+    from guardrail.parse.report import Fix
+    from guardrail.schema.lower import CompileReport
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens billed by the vendor; ``+`` sums them across attempts."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+    def cost(self, price: Price) -> float:
+        """What these tokens cost at ``price``."""
+        return (self.input_tokens * price.input_per_mtok + self.output_tokens * price.output_per_mtok) / 1e6
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """Price per million tokens, in whatever currency the budget is written in."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A cap across all attempts of one call: total tokens, and/or cost at ``price``.
+
+    The attempt loop stops *before* an attempt that could pass the cap: it estimates the next request's
+    input tokens, needs room for at least as many output tokens as the last answer used, and lowers the
+    request's output-token limit to what the budget leaves.
+    """
+
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    price: Price | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_cost is not None and self.price is None:
+            raise ValueError("Budget(max_cost=...) needs price=Price(...) to turn tokens into cost")
+
+    def tokens_left(self, used: Usage) -> float:
+        """How many more tokens (input + output, at the dearer rate for cost caps) the budget allows."""
+        left = float("inf")
+        if self.max_tokens is not None:
+            left = self.max_tokens - used.total_tokens
+        if self.max_cost is not None and self.price is not None:
+            dearer = max(self.price.input_per_mtok, self.price.output_per_mtok)
+            spent = used.cost(self.price)
+            left = min(left, (self.max_cost - spent) * 1e6 / dearer if dearer else float("inf"))
+        return left
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One round trip to the model: what was asked, what came back, and what guardrail made of it.
+
+    ``raw`` is the model's text or tool-call arguments exactly as received (``None`` when the vendor sent
+    no completion, e.g. a transport failure). ``error`` is why the attempt did not give a value.
+    ``vendor_calls`` counts HTTP requests, transport retries included.
+    """
+
+    number: int
+    mode: str
+    raw: str | None = None
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    error: GuardrailError | None = None
+    fixes: tuple[Fix, ...] = ()
+    feedback: str | None = None
+    vendor_calls: int = 1
+    seconds: float = 0.0
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+    @property
+    def error_kind(self) -> str | None:
+        """``no_json``/``truncated``/``ambiguous``/``schema_violation`` for parse errors, else the error's class."""
+        if self.error is None:
+            return None
+        kind = getattr(self.error, "kind", None)
+        return kind if isinstance(kind, str) else type(self.error).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Everything a vendor call did, success or not."""
+
+    provider: str
+    model: str
+    mode: str
+    attempts: tuple[Attempt, ...]
+    usage: Usage
+    trace_id: str
+    seconds: float
+    schema_hash: str
+    compile_report: CompileReport | None = None
+
+    @property
+    def vendor_calls(self) -> int:
+        """HTTP requests sent, transport retries included."""
+        return sum(a.vendor_calls for a in self.attempts)
+
+    @property
+    def raw(self) -> str | None:
+        """The last raw model output received."""
+        for attempt in reversed(self.attempts):
+            if attempt.raw is not None:
+                return attempt.raw
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Result(Outcome, Generic[T]):
+    """A validated value and the :class:`Outcome` that produced it (``create_with_result`` returns this)."""
+
+    value: T = None  # type: ignore[assignment]
+
+    @property
+    def fixes(self) -> tuple[Fix, ...]:
+        """The repairs the parse layer made to the accepted output."""
+        return self.attempts[-1].fixes if self.attempts else ()
+
+
+def result_from(outcome: Outcome, value: Any) -> Result[Any]:
+    """A :class:`Result` holding ``value`` and everything in ``outcome``."""
+    return Result(outcome.provider, outcome.model, outcome.mode, outcome.attempts, outcome.usage, outcome.trace_id,
+                  outcome.seconds, outcome.schema_hash, outcome.compile_report, value)

@@ -1,0 +1,145 @@
+"""Anthropic Messages: request fields per mode, and reading content blocks, stop reasons and refusals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from guardrail.modes import Plan
+from guardrail.outcome import Usage
+from guardrail.vendors.base import (
+    Accumulator,
+    Completion,
+    Endpoint,
+    Exchange,
+    Finish,
+    as_text,
+    feedback_message,
+    instruction,
+    usage_from,
+)
+
+_FINISH: dict[str, Finish] = {"end_turn": "stop", "tool_use": "stop", "stop_sequence": "stop",
+                              "max_tokens": "length", "model_context_window_exceeded": "length",
+                              "refusal": "refusal"}
+
+
+class Messages(Endpoint):
+    """``client.messages.create``."""
+
+    provider = "anthropic"
+    api = "messages"
+    max_tokens_key = "max_tokens"
+
+    def thinking(self, kwargs: Mapping[str, Any]) -> bool:
+        thinking = kwargs.get("thinking")
+        return isinstance(thinking, Mapping) and thinking.get("type") in {"enabled", "adaptive"}
+
+    def build(self, kwargs: Mapping[str, Any], plan: Plan, history: list[Exchange], *,
+              max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+        out = dict(kwargs)
+        messages = list(out.get("messages") or [])
+        if plan.mode == "native":
+            out["output_config"] = {**(out.get("output_config") or {}),
+                                    "format": {"type": "json_schema", "schema": plan.schema}}
+        elif plan.mode == "tool":
+            tool: dict[str, Any] = {"name": plan.name, "description": f"Report the {plan.name} result.",
+                                    "input_schema": plan.schema}
+            if plan.strict:
+                tool["strict"] = True
+            out["tools"] = [*out.get("tools", ()), tool]
+            out["tool_choice"] = {"type": "tool", "name": plan.name, "disable_parallel_tool_use": True}
+        else:
+            out["system"] = _with_system(out.get("system"), instruction(plan))
+        for exchange in history:
+            messages.extend(_replay(exchange))
+        out["messages"] = messages
+        if max_tokens is not None:
+            out["max_tokens"] = max_tokens
+        if temperature is not None:
+            out["temperature"] = temperature
+        return out
+
+    def read(self, response: Any) -> Completion:
+        usage = usage_from(response.usage, "input_tokens", "output_tokens")
+        reason = response.stop_reason or "end_turn"
+        texts: list[str] = []
+        for block in response.content or ():
+            if block.type == "tool_use":
+                return _completion(as_text(block.input), reason, usage, block.id, block.name, response)
+            if block.type == "text":
+                texts.append(block.text)
+        return _completion("".join(texts) if texts else None, reason, usage, None, None, response)
+
+    def accumulator(self) -> Accumulator:
+        return _MessagesStream()
+
+
+def _completion(text: str | None, reason: str, usage: Usage, call_id: str | None, name: str | None,
+                response: Any) -> Completion:
+    finish = _FINISH.get(reason, "other")
+    refusal = (text or "the model declined to answer") if finish == "refusal" else None
+    return Completion(text, finish, reason, usage, refusal, call_id, name, getattr(response, "model", None),
+                      getattr(response, "id", None))
+
+
+def _with_system(system: Any, text: str) -> Any:
+    if not system:
+        return text
+    if isinstance(system, str):
+        return f"{system}\n\n{text}"
+    return [*system, {"type": "text", "text": text}]
+
+
+def _replay(exchange: Exchange) -> list[dict[str, Any]]:
+    done = exchange.completion
+    note = feedback_message(exchange.feedback)
+    if done.tool_call_id:
+        try:
+            given = json.loads(done.text or "{}")
+        except ValueError:
+            given = {}
+        block = {"type": "tool_use", "id": done.tool_call_id, "name": done.tool_name or "",
+                 "input": given if isinstance(given, dict) else {}}
+        result = {"type": "tool_result", "tool_use_id": done.tool_call_id, "content": note, "is_error": True}
+        return [{"role": "assistant", "content": [block]}, {"role": "user", "content": [result]}]
+    return [{"role": "assistant", "content": done.text or "(empty)"}, {"role": "user", "content": note}]
+
+
+class _MessagesStream(Accumulator):
+    """Joins Messages stream events: text deltas, the first tool_use block's JSON fragments, usage, stop reason."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.args: list[str] = []
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.reason = "end_turn"
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.model: str | None = None
+        self.id: str | None = None
+
+    def feed(self, event: Any) -> None:
+        kind = getattr(event, "type", "")
+        if kind == "message_start":
+            self.model, self.id = event.message.model, event.message.id
+            self.input_tokens = event.message.usage.input_tokens or 0
+        elif kind == "content_block_start" and event.content_block.type == "tool_use" and self.call_id is None:
+            self.call_id, self.name = event.content_block.id, event.content_block.name
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                self.texts.append(delta.text)
+            elif delta.type == "input_json_delta":
+                self.args.append(delta.partial_json)
+        elif kind == "message_delta":
+            self.reason = event.delta.stop_reason or self.reason
+            self.output_tokens = event.usage.output_tokens or self.output_tokens
+
+    def completion(self) -> Completion:
+        usage = Usage(self.input_tokens, self.output_tokens)
+        if self.call_id is not None:
+            return _completion("".join(self.args), self.reason, usage, self.call_id, self.name, self)
+        return _completion("".join(self.texts) if self.texts else None, self.reason, usage, None, None, self)

@@ -1,0 +1,128 @@
+"""What every vendor adapter shares: the completion record, the repair exchange, and the adapter contract.
+
+An adapter (one per wire format: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages) knows how
+to turn the caller's SDK keywords plus a :class:`~guardrail.modes.Plan` into the keywords for one SDK call,
+and how to read the SDK's response (or stream of events) into a :class:`Completion`. It holds no state
+between calls and does no I/O itself: the drivers call the SDK method it names.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from guardrail.outcome import Usage
+
+if TYPE_CHECKING:
+    from guardrail.modes import Plan
+
+Finish = Literal["stop", "length", "refusal", "content_filter", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One model answer, vendor-neutral.
+
+    ``text`` is what the parse layer reads: the message text, or the forced tool's arguments as JSON text
+    when ``tool_call_id`` is set. ``finish`` is the normalised finish reason, ``finish_reason`` the
+    vendor's own word for it.
+    """
+
+    text: str | None
+    finish: Finish
+    finish_reason: str
+    usage: Usage
+    refusal: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    model: str | None = None
+    response_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One failed answer and the feedback about it, replayed to the model on the next attempt."""
+
+    completion: Completion
+    feedback: str
+
+
+class Accumulator(ABC):
+    """Builds a :class:`Completion` from a stream of SDK events (one instance per streamed response)."""
+
+    @abstractmethod
+    def feed(self, event: Any) -> None: ...
+
+    @abstractmethod
+    def completion(self) -> Completion: ...
+
+
+class Endpoint(ABC):
+    """The adapter contract for one wire format.
+
+    Attributes:
+        provider: the ``gen_ai.provider.name`` value (``"openai"``, ``"anthropic"``, or the server kind).
+        api: ``"chat"``, ``"responses"`` or ``"messages"``.
+        server: the self-hosted server kind (``"vllm"``, ``"sglang"``, ``"llamacpp"``, ``"ollama"``) or ``None``.
+    """
+
+    provider: str = ""
+    api: str = ""
+    #: The SDK keyword that carries the output-token limit on this endpoint.
+    max_tokens_key: str = "max_tokens"
+
+    def __init__(self, server: str | None = None) -> None:
+        self.server = server
+
+    @abstractmethod
+    def build(self, kwargs: Mapping[str, Any], plan: Plan, history: list[Exchange], *,
+              max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+        """The keywords for one SDK call: the caller's own, plus the mode's fields and the repair turns."""
+
+    @abstractmethod
+    def read(self, response: Any) -> Completion:
+        """Read a non-streamed SDK response."""
+
+    @abstractmethod
+    def accumulator(self) -> Accumulator:
+        """A fresh accumulator for a streamed response."""
+
+    def max_tokens(self, kwargs: Mapping[str, Any]) -> int | None:
+        """The output-token limit the caller set, if any."""
+        value = kwargs.get(self.max_tokens_key)
+        return value if isinstance(value, int) else None
+
+    def thinking(self, kwargs: Mapping[str, Any]) -> bool:
+        """Whether the caller turned on extended thinking/reasoning that forbids forcing a tool."""
+        return False
+
+
+def instruction(plan: Plan) -> str:
+    """The system-prompt text that asks for JSON matching the schema (prompt and JSON modes)."""
+    schema = json.dumps(plan.schema, ensure_ascii=False, separators=(",", ":"))
+    return ("Reply with one JSON value and nothing else: no prose, no code fences. "
+            f"It must match this JSON Schema:\n{schema}")
+
+
+def feedback_message(feedback: str) -> str:
+    """The user turn that sends the model the list of what was wrong with its last answer."""
+    return ("Your previous answer could not be used. Fix every problem listed and reply with the complete "
+            f"corrected JSON only.\n{feedback}")
+
+
+def as_text(value: Any) -> str:
+    """Tool arguments as JSON text, whether the SDK gave a string (OpenAI) or a parsed object (Anthropic)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def usage_from(obj: Any, input_key: str, output_key: str) -> Usage:
+    """Read a usage object or dict with the given field names; missing fields count as zero."""
+    if obj is None:
+        return Usage()
+    get: Callable[[str], Any] = obj.get if isinstance(obj, dict) else (lambda k: getattr(obj, k, None))
+    return Usage(int(get(input_key) or 0), int(get(output_key) or 0))

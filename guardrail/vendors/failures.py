@@ -1,0 +1,127 @@
+"""Sorting a vendor SDK's exception into what guardrail does next: retry, change mode, or stop.
+
+Both official SDKs raise errors of the same shape (``status_code``, ``response`` with headers, ``body``),
+so this reads them by shape and needs neither SDK imported. Retryable: 408, 409, 429, 5xx, Anthropic's
+529, timeouts, dropped connections, and an overload sent as an error event in the middle of a stream.
+Never retryable: other 4xx (bad request, auth, not found) and spend-limit/quota errors that waiting
+cannot fix. A 400 about the JSON schema is its own kind: the caller moves to the next mode.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+FailureKind = Literal["retryable", "schema_rejected", "fatal"]
+
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+#: Error codes and types meaning "you are out of money or quota": a 429 that retrying cannot fix.
+_SPEND_MARKERS = ("insufficient_quota", "spend_limit", "billing", "credit_balance", "quota_exceeded")
+#: Codes (OpenAI) and message phrases (both) of a 400 that rejects the structured-output schema.
+_SCHEMA_CODES = frozenset({"invalid_json_schema", "invalid_function_parameters", "invalid_schema"})
+_SCHEMA_PHRASES = ("json schema", "json_schema", "input_schema", "schema is too complex", "invalid schema",
+                   "output_config.format", "response_format", "'strict'", "strict mode")
+#: Error types/codes of an error event inside a stream that a new request may not meet.
+_RETRYABLE_STREAM_TYPES = frozenset({"server_error", "overloaded_error", "api_error", "rate_limit_error",
+                                     "rate_limit_exceeded", "timeout", "internal_error", "service_unavailable"})
+_RETRYABLE_NAMES = frozenset({"APITimeoutError", "APIConnectionError", "RemoteProtocolError", "ReadTimeout",
+                              "ConnectTimeout", "ReadError", "ConnectError", "WriteError", "PoolTimeout"})
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A vendor error, classified.
+
+    ``retry_after`` is the server's requested wait in seconds (``retry-after-ms``, ``retry-after`` in
+    seconds or as an HTTP date), ``None`` when it gave none.
+    """
+
+    kind: FailureKind
+    status: int | None
+    code: str | None
+    message: str
+    retry_after: float | None
+    error: BaseException
+
+
+def classify(error: BaseException) -> Failure | None:
+    """Classify an exception raised by an SDK call; ``None`` means it is not a vendor error at all."""
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int):
+        body = getattr(error, "body", None)
+        code, etype, message = _error_fields(body, error)
+        headers = _headers(error)
+        markers = " ".join(x for x in (code, etype) if x).lower()
+        if etype == "overloaded_error" or (status == 200 and etype in {"api_error", "overloaded_error"}):
+            # Anthropic reports an overload that arrives mid-stream as a 200 with an error event.
+            return Failure("retryable", status, code or etype, message, retry_after(headers), error)
+        if any(m in markers for m in _SPEND_MARKERS):
+            return Failure("fatal", status, code or etype, message, None, error)
+        if status == 400 and (code in _SCHEMA_CODES or any(p in message.lower() for p in _SCHEMA_PHRASES)):
+            return Failure("schema_rejected", status, code or etype, message, None, error)
+        status_kind: FailureKind = "retryable" if status in RETRYABLE_STATUS or status >= 500 else "fatal"
+        return Failure(status_kind, status, code or etype, message, retry_after(headers), error)
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):  # an error event in the middle of a stream (no HTTP status of its own)
+        code, etype, message = _error_fields(body, error)
+        markers = {x for x in (code, etype) if x}
+        kind: FailureKind = "retryable" if markers & _RETRYABLE_STREAM_TYPES else "fatal"
+        return Failure(kind, None, code or etype, message, None, error)
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if names & _RETRYABLE_NAMES or isinstance(error, (TimeoutError, ConnectionError)):
+        return Failure("retryable", None, type(error).__name__, str(error), None, error)
+    return None
+
+
+def _error_fields(body: Any, error: BaseException) -> tuple[str | None, str | None, str]:
+    """(code, type, message) from an OpenAI ``{"error": {...}}`` or Anthropic ``{"type": "error", "error": {...}}``."""
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(inner, dict):
+        return getattr(error, "code", None), getattr(error, "type", None), str(getattr(error, "message", error))
+    code = inner.get("code")
+    details = inner.get("details")
+    if code is None and isinstance(details, dict):
+        code = details.get("error_code")
+    etype = inner.get("type")
+    message = inner.get("message") or str(error)
+    return (str(code) if code is not None else None, str(etype) if etype is not None else None, str(message))
+
+
+def _headers(error: BaseException) -> Any:
+    response = getattr(error, "response", None)
+    return getattr(response, "headers", None) or {}
+
+
+def retry_after(headers: Any, *, now: float | None = None) -> float | None:
+    """Seconds the server asks to wait: ``retry-after-ms``, else ``retry-after`` (seconds or HTTP-date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(0.0, float(raw_ms) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class StreamError(Exception):
+    """An error event inside a stream that the SDK yields instead of raising (OpenAI Responses).
+
+    ``body`` has the same shape as an SDK error body, so :func:`classify` sorts it like any other.
+    """
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__(str(body.get("message") or body))
+        self.body = body

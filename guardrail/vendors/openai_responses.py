@@ -1,0 +1,122 @@
+"""OpenAI Responses API: request fields per mode, and reading output items, refusals and ``incomplete``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from guardrail.modes import Plan
+from guardrail.outcome import Usage
+from guardrail.vendors.base import (
+    Accumulator,
+    Completion,
+    Endpoint,
+    Exchange,
+    Finish,
+    feedback_message,
+    instruction,
+    usage_from,
+)
+
+
+class Responses(Endpoint):
+    """``client.responses.create``."""
+
+    provider = "openai"
+    api = "responses"
+    max_tokens_key = "max_output_tokens"
+
+    def build(self, kwargs: Mapping[str, Any], plan: Plan, history: list[Exchange], *,
+              max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+        out = dict(kwargs)
+        given = out.get("input")
+        items: list[Any] = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])
+        text = dict(out.get("text") or {})
+        if plan.mode == "native":
+            text["format"] = {"type": "json_schema", "name": plan.name, "schema": plan.schema, "strict": plan.strict}
+        elif plan.mode == "tool":
+            tool = {"type": "function", "name": plan.name, "description": f"Report the {plan.name} result.",
+                    "parameters": plan.schema, "strict": plan.strict}
+            out["tools"] = [*out.get("tools", ()), tool]
+            out["tool_choice"] = {"type": "function", "name": plan.name}
+            out["parallel_tool_calls"] = False
+        else:
+            if plan.mode == "json":
+                text["format"] = {"type": "json_object"}
+            own = out.get("instructions")
+            out["instructions"] = f"{own}\n\n{instruction(plan)}" if own else instruction(plan)
+        if text:
+            out["text"] = text
+        for exchange in history:
+            items.extend(_replay(exchange))
+        out["input"] = items
+        if max_tokens is not None:
+            out["max_output_tokens"] = max_tokens
+        if temperature is not None:
+            out["temperature"] = temperature
+        return out
+
+    def read(self, response: Any) -> Completion:
+        usage = usage_from(response.usage, "input_tokens", "output_tokens")
+        status = getattr(response, "status", None) or "completed"
+        details = getattr(response, "incomplete_details", None)
+        reason = getattr(details, "reason", None) if details is not None else None
+        finish: Finish = "stop"
+        if status == "incomplete":
+            finish = "content_filter" if reason == "content_filter" else "length"
+        elif status not in {"completed", None}:
+            finish = "other"
+        text_parts: list[str] = []
+        refusal: list[str] = []
+        for item in response.output or ():
+            kind = getattr(item, "type", None)
+            if kind == "function_call":
+                return Completion(item.arguments, finish, reason or status, usage, None, item.call_id, item.name,
+                                  response.model, response.id)
+            if kind == "message":
+                for part in item.content or ():
+                    if part.type == "output_text":
+                        text_parts.append(part.text)
+                    elif part.type == "refusal":
+                        refusal.append(part.refusal)
+        said = "".join(refusal) or None
+        text = "".join(text_parts) if text_parts else None
+        return Completion(text, "refusal" if said else finish, reason or status, usage, said, None, None,
+                          response.model, response.id)
+
+    def accumulator(self) -> Accumulator:
+        return _ResponsesStream(self)
+
+
+def _replay(exchange: Exchange) -> list[dict[str, Any]]:
+    done = exchange.completion
+    note = feedback_message(exchange.feedback)
+    if done.tool_call_id:
+        return [{"type": "function_call", "call_id": done.tool_call_id, "name": done.tool_name or "",
+                 "arguments": done.text or ""},
+                {"type": "function_call_output", "call_id": done.tool_call_id, "output": note}]
+    return [{"role": "assistant", "content": done.text or ""}, {"role": "user", "content": note}]
+
+
+class _ResponsesStream(Accumulator):
+    """The stream's final ``response.completed``/``incomplete``/``failed`` event carries the whole response."""
+
+    def __init__(self, endpoint: Responses) -> None:
+        self.endpoint = endpoint
+        self.final: Any = None
+        self.text: list[str] = []
+
+    def feed(self, event: Any) -> None:
+        kind = getattr(event, "type", "")
+        if kind in {"response.completed", "response.incomplete", "response.failed"}:
+            self.final = event.response
+        elif kind == "error":
+            raise StreamError({"type": getattr(event, "code", None) or "server_error",
+                               "code": getattr(event, "code", None), "message": getattr(event, "message", "")})
+        elif kind == "response.output_text.delta":
+            self.text.append(event.delta)
+
+    def completion(self) -> Completion:
+        if self.final is not None:
+            return self.endpoint.read(self.final)
+        return Completion("".join(self.text), "other", "stream_ended", Usage())
