@@ -128,6 +128,26 @@ def strict_violations(schema: dict[str, Any], dialect: str) -> list[str]:
     return bad
 
 
+def shares_containers(output: Any, original: Any) -> bool:
+    """Whether any dict/list of ``output`` is an object of ``original`` (the output must be a fresh copy)."""
+    def containers(value: Any) -> set[int]:
+        found, stack = set(), [value]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (dict, list)):
+                found.add(id(node))
+                stack.extend(node.values() if isinstance(node, dict) else node)
+        return found
+    return bool(containers(output) & containers(original))
+
+
+def check_report(lowered: Lowered) -> None:
+    """Report invariants: one entry per (path, keyword) (limits aside), ok iff nothing rejected."""
+    keys = [(e.path, e.keyword) for e in lowered.report.entries if e.keyword != "limits"]
+    assert len(keys) == len(set(keys)), lowered.report.summary()
+    assert lowered.report.ok == (not lowered.report.rejected)
+
+
 def _has_cycle(graph: dict[str, set[str]]) -> bool:
     state: dict[str, int] = {}
     for start in graph:
@@ -360,6 +380,8 @@ def test_strict_contracts_fit_the_subset_and_accept_real_values(name: str, diale
         return
     assert lowered.report.ok, lowered.report.summary()
     assert strict_violations(lowered.schema, dialect) == []
+    assert not shares_containers(lowered.schema, schema)
+    check_report(lowered)
     json.dumps(lowered.schema)
     for value in values:
         dumped = _dump(contract, value)
@@ -410,10 +432,12 @@ def test_openai_optional_fields_become_required_and_nullable() -> None:
     assert {"type": "null"} in props["address"]["properties"]["zip"]["anyOf"]
     assert all("default" not in node for _, node in subschemas(lowered.schema))
     entries = {(e.path, e.keyword): e for e in lowered.report.entries}
-    assert entries[("/properties/age", "required")].action == "lowered"
-    assert "null means absent" in entries[("/properties/age", "required")].detail
+    assert entries[("", "required")].action == "lowered"
+    assert entries[("", "required")].detail == (
+        "optional -> required + nullable (a null means absent): age, tags, color; "
+        "optional -> required, already nullable: nickname, email")
+    assert entries[("/$defs/Address", "required")].action == "lowered"
     assert entries[("/properties/age", "default")].action == "lowered"
-    assert entries[("/properties/nickname", "required")].detail.endswith("(already nullable)")
     assert valid({**_dump(Person, SAMPLES["person"][1][0]), "age": None}, lowered.schema)
     assert not valid({k: v for k, v in _dump(Person, SAMPLES["person"][1][0]).items() if k != "age"},
                      lowered.schema)
@@ -673,6 +697,8 @@ def test_maskbench_lowers_in_every_dialect() -> None:
         for dialect in DIALECTS:
             lowered = lower(schema, dialect)  # type: ignore[arg-type]
             counts[dialect]["ok" if lowered.report.ok else "rejected"] += 1
+            check_report(lowered)
+            assert not shares_containers(lowered.schema, schema)
             if dialect in STRICT and lowered.report.ok:
                 assert strict_violations(lowered.schema, dialect) == [], (schema, lowered.report.summary())
             if dialect == "grammar":
@@ -753,7 +779,8 @@ def test_random_schemas_never_raise_never_mutate_and_are_deterministic(schema: d
         assert first == second
         json.dumps(first.schema)
         json.dumps(first.report.to_dict())
-        assert first.report.ok == (not first.report.rejected)
+        check_report(first)
+        assert not shares_containers(first.schema, schema)
         if dialect in STRICT and first.report.ok:
             assert strict_violations(first.schema, dialect) == [], first.report.summary()
         if dialect == "advisory":

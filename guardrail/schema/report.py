@@ -82,10 +82,12 @@ class CompileReport:
 
 
 class ReportBuilder:
-    """Collects entries while a schema is lowered; the same (path, keyword, detail) is kept once.
+    """Collects entries while a schema is lowered: one per (path, keyword), the most cautious action winning.
 
-    Lowering may visit one original node several times (a definition inlined at two places); it says
-    the same thing each time, so duplicates are dropped rather than reported twice.
+    Lowering may visit one original node several times (a definition inlined at two places, kept as a
+    reference elsewhere). Each (path, keyword) is reported once; when two visits disagree the entry with
+    the later action in ``enforced < lowered < post_validated < rejected`` stays. ``limits`` entries
+    (several per root) are kept one per distinct detail.
     """
 
     def __init__(self, dialect: Dialect) -> None:
@@ -93,13 +95,10 @@ class ReportBuilder:
         self._entries: dict[tuple[str, str, str], CompileEntry] = {}
 
     def add(self, path: str, keyword: str, action: Action, detail: str = "") -> None:
-        key = (path, keyword, detail)
-        if key not in self._entries:
+        key = (path, keyword, detail if keyword == "limits" else "")
+        known = self._entries.get(key)
+        if known is None or ACTIONS.index(action) > ACTIONS.index(known.action):
             self._entries[key] = CompileEntry(path, keyword, action, detail)
-
-    @property
-    def has_rejection(self) -> bool:
-        return any(e.action == "rejected" for e in self._entries.values())
 
     def build(self) -> CompileReport:
         """The report, entries sorted by path then keyword (stable, so equal inputs give equal reports)."""

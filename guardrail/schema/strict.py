@@ -35,7 +35,7 @@ from guardrail.schema.report import ReportBuilder
 from guardrail.schema.tree import DEF_CONTAINERS, canonical, copy_json, escape, join
 
 #: Most subschemas one lowering processes (inlining can multiply a schema); beyond it: a "limits" rejection.
-MAX_NODES: Final = 100_000
+MAX_NODES: Final = 20_000
 
 _OBJECT_KWS: Final = ("properties", "required", "additionalProperties", "patternProperties", "minProperties",
                       "maxProperties", "propertyNames", "dependentRequired", "dependentSchemas", "dependencies")
@@ -96,12 +96,18 @@ class StrictLowerer:
                 job.out["$ref"] = self._ref_to(flat)
             elif isinstance(flat, Flat):
                 self._emit(flat, job.out)
+        made: dict[str, tuple[list[str], list[str]]] = {}
         for props, name, path in self._nullable:
+            nulled, already = made.setdefault(path, ([], []))
             if allows_null(props[name]):
-                self.report.add(path, "required", "lowered", "optional -> required (already nullable)")
+                already.append(name)
             else:
                 props[name] = make_nullable(props[name])
-                self.report.add(path, "required", "lowered", "optional -> required + nullable: a null means absent")
+                nulled.append(name)
+        for path, (nulled, already) in made.items():
+            said = [f"optional -> required + nullable (a null means absent): {_names(nulled)}"] if nulled else []
+            said += [f"optional -> required, already nullable: {_names(already)}"] if already else []
+            self.report.add(path, "required", "lowered", "; ".join(said))
         return root
 
     def _drop_branch(self, union: tuple[list[dict[str, Any]], str], branch: dict[str, Any]) -> None:
@@ -263,7 +269,7 @@ class StrictLowerer:
         if self.rules.all_required:
             for name in names:
                 if name not in required:
-                    self._nullable.append((props, name, flat.slots[("properties", name)][0][1].path))
+                    self._nullable.append((props, name, site.of("required")))
                     self.made_required = True
             required = names
         out["properties"] = props
@@ -320,6 +326,11 @@ class StrictLowerer:
 
 
 _MISSING: Final = object()
+
+
+def _names(names: list[str], shown: int = 8) -> str:
+    more = f" (+{len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _is_number(value: Any) -> bool:
