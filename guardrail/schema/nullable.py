@@ -37,7 +37,7 @@ def make_nullable(node: dict[str, Any]) -> dict[str, Any]:
     if simple and isinstance(declared, (str, list)) and "object" not in declared:
         listed = [declared] if isinstance(declared, str) else list(declared)
         node["type"] = listed if "null" in listed else [*listed, "null"]
-        if isinstance(node.get("enum"), list):
+        if isinstance(node.get("enum"), list) and None not in node["enum"]:
             node["enum"] = [*node["enum"], None]
         return node
     if set(node) <= {"anyOf", "title", "description"} and isinstance(node.get("anyOf"), list):

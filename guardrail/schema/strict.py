@@ -261,6 +261,8 @@ class StrictLowerer:
             self._jobs.append(_Job(flat.slots[("properties", name)], props[name]))
         raw = node.get("required")
         required = list(dict.fromkeys(n for n in raw if isinstance(n, str))) if isinstance(raw, list) else []
+        if "required" in node and not isinstance(raw, list):
+            self.report.add(site.of("required"), "required", "post_validated", "not a list of names: removed")
         missing = [n for n in required if n not in props]
         if missing:
             self._reject(site.of("required"), "required", f"required without a property schema: {missing[:3]}")
