@@ -365,10 +365,15 @@ def test_streamed_answers_are_assembled_then_validated(emu: Emulator, api: str) 
     assert emu.requests[0].stream
 
 
-def test_a_mid_stream_error_is_retried(emu: Emulator) -> None:
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_mid_stream_error_is_retried(emu: Emulator, api: str) -> None:
     emu.script(reply.stream_error(text_before='{"title": '), reply.answer(GOOD))
-    result = wrapped(emu).chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES, stream=True,
-                                                              response_model=Ticket)
+    client = wrapped(emu)
+    if api == "chat":
+        result = client.chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES, stream=True,
+                                                            response_model=Ticket)
+    else:
+        result = client.responses.create_with_result(model="gpt-4o", input="x", stream=True, response_model=Ticket)
     assert result.value.priority == 5 and result.vendor_calls == 2
 
 

@@ -58,6 +58,7 @@ class Emulator:
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
+        self._billed = [0, 0]
         self._server: Server | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -143,14 +144,26 @@ class Emulator:
         with self._lock:
             return list(self._requests)
 
+    @property
+    def tokens_served(self) -> tuple[int, int]:
+        """(input, output) tokens of every completed answer, as reported in their ``usage`` (benchmarks)."""
+        with self._lock:
+            return self._billed[0], self._billed[1]
+
     def reset(self) -> None:
-        """Clear the queue, the responder and the recorded requests."""
+        """Clear the queue, the responder, the recorded requests and the tokens served."""
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self._billed = [0, 0]
             self.responder = None
 
     # -- used by the handler ---------------------------------------------------------------------------
+    def _bill(self, input_tokens: int, output_tokens: int) -> None:
+        with self._lock:
+            self._billed[0] += input_tokens
+            self._billed[1] += output_tokens
+
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)

@@ -129,6 +129,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         out = resolve(behaviour, request)
         failure = behaviour if behaviour.kind == "stream_error" else None
+        if failure is None:
+            emulator._bill(out.input_tokens, out.output_tokens)
         if request.stream:
             if request.api == "chat":
                 frames = chat_stream(out, request, failure)

@@ -66,8 +66,8 @@ def classify(error: BaseException) -> Failure | None:
     body = getattr(error, "body", None)
     if isinstance(body, dict):  # an error event in the middle of a stream (no HTTP status of its own)
         code, etype, message = _error_fields(body, error)
-        markers = {x for x in (code, etype) if x}
-        kind: FailureKind = "retryable" if markers & _RETRYABLE_STREAM_TYPES else "fatal"
+        found = {x for x in (code, etype) if x}
+        kind: FailureKind = "retryable" if found & _RETRYABLE_STREAM_TYPES else "fatal"
         return Failure(kind, None, code or etype, message, None, error)
     names = {cls.__name__ for cls in type(error).__mro__}
     if names & _RETRYABLE_NAMES or isinstance(error, (TimeoutError, ConnectionError)):

@@ -17,6 +17,7 @@ from guardrail.vendors.base import (
     instruction,
     usage_from,
 )
+from guardrail.vendors.failures import StreamError
 
 
 class Responses(Endpoint):

@@ -1,0 +1,88 @@
+"""Spans follow the OpenTelemetry GenAI conventions; structlog events per attempt; no content unless asked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import BaseModel
+from structlog.testing import capture_logs
+
+import guardrail
+from guardrail.testing import Emulator, reply
+
+_EXPORTER = InMemorySpanExporter()
+_PROVIDER = TracerProvider()
+_PROVIDER.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+trace.set_tracer_provider(_PROVIDER)  # once per process; other tests see a real provider too, which is harmless
+
+SECRET = "Kim Min-jun, 010-1234-5678"
+
+
+class Contact(BaseModel):
+    name: str
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    _EXPORTER.clear()
+    yield _EXPORTER
+
+
+def call(emu: Emulator, **settings: Any) -> Any:
+    raw = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", timeout=5)
+    client = guardrail.wrap(raw, settings=guardrail.Settings(**settings),
+                            retry=guardrail.RetryPolicy(initial_wait=0.01, max_wait=0.1))
+    return client.chat.completions.create_with_result(
+        model="gpt-4o", messages=[{"role": "user", "content": SECRET}], response_model=Contact, temperature=0.5)
+
+
+def test_span_has_genai_and_guardrail_attributes(spans: InMemorySpanExporter) -> None:
+    with Emulator() as emu:
+        emu.script(reply.answer('{"name": 1}', usage=(10, 3)), reply.answer(f'{{"name": "{SECRET}"}}', usage=(20, 5)))
+        result = call(emu)
+    (span,) = spans.get_finished_spans()
+    attrs = dict(span.attributes or {})
+    assert span.name == "chat gpt-4o"
+    assert attrs["gen_ai.operation.name"] == "chat"
+    assert attrs["gen_ai.provider.name"] == "openai"
+    assert attrs["gen_ai.request.model"] == "gpt-4o"
+    assert attrs["gen_ai.request.temperature"] == 0.5
+    assert attrs["gen_ai.usage.input_tokens"] == 30 and attrs["gen_ai.usage.output_tokens"] == 8
+    assert list(attrs["gen_ai.response.finish_reasons"]) == ["stop", "stop"]  # type: ignore[arg-type]
+    assert attrs["guardrail.mode"] == "native" and attrs["guardrail.attempts"] == 2
+    assert attrs["guardrail.schema_hash"] == result.schema_hash
+    assert "error.type" not in attrs
+    assert result.trace_id == format(span.context.trace_id, "032x")
+
+
+def test_message_content_is_not_recorded_unless_asked(spans: InMemorySpanExporter) -> None:
+    with Emulator() as emu:
+        emu.script(reply.answer(f'{{"name": "{SECRET}"}}'))
+        with capture_logs() as logs:
+            call(emu)
+        emu.script(reply.answer(f'{{"name": "{SECRET}"}}'))
+        call(emu, capture_content=True)
+    quiet, loud = spans.get_finished_spans()
+    assert SECRET not in repr(dict(quiet.attributes or {})) and not quiet.events
+    assert SECRET not in repr(logs)
+    assert [e.attributes["content"] for e in loud.events] == [f'{{"name": "{SECRET}"}}']  # type: ignore[index]
+
+
+def test_errors_set_error_type_and_logs_name_each_attempt(spans: InMemorySpanExporter) -> None:
+    with Emulator() as emu:
+        emu.script(reply.refusal("no"))
+        with capture_logs() as logs, pytest.raises(guardrail.Refused) as caught:
+            call(emu)
+    (span,) = spans.get_finished_spans()
+    assert dict(span.attributes or {})["error.type"] == "Refused"
+    assert span.status.status_code == trace.StatusCode.ERROR
+    events = [entry["event"] for entry in logs]
+    assert events == ["guardrail.call.start", "guardrail.attempt", "guardrail.call.end"]
+    assert all(entry["trace_id"] == caught.value.trace_id for entry in logs)
