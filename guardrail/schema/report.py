@@ -86,8 +86,8 @@ class ReportBuilder:
 
     Lowering may visit one original node several times (a definition inlined at two places, kept as a
     reference elsewhere). Each (path, keyword) is reported once; when two visits disagree the entry with
-    the later action in ``enforced < lowered < post_validated < rejected`` stays. ``limits`` entries
-    (several per root) are kept one per distinct detail.
+    the later action in ``enforced < lowered < post_validated < rejected`` stays, and different details
+    for the same action are joined. ``limits`` entries (several per root) are kept one per distinct detail.
     """
 
     def __init__(self, dialect: Dialect) -> None:
@@ -99,6 +99,9 @@ class ReportBuilder:
         known = self._entries.get(key)
         if known is None or ACTIONS.index(action) > ACTIONS.index(known.action):
             self._entries[key] = CompileEntry(path, keyword, action, detail)
+        elif known.action == action and detail and detail not in known.detail:
+            joined = f"{known.detail}; {detail}" if known.detail else detail
+            self._entries[key] = CompileEntry(path, keyword, action, joined)
 
     def build(self) -> CompileReport:
         """The report, entries sorted by path then keyword (stable, so equal inputs give equal reports)."""

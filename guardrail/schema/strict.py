@@ -54,8 +54,8 @@ class _Job:
     parts: list[Part]
     out: dict[str, Any]
     root: bool = False
-    #: For a union branch: the output branch list and the union's pointer (an impossible branch is dropped).
-    union: tuple[list[dict[str, Any]], str] | None = None
+    #: For a union branch: the output branch list, the union's pointer and keyword (an impossible branch is dropped).
+    union: tuple[list[dict[str, Any]], str, str] | None = None
 
 
 class StrictLowerer:
@@ -110,13 +110,13 @@ class StrictLowerer:
             self.report.add(path, "required", "lowered", "; ".join(said))
         return root
 
-    def _drop_branch(self, union: tuple[list[dict[str, Any]], str], branch: dict[str, Any]) -> None:
-        branches, where = union
+    def _drop_branch(self, union: tuple[list[dict[str, Any]], str, str], branch: dict[str, Any]) -> None:
+        branches, where, kw = union
         branches[:] = [b for b in branches if b is not branch]
         if branches:
-            self.report.add(where, "anyOf", "lowered", "a branch that contradicts the constraints beside it dropped")
+            self.report.add(where, kw, "lowered", "a branch that contradicts the constraints beside it dropped")
         else:
-            self._reject(where, "anyOf", "no branch can match beside the union's other constraints")
+            self._reject(where, kw, "no branch can match beside the union's other constraints")
 
     # -- references -------------------------------------------------------------------------------------
 
@@ -315,13 +315,15 @@ class StrictLowerer:
         branches: list[dict[str, Any]] = []
         for i in range(len(members)):
             branches.append({})
-            self._jobs.append(_Job(flat.slots[(kw, str(i))], branches[-1], union=(branches, where)))
+            self._jobs.append(_Job(flat.slots[(kw, str(i))], branches[-1], union=(branches, where, kw)))
         out["anyOf"] = branches
         spread = "; sibling constraints distributed into each branch" if flat.distributed else ""
         if kw == "oneOf":
             self.report.add(where, kw, "lowered", "oneOf -> anyOf (exclusivity post-validated)" + spread)
+        elif spread:
+            self.report.add(where, kw, "lowered", spread.lstrip("; "))
         else:
-            self.report.add(where, kw, "enforced", spread.lstrip("; "))
+            self.report.add(where, kw, "enforced")
 
     def _reject(self, path: str, keyword: str, detail: str) -> None:
         self.report.add(path, keyword, "rejected", detail)

@@ -51,30 +51,33 @@ def measure(value: Any) -> int:
         if leaving:
             on_path.discard(id(node))
             continue
-        if not isinstance(node, (dict, list, tuple)):
+        if not isinstance(node, (Mapping, list, tuple)):
             continue
         if id(node) in on_path:
             raise ValueError("schema contains itself (a Python-level cycle); it is not a JSON document")
         on_path.add(id(node))
         deepest = max(deepest, depth)
         stack.append((node, depth, True))
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1, False) for child in children if isinstance(child, (dict, list, tuple)))
+        children = node.values() if isinstance(node, Mapping) else node
+        stack.extend((child, depth + 1, False) for child in children if isinstance(child, (Mapping, list, tuple)))
     return deepest
 
 
 def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value (tuples become lists); the value must be acyclic (see :func:`measure`)."""
-    if not isinstance(value, (dict, list, tuple)):
+    """A deep copy of a JSON-like value as plain dicts and lists (any mapping becomes a dict, a tuple a list).
+
+    The value must be acyclic (see :func:`measure`).
+    """
+    if not isinstance(value, (Mapping, list, tuple)):
         return value
-    root: Any = {} if isinstance(value, dict) else []
+    root: Any = {} if isinstance(value, Mapping) else []
     stack: list[tuple[Any, Any]] = [(value, root)]
     while stack:
         src, dst = stack.pop()
-        pairs = src.items() if isinstance(src, dict) else enumerate(src)
+        pairs = src.items() if isinstance(src, Mapping) else enumerate(src)
         for key, child in pairs:
-            if isinstance(child, (dict, list, tuple)):
-                fresh: Any = {} if isinstance(child, dict) else []
+            if isinstance(child, (Mapping, list, tuple)):
+                fresh: Any = {} if isinstance(child, Mapping) else []
                 stack.append((child, fresh))
                 child = fresh
             if isinstance(dst, dict):
