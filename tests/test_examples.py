@@ -28,3 +28,18 @@ def test_parse_outputs_example_shows_values_fixes_and_errors() -> None:
     assert "$.urgency" in blocks["meaning-changing value (refused)"]
     assert "error: truncated" in blocks["cut off by max_tokens"]
     assert "error: no_json" in blocks["no JSON at all"]
+
+
+def test_vendor_calls_example_shows_modes_repairs_retries_and_typed_errors() -> None:
+    out = run_example("vendor_calls.py")
+    blocks = {block.split("\n", 1)[0]: block for block in out.split("== ")[1:]}
+    assert len(blocks) == 7
+    first = next(b for title, b in blocks.items() if title.startswith("OpenAI chat, native"))
+    assert "mode=native attempts=1 vendor_calls=1" in first and "trailing_comma" in first
+    second = next(b for title, b in blocks.items() if "feedback turn" in title)
+    assert "attempts=2" in second and "$.urgency" in second and "$.summary" in second
+    third = next(b for title, b in blocks.items() if title.startswith("OpenAI Responses"))
+    assert "vendor_calls=3" in third and "[40, 40, 80]" in third
+    assert "Refused: \"I can't help with that request.\" after 1 call" in out
+    assert "GaveUp after 3 attempts" in out and "'no_json'" in out
+    assert "guardrail.attempt" not in out
