@@ -1,1 +1,1 @@
-"""JSON Schema utilities: walking a contract's schema (view); lowering to vendor subsets comes later."""
+"""JSON Schema utilities: walking a contract's schema (view) and lowering it to each vendor's subset (lower)."""
