@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 import guardrail
 
 
-class Category(str, Enum):
+class Category(str, Enum):  # noqa: UP042 - str mixin keeps the README example short
     billing = "billing"
     shipping = "shipping"
     account = "account"
@@ -40,7 +40,8 @@ SAMPLES: list[tuple[str, str]] = [
     ("Korean prose, drifted names, string number",
      "네, 분석 결과입니다.\n```JSON\n{\"Urgency\": \"5\", \"Category\": \"Account \", "
      "\"summary\": \"비밀번호 재설정 후 로그인 불가, 오늘 급여 지급 예정\"}\n```\n추가 문의는 언제든지 말씀해 주세요."),
-    ("Python-style dict in a tag", "<json>{'urgency': 3, 'category': 'other', 'summary': 'Asks about API limits', }</json>"),
+    ("Python-style dict in a tag",
+     "<json>{'urgency': 3, 'category': 'other', 'summary': 'Asks about API limits', }</json>"),
     ("format example and the real answer",
      'Format: {"urgency": "<1-5>", "category": "<billing|shipping|account|other>", "summary": "<text>"}\n'
      'Answer: {"urgency": 1, "category": "other", "summary": "Thanks the team."}'),

@@ -58,7 +58,8 @@ def main() -> None:
         show("OpenAI chat, native strict schema; fenced answer with a trailing comma (repaired, no re-ask)", result)
         sent = emu.requests[-1].body["response_format"]["json_schema"]
         print(f"   sent schema: strict={sent['strict']} required={sorted(sent['schema']['required'])}")
-        print("   compile report:\n" + "\n".join("     " + line for line in result.compile_report.summary().splitlines()[:6]))
+        report = result.compile_report.summary().splitlines() if result.compile_report else []
+        print("   compile report:\n" + "\n".join("     " + line for line in report[:6]))
 
         emu.script(reply.answer('{"urgency": "high (4)", "category": "shipping"}'), reply.answer(good))
         result = oai.chat.completions.create_with_result(model="gpt-4o", messages=ASK, response_model=Ticket)
