@@ -43,6 +43,7 @@ from guardrail.errors import (
 from guardrail.modes import Capabilities, Plan
 from guardrail.outcome import Attempt, Budget, Outcome, Result, Usage, result_from
 from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
+from guardrail.parse.report import Fix
 from guardrail.parse.pipeline import parse_report
 from guardrail.vendors.base import Completion, Endpoint, Exchange
 from guardrail.vendors.failures import Failure
@@ -233,9 +234,10 @@ class _State:
             value = report.value
             return getattr(value, plan.wrapped) if plan.wrapped else value
         error = report.error if done.text else NoJSONError("The reply was empty; reply with the JSON value.")
-        self.record(attempt, error=error, fixes=tuple(report.fixes), feedback=error.feedback)
+        feedback = _feedback(error.feedback, report.fixes)
+        self.record(attempt, error=error, fixes=tuple(report.fixes), feedback=feedback)
         self.next_or_give_up(f"no valid output after {self.model_attempts} attempts: {error}")
-        self.history.append(Exchange(done, error.feedback))
+        self.history.append(Exchange(done, feedback))
         if self.may_lower_temperature:
             base = 1.0 if self.temperature is None else self.temperature
             self.temperature = round(base * self.call.settings.repair_temperature_factor, 3)
@@ -267,6 +269,18 @@ class _State:
         return Outcome(self.call.endpoint.provider, self.call.model, plan.mode, tuple(self.attempts), self.usage,
                        self.call.trace_id, time.monotonic() - self.started, self.call.contract.schema_hash,
                        plan.report)
+
+
+def _feedback(problems: str, fixes: list[Fix]) -> str:
+    """The one feedback message: the contract problems, then the syntax slips guardrail had to repair."""
+    slips = [fix for fix in fixes if fix.kind != "null_as_absent"][:_MAX_SLIPS]
+    if not slips:
+        return problems
+    lines = "\n".join(f"- {fix.path}: {fix.kind.replace('_', ' ')}" for fix in slips)
+    return f"{problems}\nAlso avoid these formatting slips (repaired this time):\n{lines}"
+
+
+_MAX_SLIPS = 10
 
 
 def _replace(attempt: Attempt, **changes: Any) -> Attempt:

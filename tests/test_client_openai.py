@@ -438,3 +438,31 @@ def test_result_record_is_json_friendly(emu: Emulator) -> None:
     assert result.compile_report is not None and result.compile_report.ok
     assert json.dumps(result.compile_report.to_dict())
     assert result.schema_hash == guardrail.compile_contract(Ticket).schema_hash
+
+
+class Short(BaseModel):
+    code: str = Field(max_length=5)
+    website: str = Field(json_schema_extra={"format": "uri"})
+
+
+def test_constraints_removed_for_the_vendor_are_still_checked_after_parsing(emu: Emulator) -> None:
+    emu.script(reply.answer('{"code": "TOO-LONG", "website": "x"}'), reply.answer('{"code": "OK", "website": "x"}'))
+    result = wrapped(emu).chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES,
+                                                              response_model=Short)
+    assert result.value.code == "OK" and len(result.attempts) == 2
+    sent = emu.requests[0].schema
+    assert sent is not None and "maxLength" not in sent["properties"]["code"]
+    assert "format" not in sent["properties"]["website"]
+    report = result.compile_report
+    assert report is not None
+    post = {(e.path, e.keyword) for e in report.post_validated}
+    assert ("/properties/code", "maxLength") in post and ("/properties/website", "format") in post
+    assert "$.code" in emu.requests[1].last_user_text
+
+
+def test_feedback_also_names_the_formatting_slips_that_were_repaired(emu: Emulator) -> None:
+    emu.script(reply.answer("{'title': 'x', 'priority': 9,}"), reply.answer(GOOD))
+    wrapped(emu).chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    feedback = emu.requests[1].last_user_text
+    assert "$.priority" in feedback
+    assert "trailing comma" in feedback and "formatting slips" in feedback

@@ -1,0 +1,89 @@
+"""Transport failure classification and Retry-After reading, on real SDK exception objects."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from guardrail.vendors.failures import StreamError, classify, retry_after
+
+
+def response(status: int, headers: dict[str, str] | None = None) -> httpx2.Response:
+    return httpx2.Response(status, headers=headers or {}, request=httpx2.Request("POST", "http://127.0.0.1/v1/x"))
+
+
+def openai_error(status: int, body: dict[str, object], headers: dict[str, str] | None = None) -> Exception:
+    client = openai.OpenAI(api_key="test", base_url="http://127.0.0.1:9/v1")
+    return client._make_status_error("boom", body=body, response=response(status, headers))
+
+
+def anthropic_error(status: int, body: dict[str, object]) -> Exception:
+    client = anthropic.Anthropic(api_key="test", base_url="http://127.0.0.1:9")
+    return client._make_status_error("boom", body=body, response=response(status))
+
+
+def test_retry_after_in_seconds_milliseconds_and_http_dates() -> None:
+    assert retry_after({"retry-after": "3"}) == 3.0
+    assert retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 28 <= (retry_after({"retry-after": when}) or 0) <= 30
+    assert retry_after({"retry-after": email.utils.formatdate(time.time() - 60, usegmt=True)}) == 0.0
+    assert retry_after({"retry-after": "soon"}) is None
+    assert retry_after({}) is None
+
+
+@pytest.mark.parametrize(("status", "kind"), [(408, "retryable"), (409, "retryable"), (429, "retryable"),
+                                              (500, "retryable"), (503, "retryable"), (400, "fatal"),
+                                              (401, "fatal"), (403, "fatal"), (404, "fatal"), (422, "fatal")])
+def test_status_codes(status: int, kind: str) -> None:
+    failure = classify(openai_error(status, {"error": {"message": "x", "type": "t", "code": None}}))
+    assert failure is not None and failure.kind == kind and failure.status == status
+
+
+def test_quota_429s_are_fatal_and_rate_limits_carry_their_wait() -> None:
+    quota = classify(openai_error(429, {"error": {"message": "quota", "type": "insufficient_quota",
+                                                  "code": "insufficient_quota"}}))
+    assert quota is not None and quota.kind == "fatal"
+    limited = classify(openai_error(429, {"error": {"message": "slow down", "type": "requests",
+                                                    "code": "rate_limit_exceeded"}}, {"retry-after-ms": "1500"}))
+    assert limited is not None and limited.kind == "retryable" and limited.retry_after == 1.5
+    spend = classify(anthropic_error(429, {"type": "error", "error": {
+        "type": "rate_limit_error", "message": "spend", "details": {"error_code": "enforced_spend_limit_reached"}}}))
+    assert spend is not None and spend.kind == "fatal"
+
+
+def test_schema_rejections_are_their_own_kind() -> None:
+    rejected = classify(openai_error(400, {"error": {"message": "Invalid schema for response_format 'T'",
+                                                     "type": "invalid_request_error",
+                                                     "code": "invalid_json_schema"}}))
+    assert rejected is not None and rejected.kind == "schema_rejected"
+    too_complex = classify(anthropic_error(400, {"type": "error", "error": {
+        "type": "invalid_request_error", "message": "Schema is too complex for compilation"}}))
+    assert too_complex is not None and too_complex.kind == "schema_rejected"
+    other = classify(openai_error(400, {"error": {"message": "context_length_exceeded", "type": "x",
+                                                  "code": "context_length_exceeded"}}))
+    assert other is not None and other.kind == "fatal"
+
+
+def test_overloads_retry_even_as_a_200_mid_stream_error() -> None:
+    overloaded = classify(anthropic_error(529, {"type": "error", "error": {"type": "overloaded_error",
+                                                                           "message": "Overloaded"}}))
+    assert overloaded is not None and overloaded.kind == "retryable"
+    mid_stream = anthropic.APIStatusError("Overloaded", response=response(200), body={
+        "type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    failure = classify(mid_stream)
+    assert failure is not None and failure.kind == "retryable"
+    assert classify(StreamError({"type": "server_error", "message": "boom"})).kind == "retryable"  # type: ignore[union-attr]
+    assert classify(StreamError({"type": "invalid_prompt", "message": "no"})).kind == "fatal"  # type: ignore[union-attr]
+
+
+def test_connection_errors_and_timeouts_retry_and_other_exceptions_are_not_vendor_errors() -> None:
+    request = httpx2.Request("POST", "http://127.0.0.1/v1/x")
+    assert classify(openai.APITimeoutError(request=request)).kind == "retryable"  # type: ignore[union-attr]
+    assert classify(anthropic.APIConnectionError(request=request)).kind == "retryable"  # type: ignore[union-attr]
+    assert classify(ValueError("bug")) is None
