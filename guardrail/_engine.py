@@ -43,8 +43,8 @@ from guardrail.errors import (
 from guardrail.modes import Capabilities, Plan
 from guardrail.outcome import Attempt, Budget, Outcome, Result, Usage, result_from
 from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
-from guardrail.parse.report import Fix
 from guardrail.parse.pipeline import parse_report
+from guardrail.parse.report import Fix
 from guardrail.vendors.base import Completion, Endpoint, Exchange
 from guardrail.vendors.failures import Failure
 
