@@ -4,8 +4,10 @@ The public API lives here; modules under ``guardrail.`` are implementation detai
 """
 
 from guardrail._engine import Settings
-from guardrail.client import StructuredMethod, wrap
+from guardrail.client import StructuredMethod, Wrapped, wrap
+from guardrail.config import Config, configure, get_config, reset_config
 from guardrail.contract import Contract, compile_contract
+from guardrail.decorator import StructuredFunction, structured
 from guardrail.errors import (
     AmbiguousError,
     BudgetExceeded,
@@ -23,7 +25,7 @@ from guardrail.errors import (
     VendorUnavailable,
 )
 from guardrail.modes import Capabilities, Mode, Plan
-from guardrail.outcome import Attempt, Budget, Outcome, Price, Result, Usage
+from guardrail.outcome import Attempt, Budget, Outcome, Partial, Price, Result, Usage
 from guardrail.parse import (
     DEFAULT_STAGES,
     Candidate,
@@ -38,12 +40,14 @@ from guardrail.parse import (
 )
 from guardrail.retry import RetryPolicy
 from guardrail.schema.lower import CompileEntry, CompileReport
+from guardrail.streaming import AsyncStructuredStream, StructuredStream
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_STAGES",
     "AmbiguousError",
+    "AsyncStructuredStream",
     "Attempt",
     "Budget",
     "BudgetExceeded",
@@ -52,6 +56,7 @@ __all__ = [
     "Capabilities",
     "CompileEntry",
     "CompileReport",
+    "Config",
     "Contract",
     "Fix",
     "GaveUp",
@@ -65,6 +70,7 @@ __all__ = [
     "ParseError",
     "ParseReport",
     "ParseState",
+    "Partial",
     "Plan",
     "Price",
     "Refused",
@@ -73,15 +79,22 @@ __all__ = [
     "SchemaViolationError",
     "Settings",
     "Stage",
+    "StructuredFunction",
     "StructuredMethod",
+    "StructuredStream",
     "TruncatedError",
     "Usage",
     "VendorError",
     "VendorUnavailable",
     "Violation",
+    "Wrapped",
     "__version__",
     "compile_contract",
+    "configure",
+    "get_config",
     "parse",
     "parse_report",
+    "reset_config",
+    "structured",
     "wrap",
 ]

@@ -1,30 +1,55 @@
-"""The two drivers of the attempt loop: ``run_sync`` and ``run_async``.
+"""The two drivers of the attempt loop: sync and async.
 
 Each steps the I/O-free generator from :mod:`guardrail._engine`, performing its :class:`~guardrail._engine.Send`
 effects with the SDK method under tenacity transport retries, inside the call's telemetry span. They
 differ only in ``await``; every decision is in the engine.
+
+``iterate_sync``/``iterate_async`` yield :class:`~guardrail.Partial` previews while a streamed answer
+arrives (when ``previews`` is on) and the :class:`~guardrail.Result` last; ``run_sync``/``run_async`` just
+return the result.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from tenacity import AsyncRetrying, Retrying
 
-from guardrail._engine import Call, Loop, Received, Send, attempt_loop
+from guardrail._engine import Call, Received, Send, attempt_loop
 from guardrail.errors import CallError
-from guardrail.outcome import Result
+from guardrail.outcome import Partial, Result
+from guardrail.parse.partial import preview
 from guardrail.retry import RetryPolicy
 from guardrail.telemetry import call_span, finish_span
-from guardrail.vendors.base import Endpoint
+from guardrail.vendors.base import Accumulator
 from guardrail.vendors.failures import Failure, classify
+
+Item = Partial | Result[Any]
+#: Previews stop for answers longer than this (each preview re-reads the text so far).
+MAX_PREVIEW_CHARS = 256 * 1024
 
 
 def run_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy) -> Result[Any]:
-    """Run the call's attempt loop with a synchronous SDK method."""
+    """Run the call's attempt loop with a synchronous SDK method; return the result."""
+    for item in iterate_sync(call, method, policy, previews=False):
+        if isinstance(item, Result):
+            return item
+    raise AssertionError("the attempt loop ended without a result")  # pragma: no cover
+
+
+async def run_async(call: Call, method: Callable[..., Awaitable[Any]], policy: RetryPolicy) -> Result[Any]:
+    """Run the call's attempt loop with an asynchronous SDK method; return the result."""
+    async for item in iterate_async(call, method, policy, previews=False):
+        if isinstance(item, Result):
+            return item
+    raise AssertionError("the attempt loop ended without a result")  # pragma: no cover
+
+
+def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *, previews: bool) -> Iterator[Item]:
+    """Run the loop, yielding previews of streamed answers (if ``previews``) and the result last."""
     with call_span(call.endpoint.provider, call.model, dict(call.kwargs)) as (span, trace_id):
         call = dataclasses.replace(call, trace_id=trace_id)
         deadline_at = _deadline(policy)
@@ -32,30 +57,43 @@ def run_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy) -> Res
         try:
             effect = next(loop)
             while True:
-                effect = loop.send(_send_sync(method, call.endpoint, effect, policy, deadline_at))
+                received: Received | None = None
+                for item in _send_sync(method, call, effect, policy, deadline_at, previews):
+                    if isinstance(item, Received):
+                        received = item
+                    else:
+                        yield item
+                assert received is not None
+                effect = loop.send(received)
         except StopIteration as stop:
-            result: Result[Any] = stop.value
-            finish_span(span, result, None, capture_content=call.settings.capture_content)
-            return result
+            finish_span(span, stop.value, None, capture_content=call.settings.capture_content)
+            yield stop.value
         except CallError as error:
             finish_span(span, error.outcome, error, capture_content=call.settings.capture_content)
             raise
 
 
-async def run_async(call: Call, method: Callable[..., Awaitable[Any]], policy: RetryPolicy) -> Result[Any]:
-    """Run the call's attempt loop with an asynchronous SDK method."""
+async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], policy: RetryPolicy, *,
+                        previews: bool) -> AsyncIterator[Item]:
+    """The async twin of :func:`iterate_sync`."""
     with call_span(call.endpoint.provider, call.model, dict(call.kwargs)) as (span, trace_id):
         call = dataclasses.replace(call, trace_id=trace_id)
         deadline_at = _deadline(policy)
-        loop: Loop = attempt_loop(call)
+        loop = attempt_loop(call)
         try:
             effect = next(loop)
             while True:
-                effect = loop.send(await _send_async(method, call.endpoint, effect, policy, deadline_at))
+                received: Received | None = None
+                async for item in _send_async(method, call, effect, policy, deadline_at, previews):
+                    if isinstance(item, Received):
+                        received = item
+                    else:
+                        yield item
+                assert received is not None
+                effect = loop.send(received)
         except StopIteration as stop:
-            result: Result[Any] = stop.value
-            finish_span(span, result, None, capture_content=call.settings.capture_content)
-            return result
+            finish_span(span, stop.value, None, capture_content=call.settings.capture_content)
+            yield stop.value
         except CallError as error:
             finish_span(span, error.outcome, error, capture_content=call.settings.capture_content)
             raise
@@ -84,52 +122,82 @@ def _deadline_failure(calls: int, started: float) -> Received:
                     time.monotonic() - started)
 
 
-def _send_sync(method: Callable[..., Any], endpoint: Endpoint, effect: Send, policy: RetryPolicy,
-               deadline_at: float | None) -> Received:
+class _Previewer:
+    """Turns the accumulated text into a new :class:`Partial` when the preview changed."""
+
+    def __init__(self, attempt: int) -> None:
+        self.attempt = attempt
+        self.last: Any = None
+
+    def __call__(self, accumulator: Accumulator) -> Partial | None:
+        text = accumulator.text()
+        if len(text) > MAX_PREVIEW_CHARS:
+            return None
+        data = preview(text)
+        if data is None or data == self.last:
+            return None
+        self.last = data
+        return Partial(data, text, self.attempt)
+
+
+def _send_sync(method: Callable[..., Any], call: Call, effect: Send, policy: RetryPolicy,
+               deadline_at: float | None, previews: bool) -> Iterator[Partial | Received]:
     started, calls = time.monotonic(), 0
     try:
         for attempt in Retrying(**policy.tenacity_kwargs(deadline_at)):
             with attempt:
                 kwargs = _with_timeout(effect.kwargs, deadline_at)
                 if kwargs is None:
-                    return _deadline_failure(calls, started)
+                    yield _deadline_failure(calls, started)
+                    return
                 calls += 1
                 response = method(**kwargs)
                 if effect.stream:
-                    accumulator = endpoint.accumulator()
+                    accumulator = call.endpoint.accumulator()
+                    show = _Previewer(effect.attempt) if previews else None
                     with response:
                         for event in response:
                             accumulator.feed(event)
+                            snapshot = show(accumulator) if show else None
+                            if snapshot is not None:
+                                yield snapshot
                     completion = accumulator.completion()
                 else:
-                    completion = endpoint.read(response)
+                    completion = call.endpoint.read(response)
     except Exception as error:
-        return _failed(error, calls, started)
-    return Received(completion, None, calls, time.monotonic() - started)
+        yield _failed(error, calls, started)
+        return
+    yield Received(completion, None, calls, time.monotonic() - started)
 
 
-async def _send_async(method: Callable[..., Awaitable[Any]], endpoint: Endpoint, effect: Send,
-                      policy: RetryPolicy, deadline_at: float | None) -> Received:
+async def _send_async(method: Callable[..., Awaitable[Any]], call: Call, effect: Send, policy: RetryPolicy,
+                      deadline_at: float | None, previews: bool) -> AsyncIterator[Partial | Received]:
     started, calls = time.monotonic(), 0
     try:
         async for attempt in AsyncRetrying(**policy.tenacity_kwargs(deadline_at)):
             with attempt:
                 kwargs = _with_timeout(effect.kwargs, deadline_at)
                 if kwargs is None:
-                    return _deadline_failure(calls, started)
+                    yield _deadline_failure(calls, started)
+                    return
                 calls += 1
                 response = await method(**kwargs)
                 if effect.stream:
-                    accumulator = endpoint.accumulator()
+                    accumulator = call.endpoint.accumulator()
+                    show = _Previewer(effect.attempt) if previews else None
                     async with response:
                         async for event in response:
                             accumulator.feed(event)
+                            snapshot = show(accumulator) if show else None
+                            if snapshot is not None:
+                                yield snapshot
                     completion = accumulator.completion()
                 else:
-                    completion = endpoint.read(response)
+                    completion = call.endpoint.read(response)
     except Exception as error:
-        return _failed(error, calls, started)
-    return Received(completion, None, calls, time.monotonic() - started)
+        yield _failed(error, calls, started)
+        return
+    yield Received(completion, None, calls, time.monotonic() - started)
 
 
 def _failed(error: Exception, calls: int, started: float) -> Received:
@@ -137,4 +205,3 @@ def _failed(error: Exception, calls: int, started: float) -> Received:
     if failure is None:
         raise error
     return Received(None, failure, calls, time.monotonic() - started)
-

@@ -99,6 +99,7 @@ class Send:
 
     kwargs: dict[str, Any]
     stream: bool
+    attempt: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +127,7 @@ def attempt_loop(call: Call) -> Loop:
         if max_tokens is not None:
             kwargs = call.endpoint.build(call.kwargs, plan, state.history, max_tokens=max_tokens,
                                          temperature=state.temperature)
-        received = yield Send(kwargs, bool(kwargs.get("stream")))
+        received = yield Send(kwargs, bool(kwargs.get("stream")), len(state.attempts) + 1)
         attempt = state.new_attempt(plan, received, max_tokens)
         if received.failure is not None:
             state.on_failure(received.failure, attempt)

@@ -19,12 +19,13 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from guardrail._drivers import run_async, run_sync
+from guardrail._drivers import iterate_async, iterate_sync, run_async, run_sync
 from guardrail._engine import Call, Settings
 from guardrail.contract import compile_contract
 from guardrail.modes import SERVER_KINDS, Mode, capabilities, plans, schema_name
 from guardrail.outcome import Budget, Result
 from guardrail.retry import RetryPolicy
+from guardrail.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.vendors.anthropic_messages import Messages
 from guardrail.vendors.base import Endpoint
 from guardrail.vendors.openai_chat import ChatCompletions
@@ -72,6 +73,20 @@ class StructuredMethod:
             return run_async(call, self._quiet.create, self._retry)
         return run_sync(call, self._quiet.create, self._retry)
 
+    def create_partial(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
+                       max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
+                       **kwargs: Any) -> Any:
+        """Stream: iterate :class:`~guardrail.Partial` previews while the answer arrives, then the validated value.
+
+        Returns a :class:`~guardrail.StructuredStream` (async clients: an :class:`AsyncStructuredStream` to use
+        with ``async for``); after the loop its ``.result`` holds the :class:`~guardrail.Result`. Previews are
+        never validated; only the last item, the value, is.
+        """
+        call = self._call(response_model, aliases, max_attempts, mode, budget, {**kwargs, "stream": True})
+        if self._is_async:
+            return AsyncStructuredStream(iterate_async(call, self._quiet.create, self._retry, previews=True))
+        return StructuredStream(iterate_sync(call, self._quiet.create, self._retry, previews=True))
+
     async def _value_async(self, call: Call) -> Any:
         result: Result[Any] = await run_async(call, self._quiet.create, self._retry)
         return result.value
@@ -91,12 +106,16 @@ class StructuredMethod:
         return getattr(self._raw, name)
 
 
-class _Namespace:
-    """An SDK namespace (``client``, ``client.chat``) whose structured methods are replaced, the rest passed on."""
+class Wrapped:
+    """An SDK namespace (``client``, ``client.chat``) whose structured methods are replaced, the rest passed on.
 
-    def __init__(self, raw: Any, members: Mapping[str, Any]) -> None:
+    ``vendor`` is ``"openai"`` or ``"anthropic"`` on the client itself (``None`` on inner namespaces).
+    """
+
+    def __init__(self, raw: Any, members: Mapping[str, Any], vendor: str | None = None) -> None:
         self._raw = raw
         self._members = dict(members)
+        self.vendor = vendor
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -112,6 +131,7 @@ class _Namespace:
 
 def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None) -> Any:
+    # Returns Any: the wrapper has the SDK client's whole surface, which only the SDK's own types describe.
     """Wrap an official ``openai`` (sync or async) or ``anthropic`` (sync or async) client.
 
     Args:
@@ -127,6 +147,8 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
         (OpenAI) or ``messages.create`` (Anthropic) accept ``response_model=`` and friends, and each has a
         ``create_with_result`` twin; everything else is the client's own.
     """
+    if isinstance(client, Wrapped):
+        return client
     if server is not None and server not in SERVER_KINDS:
         raise ValueError(f"unknown server kind {server!r}; expected one of {', '.join(SERVER_KINDS)}")
     kind, is_async = _kind(client)
@@ -136,11 +158,11 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     make = _structured_factory(is_async, settings or Settings(), retry or RetryPolicy())
     if kind == "openai":
         completions = make(ChatCompletions(server), client.chat.completions, quiet.chat.completions)
-        members: dict[str, Any] = {"chat": _Namespace(client.chat, {"completions": completions})}
+        members: dict[str, Any] = {"chat": Wrapped(client.chat, {"completions": completions})}
         if server is None:
             members["responses"] = make(Responses(), client.responses, quiet.responses)
-        return _Namespace(client, members)
-    return _Namespace(client, {"messages": make(Messages(), client.messages, quiet.messages)})
+        return Wrapped(client, members, "openai")
+    return Wrapped(client, {"messages": make(Messages(), client.messages, quiet.messages)}, "anthropic")
 
 
 def _structured_factory(is_async: bool, settings: Settings,

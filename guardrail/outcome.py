@@ -144,6 +144,21 @@ class Result(Outcome, Generic[T]):
         return self.attempts[-1].fixes if self.attempts else ()
 
 
+@dataclass(frozen=True, slots=True)
+class Partial:
+    """A preview of an answer that is still streaming: for showing, never for using.
+
+    ``data`` is the JSON value the text so far would be if it stopped here (open strings and containers
+    closed, an incomplete key or number left out); it is *not* validated, and no gate, tool or cache ever
+    sees it. ``attempt`` says which attempt it belongs to: a repair attempt starts a new preview.
+    """
+
+    data: Any
+    text: str
+    attempt: int
+    partial: bool = True
+
+
 def result_from(outcome: Outcome, value: Any) -> Result[Any]:
     """A :class:`Result` holding ``value`` and everything in ``outcome``."""
     return Result(outcome.provider, outcome.model, outcome.mode, outcome.attempts, outcome.usage, outcome.trace_id,

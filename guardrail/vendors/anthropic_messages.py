@@ -20,7 +20,8 @@ from guardrail.vendors.base import (
     usage_from,
 )
 
-_FINISH: dict[str, Finish] = {"end_turn": "stop", "tool_use": "stop", "stop_sequence": "stop",
+_FINISH: dict[str, Finish] = {"stream_ended": "length", "end_turn": "stop", "tool_use": "stop",
+                              "stop_sequence": "stop",
                               "max_tokens": "length", "model_context_window_exceeded": "length",
                               "refusal": "refusal"}
 
@@ -115,7 +116,7 @@ class _MessagesStream(Accumulator):
         self.args: list[str] = []
         self.call_id: str | None = None
         self.name: str | None = None
-        self.reason = "end_turn"
+        self.reason = "stream_ended"  # until message_delta says why it stopped
         self.input_tokens = 0
         self.output_tokens = 0
         self.model: str | None = None
@@ -137,6 +138,9 @@ class _MessagesStream(Accumulator):
         elif kind == "message_delta":
             self.reason = event.delta.stop_reason or self.reason
             self.output_tokens = event.usage.output_tokens or self.output_tokens
+
+    def text(self) -> str:
+        return "".join(self.args) if self.call_id is not None else "".join(self.texts)
 
     def completion(self) -> Completion:
         usage = Usage(self.input_tokens, self.output_tokens)

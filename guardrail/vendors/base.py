@@ -59,6 +59,10 @@ class Accumulator(ABC):
     @abstractmethod
     def completion(self) -> Completion: ...
 
+    @abstractmethod
+    def text(self) -> str:
+        """The answer text (or tool arguments) received so far, for previews."""
+
 
 class Endpoint(ABC):
     """The adapter contract for one wire format.

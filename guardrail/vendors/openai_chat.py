@@ -23,7 +23,8 @@ from guardrail.vendors.base import (
     usage_from,
 )
 
-_FINISH: dict[str, Finish] = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length": "length",
+_FINISH: dict[str, Finish] = {"stream_ended": "length", "stop": "stop", "tool_calls": "stop",
+                              "function_call": "stop", "length": "length",
                               "content_filter": "content_filter"}
 
 
@@ -129,7 +130,7 @@ class _ChatStream(Accumulator):
         self.args: list[str] = []
         self.call_id: str | None = None
         self.name: str | None = None
-        self.reason = "stop"
+        self.reason = "stream_ended"  # until a chunk carries the finish reason
         self.usage = Usage()
         self.model: str | None = None
         self.id: str | None = None
@@ -156,6 +157,9 @@ class _ChatStream(Accumulator):
                     self.args.append(call.function.arguments or "")
             if choice.finish_reason:
                 self.reason = choice.finish_reason
+
+    def text(self) -> str:
+        return "".join(self.args) if self.call_id is not None else "".join(self.parts)
 
     def completion(self) -> Completion:
         refusal = "".join(self.refusal) or None

@@ -105,7 +105,7 @@ class _ResponsesStream(Accumulator):
     def __init__(self, endpoint: Responses) -> None:
         self.endpoint = endpoint
         self.final: Any = None
-        self.text: list[str] = []
+        self.parts: list[str] = []
 
     def feed(self, event: Any) -> None:
         kind = getattr(event, "type", "")
@@ -114,10 +114,14 @@ class _ResponsesStream(Accumulator):
         elif kind == "error":
             raise StreamError({"type": getattr(event, "code", None) or "server_error",
                                "code": getattr(event, "code", None), "message": getattr(event, "message", "")})
-        elif kind == "response.output_text.delta":
-            self.text.append(event.delta)
+        elif kind in {"response.output_text.delta", "response.function_call_arguments.delta"}:
+            self.parts.append(event.delta)
+
+    def text(self) -> str:
+        return "".join(self.parts)
 
     def completion(self) -> Completion:
         if self.final is not None:
             return self.endpoint.read(self.final)
-        return Completion("".join(self.text), "other", "stream_ended", Usage())
+        # The stream stopped before its final event: what arrived is cut off, never complete.
+        return Completion("".join(self.parts), "length", "stream_ended", Usage())

@@ -1,0 +1,152 @@
+"""``@guardrail.structured``: a function whose return annotation is the contract and whose body is the model.
+
+The function's body is never run. Its docstring and the call's arguments make the prompt, the wrapped vendor
+client runs the same attempt loop as ``guardrail.wrap``, and the call returns the validated value (or raises
+the same typed errors)::
+
+    @guardrail.structured(model="gpt-4o-mini")
+    def triage(inquiry: str, customer_tier: str) -> Ticket:
+        \"\"\"Triage a customer inquiry: urgency 1-5, a category, a one-line summary.\"\"\"
+
+    ticket = triage("My parcel is two weeks late", customer_tier="gold")
+
+The prompt template (``default_prompt``), one system and one user message:
+
+* system: ``You compute the return value of the function `triage`.`` then the docstring, then
+  ``Reply with that value only.``
+* user: one line per argument, ``name = <JSON of the value>`` (pydantic models and dataclasses as JSON
+  objects; ``self``/``cls`` left out).
+
+``prompt=`` replaces the user message: a callable taking the function's arguments by name and returning a
+string. ``async def`` functions use the configured ``async_client`` and return awaitables. Decorated
+functions also have ``.with_result(...)`` (the :class:`~guardrail.Result`) and ``.stream(...)`` (partial
+previews, then the value).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+from pydantic_core import to_jsonable_python
+
+from guardrail.client import Wrapped, wrap
+from guardrail.config import Config, get_config
+from guardrail.modes import Mode
+from guardrail.outcome import Budget
+
+P = ParamSpec("P")
+R = TypeVar("R")
+_SKIP = frozenset({"self", "cls"})
+
+
+def default_prompt(name: str, doc: str, arguments: Mapping[str, Any]) -> tuple[str, str]:
+    """The default (system, user) messages for a call of function ``name`` with ``arguments``."""
+    system = f"You compute the return value of the function `{name}`.\n{doc}\nReply with that value only.".replace(
+        "\n\n", "\n")
+    user = "\n".join(f"{key} = {json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False)}"
+                     for key, value in arguments.items())
+    return system, user or "(no arguments)"
+
+
+class StructuredFunction(Generic[P, R]):
+    """What ``@structured`` returns: call it like the function; ``with_result``/``stream`` give more."""
+
+    def __init__(self, fn: Callable[P, R], config: Config | None, overrides: dict[str, Any],
+                 prompt: Callable[..., str] | None, instance: Any = None) -> None:
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._config = config
+        self._overrides = overrides
+        self._prompt = prompt
+        self._instance = instance
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._signature = inspect.signature(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
+        if "return" not in hints or hints["return"] is type(None):
+            raise TypeError(f"@structured needs a return annotation on {fn.__qualname__}: it is the contract")
+        self.output_type: Any = hints["return"]
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        result = self.with_result(*args, **kwargs)
+        if self._is_async:
+            return self._value_async(result)  # type: ignore[return-value]
+        return result.value  # type: ignore[no-any-return]
+
+    async def _value_async(self, pending: Any) -> Any:
+        return (await pending).value
+
+    def with_result(self, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Like calling the function, but returns the :class:`~guardrail.Result` (async: an awaitable of it)."""
+        method, request = self._request(args, kwargs)
+        return method.create_with_result(**request)
+
+    def stream(self, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Stream previews, then the value: a :class:`~guardrail.StructuredStream` (async: ``async for``)."""
+        method, request = self._request(args, kwargs)
+        return method.create_partial(**request)
+
+    def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The wrapped SDK method to call and its keywords, from the configuration and the call's arguments."""
+        config = (self._config or get_config()).merge(**self._overrides)
+        raw = config.async_client if self._is_async else config.client
+        if raw is None:
+            kind = "async_client" if self._is_async else "client"
+            raise TypeError(f"no {kind} configured for {self._fn.__qualname__}: pass {kind}= to @structured or call "
+                            "guardrail.configure(...), or set OPENAI_API_KEY / ANTHROPIC_API_KEY")
+        client: Wrapped = wrap(raw, server=config.server, settings=config.settings, retry=config.retry)
+        bound = self._signature.bind(*((self._instance,) if self._instance is not None else ()), *args, **kwargs)
+        bound.apply_defaults()
+        arguments = {k: v for k, v in bound.arguments.items() if k not in _SKIP}
+        system, user = default_prompt(self._fn.__qualname__, inspect.getdoc(self._fn) or "", arguments)
+        if self._prompt is not None:
+            user = self._prompt(**arguments)
+        common: dict[str, Any] = {"response_model": self.output_type, "model": config.model,
+                                  "aliases": config.aliases, "max_attempts": config.max_attempts,
+                                  "budget": config.budget, "mode": config.mode}
+        if client.vendor == "anthropic" or config.api == "messages":
+            request = {**common, "system": system, "messages": [{"role": "user", "content": user}],
+                       "max_tokens": config.max_tokens or 1024}
+            return client.messages, request
+        tokens = {"max_completion_tokens": config.max_tokens} if config.max_tokens else {}
+        if config.api == "responses":
+            tokens = {"max_output_tokens": config.max_tokens} if config.max_tokens else {}
+            return client.responses, {**common, **tokens, "instructions": system, "input": user}
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return client.chat.completions, {**common, **tokens, "messages": messages}
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """Bind to an instance like a method does (``self`` is not part of the prompt)."""
+        if instance is None:
+            return self
+        return StructuredFunction(self._fn, self._config, self._overrides, self._prompt, instance)
+
+
+@overload
+def structured(fn: Callable[P, R], /) -> StructuredFunction[P, R]: ...
+@overload
+def structured(*, config: Config | None = None, client: Any = None, async_client: Any = None,
+               model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
+               aliases: Mapping[str, str] | None = None, max_attempts: int | None = None,
+               budget: Budget | None = None, mode: Mode | None = None,
+               max_tokens: int | None = None) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
+def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
+               model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
+               aliases: Mapping[str, str] | None = None, max_attempts: int | None = None,
+               budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None) -> Any:
+    """Turn a typed function signature into a validated model call (see the module docstring).
+
+    Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
+    only; ``config=`` replaces the configuration it starts from.
+    """
+    overrides = {"client": client, "async_client": async_client, "model": model, "api": api, "aliases": aliases,
+                 "max_attempts": max_attempts, "budget": budget, "mode": mode, "max_tokens": max_tokens}
+
+    def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
+        return StructuredFunction(function, config, overrides, prompt)
+
+    return decorate(fn) if fn is not None else decorate
