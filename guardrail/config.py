@@ -76,13 +76,15 @@ class Config:
         if vendor == "openai":
             import openai
 
-            return config.merge(client=openai.OpenAI(base_url=base_url),
-                                async_client=openai.AsyncOpenAI(base_url=base_url))
+            key = env.get("OPENAI_API_KEY")
+            return config.merge(client=openai.OpenAI(api_key=key, base_url=base_url),
+                                async_client=openai.AsyncOpenAI(api_key=key, base_url=base_url))
         if vendor == "anthropic":
             import anthropic
 
-            return config.merge(client=anthropic.Anthropic(base_url=base_url),
-                                async_client=anthropic.AsyncAnthropic(base_url=base_url))
+            key = env.get("ANTHROPIC_API_KEY")
+            return config.merge(client=anthropic.Anthropic(api_key=key, base_url=base_url),
+                                async_client=anthropic.AsyncAnthropic(api_key=key, base_url=base_url))
         if vendor is not None:
             raise ValueError(f"GUARDRAIL_VENDOR must be 'openai' or 'anthropic', not {vendor!r}")
         return config
