@@ -102,7 +102,8 @@ class StructuredFunction(Generic[P, R]):
         bound = self._signature.bind(*((self._instance,) if self._instance is not None else ()), *args, **kwargs)
         bound.apply_defaults()
         arguments = {k: v for k, v in bound.arguments.items() if k not in _SKIP}
-        system, user = default_prompt(self._fn.__qualname__.rsplit("<locals>.", 1)[-1], inspect.getdoc(self._fn) or "", arguments)
+        name = self._fn.__qualname__.rsplit("<locals>.", 1)[-1]
+        system, user = default_prompt(name, inspect.getdoc(self._fn) or "", arguments)
         if self._prompt is not None:
             user = self._prompt(**arguments)
         common: dict[str, Any] = {"response_model": self.output_type, "model": config.model,
