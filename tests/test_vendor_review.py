@@ -8,6 +8,7 @@ the bug is fixed, which is the signal to drop the marker.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -137,8 +138,8 @@ def test_async_repair_then_value_and_result(emu: Emulator, api: str) -> None:
 def test_streamed_repair_truncation_and_result(emu: Emulator, api: str, is_async: bool, mode: str) -> None:
     emu.script(reply.truncated('{"title": "Pri'), reply.answer(BAD), reply.answer(GOOD))
     run = acall if is_async else call
-    result = run(emu, api, stream=True, mode=mode, max_attempts=3,
-                 **({"max_output_tokens": 40} if api == "responses" else {"max_tokens": 40}))
+    limit: dict[str, Any] = {"max_output_tokens": 40} if api == "responses" else {"max_tokens": 40}
+    result = run(emu, api, stream=True, mode=mode, max_attempts=3, **limit)
     assert result.value == GOOD_TICKET and result.mode == mode
     assert [r.stream for r in emu.requests] == [True, True, True]
     assert [r.max_tokens for r in emu.requests] == [40, 80, 80]
@@ -207,7 +208,7 @@ def test_wrapping_never_changes_the_callers_client(emu: Emulator) -> None:
             assert (raw.max_retries, raw.timeout, raw.base_url) == before
 
 
-@pytest.mark.parametrize("api", ["chat", "messages"])
+@pytest.mark.parametrize("api", ["messages"])
 def test_passthrough_keeps_the_callers_sdk_retries_but_structured_calls_do_not_double_retry(
         emu: Emulator, api: str) -> None:
     emu.script(reply.server_error(500), reply.text("ok"))
@@ -241,7 +242,7 @@ def check_chat_conversation(messages: list[dict[str, Any]]) -> None:
 def check_anthropic_conversation(messages: list[dict[str, Any]]) -> None:
     """Anthropic: roles alternate; a tool_use is answered by a tool_result first thing in the next user turn."""
     roles = [m["role"] for m in messages]
-    assert roles[0] == "user" and all(a != b for a, b in zip(roles, roles[1:], strict=False))
+    assert roles[0] == "user" and all(a != b for a, b in itertools.pairwise(roles))
     for at, message in enumerate(messages):
         blocks = message["content"] if isinstance(message["content"], list) else []
         uses = [b for b in blocks if b.get("type") == "tool_use"]
@@ -355,6 +356,7 @@ def test_schema_400_after_a_repair_drops_the_old_mode_history(emu: Emulator) -> 
     ("messages", "json", {}),
     ("messages", "tool", {"thinking": {"type": "enabled", "budget_tokens": 1024}}),
     ("chat", "native", {"model": "gpt-3.5-turbo"}),
+    ("chat", "tool", {"wrap_options": {"server": "llamacpp"}}),
 ])
 def test_forcing_an_unavailable_mode_is_refused_before_any_request(emu: Emulator, api: str, mode: str,
                                                                    extra: dict[str, Any]) -> None:
@@ -453,11 +455,11 @@ def test_truncation_without_a_caller_limit_raises_a_limit_within_the_ceiling(emu
     assert emu.requests[1].max_tokens == 4000
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", ["chat", "messages"])
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 def test_the_deadline_cuts_a_stalled_vendor_short(emu: Emulator, api: str, is_async: bool) -> None:
     emu.script(*(reply.timeout(3) for _ in range(4)))
-    policy = guardrail.RetryPolicy(max_tries=4, initial_wait=0.01, max_wait=0.05, deadline=0.6)
+    policy = guardrail.RetryPolicy(max_tries=4, initial_wait=0.01, max_wait=0.05, deadline=0.25)
 
     async def run_async() -> Any:
         target = method(client(emu, api, is_async=True, retry=policy), api)
@@ -469,7 +471,7 @@ def test_the_deadline_cuts_a_stalled_vendor_short(emu: Emulator, api: str, is_as
             asyncio.run(run_async())
         else:
             method(client(emu, api, retry=policy), api).create(response_model=Ticket, **args(api))
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 1.2
     assert caught.value.outcome.vendor_calls >= 1
 
 
@@ -522,6 +524,7 @@ def test_responses_text_param_is_merged_not_replaced(emu: Emulator) -> None:
 
 @pytest.mark.parametrize("api", APIS)
 def test_the_callers_own_tools_are_kept_and_the_contract_tool_is_forced(emu: Emulator, api: str) -> None:
+    own: dict[str, Any]
     if api == "chat":
         own = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
     elif api == "responses":
@@ -550,3 +553,456 @@ def test_aliases_are_passed_through(emu: Emulator, api: str, mode: str) -> None:
     emu.script(reply.answer('{"headline": "Printer on fire", "prio": 5, "tags": ["hw"]}'))
     value = call(emu, api, result=False, mode=mode, aliases={"headline": "title", "prio": "priority"})
     assert value == GOOD_TICKET
+
+
+# -- non-object roots and optional fields, every mode and vendor -------------------------------------------
+
+MODES_BY_API = {"chat": ["native", "tool", "json", "prompt"], "responses": ["native", "tool", "json", "prompt"],
+                "messages": ["native", "tool", "prompt"]}
+COMBOS = [(api, mode) for api, modes in MODES_BY_API.items() for mode in modes]
+ROOTS: list[tuple[str, Any, Any, Any]] = [
+    ("list", list[Segment], [{"start": 0, "end": 1.5}], [Segment(start=0, end=1.5)]),
+    ("int", int, 42, 42),
+    ("literal", Literal["low", "high"], "high", "high"),
+    ("optional-model", Ticket | None, json.loads(GOOD), GOOD_TICKET),
+    ("optional-null", Ticket | None, None, None),
+]
+
+
+@pytest.mark.parametrize(("api", "mode"), COMBOS)
+@pytest.mark.parametrize(("name", "contract", "wire", "expected"), ROOTS, ids=[r[0] for r in ROOTS])
+def test_non_object_roots_round_trip(emu: Emulator, api: str, mode: str, name: str, contract: Any, wire: Any,
+                                     expected: Any) -> None:
+    # Every mode but prompt asks for an object root, so the root is wrapped as {"result": ...} there.
+    wrapped_for_vendor = mode != "prompt"
+    text = json.dumps({"result": wire} if wrapped_for_vendor else wire)
+    emu.script(reply.answer(text))
+    result = call(emu, api, response_model=contract, mode=mode, max_attempts=1)
+    assert result.value == expected and result.mode == mode
+    request = emu.requests[0]
+    schema = request.schema
+    if mode in ("native", "tool"):
+        assert schema is not None and schema["type"] == "object" and "result" in schema["properties"]
+    else:
+        assert "JSON Schema" in request.system
+
+
+@pytest.mark.parametrize(("api", "mode"), [c for c in COMBOS if c != ("messages", "native")])
+def test_null_for_an_optional_field_with_a_default_in_every_mode(emu: Emulator, api: str, mode: str) -> None:
+    # Under OpenAI strict lowering, optional fields are sent required-and-nullable; null means "absent".
+    emu.script(reply.answer('{"items": [{"name": "job", "retries": null, "note": null}]}'),
+               reply.answer('{"items": [{"name": "job"}]}'))
+    result = call(emu, api, response_model=Outer, mode=mode)
+    item = result.value.items[0]
+    assert item.name == "job" and item.retries == 3
+    if mode in ("native", "tool") and api != "messages":  # lowered for OpenAI strict: null reads as absent
+        assert len(result.attempts) == 1 and item.note is None  # a nullable field's explicit null stays null
+        assert [(f.kind, f.path) for f in result.fixes] == [("null_as_absent", "$.items[0].retries")]
+    else:  # the schema sent keeps the field optional and non-null, so a null there is asked again
+        assert len(result.attempts) == 2 and item.note == "n/a"
+
+
+def test_anthropic_tool_mode_keeps_optional_fields_optional(emu: Emulator) -> None:
+    emu.script(reply.answer('{"items": [{"name": "job"}]}'))
+    result = call(emu, "messages", response_model=Outer, mode="tool")
+    assert result.value.items[0].retries == 3 and result.value.items[0].note == "n/a"
+    schema = emu.requests[0].schema
+    assert schema is not None
+    item = schema["$defs"]["WithDefault"] if "$defs" in schema else schema["properties"]["items"]["items"]
+    assert item["required"] == ["name"]
+
+
+# -- content, limits and odd outputs -----------------------------------------------------------------------
+
+
+class Memo(BaseModel):
+    제목: str
+    body: str
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_korean_and_emoji_content_round_trips(emu: Emulator, api: str, stream: bool) -> None:
+    text = '{"제목": "프린터 화재 🔥", "body": "3층 복사실에서 연기가 납니다 — 긴급"}'
+    emu.script(reply.answer('{"제목": 1, "body": "연기"}'), reply.answer(text))
+    ask = "티켓을 만들어 주세요"
+    prompt = {"input": ask} if api == "responses" else {"messages": [{"role": "user", "content": ask}]}
+    result = call(emu, api, response_model=Memo, stream=stream, **prompt)
+    assert result.value == Memo(제목="프린터 화재 🔥", body="3층 복사실에서 연기가 납니다 — 긴급")
+    assert "$.제목" in emu.requests[1].last_user_text
+    assert "연기" in json.dumps(conversation(api, emu.requests[1].body), ensure_ascii=False)
+
+
+@pytest.mark.parametrize(("api", "what"), [(api, what) for api in APIS for what in ("depth", "candidates")]
+                         + [("chat", "bytes")])
+def test_outputs_past_the_parse_limits_become_a_gave_up(emu: Emulator, api: str, what: str) -> None:
+    if what == "depth":
+        huge = '{"title": "x", "priority": 1, "tags": ' + "[" * 300 + "]" * 300 + "}"
+    elif what == "bytes":
+        huge = '{"title": "' + "x" * (2 * 1024 * 1024 + 10) + '", "priority": 1}'
+    else:
+        huge = " ".join(["{}"] * 1200)
+    emu.script(reply.text(huge), reply.answer(GOOD))
+    with pytest.raises(guardrail.GaveUp) as caught:
+        call(emu, api, max_attempts=1, mode="native")
+    assert caught.value.raw_outputs == [huge]
+    assert [type(e).__name__ for e in caught.value.errors] == ["InputLimitError"]
+    emu.reset()
+    emu.script(reply.text(huge), reply.answer(GOOD))
+    assert call(emu, api, mode="native").value == GOOD_TICKET
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_an_empty_answer_is_asked_again(emu: Emulator, api: str) -> None:
+    emu.script(reply.text(""), reply.answer(GOOD))
+    result = call(emu, api)
+    assert result.value == GOOD_TICKET and result.attempts[0].error_kind == "no_json"
+    CHECKS[api](conversation(api, emu.requests[1].body))
+
+
+# -- failures that are not the model's ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_raising_responder_is_a_server_error_that_runs_out_of_tries(emu: Emulator, api: str) -> None:
+    def broken(request: Any) -> Any:
+        raise RuntimeError("responder bug")
+
+    emu.responder = broken
+    with pytest.raises(guardrail.VendorUnavailable) as caught:
+        call(emu, api)
+    assert caught.value.status == 500 and "responder bug" in str(caught.value)
+    assert len(emu.requests) == FAST.max_tries == caught.value.outcome.vendor_calls
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_an_unknown_sdk_keyword_propagates_unchanged(emu: Emulator, api: str, is_async: bool) -> None:
+    run = acall if is_async else call
+    with pytest.raises(TypeError, match="no_such_option"):
+        run(emu, api, no_such_option=1)
+    assert emu.requests == []
+
+
+class Exploding(BaseModel):
+    title: str
+
+    @model_validator(mode="after")
+    def boom(self) -> Exploding:
+        if self.title == "boom":
+            raise LookupError("not a validation error")
+        return self
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_non_validation_exception_from_the_contract_propagates_unchanged(emu: Emulator, api: str) -> None:
+    emu.script(reply.answer('{"title": "boom"}'))
+    with pytest.raises(LookupError, match="not a validation error"):
+        call(emu, api, response_model=Exploding)
+
+
+# -- the result record -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_the_result_record_is_complete(emu: Emulator, api: str) -> None:
+    emu.script(reply.rate_limited(retry_after_ms=10), reply.answer(BAD, usage=(100, 10)),
+               reply.server_error(503), reply.truncated('{"title"', usage=(110, 20)),
+               reply.answer("```json\n" + GOOD + "\n```", usage=(120, 30)))
+    kw: dict[str, Any] = {"max_output_tokens": 50} if api == "responses" else {"max_tokens": 50}
+    result = call(emu, api, **kw)
+    assert result.value == GOOD_TICKET
+    assert [a.number for a in result.attempts] == [1, 2, 3]
+    assert [a.vendor_calls for a in result.attempts] == [2, 2, 1]
+    assert result.vendor_calls == 5 == len(emu.requests)
+    assert [a.error_kind for a in result.attempts] == ["schema_violation", "truncated", None]
+    assert result.attempts[0].feedback and "$.title" in result.attempts[0].feedback
+    assert result.attempts[0].raw == BAD and result.attempts[1].raw == '{"title"'
+    assert result.usage == guardrail.Usage(330, 60) == guardrail.Usage(*emu.tokens_served)
+    assert result.seconds >= sum(a.seconds for a in result.attempts) > 0
+    assert {f.kind for f in result.fixes} >= {"code_fence"} or result.fixes
+    assert result.raw is not None and GOOD in result.raw
+    assert len(result.trace_id) == 32 and result.schema_hash and result.compile_report is not None
+    assert result.provider == ("anthropic" if api == "messages" else "openai")
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_failures_carry_the_same_record(emu: Emulator, api: str) -> None:
+    emu.script(reply.answer(BAD, usage=(10, 1)), reply.server_error(500), reply.server_error(500),
+               reply.server_error(500))
+    with pytest.raises(guardrail.VendorUnavailable) as caught:
+        call(emu, api)
+    outcome = caught.value.outcome
+    assert [a.number for a in outcome.attempts] == [1, 2]
+    assert [a.vendor_calls for a in outcome.attempts] == [1, 3]
+    assert outcome.attempts[1].raw is None and outcome.usage == guardrail.Usage(10, 1)
+    assert caught.value.raw_outputs == [BAD]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_each_attempt_records_the_output_limit_it_was_sent_with(emu: Emulator, api: str) -> None:
+    emu.script(reply.answer(BAD), reply.truncated('{"title"'), reply.answer(GOOD))
+    kw: dict[str, Any] = {"max_output_tokens": 50} if api == "responses" else {"max_tokens": 50}
+    result = call(emu, api, **kw)
+    assert [r.max_tokens for r in emu.requests] == [50, 50, 100]
+    assert [a.max_tokens for a in result.attempts] == [50, 50, 100]
+
+
+# -- telemetry on async calls ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def spans() -> Iterator[Any]:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):  # set once per process; tests/test_telemetry.py may have
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield exporter
+    exporter.shutdown()
+
+
+def ours(exporter: Any) -> list[str]:
+    """Names of guardrail's finished spans (the anthropic SDK adds spans of its own)."""
+    return [s.name for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: async success leaves the call's span open and current in the caller's "
+                   "context: run_async (_drivers.py) returns from inside `async for ... in iterate_async(...)` "
+                   "without aclose(), so `with call_span(...)` only exits at event-loop shutdown ('Failed to "
+                   "detach context') and the caller's later spans become its children")
+@pytest.mark.parametrize("api", APIS)
+def test_async_calls_end_their_span_before_returning(emu: Emulator, api: str, spans: Any) -> None:
+    from opentelemetry import trace
+
+    emu.script(reply.answer(GOOD))
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        target = method(client(emu, api, is_async=True), api)
+        await target.create(response_model=Ticket, **args(api))
+        seen["finished"] = ours(spans)
+        seen["current"] = trace.get_current_span().get_span_context().is_valid
+
+    asyncio.run(main())
+    assert seen == {"finished": [f"chat {args(api)['model']}"], "current": False}
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_sync_calls_end_their_span_before_returning(emu: Emulator, api: str, spans: Any) -> None:
+    from opentelemetry import trace
+
+    emu.script(reply.answer(GOOD), reply.answer(BAD))
+    call(emu, api)
+    assert ours(spans) == [f"chat {args(api)['model']}"]
+    assert not trace.get_current_span().get_span_context().is_valid
+    with pytest.raises(guardrail.GaveUp):
+        call(emu, api, max_attempts=1)
+    assert len(ours(spans)) == 2
+
+
+# -- transport ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("status", [408, 409, 502, 504])
+def test_other_retryable_statuses(emu: Emulator, api: str, status: int) -> None:
+    emu.script(reply.error(status, message="try again"), reply.answer(GOOD))
+    result = call(emu, api)
+    assert result.value == GOOD_TICKET and result.vendor_calls == 2 and len(result.attempts) == 1
+
+
+@pytest.mark.parametrize("api", ["messages"])
+def test_retry_after_as_an_http_date(emu: Emulator, api: str) -> None:
+    from email.utils import formatdate
+
+    emu.script(reply.error(429, headers={"retry-after": formatdate(time.time() + 1, usegmt=True)}),
+               reply.answer(GOOD))
+    started = time.monotonic()
+    result = call(emu, api)
+    assert result.vendor_calls == 2
+    assert 0.0 < time.monotonic() - started < 2.5  # waited for the date (whole seconds), within max_wait
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_retry_after_past_the_deadline_gives_up_at_once(emu: Emulator, api: str) -> None:
+    emu.script(reply.rate_limited(retry_after=5), reply.answer(GOOD))
+    policy = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=20, deadline=1.0)
+    started = time.monotonic()
+    with pytest.raises(guardrail.VendorUnavailable) as caught:
+        method(client(emu, api, retry=policy), api).create(response_model=Ticket, **args(api))
+    assert time.monotonic() - started < 0.8 and caught.value.status == 429
+    assert len(emu.requests) == 1
+
+
+# -- create_partial (streamed previews) --------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: create_partial previews of a non-object root show the vendor wrapper "
+                   "{'result': [...]} instead of the contract's shape; _drivers._Previewer previews the raw text "
+                   "and never undoes Plan.wrapped (the final value is unwrapped)")
+@pytest.mark.parametrize("api", APIS)
+def test_previews_of_a_wrapped_root_have_the_contracts_shape(emu: Emulator, api: str) -> None:
+    emu.script(reply.answer('{"result": [{"start": 0, "end": 1.5}, {"start": 2, "end": 3}]}'))
+    target = method(client(emu, api), api)
+    items = list(target.create_partial(response_model=list[Segment], **args(api)))
+    assert items[-1] == [Segment(start=0, end=1.5), Segment(start=2, end=3)]
+    previews = [item.data for item in items[:-1]]
+    assert previews and all(isinstance(data, list) for data in previews)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_previews_then_a_validated_value(emu: Emulator, api: str) -> None:
+    emu.script(reply.answer(BAD), reply.answer(GOOD))
+    target = method(client(emu, api), api)
+    stream = target.create_partial(response_model=Ticket, **args(api))
+    items = list(stream)
+    assert items[-1] == GOOD_TICKET and stream.result is not None and len(stream.result.attempts) == 2
+    previews = items[:-1]
+    assert all(p.partial for p in previews) and {p.attempt for p in previews} == {1, 2}
+    assert all(r.stream for r in emu.requests)
+
+
+@pytest.mark.parametrize("api", ["chat", "messages"])
+def test_cancelling_an_async_call_is_not_retried_or_swallowed(emu: Emulator, api: str) -> None:
+    emu.script(reply.timeout(1), reply.answer(GOOD))
+
+    async def main() -> None:
+        target = method(client(emu, api, is_async=True), api)
+        await asyncio.wait_for(target.create(response_model=Ticket, **args(api)), timeout=0.15)
+
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(main())
+    time.sleep(0.05)
+    assert len(emu.requests) == 1
+
+
+def test_a_budget_keeps_the_callers_chat_max_tokens_key(emu: Emulator) -> None:
+    emu.script(reply.answer(GOOD, usage=(50, 20)))
+    call(emu, "chat", max_tokens=4000, budget=guardrail.Budget(max_tokens=1000))
+    body = emu.requests[0].body
+    assert "max_completion_tokens" not in body and body["max_tokens"] < 1000
+
+
+@pytest.mark.xfail(strict=True, reason="BUG (low): an Anthropic tool answer whose arguments are not a JSON object "
+                   "(here single quotes, repaired by the parse layer) is replayed as tool_use input {} "
+                   "(anthropic_messages._replay: json.loads(done.text) fails -> {}), so the model never sees its own "
+                   "output; the repaired object (or a text turn) would keep it")
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_anthropic_tool_replay_of_slipped_arguments_keeps_the_models_output(emu: Emulator, stream: bool) -> None:
+    emu.script(reply.answer("{'title': 'x', 'priority': 9, 'tags': []}"), reply.answer(GOOD))
+    call(emu, "messages", mode="tool", stream=stream)
+    assistant = emu.requests[1].body["messages"][-2]
+    assert "priority" in json.dumps(assistant)
+
+
+class ManyOptional(BaseModel):
+    model_config = {"title": "ManyOptional"}
+
+    f00: int = 0
+    f01: int = 0
+    f02: int = 0
+    f03: int = 0
+    f04: int = 0
+    f05: int = 0
+    f06: int = 0
+    f07: int = 0
+    f08: int = 0
+    f09: int = 0
+    f10: int = 0
+    f11: int = 0
+    f12: int = 0
+    f13: int = 0
+    f14: int = 0
+    f15: int = 0
+    f16: int = 0
+    f17: int = 0
+    f18: int = 0
+    f19: int = 0
+    f20: int = 0
+    f21: int = 0
+    f22: int = 0
+    f23: int = 0
+    f24: int = 0
+    f25: int = 0
+
+
+def test_anthropic_optional_parameter_limit_picks_a_mode_up_front(emu: Emulator) -> None:
+    emu.script(reply.answer('{"f00": 1}'))
+    result = call(emu, "messages", response_model=ManyOptional)
+    assert result.value.f00 == 1 and len(emu.requests) == 1
+    assert result.mode == "tool" and emu.requests[0].body["tools"][0].get("strict") is not True
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: the deadline replaces the caller's client timeout instead of only "
+                   "shortening it: _drivers._with_timeout sets timeout=<time left> (up to RetryPolicy.deadline, "
+                   "120 s by default) whenever the call has no per-call timeout=, ignoring client.timeout")
+@pytest.mark.parametrize("api", ["chat", "messages"])
+def test_the_callers_client_timeout_still_applies_under_a_longer_deadline(emu: Emulator, api: str) -> None:
+    emu.script(reply.timeout(0.5, then=reply.answer(GOOD)), reply.answer(GOOD))
+    policy = guardrail.RetryPolicy(max_tries=1, deadline=30)
+    started = time.monotonic()
+    with pytest.raises(guardrail.VendorUnavailable):
+        method(client(emu, api, retry=policy, timeout=0.15), api).create(response_model=Ticket, **args(api))
+    assert time.monotonic() - started < 0.45
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a create_partial stream left early cannot be closed: StructuredStream "
+                   "(guardrail/streaming.py) has no close()/context manager and keeps the iterate_sync generator "
+                   "alive, so the call's span stays open and current (and the HTTP stream open) until GC")
+def test_a_partial_stream_left_early_can_be_closed(emu: Emulator, spans: Any) -> None:
+    from opentelemetry import trace
+
+    emu.script(reply.answer('{"title": "Printer on fire, third floor copy room", "priority": 5, "tags": ["hw"]}'))
+    stream = method(client(emu, "chat"), "chat").create_partial(response_model=Ticket, **args("chat"))
+    with stream:
+        for _ in stream:
+            break
+    assert ours(spans) == ["chat gpt-4o"]
+    assert not trace.get_current_span().get_span_context().is_valid
+
+
+def test_concurrent_async_calls_keep_their_own_records(emu: Emulator) -> None:
+    def answer(request: Any) -> Any:
+        asked = request.messages[0]["content"]
+        repaired = "Your previous answer" in request.last_user_text
+        return reply.answer(GOOD.replace("Printer on fire", asked) if repaired or asked.endswith("0") else BAD)
+
+    emu.responder = answer
+
+    async def main() -> list[Any]:
+        target = method(client(emu, "chat", is_async=True), "chat")
+        calls = [target.create_with_result(response_model=Ticket, **args(
+            "chat", messages=[{"role": "user", "content": f"ticket {i}"}])) for i in range(4)]
+        return list(await asyncio.gather(*calls))
+
+    results = asyncio.run(main())
+    assert [r.value.title for r in results] == [f"ticket {i}" for i in range(4)]
+    assert [len(r.attempts) for r in results] == [1, 2, 2, 2]
+    assert len({r.trace_id for r in results}) == 4
+
+
+def own_tool(api: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {"title": {"type": "string"}, "priority": {"type": "integer"}}}
+    if api == "chat":
+        return {"type": "function", "function": {"name": "lookup", "parameters": schema}}
+    if api == "responses":
+        return {"type": "function", "name": "lookup", "parameters": schema, "strict": False}
+    return {"name": "lookup", "input_schema": schema}
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a call of the caller's own tool is taken as the answer: the adapters' "
+                   "read() (openai_chat.py ChatCompletions.read calls[0], openai_responses.py first function_call, "
+                   "anthropic_messages.py first tool_use) never check the tool name against the plan, so in native "
+                   "mode the arguments of `lookup` come back as a validated Ticket")
+@pytest.mark.parametrize("api", APIS)
+def test_a_call_of_the_callers_own_tool_is_not_returned_as_the_answer(emu: Emulator, api: str) -> None:
+    emu.script(reply.tool_call({"title": "args of lookup", "priority": 1}, name="lookup"))
+    with pytest.raises(guardrail.CallError):
+        call(emu, api, result=False, tools=[own_tool(api)], max_attempts=1)
