@@ -123,8 +123,9 @@ def attempt_loop(call: Call) -> Loop:
         max_tokens = state.output_limit()
         kwargs = call.endpoint.build(call.kwargs, plan, state.history, max_tokens=max_tokens,
                                      temperature=state.temperature)
-        max_tokens = state.fit_budget(kwargs, max_tokens)
-        if max_tokens is not None:
+        fitted = state.fit_budget(kwargs, max_tokens)
+        if fitted is not None:
+            max_tokens = fitted
             kwargs = call.endpoint.build(call.kwargs, plan, state.history, max_tokens=max_tokens,
                                          temperature=state.temperature)
         received = yield Send(kwargs, bool(kwargs.get("stream")), len(state.attempts) + 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Iterator
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import anthropic
@@ -17,7 +17,7 @@ import guardrail
 from guardrail.testing import Emulator, reply
 
 
-class Category(str, Enum):
+class Category(StrEnum):
     billing = "billing"
     shipping = "shipping"
 

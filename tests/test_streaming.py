@@ -116,7 +116,8 @@ def test_async_streams(emu: Emulator) -> None:
 # -- the preview function itself ---------------------------------------------------------------------------
 
 values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-                      lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+                      lambda inner: st.lists(inner, max_size=4)
+                      | st.dictionaries(st.text(max_size=5), inner, max_size=4),
                       max_leaves=20)
 
 
