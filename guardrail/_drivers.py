@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from contextlib import aclosing, closing
 from typing import Any
 
 from tenacity import AsyncRetrying, Retrying
@@ -34,21 +35,27 @@ MAX_PREVIEW_CHARS = 256 * 1024
 
 def run_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy) -> Result[Any]:
     """Run the call's attempt loop with a synchronous SDK method; return the result."""
-    for item in iterate_sync(call, method, policy, previews=False):
-        if isinstance(item, Result):
-            return item
+    with closing(iterate_sync(call, method, policy, previews=False)) as items:
+        for item in items:
+            if isinstance(item, Result):
+                return item
     raise AssertionError("the attempt loop ended without a result")  # pragma: no cover
 
 
 async def run_async(call: Call, method: Callable[..., Awaitable[Any]], policy: RetryPolicy) -> Result[Any]:
-    """Run the call's attempt loop with an asynchronous SDK method; return the result."""
-    async for item in iterate_async(call, method, policy, previews=False):
-        if isinstance(item, Result):
-            return item
+    """Run the call's attempt loop with an asynchronous SDK method; return the result.
+
+    The generator is closed before returning, so the call's span ends here, in the caller's context.
+    """
+    async with aclosing(iterate_async(call, method, policy, previews=False)) as items:
+        async for item in items:
+            if isinstance(item, Result):
+                return item
     raise AssertionError("the attempt loop ended without a result")  # pragma: no cover
 
 
-def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *, previews: bool) -> Iterator[Item]:
+def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
+                 previews: bool) -> Generator[Item, None, None]:
     """Run the loop, yielding previews of streamed answers (if ``previews``) and the result last."""
     with call_span(call.endpoint.provider, call.model, dict(call.kwargs)) as (span, trace_id):
         call = dataclasses.replace(call, trace_id=trace_id)
@@ -58,11 +65,12 @@ def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
             effect = next(loop)
             while True:
                 received: Received | None = None
-                for item in _send_sync(method, call, effect, policy, deadline_at, previews):
-                    if isinstance(item, Received):
-                        received = item
-                    else:
-                        yield item
+                with closing(_send_sync(method, call, effect, policy, deadline_at, previews)) as sent:
+                    for item in sent:
+                        if isinstance(item, Received):
+                            received = item
+                        else:
+                            yield item
                 assert received is not None
                 effect = loop.send(received)
         except StopIteration as stop:
@@ -74,7 +82,7 @@ def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
 
 
 async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], policy: RetryPolicy, *,
-                        previews: bool) -> AsyncIterator[Item]:
+                        previews: bool) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
     with call_span(call.endpoint.provider, call.model, dict(call.kwargs)) as (span, trace_id):
         call = dataclasses.replace(call, trace_id=trace_id)
@@ -84,11 +92,12 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], polic
             effect = next(loop)
             while True:
                 received: Received | None = None
-                async for item in _send_async(method, call, effect, policy, deadline_at, previews):
-                    if isinstance(item, Received):
-                        received = item
-                    else:
-                        yield item
+                async with aclosing(_send_async(method, call, effect, policy, deadline_at, previews)) as sent:
+                    async for item in sent:
+                        if isinstance(item, Received):
+                            received = item
+                        else:
+                            yield item
                 assert received is not None
                 effect = loop.send(received)
         except StopIteration as stop:
@@ -103,16 +112,20 @@ def _deadline(policy: RetryPolicy) -> float | None:
     return None if policy.deadline is None else time.monotonic() + policy.deadline
 
 
-def _with_timeout(kwargs: dict[str, Any], deadline_at: float | None) -> dict[str, Any] | None:
-    """The request keywords with the SDK timeout cut to the time left; ``None`` when no time is left."""
+def _with_timeout(kwargs: dict[str, Any], deadline_at: float | None, client_timeout: float | None
+                  ) -> dict[str, Any] | None:
+    """The request keywords with the SDK timeout cut to the time left; ``None`` when no time is left.
+
+    The deadline only shortens a timeout: the call's own ``timeout=``, else the client's, still applies.
+    """
     if deadline_at is None:
         return kwargs
     left = deadline_at - time.monotonic()
     if left <= 0:
         return None
-    given = kwargs.get("timeout")
+    given = kwargs.get("timeout", client_timeout)
     if isinstance(given, (int, float)) and given <= left:
-        return kwargs
+        return kwargs if "timeout" in kwargs else {**kwargs, "timeout": given}
     return {**kwargs, "timeout": left}
 
 
@@ -125,8 +138,9 @@ def _deadline_failure(calls: int, started: float) -> Received:
 class _Previewer:
     """Turns the accumulated text into a new :class:`Partial` when the preview changed."""
 
-    def __init__(self, attempt: int) -> None:
-        self.attempt = attempt
+    def __init__(self, effect: Send) -> None:
+        self.attempt = effect.attempt
+        self.wrapped = effect.wrapped
         self.last: Any = None
 
     def __call__(self, accumulator: Accumulator) -> Partial | None:
@@ -134,6 +148,8 @@ class _Previewer:
         if len(text) > MAX_PREVIEW_CHARS:
             return None
         data = preview(text)
+        if self.wrapped is not None:  # show the contract's shape, not the vendor wrapper
+            data = data.get(self.wrapped) if isinstance(data, dict) else None
         if data is None or data == self.last:
             return None
         self.last = data
@@ -141,20 +157,20 @@ class _Previewer:
 
 
 def _send_sync(method: Callable[..., Any], call: Call, effect: Send, policy: RetryPolicy,
-               deadline_at: float | None, previews: bool) -> Iterator[Partial | Received]:
+               deadline_at: float | None, previews: bool) -> Generator[Partial | Received, None, None]:
     started, calls = time.monotonic(), 0
     try:
         for attempt in Retrying(**policy.tenacity_kwargs(deadline_at)):
             with attempt:
-                kwargs = _with_timeout(effect.kwargs, deadline_at)
+                kwargs = _with_timeout(effect.kwargs, deadline_at, call.timeout)
                 if kwargs is None:
                     yield _deadline_failure(calls, started)
                     return
                 calls += 1
                 response = method(**kwargs)
                 if effect.stream:
-                    accumulator = call.endpoint.accumulator()
-                    show = _Previewer(effect.attempt) if previews else None
+                    accumulator = call.endpoint.accumulator(effect.tool)
+                    show = _Previewer(effect) if previews else None
                     with response:
                         for event in response:
                             accumulator.feed(event)
@@ -163,7 +179,7 @@ def _send_sync(method: Callable[..., Any], call: Call, effect: Send, policy: Ret
                                 yield snapshot
                     completion = accumulator.completion()
                 else:
-                    completion = call.endpoint.read(response)
+                    completion = call.endpoint.read(response, effect.tool)
     except Exception as error:
         yield _failed(error, calls, started)
         return
@@ -171,20 +187,20 @@ def _send_sync(method: Callable[..., Any], call: Call, effect: Send, policy: Ret
 
 
 async def _send_async(method: Callable[..., Awaitable[Any]], call: Call, effect: Send, policy: RetryPolicy,
-                      deadline_at: float | None, previews: bool) -> AsyncIterator[Partial | Received]:
+                      deadline_at: float | None, previews: bool) -> AsyncGenerator[Partial | Received, None]:
     started, calls = time.monotonic(), 0
     try:
         async for attempt in AsyncRetrying(**policy.tenacity_kwargs(deadline_at)):
             with attempt:
-                kwargs = _with_timeout(effect.kwargs, deadline_at)
+                kwargs = _with_timeout(effect.kwargs, deadline_at, call.timeout)
                 if kwargs is None:
                     yield _deadline_failure(calls, started)
                     return
                 calls += 1
                 response = await method(**kwargs)
                 if effect.stream:
-                    accumulator = call.endpoint.accumulator()
-                    show = _Previewer(effect.attempt) if previews else None
+                    accumulator = call.endpoint.accumulator(effect.tool)
+                    show = _Previewer(effect) if previews else None
                     async with response:
                         async for event in response:
                             accumulator.feed(event)
@@ -193,7 +209,7 @@ async def _send_async(method: Callable[..., Awaitable[Any]], call: Call, effect:
                                 yield snapshot
                     completion = accumulator.completion()
                 else:
-                    completion = call.endpoint.read(response)
+                    completion = call.endpoint.read(response, effect.tool)
     except Exception as error:
         yield _failed(error, calls, started)
         return

@@ -87,6 +87,8 @@ class Call:
     budget: Budget | None = None
     settings: Settings = field(default_factory=Settings)
     trace_id: str = ""
+    #: The SDK client's own request timeout in seconds, if it has one (the deadline only ever shortens it).
+    timeout: float | None = None
 
     @property
     def model(self) -> str:
@@ -100,6 +102,10 @@ class Send:
     kwargs: dict[str, Any]
     stream: bool
     attempt: int = 1
+    #: The forced output tool's name in tool mode (only its call is the answer), else ``None``.
+    tool: str | None = None
+    #: The key a non-object root was wrapped under (previews unwrap it), else ``None``.
+    wrapped: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +134,8 @@ def attempt_loop(call: Call) -> Loop:
             max_tokens = fitted
             kwargs = call.endpoint.build(call.kwargs, plan, state.history, max_tokens=max_tokens,
                                          temperature=state.temperature)
-        received = yield Send(kwargs, bool(kwargs.get("stream")), len(state.attempts) + 1)
+        received = yield Send(kwargs, bool(kwargs.get("stream")), len(state.attempts) + 1,
+                              plan.name if plan.mode == "tool" else None, plan.wrapped)
         attempt = state.new_attempt(plan, received, max_tokens)
         if received.failure is not None:
             state.on_failure(received.failure, attempt)
@@ -175,7 +182,7 @@ class _State:
             raise BudgetExceeded(
                 f"stopped before attempt {self.model_attempts + 1}: the budget leaves {max(0, int(left))} tokens, "
                 f"the next request needs about {estimate} input tokens plus the answer", outcome=self.outcome())
-        room = int(left - estimate)
+        room = min(int(left - estimate), self.call.settings.max_tokens_ceiling)
         return room if max_tokens is None or room < max_tokens else None
 
     # -- after receiving --------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ class StructuredMethod:
     """One SDK ``create`` method with ``response_model=`` support; other attributes pass through."""
 
     def __init__(self, endpoint: Endpoint, raw: Any, quiet: Any, *, is_async: bool, settings: Settings,
-                 retry: RetryPolicy) -> None:
+                 retry: RetryPolicy, timeout: float | None = None) -> None:
+        self._timeout = timeout  # the client's own request timeout, in seconds
         self._endpoint = endpoint
         self._raw = raw          # the caller's SDK resource (passthrough calls)
         self._quiet = quiet      # the same resource on the client copy with max_retries=0
@@ -93,6 +94,10 @@ class StructuredMethod:
 
     def _call(self, response_model: Any, aliases: Mapping[str, str] | None, max_attempts: int | None,
               mode: Mode | None, budget: Budget | None, kwargs: dict[str, Any]) -> Call:
+        taken = _CONFLICTS[self._endpoint.api] & _given(kwargs)
+        if taken:
+            raise TypeError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
+                            "for the mode it chooses (use mode= to choose one)")
         contract = compile_contract(response_model)
         model = str(kwargs.get("model", ""))
         caps = capabilities(self._endpoint.provider, model)
@@ -100,7 +105,7 @@ class StructuredMethod:
                        thinking=self._endpoint.thinking(kwargs))
         settings = self._settings if max_attempts is None else \
             dataclasses.replace(self._settings, max_attempts=max_attempts)
-        return Call(self._endpoint, kwargs, contract, chosen, caps, aliases, budget, settings)
+        return Call(self._endpoint, kwargs, contract, chosen, caps, aliases, budget, settings, timeout=self._timeout)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)
@@ -155,7 +160,7 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     if server is not None and kind != "openai":
         raise ValueError("server= applies to OpenAI-compatible clients (openai.OpenAI(base_url=...)) only")
     quiet = client.with_options(max_retries=0)
-    make = _structured_factory(is_async, settings or Settings(), retry or RetryPolicy())
+    make = _structured_factory(is_async, settings or Settings(), retry or RetryPolicy(), _seconds(client.timeout))
     if kind == "openai":
         completions = make(ChatCompletions(server), client.chat.completions, quiet.chat.completions)
         members: dict[str, Any] = {"chat": Wrapped(client.chat, {"completions": completions})}
@@ -165,11 +170,38 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     return Wrapped(client, {"messages": make(Messages(), client.messages, quiet.messages)}, "anthropic")
 
 
-def _structured_factory(is_async: bool, settings: Settings,
-                        retry: RetryPolicy) -> Callable[[Endpoint, Any, Any], StructuredMethod]:
+def _structured_factory(is_async: bool, settings: Settings, retry: RetryPolicy,
+                        timeout: float | None) -> Callable[[Endpoint, Any, Any], StructuredMethod]:
     def make(endpoint: Endpoint, raw: Any, quiet: Any) -> StructuredMethod:
-        return StructuredMethod(endpoint, raw, quiet, is_async=is_async, settings=settings, retry=retry)
+        return StructuredMethod(endpoint, raw, quiet, is_async=is_async, settings=settings, retry=retry,
+                                timeout=timeout)
     return make
+
+
+#: Request fields guardrail sets for its modes; the caller giving them too is a conflict, not a merge.
+_CONFLICTS: dict[str, frozenset[str]] = {
+    "chat": frozenset({"response_format", "tool_choice"}),
+    "responses": frozenset({"tool_choice", "text.format"}),
+    "messages": frozenset({"tool_choice", "output_config.format"}),
+}
+
+
+def _given(kwargs: Mapping[str, Any]) -> set[str]:
+    """The caller's keywords, with ``text.format``/``output_config.format`` named when those are set."""
+    names = set(kwargs)
+    for outer in ("text", "output_config"):
+        inner = kwargs.get(outer)
+        if isinstance(inner, Mapping) and inner.get("format") is not None:
+            names.add(f"{outer}.format")
+    return names
+
+
+def _seconds(timeout: Any) -> float | None:
+    """A client timeout (a number, or an httpx ``Timeout`` whose read timeout counts) in seconds."""
+    if isinstance(timeout, (int, float)):
+        return float(timeout)
+    read = getattr(timeout, "read", None)
+    return float(read) if isinstance(read, (int, float)) else None
 
 
 def _kind(client: Any) -> tuple[str, bool]:

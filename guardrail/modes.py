@@ -94,6 +94,8 @@ class Plan:
 def plans(schema: dict[str, Any], name: str, caps: Capabilities, *, forced: Mode | None = None,
           thinking: bool = False) -> list[Plan]:
     """The plans to try, strongest first; ``forced`` keeps only that mode (and raises if it cannot be used)."""
+    if forced is not None and forced not in MODES:
+        raise ValueError(f"unknown mode {forced!r}; expected one of {', '.join(MODES)}")
     out: list[Plan] = []
     wanted = (forced,) if forced else MODES
     for mode in wanted:

@@ -8,7 +8,8 @@ raises the same typed errors as ``create`` at the point it happens; a stream cut
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from types import TracebackType
 from typing import Any
 
 from guardrail.outcome import Partial, Result
@@ -17,9 +18,19 @@ from guardrail.outcome import Partial, Result
 class StructuredStream:
     """A sync stream of previews then the value (see the module docstring)."""
 
-    def __init__(self, items: Iterator[Partial | Result[Any]]) -> None:
+    def __init__(self, items: Generator[Partial | Result[Any], None, None]) -> None:
         self._items = items
         self.result: Result[Any] | None = None
+
+    def close(self) -> None:
+        """Stop early: end the HTTP stream and the call's span (also done on leaving a ``with`` block)."""
+        self._items.close()
+
+    def __enter__(self) -> StructuredStream:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
 
     def __iter__(self) -> Iterator[Any]:
         for item in self._items:
@@ -40,9 +51,20 @@ class StructuredStream:
 class AsyncStructuredStream:
     """The async twin of :class:`StructuredStream` (``async for``)."""
 
-    def __init__(self, items: AsyncIterator[Partial | Result[Any]]) -> None:
+    def __init__(self, items: AsyncGenerator[Partial | Result[Any], None]) -> None:
         self._items = items
         self.result: Result[Any] | None = None
+
+    async def aclose(self) -> None:
+        """Stop early: end the HTTP stream and the call's span (also done on leaving an ``async with`` block)."""
+        await self._items.aclose()
+
+    async def __aenter__(self) -> AsyncStructuredStream:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         async for item in self._items:

@@ -30,7 +30,9 @@ def call_span(provider: str, model: str, request: dict[str, Any]) -> Iterator[tu
     """Open the call's span; yields it and the trace id (the span's, or a random one when tracing is off)."""
     attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider,
                                   "gen_ai.request.model": model, "gen_ai.output.type": "json"}
-    for key, name in (("temperature", "gen_ai.request.temperature"), ("max_tokens", "gen_ai.request.max_tokens")):
+    for key, name in (("temperature", "gen_ai.request.temperature"), ("max_tokens", "gen_ai.request.max_tokens"),
+                      ("max_completion_tokens", "gen_ai.request.max_tokens"),
+                      ("max_output_tokens", "gen_ai.request.max_tokens")):
         if isinstance(request.get(key), (int, float)):
             attributes[name] = request[key]
     with _tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes,

@@ -365,8 +365,6 @@ def test_forcing_an_unavailable_mode_is_refused_before_any_request(emu: Emulator
     assert emu.requests == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an unknown mode= (typo, wrong case) is silently run as prompt mode: "
-                   "modes.plans() does not check `forced` against MODES and _plan() falls through to prompt")
 @pytest.mark.parametrize("mode", ["Native", "strict", "json_schema"])
 def test_an_unknown_mode_name_is_refused(emu: Emulator, mode: str) -> None:
     emu.script(reply.answer(GOOD))
@@ -408,9 +406,6 @@ def test_a_token_and_cost_budget_caps_the_requests_output_limit(emu: Emulator, a
     assert sent is not None and sent < 1000
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a generous budget sets the request's output-token limit to all the "
-                   "tokens the budget leaves (_State.fit_budget, _engine.py:176-177), far above "
-                   "Settings.max_tokens_ceiling and any model's output limit, so a real vendor answers 400")
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_a_generous_budget_never_raises_the_output_limit_above_the_ceiling(emu: Emulator, api: str) -> None:
     emu.script(reply.answer(GOOD))
@@ -532,10 +527,12 @@ def test_the_callers_own_tools_are_kept_and_the_contract_tool_is_forced(emu: Emu
     else:
         own = {"name": "lookup", "input_schema": {"type": "object"}}
     emu.script(reply.answer(GOOD))
-    result = call(emu, api, mode="tool", tools=[own], tool_choice="auto" if api != "messages" else {"type": "auto"})
+    result = call(emu, api, mode="tool", tools=[own])
     assert result.value == GOOD_TICKET
     fields = emu.requests[0].mode_fields
     assert fields["tools"] == ["lookup", "Ticket"] and fields["forced_tool"] == "Ticket"
+    with pytest.raises(TypeError, match="tool_choice"):  # guardrail forces the tool; a caller's choice conflicts
+        call(emu, api, mode="tool", tools=[own], tool_choice="auto" if api != "messages" else {"type": "auto"})
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -773,10 +770,6 @@ def ours(exporter: Any) -> list[str]:
     return [s.name for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: async success leaves the call's span open and current in the caller's "
-                   "context: run_async (_drivers.py) returns from inside `async for ... in iterate_async(...)` "
-                   "without aclose(), so `with call_span(...)` only exits at event-loop shutdown ('Failed to "
-                   "detach context') and the caller's later spans become its children")
 @pytest.mark.parametrize("api", APIS)
 def test_async_calls_end_their_span_before_returning(emu: Emulator, api: str, spans: Any) -> None:
     from opentelemetry import trace
@@ -844,9 +837,6 @@ def test_a_retry_after_past_the_deadline_gives_up_at_once(emu: Emulator, api: st
 # -- create_partial (streamed previews) --------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: create_partial previews of a non-object root show the vendor wrapper "
-                   "{'result': [...]} instead of the contract's shape; _drivers._Previewer previews the raw text "
-                   "and never undoes Plan.wrapped (the final value is unwrapped)")
 @pytest.mark.parametrize("api", APIS)
 def test_previews_of_a_wrapped_root_have_the_contracts_shape(emu: Emulator, api: str) -> None:
     emu.script(reply.answer('{"result": [{"start": 0, "end": 1.5}, {"start": 2, "end": 3}]}'))
@@ -890,16 +880,13 @@ def test_a_budget_keeps_the_callers_chat_max_tokens_key(emu: Emulator) -> None:
     assert "max_completion_tokens" not in body and body["max_tokens"] < 1000
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (low): an Anthropic tool answer whose arguments are not a JSON object "
-                   "(here single quotes, repaired by the parse layer) is replayed as tool_use input {} "
-                   "(anthropic_messages._replay: json.loads(done.text) fails -> {}), so the model never sees its own "
-                   "output; the repaired object (or a text turn) would keep it")
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def test_anthropic_tool_replay_of_slipped_arguments_keeps_the_models_output(emu: Emulator, stream: bool) -> None:
     emu.script(reply.answer("{'title': 'x', 'priority': 9, 'tags': []}"), reply.answer(GOOD))
     call(emu, "messages", mode="tool", stream=stream)
-    assistant = emu.requests[1].body["messages"][-2]
-    assert "priority" in json.dumps(assistant)
+    assistant, tool_result = emu.requests[1].body["messages"][-2:]
+    assert assistant["content"][0]["type"] == "tool_use"  # the API takes only an object as tool input,
+    assert "'priority': 9" in json.dumps(tool_result)      # so the model's own text is shown in the tool result
 
 
 class ManyOptional(BaseModel):
@@ -940,9 +927,6 @@ def test_anthropic_optional_parameter_limit_picks_a_mode_up_front(emu: Emulator)
     assert result.mode == "tool" and emu.requests[0].body["tools"][0].get("strict") is not True
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the deadline replaces the caller's client timeout instead of only "
-                   "shortening it: _drivers._with_timeout sets timeout=<time left> (up to RetryPolicy.deadline, "
-                   "120 s by default) whenever the call has no per-call timeout=, ignoring client.timeout")
 @pytest.mark.parametrize("api", ["chat", "messages"])
 def test_the_callers_client_timeout_still_applies_under_a_longer_deadline(emu: Emulator, api: str) -> None:
     emu.script(reply.timeout(0.5, then=reply.answer(GOOD)), reply.answer(GOOD))
@@ -953,9 +937,6 @@ def test_the_callers_client_timeout_still_applies_under_a_longer_deadline(emu: E
     assert time.monotonic() - started < 0.45
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a create_partial stream left early cannot be closed: StructuredStream "
-                   "(guardrail/streaming.py) has no close()/context manager and keeps the iterate_sync generator "
-                   "alive, so the call's span stays open and current (and the HTTP stream open) until GC")
 def test_a_partial_stream_left_early_can_be_closed(emu: Emulator, spans: Any) -> None:
     from opentelemetry import trace
 
@@ -997,10 +978,6 @@ def own_tool(api: str) -> dict[str, Any]:
     return {"name": "lookup", "input_schema": schema}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a call of the caller's own tool is taken as the answer: the adapters' "
-                   "read() (openai_chat.py ChatCompletions.read calls[0], openai_responses.py first function_call, "
-                   "anthropic_messages.py first tool_use) never check the tool name against the plan, so in native "
-                   "mode the arguments of `lookup` come back as a validated Ticket")
 @pytest.mark.parametrize("api", APIS)
 def test_a_call_of_the_callers_own_tool_is_not_returned_as_the_answer(emu: Emulator, api: str) -> None:
     emu.script(reply.tool_call({"title": "args of lookup", "priority": 1}, name="lookup"))

@@ -62,19 +62,19 @@ class Messages(Endpoint):
             out["temperature"] = temperature
         return out
 
-    def read(self, response: Any) -> Completion:
+    def read(self, response: Any, tool: str | None) -> Completion:
         usage = usage_from(response.usage, "input_tokens", "output_tokens")
         reason = response.stop_reason or "end_turn"
         texts: list[str] = []
         for block in response.content or ():
-            if block.type == "tool_use":
+            if block.type == "tool_use" and tool is not None and block.name == tool:
                 return _completion(as_text(block.input), reason, usage, block.id, block.name, response)
             if block.type == "text":
                 texts.append(block.text)
         return _completion("".join(texts) if texts else None, reason, usage, None, None, response)
 
-    def accumulator(self) -> Accumulator:
-        return _MessagesStream()
+    def accumulator(self, tool: str | None) -> Accumulator:
+        return _MessagesStream(tool)
 
 
 def _completion(text: str | None, reason: str, usage: Usage, call_id: str | None, name: str | None,
@@ -98,22 +98,26 @@ def _replay(exchange: Exchange) -> list[dict[str, Any]]:
     note = feedback_message(exchange.feedback)
     if done.tool_call_id:
         try:
-            given = json.loads(done.text or "{}")
+            given: Any = json.loads(done.text or "{}")
         except ValueError:
+            given = None
+        if not isinstance(given, dict):  # the API only takes an object here; show the model what it wrote
+            note = f"Your tool input was not a JSON object; it was:\n{done.text}\n{note}"
             given = {}
-        block = {"type": "tool_use", "id": done.tool_call_id, "name": done.tool_name or "",
-                 "input": given if isinstance(given, dict) else {}}
+        block = {"type": "tool_use", "id": done.tool_call_id, "name": done.tool_name or "", "input": given}
         result = {"type": "tool_result", "tool_use_id": done.tool_call_id, "content": note, "is_error": True}
         return [{"role": "assistant", "content": [block]}, {"role": "user", "content": [result]}]
     return [{"role": "assistant", "content": done.text or "(empty)"}, {"role": "user", "content": note}]
 
 
 class _MessagesStream(Accumulator):
-    """Joins Messages stream events: text deltas, the first tool_use block's JSON fragments, usage, stop reason."""
+    """Joins Messages stream events: text deltas, the output tool's JSON fragments, usage, stop reason."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool: str | None) -> None:
+        self.tool = tool
         self.texts: list[str] = []
         self.args: list[str] = []
+        self.answer_index: int | None = None  # the content block holding the output tool's call
         self.call_id: str | None = None
         self.name: str | None = None
         self.reason = "stream_ended"  # until message_delta says why it stopped
@@ -127,13 +131,15 @@ class _MessagesStream(Accumulator):
         if kind == "message_start":
             self.model, self.id = event.message.model, event.message.id
             self.input_tokens = event.message.usage.input_tokens or 0
-        elif kind == "content_block_start" and event.content_block.type == "tool_use" and self.call_id is None:
+        elif kind == "content_block_start" and event.content_block.type == "tool_use" and self.call_id is None \
+                and self.tool is not None and event.content_block.name == self.tool:
             self.call_id, self.name = event.content_block.id, event.content_block.name
+            self.answer_index = event.index
         elif kind == "content_block_delta":
             delta = event.delta
             if delta.type == "text_delta":
                 self.texts.append(delta.text)
-            elif delta.type == "input_json_delta":
+            elif delta.type == "input_json_delta" and event.index == self.answer_index:
                 self.args.append(delta.partial_json)
         elif kind == "message_delta":
             self.reason = event.delta.stop_reason or self.reason

@@ -87,12 +87,16 @@ class Endpoint(ABC):
         """The keywords for one SDK call: the caller's own, plus the mode's fields and the repair turns."""
 
     @abstractmethod
-    def read(self, response: Any) -> Completion:
-        """Read a non-streamed SDK response."""
+    def read(self, response: Any, tool: str | None) -> Completion:
+        """Read a non-streamed SDK response.
+
+        ``tool`` is the name of the forced output tool (tool mode), else ``None``: only a call of that tool
+        is the answer; a call of any other tool (one of the caller's own) is never taken for it.
+        """
 
     @abstractmethod
-    def accumulator(self) -> Accumulator:
-        """A fresh accumulator for a streamed response."""
+    def accumulator(self, tool: str | None) -> Accumulator:
+        """A fresh accumulator for a streamed response (``tool`` as for :meth:`read`)."""
 
     def max_tokens(self, kwargs: Mapping[str, Any]) -> int | None:
         """The output-token limit the caller set, if any."""

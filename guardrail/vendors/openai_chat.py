@@ -79,19 +79,19 @@ class ChatCompletions(Endpoint):
             out["stream_options"] = {**(out.get("stream_options") or {}), "include_usage": True}
         return out
 
-    def read(self, response: Any) -> Completion:
+    def read(self, response: Any, tool: str | None) -> Completion:
         choice = response.choices[0]
         message = choice.message
         usage = usage_from(response.usage, "prompt_tokens", "completion_tokens")
         reason = choice.finish_reason or "stop"
-        calls = message.tool_calls or []
-        if calls:
-            call = calls[0]
-            return _completion(call.function.arguments, reason, usage, None, call.id, call.function.name, response)
+        for call in message.tool_calls or ():
+            function = getattr(call, "function", None)
+            if tool is not None and function is not None and function.name == tool:
+                return _completion(function.arguments, reason, usage, None, call.id, function.name, response)
         return _completion(message.content, reason, usage, getattr(message, "refusal", None), None, None, response)
 
-    def accumulator(self) -> Accumulator:
-        return _ChatStream()
+    def accumulator(self, tool: str | None) -> Accumulator:
+        return _ChatStream(tool)
 
 
 def _completion(text: str | None, reason: str, usage: Usage, refusal: str | None, call_id: str | None,
@@ -122,14 +122,13 @@ def _replay(exchange: Exchange) -> list[dict[str, Any]]:
 
 
 class _ChatStream(Accumulator):
-    """Joins chat-completion chunks: content, refusal and the first tool call's argument fragments."""
+    """Joins chat-completion chunks: content, refusal, and the argument fragments of the output tool's call."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool: str | None) -> None:
+        self.tool = tool
         self.parts: list[str] = []
         self.refusal: list[str] = []
-        self.args: list[str] = []
-        self.call_id: str | None = None
-        self.name: str | None = None
+        self.calls: dict[int, list[Any]] = {}  # index -> [id, name, argument fragments]
         self.reason = "stream_ended"  # until a chunk carries the finish reason
         self.usage = Usage()
         self.model: str | None = None
@@ -149,24 +148,27 @@ class _ChatStream(Accumulator):
             if getattr(delta, "refusal", None):
                 self.refusal.append(delta.refusal)
             for call in delta.tool_calls or ():
-                if call.index != 0:
-                    continue
-                self.call_id = call.id or self.call_id
+                entry = self.calls.setdefault(call.index, [None, None, []])
+                entry[0] = call.id or entry[0]
                 if call.function is not None:
-                    self.name = call.function.name or self.name
-                    self.args.append(call.function.arguments or "")
+                    entry[1] = call.function.name or entry[1]
+                    entry[2].append(call.function.arguments or "")
             if choice.finish_reason:
                 self.reason = choice.finish_reason
 
+    def _answer_call(self) -> list[Any] | None:
+        return next((entry for entry in self.calls.values() if self.tool and entry[1] == self.tool), None)
+
     def text(self) -> str:
-        return "".join(self.args) if self.call_id is not None else "".join(self.parts)
+        call = self._answer_call()
+        return "".join(call[2]) if call is not None else "".join(self.parts)
 
     def completion(self) -> Completion:
         refusal = "".join(self.refusal) or None
-        if self.call_id is not None:
-            text: str | None = "".join(self.args)
-        else:
-            text = "".join(self.parts) if self.parts else None
+        call = self._answer_call()
         finish: Finish = "refusal" if refusal else _FINISH.get(self.reason, "other")
-        return Completion(text, finish, self.reason, self.usage, refusal, self.call_id, self.name, self.model,
-                          self.id)
+        if call is not None:
+            return Completion("".join(call[2]), finish, self.reason, self.usage, refusal, call[0], call[1],
+                              self.model, self.id)
+        text = "".join(self.parts) if self.parts else None
+        return Completion(text, finish, self.reason, self.usage, refusal, None, None, self.model, self.id)

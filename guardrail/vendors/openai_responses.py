@@ -57,7 +57,11 @@ class Responses(Endpoint):
             out["temperature"] = temperature
         return out
 
-    def read(self, response: Any) -> Completion:
+    def read(self, response: Any, tool: str | None) -> Completion:
+        if getattr(response, "status", None) == "failed":  # the vendor failed mid-way: a transport problem
+            error = getattr(response, "error", None)
+            raise StreamError({"type": getattr(error, "code", None) or "server_error",
+                               "message": getattr(error, "message", None) or "the response failed"})
         usage = usage_from(response.usage, "input_tokens", "output_tokens")
         status = getattr(response, "status", None) or "completed"
         details = getattr(response, "incomplete_details", None)
@@ -71,7 +75,7 @@ class Responses(Endpoint):
         refusal: list[str] = []
         for item in response.output or ():
             kind = getattr(item, "type", None)
-            if kind == "function_call":
+            if kind == "function_call" and tool is not None and item.name == tool:
                 return Completion(item.arguments, finish, reason or status, usage, None, item.call_id, item.name,
                                   response.model, response.id)
             if kind == "message":
@@ -85,8 +89,8 @@ class Responses(Endpoint):
         return Completion(text, "refusal" if said else finish, reason or status, usage, said, None, None,
                           response.model, response.id)
 
-    def accumulator(self) -> Accumulator:
-        return _ResponsesStream(self)
+    def accumulator(self, tool: str | None) -> Accumulator:
+        return _ResponsesStream(self, tool)
 
 
 def _replay(exchange: Exchange) -> list[dict[str, Any]]:
@@ -102,8 +106,9 @@ def _replay(exchange: Exchange) -> list[dict[str, Any]]:
 class _ResponsesStream(Accumulator):
     """The stream's final ``response.completed``/``incomplete``/``failed`` event carries the whole response."""
 
-    def __init__(self, endpoint: Responses) -> None:
+    def __init__(self, endpoint: Responses, tool: str | None) -> None:
         self.endpoint = endpoint
+        self.tool = tool
         self.final: Any = None
         self.parts: list[str] = []
 
@@ -122,6 +127,6 @@ class _ResponsesStream(Accumulator):
 
     def completion(self) -> Completion:
         if self.final is not None:
-            return self.endpoint.read(self.final)
+            return self.endpoint.read(self.final, self.tool)
         # The stream stopped before its final event: what arrived is cut off, never complete.
         return Completion("".join(self.parts), "length", "stream_ended", Usage())
