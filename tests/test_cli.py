@@ -123,3 +123,21 @@ def test_a_bad_script_file_is_a_clear_error(tmp_path: Path) -> None:
     script.write_text(json.dumps([{"answr": "x"}]))
     done = guardrail("emulator", "--script", str(script), timeout=30)
     assert done.returncode == 2 and "item 0" in done.stderr
+
+
+def test_demo_with_a_key_calls_the_vendor_it_names() -> None:
+    """The live path, pointed at an emulator through GUARDRAIL_BASE_URL (no real vendor in tests)."""
+    from guardrail.testing import Emulator, reply
+
+    with Emulator() as emu:
+        emu.responder = lambda request: reply.answer('{"urgency": 2, "category": "other", "summary": "s"}')
+        env = {**NO_KEYS, "OPENAI_API_KEY": "sk-test", "GUARDRAIL_BASE_URL": emu.openai_base_url}
+        done = subprocess.run([sys.executable, "-m", "guardrail.cli", "demo", "--json"], capture_output=True,
+                              text=True, timeout=120, check=False, env=env, cwd=ROOT)
+        models = {r.model for r in emu.requests}
+    assert done.returncode == 0, done.stderr
+    assert "Calling the real OpenAI API (gpt-4o-mini)" in done.stderr
+    data = json.loads(done.stdout)
+    assert data["source"] == "live" and len(data["rows"]) == 6
+    assert all(r["result"] == {"urgency": 2, "category": "other", "summary": "s"} for r in data["rows"])
+    assert models == {"gpt-4o-mini"}

@@ -117,8 +117,7 @@ def instruction(plan: Plan) -> str:
 
 def feedback_message(feedback: str) -> str:
     """The user turn that sends the model the list of what was wrong with its last answer."""
-    return ("Your previous answer could not be used. Fix every problem listed and reply with the complete "
-            f"corrected JSON only.\n{feedback}")
+    return f"Your previous answer could not be used.\n{feedback}"
 
 
 def as_text(value: Any) -> str:

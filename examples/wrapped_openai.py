@@ -1,9 +1,9 @@
-"""Runnable example: the official openai and anthropic clients, wrapped by guardrail, against the local emulator.
+"""Runnable example: the official openai client, wrapped by guardrail, against the local vendor emulator.
 
-    python examples/vendor_calls.py
+    python examples/wrapped_openai.py
 
 No network and no API key: ``guardrail.testing.Emulator`` is a real HTTP server on loopback that answers like
-OpenAI and Anthropic. Each scene scripts what the "model" does and shows what guardrail did about it: the mode
+OpenAI. Each scene scripts what the "model" does and shows what guardrail did about it: the mode
 it chose, the schema it sent, repairs, the feedback turn, retries, and the typed error when nothing valid came.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 
-import anthropic
 import openai
 import structlog
 from pydantic import BaseModel, Field
@@ -50,7 +49,6 @@ def main() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     with Emulator() as emu:
         oai = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="test"), retry=FAST)
-        claude = guardrail.wrap(anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="test"), retry=FAST)
         good = '{"urgency": 4, "category": "shipping", "summary": "Parcel two weeks late; wants a refund"}'
 
         emu.script(reply.answer("Sure! Here it is:\n```json\n" + good.replace('"tags"', "'tags'")[:-1] + ",}\n```"))
@@ -71,23 +69,6 @@ def main() -> None:
                                                   max_output_tokens=40)
         show("OpenAI Responses; a 429 (Retry-After honoured), then a cut-off answer (token limit raised once)", result)
         print(f"   max_output_tokens sent: {[r.max_tokens for r in emu.requests[-3:]]}")
-
-        emu.script(reply.answer(good))
-        result = claude.messages.create_with_result(model="claude-sonnet-5-5", max_tokens=300, messages=ASK,
-                                                    response_model=Ticket)
-        show("Anthropic, native output_config.format", result)
-
-        emu.script(reply.overloaded(), reply.answer(good))
-        result = claude.messages.create_with_result(model="claude-sonnet-5-5", max_tokens=300, messages=ASK,
-                                                    response_model=Ticket, mode="tool")
-        show("Anthropic, forced output tool; a 529 overload retried", result)
-
-        print("== Anthropic refuses (typed error, never retried)")
-        emu.script(reply.refusal("I can't help with that request."))
-        try:
-            claude.messages.create(model="claude-sonnet-5-5", max_tokens=300, messages=ASK, response_model=Ticket)
-        except guardrail.Refused as error:
-            print(f"   Refused: {error.refusal!r} after {error.outcome.vendor_calls} call")
 
         print("== every attempt fails the contract (typed error with every raw output)")
         emu.script(*(reply.answer(bad) for bad in ('{"urgency": 9}', "I think urgency is 4/5", '{"urgency": "4/5"}')))
