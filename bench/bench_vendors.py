@@ -5,7 +5,7 @@ seeded fault profile (formatting slips, 429s, truncations, refusals, simulated l
 counted server-side, so retries inside the SDK or the library are all included. Run::
 
     .venv/bin/python bench/bench_vendors.py            # 200 calls each
-    .venv/bin/python bench/bench_vendors.py --calls 50 --quick
+    .venv/bin/python bench/bench_vendors.py --calls 50 --seed 3
 
 Targets (issue 3): at most 1.15 vendor calls per validated result, and fewer calls and tokens than instructor.
 """
@@ -53,10 +53,10 @@ def prompt(i: int) -> list[dict[str, str]]:
     return [{"role": "user", "content": f"Extract the order from email #{i}: Kim Min-jun wants three items."}]
 
 
-def run(name: str, emu: Emulator, calls: int, one: Callable[[int], Any]) -> dict[str, Any]:
+def run(name: str, emu: Emulator, calls: int, one: Callable[[int], Any], seed: int) -> dict[str, Any]:
     """Make ``calls`` calls with ``one``; count validated results, requests, tokens and latencies."""
     emu.reset()
-    profile = FaultProfile(seed=7, slip=0.30, rate_limit=0.10, truncation=0.05, refusal=0.02, latency=0.05,
+    profile = FaultProfile(seed=seed, slip=0.30, rate_limit=0.10, truncation=0.05, refusal=0.02, latency=0.05,
                            answer=answer_for)
     emu.responder = profile
     latencies: list[float] = []
@@ -78,6 +78,7 @@ def run(name: str, emu: Emulator, calls: int, one: Callable[[int], Any]) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7, help="the fault profile's seed (same for both libraries)")
     args = parser.parse_args()
     with Emulator() as emu:
         policy = guardrail.RetryPolicy(initial_wait=0.05, max_wait=1.0)
@@ -87,7 +88,7 @@ def main() -> None:
             return ours.chat.completions.create(model="gpt-4o", messages=prompt(i), response_model=Order,
                                                 max_completion_tokens=400)
 
-        rows = [run("guardrail", emu, args.calls, guardrail_call)]
+        rows = [run("guardrail", emu, args.calls, guardrail_call, args.seed)]
         try:
             import instructor
         except ImportError:
@@ -100,8 +101,9 @@ def main() -> None:
                 return theirs.chat.completions.create(model="gpt-4o", messages=prompt(i), response_model=Order,
                                                       max_retries=3, max_tokens=400)
 
-            rows.append(run("instructor", emu, args.calls, instructor_call))
-    print(f"{args.calls} calls each; faults: 30% slips, 10% 429, 5% truncation, 2% refusal, 50 ms latency")
+            rows.append(run("instructor", emu, args.calls, instructor_call, args.seed))
+    print(f"{args.calls} calls each; faults (seed {args.seed}): 30% slips, 10% 429, 5% truncation, 2% refusal, "
+          "50 ms latency")
     print("model calls = requests answered with a completion; HTTP requests also count the 429s")
     print(f"{'library':<12}{'validated':>10}{'model calls/valid':>19}{'HTTP req/valid':>16}{'p50 ms':>8}"
           f"{'p95 ms':>8}{'tokens':>8}{'tok/valid':>10}")
