@@ -10,8 +10,11 @@ from guardrail.contract import Contract, compile_contract
 from guardrail.decorator import StructuredFunction, structured
 from guardrail.errors import (
     AmbiguousError,
+    ApprovalRequired,
     BudgetExceeded,
     CallError,
+    Declined,
+    Denied,
     GaveUp,
     GuardrailError,
     InputLimitError,
@@ -20,10 +23,15 @@ from guardrail.errors import (
     ParseError,
     Refused,
     SchemaViolationError,
+    SemanticRejected,
+    SemanticViolation,
+    ToolCallError,
     TruncatedError,
     VendorError,
     VendorUnavailable,
 )
+from guardrail.gates.semantic import Rule, rule
+from guardrail.identity import Identity, current_identity, identity
 from guardrail.modes import Capabilities, Mode, Plan
 from guardrail.outcome import Attempt, Budget, Outcome, Partial, Price, Result, Usage
 from guardrail.parse import (
@@ -47,6 +55,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_STAGES",
     "AmbiguousError",
+    "ApprovalRequired",
     "AsyncStructuredStream",
     "Attempt",
     "Budget",
@@ -58,9 +67,12 @@ __all__ = [
     "CompileReport",
     "Config",
     "Contract",
+    "Declined",
+    "Denied",
     "Fix",
     "GaveUp",
     "GuardrailError",
+    "Identity",
     "InputLimitError",
     "Limits",
     "Mode",
@@ -76,12 +88,16 @@ __all__ = [
     "Refused",
     "Result",
     "RetryPolicy",
+    "Rule",
     "SchemaViolationError",
+    "SemanticRejected",
+    "SemanticViolation",
     "Settings",
     "Stage",
     "StructuredFunction",
     "StructuredMethod",
     "StructuredStream",
+    "ToolCallError",
     "TruncatedError",
     "Usage",
     "VendorError",
@@ -91,10 +107,13 @@ __all__ = [
     "__version__",
     "compile_contract",
     "configure",
+    "current_identity",
     "get_config",
+    "identity",
     "parse",
     "parse_report",
     "reset_config",
+    "rule",
     "structured",
     "wrap",
 ]

@@ -32,17 +32,22 @@ from guardrail.contract import Contract
 from guardrail.errors import (
     BudgetExceeded,
     CallError,
+    Declined,
     GaveUp,
     NoJSONError,
     OutputTruncated,
     Refused,
+    SemanticRejected,
+    SemanticViolation,
     TruncatedError,
     VendorError,
     VendorUnavailable,
 )
+from guardrail.gates.semantic import Rule, evaluate
 from guardrail.modes import Capabilities, Plan
 from guardrail.outcome import Attempt, Budget, Outcome, Result, Usage, result_from
 from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
+from guardrail.parse.feedback import semantic_feedback
 from guardrail.parse.pipeline import parse_report
 from guardrail.parse.report import Fix
 from guardrail.vendors.base import Completion, Endpoint, Exchange
@@ -89,6 +94,9 @@ class Call:
     trace_id: str = ""
     #: The SDK client's own request timeout in seconds, if it has one (the deadline only ever shortens it).
     timeout: float | None = None
+    #: Semantic rules run on every validated answer, with the call's runtime ``context``.
+    rules: tuple[Rule, ...] = ()
+    context: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def model(self) -> str:
@@ -239,18 +247,39 @@ class _State:
                               aliases=self.call.aliases,
                               stages=ABSENT_AS_NULL_STAGES if plan.absent_as_null else None)
         if report.error is None:
-            self.record(attempt, fixes=tuple(report.fixes))
-            value = report.value
-            return getattr(value, plan.wrapped) if plan.wrapped else value
+            value = getattr(report.value, plan.wrapped) if plan.wrapped else report.value
+            return self.judge(value, done, attempt, tuple(report.fixes))
         error = report.error if done.text else NoJSONError("The reply was empty; reply with the JSON value.")
         feedback = _feedback(error.feedback, report.fixes)
         self.record(attempt, error=error, fixes=tuple(report.fixes), feedback=feedback)
         self.next_or_give_up(f"no valid output after {self.model_attempts} attempts: {error}")
         self.history.append(Exchange(done, feedback))
+        self.lower_temperature()
+        return _NONE
+
+    def judge(self, value: Any, done: Completion, attempt: Attempt, fixes: tuple[Fix, ...]) -> Any:
+        """The semantic gate on a validated value: the value, a feedback round (``_NONE``), or a typed end."""
+        verdict = evaluate(self.call.rules, value, self.call.context) if self.call.rules else None
+        if verdict is None or verdict.ok:
+            self.record(attempt, fixes=fixes)
+            return value
+        if verdict.declined is not None:
+            self.record(attempt, fixes=fixes)
+            raise Declined(verdict.declined, value=value, outcome=self.outcome())
+        feedback = semantic_feedback(list(verdict.violations))
+        error = SemanticViolation(feedback, verdict.violations)
+        self.record(attempt, error=error, fixes=fixes, feedback=feedback)
+        if verdict.end:
+            raise SemanticRejected(f"the answer broke a rule that ends the call: {feedback}", outcome=self.outcome())
+        self.next_or_give_up(f"no answer met the rules after {self.model_attempts} attempts: {feedback}")
+        self.history.append(Exchange(done, feedback))
+        self.lower_temperature()
+        return _NONE
+
+    def lower_temperature(self) -> None:
         if self.may_lower_temperature:
             base = 1.0 if self.temperature is None else self.temperature
             self.temperature = round(base * self.call.settings.repair_temperature_factor, 3)
-        return _NONE
 
     def on_truncated(self, done: Completion, attempt: Attempt) -> Any:
         """Raise the output-token limit once within the ceiling; a second cut-off is final."""

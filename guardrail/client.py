@@ -16,12 +16,13 @@ guardrail sends requests through a copy of the client with the SDK's own retries
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from guardrail._drivers import iterate_async, iterate_sync, run_async, run_sync
 from guardrail._engine import Call, Settings
 from guardrail.contract import compile_contract
+from guardrail.gates.semantic import Rule
 from guardrail.modes import SERVER_KINDS, Mode, capabilities, plans, schema_name
 from guardrail.outcome import Budget, Result
 from guardrail.retry import RetryPolicy
@@ -47,7 +48,7 @@ class StructuredMethod:
 
     def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
                max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-               **kwargs: Any) -> Any:
+               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
         """The SDK's ``create``; with ``response_model`` it returns the validated value (async: an awaitable).
 
         Args:
@@ -56,26 +57,30 @@ class StructuredMethod:
             max_attempts: model attempts before :class:`~guardrail.GaveUp` (default ``Settings.max_attempts``).
             mode: force ``"native"``, ``"tool"``, ``"json"`` or ``"prompt"`` instead of the strongest available.
             budget: a token/cost cap across all attempts (:class:`~guardrail.Budget`).
+            rules: semantic rules (:mod:`guardrail.gates.semantic`) every validated answer must meet.
+            context: runtime facts the rules read (ids that must exist, retrieved evidence).
             **kwargs: the SDK's own arguments, passed on.
         """
         if response_model is None:
             return self._raw.create(**kwargs)
-        call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs)
+        call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
         if self._is_async:
             return self._value_async(call)
         return run_sync(call, self._quiet.create, self._retry).value
 
     def create_with_result(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
                            max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
+                           rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
                            **kwargs: Any) -> Any:
         """Like :meth:`create` but returns the :class:`~guardrail.Result` (async: an awaitable of it)."""
-        call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs)
+        call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
         if self._is_async:
             return run_async(call, self._quiet.create, self._retry)
         return run_sync(call, self._quiet.create, self._retry)
 
     def create_partial(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
                        max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
+                       rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
                        **kwargs: Any) -> Any:
         """Stream: iterate :class:`~guardrail.Partial` previews while the answer arrives, then the validated value.
 
@@ -83,7 +88,8 @@ class StructuredMethod:
         with ``async for``); after the loop its ``.result`` holds the :class:`~guardrail.Result`. Previews are
         never validated; only the last item, the value, is.
         """
-        call = self._call(response_model, aliases, max_attempts, mode, budget, {**kwargs, "stream": True})
+        call = self._call(response_model, aliases, max_attempts, mode, budget, {**kwargs, "stream": True}, rules,
+                          context)
         if self._is_async:
             return AsyncStructuredStream(iterate_async(call, self._quiet.create, self._retry, previews=True))
         return StructuredStream(iterate_sync(call, self._quiet.create, self._retry, previews=True))
@@ -93,7 +99,8 @@ class StructuredMethod:
         return result.value
 
     def _call(self, response_model: Any, aliases: Mapping[str, str] | None, max_attempts: int | None,
-              mode: Mode | None, budget: Budget | None, kwargs: dict[str, Any]) -> Call:
+              mode: Mode | None, budget: Budget | None, kwargs: dict[str, Any], rules: Sequence[Rule] = (),
+              context: Mapping[str, Any] | None = None) -> Call:
         taken = _CONFLICTS[self._endpoint.api] & _given(kwargs)
         if taken:
             raise TypeError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
@@ -105,7 +112,8 @@ class StructuredMethod:
                        thinking=self._endpoint.thinking(kwargs))
         settings = self._settings if max_attempts is None else \
             dataclasses.replace(self._settings, max_attempts=max_attempts)
-        return Call(self._endpoint, kwargs, contract, chosen, caps, aliases, budget, settings, timeout=self._timeout)
+        return Call(self._endpoint, kwargs, contract, chosen, caps, aliases, budget, settings, timeout=self._timeout,
+                    rules=tuple(rules), context=dict(context or {}))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)

@@ -43,6 +43,8 @@ class Config:
         max_tokens: the output-token limit per request (Anthropic requires one; 1024 when unset).
         aliases, max_attempts, budget, mode: as for ``create(response_model=...)``.
         settings, retry: the attempt-loop and transport policies used when wrapping a raw client.
+        store: the :class:`~guardrail.store.Store` for idempotency, quotas and approvals (in-memory if unset).
+        policies: the directory of per-tool policy files (``policies`` if unset).
     """
 
     client: Any = None
@@ -57,6 +59,8 @@ class Config:
     mode: Mode | None = None
     settings: Settings | None = None
     retry: RetryPolicy | None = None
+    store: Any = None
+    policies: str | None = None
 
     def merge(self, **overrides: Any) -> Config:
         """A copy with every override that is not ``None`` applied."""

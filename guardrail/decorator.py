@@ -29,13 +29,14 @@ import functools
 import inspect
 import json
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from pydantic_core import to_jsonable_python
 
 from guardrail.client import Wrapped, wrap
 from guardrail.config import Config, get_config
+from guardrail.gates.semantic import Rule
 from guardrail.modes import Mode
 from guardrail.outcome import Budget
 
@@ -57,8 +58,11 @@ class StructuredFunction(Generic[P, R]):
     """What ``@structured`` returns: call it like the function; ``with_result``/``stream`` give more."""
 
     def __init__(self, fn: Callable[P, R], config: Config | None, overrides: dict[str, Any],
-                 prompt: Callable[..., str] | None, instance: Any = None) -> None:
+                 prompt: Callable[..., str] | None, instance: Any = None, rules: Sequence[Rule] = (),
+                 context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None) -> None:
         functools.update_wrapper(self, fn)
+        self._rules = tuple(rules)
+        self._context = context
         self._fn = fn
         self._config = config
         self._overrides = overrides
@@ -106,9 +110,11 @@ class StructuredFunction(Generic[P, R]):
         system, user = default_prompt(name, inspect.getdoc(self._fn) or "", arguments)
         if self._prompt is not None:
             user = self._prompt(**arguments)
+        context = self._context() if callable(self._context) else self._context
         common: dict[str, Any] = {"response_model": self.output_type, "model": config.model,
                                   "aliases": config.aliases, "max_attempts": config.max_attempts,
-                                  "budget": config.budget, "mode": config.mode}
+                                  "budget": config.budget, "mode": config.mode, "rules": self._rules,
+                                  "context": context}
         if client.vendor == "anthropic" or config.api == "messages":
             request = {**common, "system": system, "messages": [{"role": "user", "content": user}],
                        "max_tokens": config.max_tokens or 1024}
@@ -124,7 +130,8 @@ class StructuredFunction(Generic[P, R]):
         """Bind to an instance like a method does (``self`` is not part of the prompt)."""
         if instance is None:
             return self
-        return StructuredFunction(self._fn, self._config, self._overrides, self._prompt, instance)
+        return StructuredFunction(self._fn, self._config, self._overrides, self._prompt, instance, self._rules,
+                                  self._context)
 
 
 @overload
@@ -133,21 +140,26 @@ def structured(fn: Callable[P, R], /) -> StructuredFunction[P, R]: ...
 def structured(*, config: Config | None = None, client: Any = None, async_client: Any = None,
                model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
                aliases: Mapping[str, str] | None = None, max_attempts: int | None = None,
-               budget: Budget | None = None, mode: Mode | None = None,
-               max_tokens: int | None = None) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
+               budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None,
+               rules: Sequence[Rule] = (),
+               context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
+               ) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
 def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
                model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
                aliases: Mapping[str, str] | None = None, max_attempts: int | None = None,
-               budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None) -> Any:
+               budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None,
+               rules: Sequence[Rule] = (),
+               context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None) -> Any:
     """Turn a typed function signature into a validated model call (see the module docstring).
 
     Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
-    only; ``config=`` replaces the configuration it starts from.
+    only; ``config=`` replaces the configuration it starts from. ``rules`` are semantic rules every answer must
+    meet; ``context`` (a mapping, or a callable giving one per call) is the runtime facts they read.
     """
     overrides = {"client": client, "async_client": async_client, "model": model, "api": api, "aliases": aliases,
                  "max_attempts": max_attempts, "budget": budget, "mode": mode, "max_tokens": max_tokens}
 
     def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
-        return StructuredFunction(function, config, overrides, prompt)
+        return StructuredFunction(function, config, overrides, prompt, None, rules, context)
 
     return decorate(fn) if fn is not None else decorate

@@ -9,15 +9,21 @@ The tree::
     │   ├── AmbiguousError         kind "ambiguous": two different readings both satisfy the contract
     │   └── SchemaViolationError   kind "schema_violation": JSON was read but does not satisfy the contract
     │       └── InputLimitError    the text is larger or deeper than the configured limits (.limit, .value)
+    ├── ToolCallError              a model-proposed tool call did not run (.request_id, .tool)
+    │   ├── Denied                 authorization said no; the message is generic, the audit record has why
+    │   └── ApprovalRequired       parked until a person approves this exact call (.token, .expires_at)
     └── CallError                  a vendor call ended without a value (.outcome: attempts, raw outputs, usage)
         ├── Refused                the model refused (.refusal, the vendor's text); never retried
         ├── VendorError            the vendor answered with an error retrying cannot fix (.status, .code): 400,
         │                          401, 403, 404, a spend limit; never retried
         ├── VendorUnavailable      transport retries (429, 5xx, 529, timeouts, dropped connections) ran out of
         │                          tries or of time (.status)
+        ├── Declined               the answer is a typed non-answer (status refused/unknown...) (.status, .value)
         └── GaveUp                 every attempt's output failed the contract (.errors: one per attempt)
             ├── OutputTruncated    the output hit the token limit even after it was raised once
-            └── BudgetExceeded     another attempt would have passed the token or cost budget
+            ├── BudgetExceeded     another attempt would have passed the token or cost budget
+            └── SemanticRejected   a semantic rule with on_fail="end" failed
+    SemanticViolation              (an attempt's error, not raised alone) rules the answer broke (.violations)
 
 ``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
 there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
@@ -104,6 +110,33 @@ class InputLimitError(SchemaViolationError):
                    "JSON value.", limit="max_candidates", value=limit, text=text)
 
 
+class ToolCallError(GuardrailError):
+    """A model-proposed tool call did not run; ``.request_id`` finds its audit record."""
+
+    def __init__(self, message: str, *, tool: str, request_id: str) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.request_id = request_id
+
+
+class Denied(ToolCallError):
+    """Authorization denied the call. The message is generic on purpose (it is fit to show the model); the
+    rule and the reason are in the audit record under ``.request_id``."""
+
+
+class ApprovalRequired(ToolCallError):
+    """The tool needs a person's approval: the call is parked under ``.token`` until ``.expires_at`` (Unix time).
+
+    Approve with ``guardrail.approve(token, approver=...)``, then run the same call again with
+    ``approval_token=token``: only that exact call (tool, arguments, identity) runs, once.
+    """
+
+    def __init__(self, message: str, *, tool: str, request_id: str, token: str, expires_at: float) -> None:
+        super().__init__(message, tool=tool, request_id=request_id)
+        self.token = token
+        self.expires_at = expires_at
+
+
 class CallError(GuardrailError):
     """A call to a vendor ended without a validated value; nothing that happened is lost.
 
@@ -152,6 +185,26 @@ class VendorUnavailable(CallError):
         self.status = status
 
 
+class Declined(CallError):
+    """The model answered with a non-answer status (``refused``, ``unknown``...): routed here, never as a value."""
+
+    def __init__(self, status: str, *, value: Any, outcome: Outcome) -> None:
+        super().__init__(f"the model did not answer: status {status!r}", outcome=outcome)
+        self.status = status
+        self.value = value
+
+
+class SemanticViolation(GuardrailError):
+    """A validated answer broke semantic rules; ``.feedback`` lists them for the model, like a parse error's."""
+
+    kind: str = "semantic_violation"
+
+    def __init__(self, feedback: str, violations: tuple[Any, ...]) -> None:
+        super().__init__(f"semantic_violation: {feedback}")
+        self.feedback = feedback
+        self.violations = violations
+
+
 class GaveUp(CallError):
     """Every attempt's output failed the contract; ``.errors`` holds each attempt's error, in order."""
 
@@ -173,3 +226,9 @@ class BudgetExceeded(GaveUp):
     """Stopped before an attempt that could have passed the token or cost budget."""
 
     kind: str = "budget"
+
+
+class SemanticRejected(GaveUp):
+    """A semantic rule whose failure ends the call (``on_fail="end"``) failed; no further attempt is made."""
+
+    kind: str = "semantic"

@@ -53,6 +53,14 @@ def schema_feedback(violations: list[Violation]) -> str:
         "\nReply with the corrected JSON only."
 
 
+def semantic_feedback(violations: list[Violation]) -> str:
+    """The repair message for a valid answer that breaks semantic rules (same shape as schema feedback)."""
+    lines = [f"- {v.path}: {v.message}" for v in violations[:MAX_LINES]]
+    if len(violations) > MAX_LINES:
+        lines.append(f"- ... and {len(violations) - MAX_LINES} more")
+    return "The JSON is well-formed but wrong:\n" + "\n".join(lines) + "\nReply with the corrected JSON only."
+
+
 def no_json_feedback(detail: str = "") -> str:
     """No JSON value could be read; ``detail`` says where the last attempt at one broke down."""
     extra = f" ({detail})" if detail else ""

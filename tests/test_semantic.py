@@ -1,0 +1,146 @@
+"""The semantic gate: rules over validated answers, through the wrapped client against the emulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from enum import StrEnum
+from typing import Any, Literal
+
+import openai
+import pytest
+from pydantic import BaseModel
+
+import guardrail
+from guardrail.gates.semantic import (
+    Violation,
+    evaluate,
+    exit_status,
+    implies,
+    in_range,
+    member_of,
+    non_empty,
+    relation,
+    rule,
+    select,
+)
+from guardrail.testing import Emulator, reply
+
+
+class Category(StrEnum):
+    billing = "billing"
+    other = "other"
+
+
+class Ticket(BaseModel):
+    urgency: int
+    category: Category
+    summary: str
+
+
+class Booking(BaseModel):
+    start: date
+    end: date
+    room: str
+
+
+class Answer(BaseModel):
+    status: Literal["answered", "refused", "unknown"]
+    text: str = ""
+    evidence: list[str] = []
+
+
+@pytest.fixture
+def emu() -> Iterator[Emulator]:
+    with Emulator() as server:
+        yield server
+
+
+def ask(emu: Emulator, model: Any, **kwargs: Any) -> Any:
+    client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="test", timeout=5),
+                            retry=guardrail.RetryPolicy(max_tries=1))
+    return client.chat.completions.create_with_result(model="gpt-4o", messages=[{"role": "user", "content": "go"}],
+                                                      response_model=model, **kwargs)
+
+
+def test_cross_field_relation_goes_back_as_feedback_then_passes(emu: Emulator) -> None:
+    emu.script(reply.answer('{"start": "2026-12-05", "end": "2026-12-01", "room": "A"}'),
+               reply.answer('{"start": "2026-12-01", "end": "2026-12-05", "room": "A"}'))
+    result = ask(emu, Booking, rules=[relation("start", "<", "end")])
+    assert result.value.end == date(2026, 12, 5) and len(result.attempts) == 2
+    first = result.attempts[0]
+    assert first.error_kind == "semantic_violation" and "$.start" in (first.feedback or "")
+    assert "$.start" in emu.requests[1].last_user_text and "well-formed but wrong" in emu.requests[1].last_user_text
+
+
+def test_implication_rule(emu: Emulator) -> None:
+    rules = [implies(("urgency", "==", 5), ("category", "!=", "other"))]
+    emu.script(reply.answer('{"urgency": 5, "category": "other", "summary": "x"}'),
+               reply.answer('{"urgency": 5, "category": "billing", "summary": "x"}'))
+    result = ask(emu, Ticket, rules=rules)
+    assert result.value.category is Category.billing
+    assert "$.category" in emu.requests[1].last_user_text
+
+
+def test_membership_in_runtime_context_and_end_on_fail(emu: Emulator) -> None:
+    rules = [member_of("evidence[*]", "retrieved", on_fail="end", what="a retrieved document id")]
+    emu.script(reply.answer('{"status": "answered", "text": "t", "evidence": ["doc-1", "doc-9"]}'))
+    with pytest.raises(guardrail.SemanticRejected) as caught:
+        ask(emu, Answer, rules=rules, context={"retrieved": {"doc-1", "doc-2"}})
+    assert "$.evidence[1]" in str(caught.value)
+    assert len(emu.requests) == 1  # ended: no repair round
+
+
+def test_exit_status_is_a_typed_non_answer(emu: Emulator) -> None:
+    emu.script(reply.answer('{"status": "unknown", "text": ""}'))
+    with pytest.raises(guardrail.Declined) as caught:
+        ask(emu, Answer, rules=[exit_status("status")])
+    assert caught.value.status == "unknown" and caught.value.value.status == "unknown"
+    assert len(emu.requests) == 1
+
+
+def test_empty_answers_are_sent_back(emu: Emulator) -> None:
+    emu.script(reply.answer('{"result": []}'), reply.answer('{"result": ["a"]}'))
+    result = ask(emu, list[str], rules=[non_empty()])
+    assert result.value == ["a"]
+
+
+def test_decorator_rules_and_context_callable(emu: Emulator) -> None:
+    client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="test", timeout=5))
+    known = {"A", "B"}
+
+    @guardrail.structured(client=client, model="gpt-4o", rules=[member_of("room", "rooms")],
+                          context=lambda: {"rooms": known})
+    def book(request: str) -> Booking:
+        """Book a room."""
+        raise NotImplementedError
+
+    emu.script(reply.answer('{"start": "2026-12-01", "end": "2026-12-02", "room": "Z"}'),
+               reply.answer('{"start": "2026-12-01", "end": "2026-12-02", "room": "B"}'))
+    assert book("a room tomorrow").room == "B"
+    assert "'Z' is not a known id" in emu.requests[1].last_user_text
+
+
+def test_custom_rule_callables() -> None:
+    @rule
+    def summary_short(value: Any, context: Any) -> Any:
+        return None if len(value.summary) < 10 else Violation("$.summary", "keep it under 10 characters")
+
+    @rule(on_fail="end")
+    def never(value: Any, context: Any) -> bool:
+        return False
+
+    ticket = Ticket(urgency=1, category=Category.billing, summary="a long summary")
+    verdict = evaluate([summary_short, never], ticket, {})
+    assert [v.path for v in verdict.violations] == ["$.summary", "$"] and verdict.end
+    assert evaluate([in_range("urgency", 1, 5)], ticket, {}).ok
+    assert not evaluate([in_range("urgency", 2, 5)], ticket, {}).ok
+
+
+def test_select_paths() -> None:
+    data = {"items": [{"sku": "a"}, {"sku": "b"}, {}], "n": 1}
+    assert select(data, "items[*].sku") == [("$.items[0].sku", "a"), ("$.items[1].sku", "b")]
+    assert select(data, "items[1]") == [("$.items[1]", {"sku": "b"})]
+    assert select(data, "$") == [("$", data)] and select(data, "missing.x") == []
+    with pytest.raises(ValueError):
+        relation("a", "=~", "b")
