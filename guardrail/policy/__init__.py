@@ -1,0 +1,1 @@
+"""Per-tool policies: the model, the TOML loader and the argument checkers."""

@@ -1,0 +1,386 @@
+"""SQL arguments: is a model-proposed statement of a kind (and on tables) the tool may run?
+
+:func:`check_sql` parses the value with sqlglot and returns ``None`` when it is exactly one statement
+whose every part is an allowed kind, else a short reason. The statement is judged as a tree, so what a
+statement hides is judged too: CTEs (``WITH d AS (DELETE ... RETURNING *) SELECT ...``), subqueries,
+set-operation branches and ``INSERT ... SELECT``.
+
+Rules, in order (the first failing one is the reason):
+
+1. only ``str`` of at most :data:`MAX_SQL_CHARS` (64 KiB) characters (longer values are not parsed);
+2. lexical traps are denied before parsing, anywhere in the text, string literals included (false
+   positives are accepted): control characters other than tab, LF and CRLF (a lone CR ends a ``--``
+   comment for PostgreSQL but not for MySQL or SQLite), format characters, non-ASCII spaces and line
+   separators; backslashes (whether ``\\'`` ends a string depends on the server and its settings:
+   MySQL, ``NO_BACKSLASH_ESCAPES``, ``standard_conforming_strings``); MySQL executable comments
+   ``/*! ... */`` and MariaDB's ``/*M! ... */`` (the server runs what they contain); ``--`` followed by
+   anything but whitespace (MySQL reads ``--1`` as two minus signs, not a comment); PostgreSQL dollar
+   quotes ``$tag$`` (other servers do not read them as strings);
+3. the text must tokenize and parse under ``dialect`` (any sqlglot error denies); nested comments
+   (``/* /* */ */``: PostgreSQL nests them, MySQL and SQLite do not) are denied; and the text must read
+   as one statement to every lexer in :data:`SEPARATION_DIALECTS` too (generic, MySQL, PostgreSQL,
+   SQLite, T-SQL), so a ``;`` that the chosen dialect hides in a ``#`` comment or a backtick identifier
+   but another server would see is denied;
+4. exactly one statement: empty statements (``;;``, a trailing ``; -- comment``) are ignored, so a single
+   trailing ``;`` is fine and ``SELECT 1; DROP TABLE x`` is two statements and denied;
+5. every node of the tree: side effects that no ``allow`` can permit (:data:`ALWAYS_DENIED`: sqlglot
+   ``Command`` passthrough such as ``EXEC``/``CALL``/``DO``/``VACUUM``, ``COPY``, ``ATTACH``, ``LOAD
+   DATA``, ``SELECT ... INTO``, ``PRAGMA``, ...) are denied; every statement node must be of an allowed
+   kind (:data:`STATEMENT_KINDS`; ``SELECT ... FOR UPDATE/SHARE`` takes row locks and counts as
+   ``"update"``; the ``INSERT``/``UPDATE`` actions of a ``MERGE`` count as their own kinds); calls to
+   functions with known side effects on the server (file access, network, sleeping, sequences,
+   SQL-in-a-string: :data:`SIDE_EFFECT_FUNCTIONS`) are denied, and so are table names with a ``.``,
+   ``/`` or ``:`` inside one part (DuckDB reads ``FROM 'data.csv'`` or ``FROM 's3://...'`` as a file).
+   The function list is best-effort: the real boundary is the database role the tool connects as;
+6. with ``tables``, every table reference must be listed: names compared part by part (schema-qualified
+   references in full: ``public.users`` matches only the entry ``public.users``), unquoted parts
+   case-insensitively, quoted parts exactly as written in the entry; table-valued functions
+   (``FROM generate_series(...)``, ``FROM read_csv(...)``) are denied; references to a CTE are exempt
+   only where that CTE is in scope, spelled and quoted the same, and only in statements without
+   data-modifying parts.
+
+``allow`` holds kind names (:data:`STATEMENT_KINDS` values, any case); an unknown name, an unknown
+``dialect``, a ``str`` passed as a collection or a malformed ``tables`` entry raise :class:`ValueError`.
+
+Limits: ``dialect`` must be the server's. Statement separation is checked under several lexers, but
+the *contents* of the statement are judged under ``dialect`` only: with the wrong dialect, text one
+server reads as a comment (MySQL's ``#``) can be an operator and a subquery to another. sqlglot logs a
+warning when it falls back to ``Command``; that statement is then denied. Parsing is roughly linear:
+about a second for 64 KiB on a slow core, two when a ``;`` inside the text makes the other four lexers
+run; deeply nested input is denied when the parser runs out of recursion.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from sqlglot import Token, TokenType, exp
+from sqlglot.dialects.dialect import Dialect
+
+__all__ = [
+    "ALWAYS_DENIED",
+    "KNOWN_KINDS",
+    "MAX_SQL_CHARS",
+    "SEPARATION_DIALECTS",
+    "SIDE_EFFECT_FUNCTIONS",
+    "STATEMENT_KINDS",
+    "check_sql",
+]
+
+#: Longest SQL text accepted; longer values are denied without being parsed.
+MAX_SQL_CHARS = 65536
+#: Lexers under which the text must also read as one statement, whatever ``dialect`` says.
+SEPARATION_DIALECTS: tuple[str | None, ...] = (None, "mysql", "postgres", "sqlite", "tsql")
+
+
+def _classes(*names: str) -> tuple[type[exp.Expr], ...]:
+    """The sqlglot expression classes among ``names`` that this sqlglot version has."""
+    found = (getattr(exp, name, None) for name in names)
+    return tuple(cls for cls in found if isinstance(cls, type) and issubclass(cls, exp.Expr))
+
+
+def _kinds(table: dict[str, str]) -> dict[type[exp.Expr], str]:
+    return {cls: kind for name, kind in table.items() for cls in _classes(name)}
+
+
+#: sqlglot statement classes and the kind name ``allow`` uses for them (subclasses included).
+STATEMENT_KINDS: dict[type[exp.Expr], str] = _kinds(
+    {
+        "Select": "select",
+        "SetOperation": "select",  # UNION, INTERSECT, EXCEPT
+        "Insert": "insert",
+        "Update": "update",
+        "Lock": "update",  # SELECT ... FOR UPDATE / FOR SHARE
+        "Delete": "delete",
+        "Merge": "merge",
+        "Create": "create",
+        "Drop": "drop",
+        "Alter": "alter",
+        "TruncateTable": "truncate",
+        "Show": "show",
+        "Describe": "describe",
+        "Use": "use",
+        "Set": "set",
+        "Transaction": "transaction",
+        "Commit": "transaction",
+        "Rollback": "transaction",
+        "Grant": "grant",
+        "Revoke": "revoke",
+        "Analyze": "analyze",
+    }
+)
+KNOWN_KINDS = frozenset(STATEMENT_KINDS.values())
+
+#: Nodes denied whatever ``allow`` says: unparsed passthrough and statements that reach outside the
+#: database (files, programs, other databases, extensions) or run code given as a string.
+ALWAYS_DENIED: tuple[type[exp.Expr], ...] = _classes(
+    "Command",  # EXEC, CALL, DO, VACUUM, LOCK, PREPARE, EXPLAIN (PostgreSQL), REPLACE INTO (MySQL), ...
+    "Copy",
+    "Attach",
+    "Detach",
+    "LoadData",
+    "Into",  # SELECT ... INTO creates a table or writes variables / files
+    "Directory",  # INSERT OVERWRITE DIRECTORY
+    "Pragma",
+    "Execute",
+    "Install",
+    "Kill",
+    "Export",
+    "Put",
+    "Get",
+    "Cache",
+    "Uncache",
+    "Refresh",
+    "Declare",
+    "Summarize",
+)
+
+#: Function names (lower-case, unqualified) denied wherever they are called: best-effort, per server.
+SIDE_EFFECT_FUNCTIONS = frozenset(
+    {
+        # SQLite (extensions and the CLI's fileio)
+        "load_extension", "readfile", "writefile", "edit", "fts3_tokenizer",
+        # MySQL / MariaDB
+        "load_file", "sleep", "benchmark", "get_lock", "release_lock", "sys_exec", "sys_eval",
+        # PostgreSQL: files, large objects, other servers, backends, settings, sequences, SQL in strings
+        "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_ls_logdir", "pg_ls_waldir",
+        "pg_ls_tmpdir", "pg_ls_archive_statusdir", "lo_import", "lo_export", "lo_from_bytea", "lo_put",
+        "lo_get", "lo_unlink", "lo_create", "lo_creat", "dblink", "dblink_exec", "dblink_connect",
+        "dblink_send_query", "pg_sleep", "pg_sleep_for", "pg_sleep_until", "pg_terminate_backend",
+        "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile", "set_config", "pg_notify",
+        "pg_advisory_lock", "pg_advisory_xact_lock", "pg_logical_emit_message", "nextval", "setval",
+        "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml",
+        "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
+        "schema_to_xmlschema", "schema_to_xml_and_xmlschema", "database_to_xml", "database_to_xmlschema",
+        "database_to_xml_and_xmlschema",
+        # SQL Server
+        "xp_cmdshell", "openrowset", "opendatasource", "openquery",
+        # DuckDB
+        "read_csv", "read_csv_auto", "read_parquet", "parquet_scan", "read_json", "read_json_auto",
+        "read_ndjson", "read_json_objects", "read_text", "read_blob", "glob", "sniff_csv",
+    }
+)  # fmt: skip
+
+_PATH_CHARS = frozenset("./:")
+_CONTROL_OK = frozenset("\t\n")
+_SEPARATORS = frozenset("\u0085\u2028\u2029")
+# Fixed, non-backtracking patterns only: linear on any input.
+_TRAPS = (
+    (re.compile(r"/\*[Mm]?!"), "MySQL/MariaDB executable comment (/*! */)"),
+    (re.compile(r"--[^\s]"), "'--' not followed by whitespace (not a comment for MySQL)"),
+    (re.compile(r"\$(?:[^\W\d]\w*)?\$"), "dollar-quoted string ($tag$)"),
+)
+
+
+def _lexical_reason(value: str) -> str | None:
+    if "\\" in value:
+        return "backslash in SQL (escape rules differ between servers)"
+    if not value.isascii():
+        for char in value:
+            if not char.isascii() and (char in _SEPARATORS or not char.isprintable()):
+                return f"non-ASCII control, format or space character U+{ord(char):04X}"
+    if not value.isprintable():
+        for index, char in enumerate(value):
+            if char.isascii() and not char.isprintable() and char not in _CONTROL_OK:
+                if char == "\r" and value[index + 1 : index + 2] == "\n":
+                    continue
+                return "lone carriage return" if char == "\r" else f"control character U+{ord(char):04X}"
+    for pattern, reason in _TRAPS:
+        if pattern.search(value) is not None:
+            return reason
+    return None
+
+
+def _separates(tokens: list[Token]) -> bool:
+    """Whether a ``;`` token is followed by anything but more ``;`` (comments are not tokens)."""
+    seen_semicolon = False
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            seen_semicolon = True
+        elif seen_semicolon:
+            return True
+    return False
+
+
+def _separation_reason(value: str, tokens: list[Token], dialect: str | None) -> str | None:
+    """A reason if ``value`` reads as several statements to any lexer in :data:`SEPARATION_DIALECTS`.
+
+    This catches what one server reads as a comment, string or identifier and another as code (``#``
+    comments, backtick identifiers, bracket identifiers) when the policy's ``dialect`` is not the server's.
+    A lexer that fails on the text is skipped: that server would not get past the same spot either.
+    """
+    if ";" not in value.rstrip().rstrip(";") or _separates(tokens):
+        return None  # no lexer can find two statements / the parser will count them and say so
+    for other in SEPARATION_DIALECTS:
+        if other == dialect:
+            continue
+        try:
+            other_tokens = Dialect.get_or_raise(other).tokenize(value)
+        except Exception:  # this lexer cannot read the text at all
+            continue
+        if _separates(other_tokens):
+            return f"reads as several statements to the {other or 'generic'} lexer"
+    return None
+
+
+def _string_set(values: object, what: str) -> frozenset[str]:
+    if isinstance(values, str | bytes) or not isinstance(values, Collection):
+        raise ValueError(f"SQL policy {what} must be a collection of str, not {type(values).__name__}")
+    if not all(isinstance(value, str) for value in values):
+        raise ValueError(f"SQL policy {what} must contain only str")
+    return frozenset(values)
+
+
+def _allowed_kinds(allow: object) -> frozenset[str]:
+    kinds = frozenset(kind.lower() for kind in _string_set(allow, "allow"))
+    unknown = kinds - KNOWN_KINDS
+    if unknown:
+        raise ValueError(f"SQL policy allow has unknown kinds {sorted(unknown)}; known: {sorted(KNOWN_KINDS)}")
+    return kinds
+
+
+def _allowed_tables(tables: object) -> frozenset[tuple[str, ...]] | None:
+    if tables is None:
+        return None
+    entries = set()
+    for entry in _string_set(tables, "tables"):
+        parts = tuple(entry.split("."))
+        if not 1 <= len(parts) <= 3 or not all(part and part.strip() == part for part in parts):
+            raise ValueError(f"SQL policy tables entry {entry!r} is not [catalog.][schema.]table")
+        entries.add(parts)
+    return frozenset(entries)
+
+
+def _dialect(dialect: object) -> Dialect:
+    if dialect is not None and not isinstance(dialect, str):
+        raise ValueError(f"SQL policy dialect must be a str or None, not {type(dialect).__name__}")
+    try:
+        return Dialect.get_or_raise(dialect)
+    except ValueError as error:
+        raise ValueError(f"SQL policy dialect {dialect!r}: {error}") from None
+
+
+def _kind_of(node: exp.Expr) -> str | None:
+    for cls in type(node).__mro__:
+        kind = STATEMENT_KINDS.get(cls)
+        if kind is not None:
+            return kind
+    return None
+
+
+def _function_names(node: exp.Func) -> set[str]:
+    names = {node.sql_name().lower()}
+    if isinstance(node, exp.Anonymous):
+        names.add(node.name.lower())
+    return names
+
+
+def _identifier_key(identifier: exp.Expr) -> tuple[str, bool]:
+    return identifier.name, bool(identifier.args.get("quoted"))
+
+
+def _in_cte_scope(table: exp.Table) -> bool:
+    """Whether the unqualified ``table`` names a CTE visible where it stands (scoping as in SQL)."""
+    key = _identifier_key(table.this)
+    child: exp.Expr = table
+    parent = table.parent
+    while parent is not None:
+        if isinstance(parent, exp.With) and isinstance(child, exp.CTE):
+            ctes = list(parent.expressions)
+            index = next((i for i, cte in enumerate(ctes) if cte is child), len(ctes))
+            visible = ctes[: index + 1] if parent.args.get("recursive") else ctes[:index]
+            if any(_identifier_key(cte.args["alias"].this) == key for cte in visible):
+                return True
+        else:
+            with_ = parent.args.get("with_") or parent.args.get("with")
+            if (
+                isinstance(with_, exp.With)
+                and child is not with_
+                and any(_identifier_key(cte.args["alias"].this) == key for cte in with_.expressions)
+            ):
+                return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def _table_allowed(table: exp.Table, allowed: frozenset[tuple[str, ...]]) -> bool:
+    parts = table.parts
+    for entry in allowed:
+        if len(entry) == len(parts) and all(
+            (part.name == want) if part.args.get("quoted") else (part.name.lower() == want.lower())
+            for part, want in zip(parts, entry, strict=True)
+        ):
+            return True
+    return False
+
+
+def _statement_reason(
+    statement: exp.Expr, kinds: frozenset[str], tables: frozenset[tuple[str, ...]] | None
+) -> str | None:
+    root = statement
+    while isinstance(root, exp.Subquery | exp.Paren):  # "(SELECT 1)" is a SELECT
+        root = root.this
+    if _kind_of(root) is None and not isinstance(root, ALWAYS_DENIED):
+        return f"unsupported statement ({type(root).__name__})"
+    nodes = list(statement.walk())
+    modifies = any(_kind_of(node) not in (None, "select") for node in nodes)
+    for node in nodes:
+        if isinstance(node, ALWAYS_DENIED):
+            what = type(node).__name__
+            if isinstance(node, exp.Command):
+                what = f"Command {str(node.this).split(' ', 1)[0].upper()!r}"
+            return f"side effect not allowed: {what}"
+        kind = _kind_of(node)
+        if kind is not None and kind not in kinds:
+            return f"statement kind {kind!r} not allowed"
+        if isinstance(node, exp.Func):
+            denied = _function_names(node) & SIDE_EFFECT_FUNCTIONS
+            if denied:
+                return f"function with side effects: {sorted(denied)[0]}"
+        if isinstance(node, exp.Table) and any(set(part.name) & _PATH_CHARS for part in node.parts):
+            return "table name looks like a file path or URL"  # DuckDB reads FROM 'x.csv' as a file
+        if tables is not None and isinstance(node, exp.Table):
+            if not isinstance(node.this, exp.Identifier):
+                return "table-valued function or expression in FROM"
+            if not modifies and len(node.parts) == 1 and _in_cte_scope(node):
+                continue
+            if not _table_allowed(node, tables):
+                return f"table {node.sql()} not allowed"
+    return None
+
+
+def check_sql(
+    value: object, *, allow: Collection[str], dialect: str | None = None, tables: Collection[str] | None = None
+) -> str | None:
+    """``None`` when ``value`` is one SQL statement the policy allows, else the reason (module docs).
+
+    Raises :class:`ValueError` only for a bad policy (``allow``, ``dialect``, ``tables``).
+    """
+    kinds = _allowed_kinds(allow)
+    allowed_tables = _allowed_tables(tables)
+    parser_dialect = _dialect(dialect)
+    if not isinstance(value, str):
+        return f"SQL must be a str, not {type(value).__name__}"
+    if len(value) > MAX_SQL_CHARS:
+        return f"SQL longer than {MAX_SQL_CHARS} characters"
+    reason = _lexical_reason(value)
+    if reason is not None:
+        return reason
+    try:
+        tokens = parser_dialect.tokenize(value)
+        if any("/*" in comment or "*/" in comment for token in tokens for comment in token.comments):
+            return "nested comment"
+        reason = _separation_reason(value, tokens, dialect)
+        if reason is not None:
+            return reason
+        parsed = parser_dialect.parser().parse(tokens, value)
+    except Exception as error:  # any sqlglot failure (ParseError, TokenError, RecursionError, ...) denies
+        return f"does not parse as {dialect or 'generic'} SQL ({type(error).__name__})"
+    statements = [node for node in parsed if node is not None and not isinstance(node, exp.Semicolon)]
+    if len(statements) != 1:
+        return f"expected exactly one statement, found {len(statements)}"
+    try:
+        return _statement_reason(statements[0], kinds, allowed_tables)
+    except Exception as error:  # a tree shape the rules did not foresee is denied, never raised
+        return f"statement could not be judged ({type(error).__name__})"
