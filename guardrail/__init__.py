@@ -30,6 +30,7 @@ from guardrail.errors import (
     VendorError,
     VendorUnavailable,
 )
+from guardrail.gates.authz import Decision
 from guardrail.gates.semantic import Rule, rule
 from guardrail.identity import Identity, current_identity, identity
 from guardrail.modes import Capabilities, Mode, Plan
@@ -46,9 +47,12 @@ from guardrail.parse import (
     parse,
     parse_report,
 )
+from guardrail.policy.loader import PolicyError, load_policies, load_policy
+from guardrail.policy.model import Policy
 from guardrail.retry import RetryPolicy
 from guardrail.schema.lower import CompileEntry, CompileReport
 from guardrail.streaming import AsyncStructuredStream, StructuredStream
+from guardrail.tools import Tool, ToolRegistry, approve, execute_tool_call, execute_tool_calls, reject, tool
 
 __version__ = "0.1.0"
 
@@ -67,6 +71,7 @@ __all__ = [
     "CompileReport",
     "Config",
     "Contract",
+    "Decision",
     "Declined",
     "Denied",
     "Fix",
@@ -84,6 +89,8 @@ __all__ = [
     "ParseState",
     "Partial",
     "Plan",
+    "Policy",
+    "PolicyError",
     "Price",
     "Refused",
     "Result",
@@ -97,7 +104,9 @@ __all__ = [
     "StructuredFunction",
     "StructuredMethod",
     "StructuredStream",
+    "Tool",
     "ToolCallError",
+    "ToolRegistry",
     "TruncatedError",
     "Usage",
     "VendorError",
@@ -105,15 +114,22 @@ __all__ = [
     "Violation",
     "Wrapped",
     "__version__",
+    "approve",
     "compile_contract",
     "configure",
     "current_identity",
+    "execute_tool_call",
+    "execute_tool_calls",
     "get_config",
     "identity",
+    "load_policies",
+    "load_policy",
     "parse",
     "parse_report",
+    "reject",
     "reset_config",
     "rule",
     "structured",
+    "tool",
     "wrap",
 ]

@@ -3,6 +3,7 @@
     guardrail demo                      triage sample inquiries through the whole pipeline (emulator without keys)
     guardrail schema MODULE:Type        the schema a vendor would get for a contract, and the CompileReport
     guardrail emulator --port 8080      the vendor emulator as a standalone server (--script FILE)
+    guardrail policy check policies/    validate every per-tool policy file (exit 1 on any problem)
 
 ``--json`` gives machine-readable output for ``demo`` and ``schema``.
 """
@@ -48,6 +49,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the mode to lower for (default: the strongest that works)")
     schema.add_argument("--json", action="store_true", help="print JSON")
 
+    policy = commands.add_parser("policy", help="work with per-tool policy files")
+    policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="ACTION")
+    check = policy_commands.add_parser("check", help="validate every *.toml policy in a directory",
+                                       description="Validate every policy file; print each problem with its file, "
+                                       "line and key; exit 1 if there is any.")
+    check.add_argument("directory", nargs="?", default="policies")
+    check.add_argument("--json", action="store_true", help="print the problems as JSON")
+
     commands.add_parser("emulator", help="run the vendor emulator as a standalone server (--script FILE; "
                         "see guardrail emulator --help)", add_help=False)
 
@@ -62,7 +71,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(given)
     if args.command == "schema":
         return _schema(args)
+    if args.command == "policy":
+        return _policy_check(args)
     return _demo(args)
+
+
+def _policy_check(args: argparse.Namespace) -> int:
+    from guardrail.policy.loader import check_policies
+
+    found, problems = check_policies(args.directory)
+    if args.json:
+        print(json.dumps({"ok": not problems, "tools": sorted(found),
+                          "problems": [{"file": p.file, "line": p.line, "key": p.key, "message": p.message}
+                                       for p in problems]}, indent=2))
+    else:
+        for problem in problems:
+            print(str(problem), file=sys.stderr)
+        print(f"{len(found)} valid policies ({', '.join(sorted(found)) or 'none'}); {len(problems)} problems")
+    return 1 if problems else 0
 
 
 def _demo(args: argparse.Namespace) -> int:

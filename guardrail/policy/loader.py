@@ -1,0 +1,136 @@
+"""Loading policy files (``policies/*.toml``) with errors that name the file, the line and the key.
+
+``load_policy(path)`` reads one file; ``load_policies(directory)`` reads every ``*.toml`` in a directory and
+refuses two files for one tool; ``check_policies(directory)`` returns every problem instead of stopping at the
+first (what ``guardrail policy check`` prints). A file's name does not have to match its ``tool``, but the
+``tool`` key is required and matched exactly.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from guardrail.errors import GuardrailError
+from guardrail.policy.model import Policy
+
+#: Policy files larger than this are refused unread.
+MAX_POLICY_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong in a policy file: where (file, line, key) and what."""
+
+    file: str
+    line: int | None
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.key or '(file)'}: {self.message}"
+
+
+class PolicyError(GuardrailError):
+    """A policy file is invalid; ``.problems`` lists each problem with its line and key."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(str(p) for p in problems))
+        self.problems = problems
+
+
+def parse_policy(text: str, source: str = "<policy>") -> Policy:
+    """Parse and validate one policy's TOML text; :class:`PolicyError` on any problem."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        line = getattr(error, "lineno", None) or _line_from_message(str(error))
+        raise PolicyError([Problem(source, line, "", f"not valid TOML: {error}")]) from None
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            key = ".".join(str(part) for part in item["loc"] if not isinstance(part, int) or True)
+            problems.append(Problem(source, _locate(text, item["loc"]), key, _message(item)))
+        raise PolicyError(problems) from None
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read and validate one policy file."""
+    file = Path(path)
+    if file.stat().st_size > MAX_POLICY_BYTES:
+        raise PolicyError([Problem(str(file), None, "", f"larger than {MAX_POLICY_BYTES} bytes")])
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise PolicyError([Problem(str(file), None, "", f"not UTF-8: {error}")]) from None
+    return parse_policy(text, str(file))
+
+
+def check_policies(directory: str | Path) -> tuple[dict[str, Policy], list[Problem]]:
+    """Every valid policy in ``directory`` by tool name, and every problem found (all files are read)."""
+    found: dict[str, Policy] = {}
+    where: dict[str, str] = {}
+    problems: list[Problem] = []
+    files = sorted(Path(directory).glob("*.toml"))
+    if not Path(directory).is_dir():
+        return found, [Problem(str(directory), None, "", "not a directory")]
+    for file in files:
+        try:
+            policy = load_policy(file)
+        except PolicyError as error:
+            problems.extend(error.problems)
+            continue
+        if policy.tool in found:
+            problems.append(Problem(str(file), _locate(file.read_text(encoding="utf-8"), ("tool",)), "tool",
+                                    f"tool {policy.tool!r} already has a policy in {where[policy.tool]}"))
+            continue
+        found[policy.tool] = policy
+        where[policy.tool] = str(file)
+    return found, problems
+
+
+def load_policies(directory: str | Path) -> dict[str, Policy]:
+    """Every policy in ``directory`` by tool name; :class:`PolicyError` listing every problem if any."""
+    found, problems = check_policies(directory)
+    if problems:
+        raise PolicyError(problems)
+    return found
+
+
+def _message(item: Any) -> str:
+    message = str(item.get("msg", "invalid"))
+    if item.get("type") == "extra_forbidden":
+        return "unknown key (check the spelling; see guardrail.policy.model for the keys)"
+    return message
+
+
+def _line_from_message(message: str) -> int | None:
+    match = re.search(r"line (\d+)", message)
+    return int(match.group(1)) if match else None
+
+
+def _locate(text: str, loc: tuple[Any, ...]) -> int | None:
+    """The line where the key at ``loc`` is written (best effort: headers, dotted keys and inline tables)."""
+    names = [str(part) for part in loc if not isinstance(part, int)]
+    lines = text.splitlines()
+    for depth in range(len(names), 0, -1):
+        target = names[:depth]
+        last = re.escape(target[-1])
+        for number, line in enumerate(lines, 1):
+            stripped = line.strip()
+            header = stripped.strip("[]").strip()
+            if stripped.startswith("[") and header.replace('"', "") == ".".join(target):
+                return number
+            if re.match(rf'^\s*("?){last}\1\s*=', line) or re.search(rf'[{{,]\s*("?){last}\1\s*=', line):
+                dotted = ".".join(target[-2:]) if depth >= 2 else target[-1]
+                if depth < 2 or dotted.split(".")[0] in text[: sum(len(x) + 1 for x in lines[:number])]:
+                    return number
+    return None

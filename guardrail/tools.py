@@ -1,0 +1,347 @@
+"""Guarded tools: ``@guardrail.tool`` and ``guardrail.execute_tool_call``.
+
+A model proposes a call; nothing runs until it has passed, in order::
+
+    exact name → parse + validate arguments → semantic rules → authorization (policy + identity)
+      → approval (if required) → rate limit / quota / spend → idempotent execution → audit
+
+Each step that stops the call writes an audit record and raises a typed error: the parse layer's
+``ParseError`` (its ``.feedback`` can go back to the model), :class:`~guardrail.Denied` (a generic message),
+:class:`~guardrail.ApprovalRequired` (with the token), ``IdempotencyConflict``. The tool function is only
+ever called with a sealed positive :class:`~guardrail.gates.authz.Decision` for exactly those arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, create_model
+from pydantic_core import to_jsonable_python
+
+from guardrail import approvals, audit
+from guardrail.config import get_config
+from guardrail.errors import ApprovalRequired, Denied, GuardrailError, ParseError
+from guardrail.gates.authz import GENERIC_DENIAL, Decision, authorize
+from guardrail.identity import Identity, current_identity
+from guardrail.parse.pipeline import parse
+from guardrail.policy.loader import PolicyError, load_policy
+from guardrail.policy.model import Policy
+from guardrail.store.base import Store
+from guardrail.store.idempotency import Idempotency
+from guardrail.store.memory import MemoryStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class Tool:
+    """A registered tool: the function, its argument model (from the signature) and its policy source."""
+
+    name: str
+    fn: Callable[..., Any]
+    arguments: type[BaseModel]
+    policy_source: Policy | Path | None
+    description: str = ""
+    _policy: Policy | None = field(default=None, repr=False)
+    _loaded: bool = field(default=False, repr=False)
+
+    def policy(self) -> Policy | None:
+        """The policy (loaded on first use; a missing or invalid file means every call is denied)."""
+        if not self._loaded:
+            source = self.policy_source
+            if isinstance(source, Policy):
+                self._policy = source
+            else:
+                path = source or Path(get_config().policies or "policies") / f"{self.name}.toml"
+                try:
+                    self._policy = load_policy(path)
+                except (OSError, PolicyError):
+                    self._policy = None
+            self._loaded = True
+        return self._policy
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments (what a vendor gets as the tool's parameters)."""
+        return self.arguments.model_json_schema()
+
+
+class ToolRegistry:
+    """Tools by exact name (no case folding, no Unicode normalisation: a homoglyph is another, unknown name)."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._lock = threading.Lock()
+
+    def add(self, tool: Tool) -> None:
+        with self._lock:
+            if tool.name in self._tools:
+                raise ValueError(f"a tool named {tool.name!r} is already registered")
+            self._tools[tool.name] = tool
+
+    def get(self, name: object) -> Tool | None:
+        return self._tools.get(name) if isinstance(name, str) else None
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def remove(self, name: str) -> None:
+        with self._lock:
+            self._tools.pop(name, None)
+
+    def definitions(self, api: str, names: list[str] | None = None) -> list[dict[str, Any]]:
+        """The ``tools=`` list for a vendor request: ``api`` is ``"chat"``, ``"responses"`` or ``"messages"``."""
+        out: list[dict[str, Any]] = []
+        for name in names or self.names():
+            found = self._tools[name]
+            description = found.description or name
+            if api == "chat":
+                out.append({"type": "function",
+                            "function": {"name": name, "description": description, "parameters": found.schema()}})
+            elif api == "responses":
+                out.append({"type": "function", "name": name, "description": description,
+                            "parameters": found.schema(), "strict": False})
+            elif api == "messages":
+                out.append({"name": name, "description": description, "input_schema": found.schema()})
+            else:
+                raise ValueError(f"api must be 'chat', 'responses' or 'messages', not {api!r}")
+        return out
+
+
+REGISTRY = ToolRegistry()
+_default_store: Store | None = None
+
+
+def default_store() -> Store:
+    """The configured store (``guardrail.configure(store=...)``), else one in-memory store per process."""
+    global _default_store
+    configured = get_config().store
+    if configured is not None:
+        return configured  # type: ignore[no-any-return]
+    if _default_store is None:
+        _default_store = MemoryStore()
+    return _default_store
+
+
+def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
+        annotation = param.annotation if param.annotation is not param.empty else Any
+        fields[param.name] = (annotation, ... if param.default is param.empty else param.default)
+    model: type[BaseModel] = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    return model
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(*, name: str | None = None, policy: Policy | str | Path | None = None,
+         registry: ToolRegistry | None = None) -> Callable[[F], F]: ...
+def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | Path | None = None,
+         registry: ToolRegistry | None = None) -> Any:
+    """Register a function as a guarded tool; the function itself is returned unchanged (call it directly
+    from trusted code; model-proposed calls go through :func:`execute_tool_call`).
+
+    ``policy`` is a :class:`Policy`, a path to its TOML file, or ``None`` for ``<policies dir>/<name>.toml``.
+    """
+    def register(function: F) -> F:
+        tool_name = name or function.__name__
+        source = Path(policy) if isinstance(policy, (str, Path)) else policy
+        (registry or REGISTRY).add(Tool(tool_name, function, _arguments_model(function, tool_name), source,
+                                        inspect.getdoc(function) or ""))
+        return function
+
+    return register(fn) if fn is not None else register
+
+
+def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_key: str | None = None,
+                      approval_token: str | None = None, request_id: str | None = None,
+                      registry: ToolRegistry | None = None, store: Store | None = None) -> Any:
+    """Run one model-proposed call through every gate (see the module docstring) and return the tool's result.
+
+    ``arguments`` is a dict or the raw JSON text the model produced. ``idempotency_key`` makes a
+    side-effecting call run once (required by ``idempotency = "required"`` policies; derived from the call
+    when not given). ``approval_token`` is the token from an earlier :class:`ApprovalRequired`, after
+    ``guardrail.approve``; it comes from the application, never from the model.
+    """
+    request_id = request_id or uuid.uuid4().hex
+    who = current_identity()
+    found = (registry or REGISTRY).get(name)
+    if found is None:
+        audit.record(request_id=request_id, tool=str(name)[:200], decision="denied", rule="unknown-tool",
+                     reason="no tool registered under this exact name", identity=who)
+        raise Denied(GENERIC_DENIAL, tool=str(name)[:200], request_id=request_id)
+    policy = found.policy()
+    secret = policy.secret_args if policy else frozenset()
+    args = _validated(found, arguments, request_id, who, secret)
+    decision = authorize(policy, found.name, args, who)
+    _record = _recorder(request_id, found.name, args, who, decision, secret)
+    if not decision.allowed:
+        _record("denied")
+        raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id)
+    assert policy is not None  # an allowed decision always has a policy
+    store = store or default_store()
+    if policy.approval == "required":
+        if approval_token is None:
+            token, expires_at = approvals.park(store, found.name, decision.arguments_hash, who, policy.approval_ttl)
+            _record("pending_approval")
+            raise ApprovalRequired("This action needs approval before it runs.", tool=found.name,
+                                   request_id=request_id, token=token, expires_at=expires_at)
+        problem = approvals.redeem(store, approval_token, found.name, decision.arguments_hash, who)
+        if problem is not None:
+            _record("denied", rule="approval", reason=problem)
+            raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id)
+    key = idempotency_key
+    if key is None and policy.idempotency == "required":
+        key = "derived:" + hashlib.sha256(f"{decision.arguments_hash}|{who.key if who else '-/-'}".encode()).hexdigest()
+
+    def execute() -> Any:
+        # Limits count executions: a replayed result costs nothing.
+        limited = _over_limits(policy, store, found.name, args, who)
+        if limited is not None:
+            raise _LimitReached(limited)
+        return _run(found, args, decision)
+
+    try:
+        if key is None:
+            result, replayed = execute(), False
+        else:
+            scoped = f"{found.name}:{key}"
+            text, replayed = Idempotency(store, ttl=policy.idempotency_ttl).run(
+                scoped, decision.arguments_hash, lambda: json.dumps(to_jsonable_python(execute())))
+            result = json.loads(text)
+    except _LimitReached as limit:
+        _record("denied", rule=limit.rule, reason="limit reached", key=key)
+        raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id) from None
+    except Exception as error:
+        _record("failed", error=error, key=key)
+        raise
+    _record("replayed" if replayed else "executed", result=result, key=key)
+    return result
+
+
+class _LimitReached(Exception):
+    """Internal: a rate limit, quota or spend budget stopped the execution (``rule`` names it)."""
+
+    def __init__(self, rule: str) -> None:
+        super().__init__(rule)
+        self.rule = rule
+
+
+def _validated(found: Tool, arguments: Mapping[str, Any] | str, request_id: str, who: Identity | None,
+               secret: frozenset[str]) -> dict[str, Any]:
+    """The arguments as validated JSON-like values (raw text goes through the parse layer's repairs)."""
+    text = arguments if isinstance(arguments, str) else json.dumps(dict(arguments), default=str)
+    try:
+        model = parse(text, found.arguments)
+    except ParseError as error:
+        audit.record(request_id=request_id, tool=found.name, decision="invalid", rule="arguments",
+                     reason=error.feedback, identity=who, secret_args=secret,
+                     arguments=arguments if isinstance(arguments, Mapping) else None)
+        raise
+    dumped: dict[str, Any] = model.model_dump(mode="json")
+    return dumped
+
+
+def _recorder(request_id: str, tool: str, args: dict[str, Any], who: Identity | None, decision: Decision,
+              secret: frozenset[str]) -> Callable[..., None]:
+    def write(outcome: str, *, rule: str | None = None, reason: str | None = None, result: Any = None,
+              error: BaseException | None = None, key: str | None = None) -> None:
+        audit.record(request_id=request_id, tool=tool, decision=outcome, rule=rule or decision.rule,
+                     reason=reason or decision.reason, arguments=args, identity=who,
+                     policy_version=decision.policy_version, idempotency_key=key, result=result, error=error,
+                     secret_args=secret)
+    return write
+
+
+def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], who: Identity | None) -> str | None:
+    """The limit a call would pass (``limits.rate``/``quota``/``spend``), else ``None`` (counting the call)."""
+    whose = who.key if who else "-/-"
+    limits = policy.limits
+    for label, rate in (("rate", limits.rate), ("quota", limits.quota)):
+        if rate is not None:
+            allowed, _ = store.add_within_limit(f"{label}:{tool}:{whose}", 1, rate.calls, rate.per_seconds)
+            if not allowed:
+                return f"limits.{label}"
+    if limits.spend is not None:
+        amount = args.get(limits.spend.arg, 0)
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
+            return "limits.spend"
+        allowed, _ = store.add_within_limit(f"spend:{tool}:{whose}", float(amount), limits.spend.max,
+                                            limits.spend.per_seconds)
+        if not allowed:
+            return "limits.spend"
+    return None
+
+
+def _run(found: Tool, args: dict[str, Any], decision: Decision) -> Any:
+    """Call the tool function; only with a sealed positive decision for exactly these arguments."""
+    if not decision.permits(found.name, args):
+        raise Denied(GENERIC_DENIAL, tool=found.name, request_id="")
+    model = found.arguments.model_validate(args)
+    return found.fn(**{name: getattr(model, name) for name in type(model).model_fields})
+
+
+def approve(token: str, *, approver: str, store: Store | None = None) -> bool:
+    """Approve a parked call (the person's decision, made outside the model); False if not pending/expired."""
+    return approvals.approve(store or default_store(), token, approver=approver)
+
+
+def reject(token: str, *, approver: str, store: Store | None = None) -> bool:
+    """Reject a parked call; the token can then never run anything."""
+    return approvals.approve(store or default_store(), token, approver=approver, reject=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """One tool call from a vendor response, after :func:`execute_tool_calls`: its result or its error."""
+
+    name: str
+    call_id: str | None
+    arguments: str
+    result: Any = None
+    error: BaseException | None = None
+
+
+def tool_calls_of(response: Any) -> list[tuple[str, str, str | None]]:
+    """(name, arguments JSON text, call id) of every tool call in an OpenAI Chat/Responses or Anthropic response."""
+    calls: list[tuple[str, str, str | None]] = []
+    for choice in getattr(response, "choices", None) or ():
+        for call in getattr(choice.message, "tool_calls", None) or ():
+            function = getattr(call, "function", None)
+            if function is not None:
+                calls.append((function.name, function.arguments or "", call.id))
+        break
+    for item in getattr(response, "output", None) or ():
+        if getattr(item, "type", None) == "function_call":
+            calls.append((item.name, item.arguments or "", item.call_id))
+    for block in getattr(response, "content", None) or ():
+        if getattr(block, "type", None) == "tool_use":
+            calls.append((block.name, json.dumps(block.input) if not isinstance(block.input, str) else block.input,
+                          block.id))
+    return calls
+
+
+def execute_tool_calls(response: Any, *, registry: ToolRegistry | None = None, store: Store | None = None,
+                       request_id: str | None = None) -> list[ToolOutcome]:
+    """Run every tool call in a vendor response through :func:`execute_tool_call` (each call on its own: one
+    denial does not stop the others). Errors are returned, not raised, so the application can answer the model
+    for each call (a denial's message is generic and fit to send back)."""
+    outcomes = []
+    for name, arguments, call_id in tool_calls_of(response):
+        try:
+            result = execute_tool_call(name, arguments, registry=registry, store=store, request_id=request_id)
+        except (ParseError, Denied, ApprovalRequired, GuardrailError) as error:
+            outcomes.append(ToolOutcome(name, call_id, arguments, error=error))
+            continue
+        outcomes.append(ToolOutcome(name, call_id, arguments, result=result))
+    return outcomes

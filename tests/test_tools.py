@@ -1,0 +1,330 @@
+"""Guarded tools end to end: parse -> validate -> semantic -> authorization -> approval -> limits -> idempotent
+execution -> audit. Real policy files from policies/, real stores, real threads and asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+import guardrail
+from guardrail.policy.loader import PolicyError, load_policies, parse_policy
+from guardrail.store.memory import MemoryStore
+from guardrail.tools import ToolRegistry, execute_tool_call, tool
+
+ROOT = Path(__file__).resolve().parents[1]
+POLICIES = ROOT / "policies"
+
+
+class Bank:
+    """A fake payments backend that counts the refunds it really made."""
+
+    def __init__(self) -> None:
+        self.refunds: list[tuple[str, float]] = []
+        self.lock = threading.Lock()
+
+    def refund(self, order_id: str, amount: float, currency: str = "USD", card_token: str = "") -> dict[str, Any]:
+        time.sleep(0.01)
+        with self.lock:
+            self.refunds.append((order_id, amount))
+            return {"refund_id": f"R-{len(self.refunds)}", "order_id": order_id, "amount": amount}
+
+
+@pytest.fixture
+def setup() -> Iterator[tuple[ToolRegistry, Bank, MemoryStore]]:
+    registry = ToolRegistry()
+    bank = Bank()
+    store = MemoryStore()
+    tool(name="refund_order", policy=POLICIES / "refund_order.toml", registry=registry)(bank.refund)
+
+    @tool(policy=POLICIES / "fetch_url.toml", registry=registry)
+    def fetch_url(url: str) -> str:
+        return f"fetched {url}"
+
+    @tool(policy=POLICIES / "run_query.toml", registry=registry)
+    def run_query(sql: str) -> list[int]:
+        return [1, 2, 3]
+
+    yield registry, bank, store
+
+
+def call(setup: Any, name: str, arguments: Any, **kwargs: Any) -> Any:
+    registry, _, store = setup
+    return execute_tool_call(name, arguments, registry=registry, store=store, **kwargs)
+
+
+def approved_refund(setup: Any, arguments: Any, **kwargs: Any) -> Any:
+    """Park, approve as a person would, then run with the token."""
+    with pytest.raises(guardrail.ApprovalRequired) as parked:
+        call(setup, "refund_order", arguments, **kwargs)
+    assert guardrail.approve(parked.value.token, approver="lead-1", store=setup[2])
+    return call(setup, "refund_order", arguments, approval_token=parked.value.token, **kwargs)
+
+
+REFUND = {"order_id": "ORD-1", "amount": 25.0, "currency": "USD"}
+
+
+def test_every_example_policy_file_is_valid() -> None:
+    policies = load_policies(POLICIES)
+    assert sorted(policies) == ["fetch_url", "read_file", "refund_order", "run_query"]
+    assert policies["refund_order"].secret_args == {"card_token"}
+
+
+def test_the_full_path_runs_an_approved_refund_once(setup: Any) -> None:
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
+        result = approved_refund(setup, json.dumps(REFUND))
+    assert result["refund_id"] == "R-1" and setup[1].refunds == [("ORD-1", 25.0)]
+
+
+def test_model_supplied_identity_grants_nothing(setup: Any) -> None:
+    attempts = [
+        {"url": "https://api.example.com/x", "tenant_id": "acme", "user_id": "admin"},
+        {"url": "https://api.example.com/x", "roles": ["admin"]},
+    ]
+    denied = 0
+    for arguments in attempts:  # unknown argument names are refused before authorization even looks
+        with pytest.raises(guardrail.SchemaViolationError):
+            call(setup, "fetch_url", arguments)
+        denied += 1
+    with pytest.raises(guardrail.Denied):  # anonymous: no identity from the runtime
+        call(setup, "fetch_url", {"url": "https://api.example.com/x"})
+    denied += 1
+    with guardrail.identity(tenant="acme", user="u-1", roles=["viewer"]), pytest.raises(guardrail.Denied):
+        call(setup, "run_query", {"sql": "SELECT 1 FROM orders"})  # not an analyst, whatever the model says
+    denied += 1
+    print(f"model-supplied identity attempts denied: {denied}/{len(attempts) + 2}")
+    assert denied == len(attempts) + 2
+
+
+def test_unknown_and_lookalike_tool_names_are_denied(setup: Any) -> None:
+    names = ["refund", "Refund_Order", "REFUND_ORDER", "refund_order ", "refund\u200border", "rеfund_order",
+             "refund_ordеr", "ｒｅｆｕｎｄ_order", "", "refund_order\x00"]
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
+        for name in names:
+            with pytest.raises(guardrail.Denied) as caught:
+                call(setup, name, REFUND)
+            assert str(caught.value) == "This action is not permitted."
+    assert setup[1].refunds == []
+
+
+def test_denials_are_generic_and_the_audit_record_has_the_rule(setup: Any) -> None:
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]), capture_logs() as logs:
+        with pytest.raises(guardrail.Denied) as caught:
+            call(setup, "refund_order", {**REFUND, "amount": 2500.0}, request_id="req-42")
+    assert str(caught.value) == "This action is not permitted." and "large" not in str(caught.value)
+    record = next(entry for entry in logs if entry["event"] == "guardrail.audit")
+    assert record["request_id"] == "req-42" and record["decision"] == "denied"
+    assert record["rule"] == "deny.large-refunds-need-a-lead" and record["policy_version"] == "2026-11-30.1"
+    assert record["identity"] == {"tenant": "acme", "user": "u-1", "roles": ["support"]}
+
+
+def test_argument_constraints(setup: Any) -> None:
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support-lead"]):
+        for bad in ({**REFUND, "currency": "BTC"}, {**REFUND, "amount": 9000.0}, {**REFUND, "order_id": "1; DROP"},
+                    {**REFUND, "amount": -1.0}):
+            with pytest.raises(guardrail.Denied):
+                call(setup, "refund_order", bad)
+        with pytest.raises(guardrail.SchemaViolationError):
+            call(setup, "refund_order", {"order_id": "ORD-1"})  # amount missing: invalid, not even authorized
+    assert setup[1].refunds == []
+
+
+def test_approval_tokens_cannot_be_replayed_changed_expired_or_forged(setup: Any) -> None:
+    registry, bank, store = setup
+    cases = 0
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
+        with pytest.raises(guardrail.ApprovalRequired) as parked:
+            call(setup, "refund_order", REFUND)
+        token = parked.value.token
+        with pytest.raises(guardrail.Denied):  # not approved yet
+            call(setup, "refund_order", REFUND, approval_token=token)
+        cases += 1
+        assert guardrail.approve(token, approver="lead", store=store)
+        with pytest.raises(guardrail.Denied):  # changed arguments
+            call(setup, "refund_order", {**REFUND, "amount": 999.0}, approval_token=token)
+        cases += 1
+        with pytest.raises(guardrail.Denied):  # a token the model made up
+            call(setup, "refund_order", REFUND, approval_token="model-says-approved")
+        cases += 1
+        with pytest.raises(guardrail.SchemaViolationError):  # a token in the model's arguments is not a key
+            call(setup, "refund_order", {**REFUND, "approval_token": token})
+        cases += 1
+    with guardrail.identity(tenant="acme", user="u-2", roles=["support"]), pytest.raises(guardrail.Denied):
+        call(setup, "refund_order", REFUND, approval_token=token)  # another caller
+    cases += 1
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
+        assert call(setup, "refund_order", REFUND, approval_token=token)["refund_id"] == "R-1"
+        with pytest.raises(guardrail.Denied):  # used once
+            call(setup, "refund_order", REFUND, approval_token=token)
+        cases += 1
+    short = parse_policy((POLICIES / "refund_order.toml").read_text().replace("approval_ttl = 3600",
+                                                                               "approval_ttl = 0.2"))
+    registry.remove("refund_order")
+    tool(name="refund_order", policy=short, registry=registry)(bank.refund)
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
+        with pytest.raises(guardrail.ApprovalRequired) as parked:
+            call(setup, "refund_order", {**REFUND, "order_id": "ORD-2"})
+        assert guardrail.approve(parked.value.token, approver="lead", store=store)
+        time.sleep(0.3)
+        with pytest.raises(guardrail.Denied):  # expired
+            call(setup, "refund_order", {**REFUND, "order_id": "ORD-2"}, approval_token=parked.value.token)
+        cases += 1
+    print(f"approval token abuses denied: {cases}/7")
+    assert cases == 7 and bank.refunds == [("ORD-1", 25.0)]
+
+
+def free_policy(text: str) -> Any:
+    """refund_order without approval (for the idempotency tests)."""
+    return parse_policy(text.replace('approval = "required"', 'approval = "none"'))
+
+
+def test_idempotency_same_key_replays_different_arguments_conflict(setup: Any) -> None:
+    registry, bank, _store = setup
+    registry.remove("refund_order")
+    tool(name="refund_order", policy=free_policy((POLICIES / "refund_order.toml").read_text()),
+         registry=registry)(bank.refund)
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
+        first = call(setup, "refund_order", REFUND, idempotency_key="k-1")
+        again = call(setup, "refund_order", REFUND, idempotency_key="k-1")
+        assert first == again and len(bank.refunds) == 1
+        with pytest.raises(guardrail.GuardrailError, match=r"(?i)conflict|different"):
+            call(setup, "refund_order", {**REFUND, "amount": 30.0}, idempotency_key="k-1")
+        derived = call(setup, "refund_order", {**REFUND, "order_id": "ORD-7"})  # key derived from the call
+        assert call(setup, "refund_order", {**REFUND, "order_id": "ORD-7"}) == derived
+    assert len(bank.refunds) == 2
+
+
+def test_fifty_concurrent_calls_with_one_key_execute_once_threads_and_asyncio(setup: Any) -> None:
+    registry, bank, _store = setup
+    registry.remove("refund_order")
+    tool(name="refund_order", policy=free_policy((POLICIES / "refund_order.toml").read_text()),
+         registry=registry)(bank.refund)
+
+    def one(_: int) -> Any:
+        with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
+            return call(setup, "refund_order", REFUND, idempotency_key="same")
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        results = list(pool.map(one, range(50)))
+    assert len(bank.refunds) == 1 and all(r == results[0] for r in results)
+
+    async def main() -> list[Any]:
+        async def task() -> Any:
+            return await asyncio.to_thread(one_async)
+
+        return await asyncio.gather(*(task() for _ in range(50)))
+
+    def one_async() -> Any:
+        with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
+            return call(setup, "refund_order", {**REFUND, "order_id": "ORD-9"}, idempotency_key="same-async")
+
+    results = asyncio.run(main())
+    assert len(bank.refunds) == 2 and all(r == results[0] for r in results)
+
+
+def test_a_call_that_fails_validation_stores_nothing(setup: Any) -> None:
+    registry, bank, _store = setup
+    registry.remove("refund_order")
+    tool(name="refund_order", policy=free_policy((POLICIES / "refund_order.toml").read_text()),
+         registry=registry)(bank.refund)
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
+        with pytest.raises(guardrail.SchemaViolationError):
+            call(setup, "refund_order", {"order_id": "ORD-1", "amount": "lots"}, idempotency_key="k-v")
+        assert call(setup, "refund_order", REFUND, idempotency_key="k-v")["refund_id"] == "R-1"
+
+
+def test_rate_limits_and_spend_budgets_per_identity(setup: Any) -> None:
+    registry, bank, _store = setup
+    text = (POLICIES / "refund_order.toml").read_text().replace('approval = "required"', 'approval = "none"')
+    text = text.replace("rate = { calls = 20, per_seconds = 60 }", "rate = { calls = 3, per_seconds = 60 }")
+    registry.remove("refund_order")
+    tool(name="refund_order", policy=parse_policy(text), registry=registry)(bank.refund)
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support-lead"]):
+        for i in range(3):
+            call(setup, "refund_order", {**REFUND, "order_id": f"ORD-{i}"})
+        with pytest.raises(guardrail.Denied):
+            call(setup, "refund_order", {**REFUND, "order_id": "ORD-3"})
+    with guardrail.identity(tenant="acme", user="u-2", roles=["support-lead"]):  # another identity, own limits
+        call(setup, "refund_order", {**REFUND, "order_id": "ORD-4", "amount": 4000.0})
+        call(setup, "refund_order", {**REFUND, "order_id": "ORD-5", "amount": 4000.0})
+        with pytest.raises(guardrail.Denied):  # spend: 8000 + 4000 > 10000
+            call(setup, "refund_order", {**REFUND, "order_id": "ORD-6", "amount": 4000.0})
+    assert len(bank.refunds) == 5
+
+
+def test_canary_secrets_never_reach_logs_or_audit(setup: Any) -> None:
+    canaries = ["sk-canaryCANARYcanary0123456789", "AKIACANARY0123456789", "eyJhbGciOiJI.eyJjYW5hcnkiOjF9.c2ln",
+                "tok_card_canary_4242"]
+    registry, bank, _store = setup
+    registry.remove("refund_order")
+    tool(name="refund_order", policy=free_policy((POLICIES / "refund_order.toml").read_text()),
+         registry=registry)(bank.refund)
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]), capture_logs() as logs:
+        call(setup, "refund_order", {**REFUND, "card_token": canaries[3]})
+        with pytest.raises(guardrail.Denied):
+            call(setup, "refund_order", {**REFUND, "order_id": f"ORD-{canaries[0]}", "card_token": canaries[1]})
+        with pytest.raises(guardrail.SchemaViolationError):
+            call(setup, "refund_order", {**REFUND, "authorization": f"Bearer {canaries[2]}"})
+    text = json.dumps(logs, default=str)
+    assert "guardrail.audit" in text
+    found = [c for c in canaries if c in text]
+    print(f"canary secrets found in audit output: {len(found)}/{len(canaries)}")
+    assert found == []
+
+
+def test_policy_files_with_problems_are_reported_with_line_and_key(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text('tool = "x"\napproval = "sometimes"\n\n[[allow]]\nid = "a"\nroels = ["x"]\n'
+                                       '\n[args.amount]\nmax = "lots"\n')
+    (tmp_path / "broken.toml").write_text('tool = "y"\n[args\n')
+    (tmp_path / "regex.toml").write_text('tool = "z"\n[args.a]\npattern = "(a)\\\\1"\n')
+    with pytest.raises(PolicyError) as caught:
+        load_policies(tmp_path)
+    problems = {(Path(p.file).name, p.line, p.key) for p in caught.value.problems}
+    assert ("bad.toml", 2, "approval") in problems
+    assert ("bad.toml", 6, "allow.0.roels") in {(f, line, k.replace(".0.", ".0.")) for f, line, k in problems}
+    assert any(f == "bad.toml" and line == 9 and k.startswith("args.amount.max") for f, line, k in problems)
+    assert any(f == "broken.toml" and line == 2 for f, line, _ in problems)
+    assert any(f == "regex.toml" for f, _, _ in problems)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "messages"])
+def test_tool_calls_in_vendor_responses_go_through_the_same_gates(setup: Any, api: str) -> None:
+    import anthropic
+    import openai
+
+    from guardrail.testing import Emulator, reply
+    from guardrail.tools import execute_tool_calls
+
+    registry, _, store = setup
+    with Emulator() as emu:
+        emu.script(reply.tool_call({"url": "https://api.example.com/v1/orders"}, name="fetch_url"),
+                   reply.tool_call({"url": "http://169.254.169.254/latest/meta-data"}, name="fetch_url"))
+        responses = []
+        for _ in range(2):
+            if api == "messages":
+                client: Any = guardrail.wrap(anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="t"))
+                responses.append(client.messages.create(model="claude-haiku-4-5", max_tokens=100,
+                                                        messages=[{"role": "user", "content": "x"}],
+                                                        tools=registry.definitions("messages", ["fetch_url"])))
+            elif api == "chat":
+                client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t"))
+                responses.append(client.chat.completions.create(
+                    model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                    tools=registry.definitions("chat", ["fetch_url"])))
+            else:
+                client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t"))
+                responses.append(client.responses.create(model="gpt-4o", input="x",
+                                                         tools=registry.definitions("responses", ["fetch_url"])))
+    with guardrail.identity(tenant="acme", user="u-1"):
+        (good,) = execute_tool_calls(responses[0], registry=registry, store=store)
+        (bad,) = execute_tool_calls(responses[1], registry=registry, store=store)
+    assert good.result == "fetched https://api.example.com/v1/orders" and good.error is None
+    assert isinstance(bad.error, guardrail.Denied) and bad.result is None
