@@ -4,7 +4,8 @@ The span follows the OpenTelemetry GenAI semantic conventions (``gen_ai.operatio
 ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens``/``output_tokens``,
 ``gen_ai.response.finish_reasons``, ``error.type``) plus guardrail's own ``guardrail.*`` attributes (mode,
 attempts, fixes, vendor calls, schema hash). Message content is not recorded unless
-``Settings.capture_content`` is set. Without an OpenTelemetry SDK configured, spans are no-ops and the
+``Settings.capture_content`` is set, and then only after :func:`guardrail.redact.redact_text` (as are error
+messages on the span). Without an OpenTelemetry SDK configured, spans are no-ops and the
 trace id is a random one, so every error still carries an id to search logs by.
 """
 
@@ -20,6 +21,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from guardrail.outcome import Outcome
+from guardrail.redact import redact_text
 
 log = structlog.get_logger("guardrail")
 _tracer = trace.get_tracer("guardrail")
@@ -59,10 +61,11 @@ def finish_span(span: Span, outcome: Outcome, error: BaseException | None, *, ca
     })
     if capture_content:
         for attempt in outcome.attempts:
-            span.add_event("guardrail.output", {"guardrail.attempt": attempt.number, "content": attempt.raw or ""})
+            span.add_event("guardrail.output", {"guardrail.attempt": attempt.number,
+                                                "content": redact_text(attempt.raw or "")})
     if error is not None:
         span.set_attribute("error.type", type(error).__name__)
-        span.set_status(Status(StatusCode.ERROR, str(error)[:200]))
+        span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:200]))
     log.info("guardrail.call.end", trace_id=outcome.trace_id, provider=outcome.provider, model=outcome.model,
              mode=outcome.mode, attempts=len(outcome.attempts), vendor_calls=outcome.vendor_calls,
              input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,

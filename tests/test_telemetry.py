@@ -86,3 +86,16 @@ def test_errors_set_error_type_and_logs_name_each_attempt(spans: InMemorySpanExp
     events = [entry["event"] for entry in logs]
     assert events == ["guardrail.call.start", "guardrail.attempt", "guardrail.call.end"]
     assert all(entry["trace_id"] == caught.value.trace_id for entry in logs)
+
+
+def test_captured_content_and_error_messages_on_spans_are_redacted(spans: InMemorySpanExporter) -> None:
+    canary = "sk-canaryCANARYcanary0123456789"
+    with Emulator() as emu:
+        emu.script(reply.answer(f'{{"name": "key {canary}"}}'))
+        call(emu, capture_content=True)
+        emu.script(reply.refusal(f"no, and your key is {canary}"))
+        with pytest.raises(guardrail.Refused):
+            call(emu, capture_content=True)
+    text = repr([(dict(s.attributes or {}), [dict(e.attributes or {}) for e in s.events], s.status.description)
+                 for s in spans.get_finished_spans()])
+    assert "[REDACTED]" in text and canary not in text

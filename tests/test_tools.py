@@ -328,3 +328,41 @@ def test_tool_calls_in_vendor_responses_go_through_the_same_gates(setup: Any, ap
         (bad,) = execute_tool_calls(responses[1], registry=registry, store=store)
     assert good.result == "fetched https://api.example.com/v1/orders" and good.error is None
     assert isinstance(bad.error, guardrail.Denied) and bad.result is None
+
+
+def test_read_file_policy_follows_symlinks_and_denies_escapes(tmp_path: Path) -> None:
+    base = tmp_path / "exports"
+    base.mkdir()
+    (base / "q3.csv").write_text("ok")
+    (tmp_path / "secret.txt").write_text("secret")
+    (base / "link.csv").symlink_to(tmp_path / "secret.txt")
+    registry = ToolRegistry()
+    text = (POLICIES / "read_file.toml").read_text().replace('base = "exports"', f'base = "{base}"')
+
+    @tool(policy=parse_policy(text), registry=registry)
+    def read_file(path: str) -> str:
+        return (base / path).read_text()
+
+    store = MemoryStore()
+    with guardrail.identity(tenant="acme", user="u", roles=["staff"]):
+        assert execute_tool_call("read_file", {"path": "q3.csv"}, registry=registry, store=store) == "ok"
+        for bad in ("link.csv", "../secret.txt", "%2e%2e/secret.txt", str(tmp_path / "secret.txt")):
+            with pytest.raises(guardrail.Denied):
+                execute_tool_call("read_file", {"path": bad}, registry=registry, store=store)
+    with guardrail.identity(tenant="other", user="u", roles=["staff"]), pytest.raises(guardrail.Denied):
+        execute_tool_call("read_file", {"path": "q3.csv"}, registry=registry, store=store)
+
+
+def test_policy_check_command(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    ok = subprocess.run([sys.executable, "-m", "guardrail.cli", "policy", "check", str(POLICIES)],
+                        capture_output=True, text=True, timeout=60, check=False)
+    assert ok.returncode == 0 and "4 valid policies" in ok.stdout
+    (tmp_path / "bad.toml").write_text('tool = "x"\n[args.q]\nsql = { allow = ["selects"] }\n')
+    bad = subprocess.run([sys.executable, "-m", "guardrail.cli", "policy", "check", str(tmp_path), "--json"],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert bad.returncode == 1
+    problems = json.loads(bad.stdout)["problems"]
+    assert problems and problems[0]["key"].startswith("args.q") and problems[0]["line"] in (2, 3)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from guardrail.identity import Identity
 from guardrail.policy.paths import check_path
@@ -97,8 +97,30 @@ class ArgRule(BaseModel):
             compile_pattern(pattern)  # ValueError when RE2 cannot run it in linear time
         return pattern
 
+    @model_validator(mode="after")
+    def _checkers_accept_the_configuration(self) -> ArgRule:
+        """Run the URL and SQL checkers once on a dummy value: they raise ValueError for a bad configuration
+        (a typo in ``allow``, an unknown dialect, a malformed host entry), which belongs at load time. Path
+        bases are checked when a call comes (the directory may be created after the policy is loaded)."""
+        if self.url is not None:
+            check_url("https://example.invalid/", hosts=self.url.hosts, schemes=self.url.schemes,
+                      allow_ip_literals=self.url.allow_ip_literals)
+        if self.sql is not None:
+            check_sql("", allow=self.sql.allow, dialect=self.sql.dialect, tables=self.sql.tables)
+        return self
+
     def check(self, value: Any) -> str | None:
-        """``None`` when ``value`` meets every constraint, else the first reason it does not (internal)."""
+        """``None`` when ``value`` meets every constraint, else the first reason it does not (internal).
+
+        A checker that finds its own configuration unusable at call time (a path base that does not exist)
+        denies the call; it never raises.
+        """
+        try:
+            return self._check(value)
+        except ValueError as error:
+            return f"policy cannot be applied: {error}"
+
+    def _check(self, value: Any) -> str | None:
         if self.one_of is not None and not any(type(value) is type(x) and value == x for x in self.one_of):
             return "not one of the allowed values"
         if self.min is not None or self.max is not None:
@@ -112,8 +134,8 @@ class ArgRule(BaseModel):
             if (self.min_length is not None and len(value) < self.min_length) or \
                     (self.max_length is not None and len(value) > self.max_length):
                 return "length out of range"
-        if self.pattern is not None and (not isinstance(value, str) or not compile_pattern(self.pattern).fullmatch(
-                value)):
+        matches = self.pattern is None or (isinstance(value, str) and compile_pattern(self.pattern).fullmatch(value))
+        if not matches:
             return "does not match the pattern"
         if self.url is not None:
             reason = check_url(value, hosts=self.url.hosts, schemes=self.url.schemes,
