@@ -18,7 +18,7 @@ import inspect
 import json
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -28,9 +28,11 @@ from pydantic_core import to_jsonable_python
 
 from guardrail import approvals, audit
 from guardrail.config import get_config
-from guardrail.errors import ApprovalRequired, Denied, GuardrailError, ParseError
+from guardrail.errors import ApprovalRequired, Denied, GuardrailError, ParseError, SemanticViolation
 from guardrail.gates.authz import GENERIC_DENIAL, Decision, authorize
+from guardrail.gates.semantic import Rule, evaluate
 from guardrail.identity import Identity, current_identity
+from guardrail.parse.feedback import semantic_feedback
 from guardrail.parse.pipeline import parse
 from guardrail.policy.loader import PolicyError, load_policy
 from guardrail.policy.model import Policy
@@ -50,6 +52,7 @@ class Tool:
     arguments: type[BaseModel]
     policy_source: Policy | Path | None
     description: str = ""
+    rules: tuple[Rule, ...] = ()
     _policy: Policy | None = field(default=None, repr=False)
     _loaded: bool = field(default=False, repr=False)
 
@@ -145,19 +148,21 @@ def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
 def tool(fn: F, /) -> F: ...
 @overload
 def tool(*, name: str | None = None, policy: Policy | str | Path | None = None,
-         registry: ToolRegistry | None = None) -> Callable[[F], F]: ...
+         registry: ToolRegistry | None = None, rules: Sequence[Rule] = ()) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | Path | None = None,
-         registry: ToolRegistry | None = None) -> Any:
+         registry: ToolRegistry | None = None, rules: Sequence[Rule] = ()) -> Any:
     """Register a function as a guarded tool; the function itself is returned unchanged (call it directly
     from trusted code; model-proposed calls go through :func:`execute_tool_call`).
 
     ``policy`` is a :class:`Policy`, a path to its TOML file, or ``None`` for ``<policies dir>/<name>.toml``.
+    ``rules`` are semantic rules over the validated arguments (a failure raises ``SemanticViolation``, whose
+    ``.feedback`` can go back to the model; it is checked before authorization).
     """
     def register(function: F) -> F:
         tool_name = name or function.__name__
         source = Path(policy) if isinstance(policy, (str, Path)) else policy
         (registry or REGISTRY).add(Tool(tool_name, function, _arguments_model(function, tool_name), source,
-                                        inspect.getdoc(function) or ""))
+                                        inspect.getdoc(function) or "", tuple(rules)))
         return function
 
     return register(fn) if fn is not None else register
@@ -183,6 +188,13 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
     policy = found.policy()
     secret = policy.secret_args if policy else frozenset()
     args = _validated(found, arguments, request_id, who, secret)
+    if found.rules:
+        verdict = evaluate(found.rules, args, {})
+        if not verdict.ok:
+            violation = SemanticViolation(semantic_feedback(list(verdict.violations)), verdict.violations)
+            audit.record(request_id=request_id, tool=found.name, decision="invalid", rule="semantic",
+                         reason=violation.feedback, arguments=args, identity=who, secret_args=secret)
+            raise violation
     decision = authorize(policy, found.name, args, who)
     _record = _recorder(request_id, found.name, args, who, decision, secret)
     if not decision.allowed:

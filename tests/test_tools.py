@@ -366,3 +366,22 @@ def test_policy_check_command(tmp_path: Path) -> None:
     assert bad.returncode == 1
     problems = json.loads(bad.stdout)["problems"]
     assert problems and problems[0]["key"].startswith("args.q") and problems[0]["line"] in (2, 3)
+
+
+def test_semantic_rules_on_tool_arguments_run_before_authorization() -> None:
+    from guardrail.gates.semantic import relation
+
+    registry = ToolRegistry()
+    policy = parse_policy('tool = "book"\n[[allow]]\nid = "all"\n')
+    ran: list[str] = []
+
+    @tool(policy=policy, registry=registry, rules=[relation("start", "<", "end")])
+    def book(start: str, end: str) -> str:
+        ran.append(start)
+        return "booked"
+
+    with guardrail.identity(user="u"):
+        with pytest.raises(guardrail.SemanticViolation) as caught:
+            execute_tool_call("book", '{"start": "2026-12-05", "end": "2026-12-01"}', registry=registry)
+        assert "$.start" in caught.value.feedback and ran == []
+        assert execute_tool_call("book", {"start": "2026-12-01", "end": "2026-12-05"}, registry=registry) == "booked"
