@@ -159,6 +159,9 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
     ``.feedback`` can go back to the model; it is checked before authorization).
     """
     def register(function: F) -> F:
+        if inspect.iscoroutinefunction(function):
+            raise TypeError(f"{function.__name__} is async: guarded tools run synchronously (wrap it, e.g. with "
+                            "asyncio.run inside a sync function, or run execute_tool_call in a thread)")
         tool_name = name or function.__name__
         source = Path(policy) if isinstance(policy, (str, Path)) else policy
         (registry or REGISTRY).add(Tool(tool_name, function, _arguments_model(function, tool_name), source,
