@@ -14,7 +14,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from guardrail.identity import Identity
+from guardrail.identity import Identity, key_of
 from guardrail.store.base import Store
 
 _PREFIX = "approval:"
@@ -41,7 +41,7 @@ def park(store: Store, tool: str, arguments_hash: str, who: Identity | None, ttl
     """Park a call: a fresh token and its expiry (Unix time)."""
     token = secrets.token_urlsafe(32)
     expires_at = time.time() + ttl
-    ticket = Ticket(tool, arguments_hash, who.key if who else "-/-", expires_at, "pending")
+    ticket = Ticket(tool, arguments_hash, key_of(who), expires_at, "pending")
     store.put_if_absent(_PREFIX + token, ticket.dump(), ttl)
     return token, expires_at
 
@@ -83,7 +83,7 @@ def redeem(store: Store, token: str, tool: str, arguments_hash: str, who: Identi
         return "approval is for another tool"
     if ticket.arguments_hash != arguments_hash:
         return "approval is for other arguments"
-    if ticket.identity != (who.key if who else "-/-"):
+    if ticket.identity != (key_of(who)):
         return "approval is for another caller"
     if ticket.state != "approved":
         return f"approval is {ticket.state}"

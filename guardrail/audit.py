@@ -42,8 +42,10 @@ def record(*, request_id: str, tool: str, decision: str, rule: str = "", reason:
         "policy_version": policy_version, "idempotency_key": idempotency_key, "result": result,
         "error": f"{type(error).__name__}: {error}" if error is not None else None,
     }
-    clean: dict[str, Any] = redact(entry, secret_args)
-    if isinstance(entry["arguments"], dict):
-        clean["arguments"] = redact(entry["arguments"], secret_args)
+    values: list[str] = []
+    if isinstance(arguments, dict):
+        values = [str(arguments[name]) for name in secret_args if name in arguments and arguments[name] is not None
+                  and len(str(arguments[name])) >= 3]
+    clean: dict[str, Any] = redact(entry, secret_args, tuple(sorted(values, key=len, reverse=True)))
     _log.info("guardrail.audit", **clean)
     return clean

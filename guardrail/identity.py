@@ -12,10 +12,21 @@ asyncio tasks, and never leaks between concurrent requests. Nothing the model wr
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+
+#: The key used for a caller with no identity at all (distinct from every identity's key).
+ANONYMOUS = "anonymous"
+
+
+def key_of(who: Identity | None) -> str:
+    """The binding key of a caller (:attr:`Identity.key`, or :data:`ANONYMOUS`)."""
+    return who.key if who is not None else ANONYMOUS
+
 
 _current: ContextVar[Identity | None] = ContextVar("guardrail_identity", default=None)
 
@@ -30,8 +41,13 @@ class Identity:
 
     @property
     def key(self) -> str:
-        """A stable key for per-identity quotas and bindings (``tenant/user``)."""
-        return f"{self.tenant or '-'}/{self.user or '-'}"
+        """A stable, collision-free key for per-identity quotas and bindings.
+
+        It is a digest of the JSON pair ``[tenant, user]``, so ``("a/b", "c")`` and ``("a", "b/c")`` or a user
+        literally named ``"-"`` never share it with anyone else; :data:`ANONYMOUS` is the key of no identity.
+        """
+        pair = json.dumps([self.tenant, self.user], ensure_ascii=False)
+        return "id:" + hashlib.sha256(pair.encode()).hexdigest()[:40]
 
     def as_dict(self) -> dict[str, object]:
         return {"tenant": self.tenant, "user": self.user, "roles": sorted(self.roles)}

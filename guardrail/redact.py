@@ -22,7 +22,8 @@ MAX_DEPTH = 32
 
 _SECRET_NAMES = frozenset({"api_key", "apikey", "password", "passwd", "secret", "token", "authorization",
                            "auth", "cookie", "set_cookie", "session_id", "private_key", "access_key", "credential",
-                           "credentials", "x_api_key"})
+                           "credentials", "x_api_key", "secret_key", "client_secret", "access_token",
+                           "refresh_token", "id_token", "auth_token", "bearer"})
 _SECRET_SUFFIXES = ("_api_key", "_apikey", "_password", "_passwd", "_secret", "_token", "_private_key",
                     "_access_key", "_credential", "_credentials", "_session_id")
 _SECRET_TEXT = re.compile(
@@ -41,20 +42,27 @@ def redact_text(text: str) -> str:
     return _SECRET_TEXT.sub(REDACTED, text)
 
 
-def redact(value: Any, secret_keys: frozenset[str] = frozenset(), _depth: int = 0) -> Any:
-    """A copy of ``value`` with secrets replaced (see the module docstring)."""
+def redact(value: Any, secret_keys: frozenset[str] = frozenset(), secret_values: tuple[str, ...] = (),
+           _depth: int = 0) -> Any:
+    """A copy of ``value`` with secrets replaced (see the module docstring); ``secret_values`` are known secret
+    strings (the values of arguments a policy marks secret) removed wherever they appear."""
     if _depth > MAX_DEPTH:
         return REDACTED
     if isinstance(value, str):
+        for known in secret_values:
+            value = value.replace(known, REDACTED)
         return redact_text(value)
     if isinstance(value, Mapping):
-        return {key: REDACTED if _is_secret_key(key, secret_keys) else redact(item, secret_keys, _depth + 1)
-                for key, item in value.items()}
+        return {key: REDACTED if _is_secret_key(key, secret_keys) else
+                redact(item, secret_keys, secret_values, _depth + 1) for key, item in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [redact(item, secret_keys, _depth + 1) for item in value]
+        return [redact(item, secret_keys, secret_values, _depth + 1) for item in value]
     if isinstance(value, (bytes, bytearray)):
-        return redact_text(bytes(value).decode("utf-8", "replace"))
+        return redact(bytes(value).decode("utf-8", "replace"), secret_keys, secret_values, _depth)
     return value
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def _is_secret_key(key: object, secret_keys: frozenset[str]) -> bool:
@@ -63,7 +71,7 @@ def _is_secret_key(key: object, secret_keys: frozenset[str]) -> bool:
         return False
     if key in secret_keys:
         return True
-    name = key.lower().replace("-", "_")
+    name = _CAMEL.sub("_", key).lower().replace("-", "_")
     return name in _SECRET_NAMES or name.endswith(_SECRET_SUFFIXES)
 
 

@@ -17,6 +17,7 @@ import hashlib
 import inspect
 import json
 import threading
+import typing
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,10 +29,10 @@ from pydantic_core import to_jsonable_python
 
 from guardrail import approvals, audit
 from guardrail.config import get_config
-from guardrail.errors import ApprovalRequired, Denied, GuardrailError, ParseError, SemanticViolation
+from guardrail.errors import ApprovalRequired, Denied, InputLimitError, ParseError, SemanticViolation
 from guardrail.gates.authz import GENERIC_DENIAL, Decision, authorize
 from guardrail.gates.semantic import Rule, evaluate
-from guardrail.identity import Identity, current_identity
+from guardrail.identity import Identity, current_identity, key_of
 from guardrail.parse.feedback import semantic_feedback
 from guardrail.parse.pipeline import parse
 from guardrail.policy.loader import PolicyError, load_policy
@@ -68,6 +69,8 @@ class Tool:
                     self._policy = load_policy(path)
                 except (OSError, PolicyError):
                     self._policy = None
+            if self._policy is not None and self._policy.argument_names() - set(self.arguments.model_fields):
+                self._policy = None  # a policy naming arguments the tool lacks would silently skip its checks
             self._loaded = True
         return self._policy
 
@@ -119,6 +122,7 @@ class ToolRegistry:
 
 
 REGISTRY = ToolRegistry()
+IDEMPOTENCY_PREFIX = "idempotency:"
 _default_store: Store | None = None
 
 
@@ -135,10 +139,11 @@ def default_store() -> Store:
 
 def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     fields: dict[str, Any] = {}
+    hints = typing.get_type_hints(fn, include_extras=True)  # resolves `from __future__ import annotations`
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
-        annotation = param.annotation if param.annotation is not param.empty else Any
+        annotation = hints.get(param.name, Any)
         fields[param.name] = (annotation, ... if param.default is param.empty else param.default)
     model: type[BaseModel] = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     return model
@@ -173,13 +178,15 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
 
 def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_key: str | None = None,
                       approval_token: str | None = None, request_id: str | None = None,
-                      registry: ToolRegistry | None = None, store: Store | None = None) -> Any:
+                      registry: ToolRegistry | None = None, store: Store | None = None,
+                      context: Mapping[str, Any] | None = None) -> Any:
     """Run one model-proposed call through every gate (see the module docstring) and return the tool's result.
 
     ``arguments`` is a dict or the raw JSON text the model produced. ``idempotency_key`` makes a
     side-effecting call run once (required by ``idempotency = "required"`` policies; derived from the call
     when not given). ``approval_token`` is the token from an earlier :class:`ApprovalRequired`, after
-    ``guardrail.approve``; it comes from the application, never from the model.
+    ``guardrail.approve``; it comes from the application, never from the model. ``context`` holds runtime
+    facts for the tool's semantic rules (ids that must exist...).
     """
     request_id = request_id or uuid.uuid4().hex
     who = current_identity()
@@ -190,21 +197,41 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
         raise Denied(GENERIC_DENIAL, tool=str(name)[:200], request_id=request_id)
     policy = found.policy()
     secret = policy.secret_args if policy else frozenset()
-    args = _validated(found, arguments, request_id, who, secret)
+    version = policy.version if policy else ""
+    model, args = _validated(found, arguments, request_id, who, secret, version, idempotency_key)
     if found.rules:
-        verdict = evaluate(found.rules, args, {})
+        try:
+            verdict = evaluate(found.rules, args, context or {})
+        except Exception as error:  # a rule that cannot run (missing context...) fails closed
+            audit.record(request_id=request_id, tool=found.name, decision="denied", rule="semantic",
+                         reason=f"a rule could not run: {type(error).__name__}: {error}", arguments=args,
+                         identity=who, secret_args=secret, policy_version=version, idempotency_key=idempotency_key)
+            raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id) from None
         if not verdict.ok:
             violation = SemanticViolation(semantic_feedback(list(verdict.violations)), verdict.violations)
             audit.record(request_id=request_id, tool=found.name, decision="invalid", rule="semantic",
-                         reason=violation.feedback, arguments=args, identity=who, secret_args=secret)
+                         reason=violation.feedback, arguments=args, identity=who, secret_args=secret,
+                         policy_version=version, idempotency_key=idempotency_key)
             raise violation
     decision = authorize(policy, found.name, args, who)
-    _record = _recorder(request_id, found.name, args, who, decision, secret)
+    _record = _recorder(request_id, found.name, json.loads(json.dumps(args)), who, decision, secret,
+                        idempotency_key)
     if not decision.allowed:
         _record("denied")
         raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id)
     assert policy is not None  # an allowed decision always has a policy
     store = store or default_store()
+    key = idempotency_key
+    if key is None and policy.idempotency == "required":
+        key = "derived:" + decision.arguments_hash
+    # Keys are scoped to the tool and the caller, and hashed (any length, no collisions across tenants).
+    scoped = None if key is None else found.name[:64] + ":" + hashlib.sha256(
+        json.dumps([found.name, key_of(who), key]).encode()).hexdigest()
+    stored = _stored_result(store, scoped, decision.arguments_hash) if scoped else None
+    if stored is not None:  # this exact call already ran (approved, if approval was required): replay it
+        result = json.loads(stored)
+        _record("replayed", result=result, key=key)
+        return result
     if policy.approval == "required":
         if approval_token is None:
             token, expires_at = approvals.park(store, found.name, decision.arguments_hash, who, policy.approval_ttl)
@@ -215,24 +242,20 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
         if problem is not None:
             _record("denied", rule="approval", reason=problem)
             raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id)
-    key = idempotency_key
-    if key is None and policy.idempotency == "required":
-        key = "derived:" + hashlib.sha256(f"{decision.arguments_hash}|{who.key if who else '-/-'}".encode()).hexdigest()
 
     def execute() -> Any:
         # Limits count executions: a replayed result costs nothing.
         limited = _over_limits(policy, store, found.name, args, who)
         if limited is not None:
             raise _LimitReached(limited)
-        return _run(found, args, decision)
+        return _run(found, model, args, decision)
 
     try:
-        if key is None:
+        if scoped is None:
             result, replayed = execute(), False
         else:
-            scoped = f"{found.name}:{key}"
-            text, replayed = Idempotency(store, ttl=policy.idempotency_ttl).run(
-                scoped, decision.arguments_hash, lambda: json.dumps(to_jsonable_python(execute())))
+            text, replayed = Idempotency(store, ttl=policy.idempotency_ttl, prefix=IDEMPOTENCY_PREFIX).run(
+                scoped, decision.arguments_hash, lambda: json.dumps(to_jsonable_python(execute(), fallback=str)))
             result = json.loads(text)
     except _LimitReached as limit:
         _record("denied", rule=limit.rule, reason="limit reached", key=key)
@@ -244,6 +267,23 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
     return result
 
 
+def _stored_result(store: Store, scoped: str, fingerprint: str) -> str | None:
+    """The stored result of a finished call under this key with these arguments, else ``None`` (a peek at the
+    record :class:`~guardrail.store.Idempotency` keeps; it never claims the key)."""
+    raw = store.get(IDEMPOTENCY_PREFIX + scoped)
+    if raw is None:
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(record, dict) and record.get("state") == "done" and record.get("fingerprint") == fingerprint \
+            and isinstance(record.get("result"), str):
+        result: str = record["result"]
+        return result
+    return None
+
+
 class _LimitReached(Exception):
     """Internal: a rate limit, quota or spend budget stopped the execution (``rule`` names it)."""
 
@@ -253,34 +293,57 @@ class _LimitReached(Exception):
 
 
 def _validated(found: Tool, arguments: Mapping[str, Any] | str, request_id: str, who: Identity | None,
-               secret: frozenset[str]) -> dict[str, Any]:
-    """The arguments as validated JSON-like values (raw text goes through the parse layer's repairs)."""
-    text = arguments if isinstance(arguments, str) else json.dumps(dict(arguments), default=str)
+               secret: frozenset[str], version: str, key: str | None) -> tuple[BaseModel, dict[str, Any]]:
+    """The validated argument model, and its canonical JSON-like form that policies judge and hashes cover
+    (raw text goes through the parse layer's repairs; sets are sorted so equal sets hash equally)."""
     try:
-        model = parse(text, found.arguments)
-    except ParseError as error:
-        audit.record(request_id=request_id, tool=found.name, decision="invalid", rule="arguments",
-                     reason=error.feedback, identity=who, secret_args=secret,
-                     arguments=arguments if isinstance(arguments, Mapping) else None)
-        raise
-    dumped: dict[str, Any] = model.model_dump(mode="json")
-    return dumped
+        text = arguments if isinstance(arguments, str) else json.dumps(dict(arguments), default=str)
+    except (RecursionError, ValueError, TypeError):
+        error: ParseError = InputLimitError("The arguments are nested too deeply or are not JSON values.",
+                                            limit="max_depth", value=0)
+    else:
+        try:
+            model = parse(text, found.arguments)
+        except ParseError as failed:
+            error = failed
+        else:
+            return model, _canonical(model)
+    audit.record(request_id=request_id, tool=found.name, decision="invalid", rule="arguments",
+                 reason=error.feedback, identity=who, secret_args=secret, policy_version=version,
+                 idempotency_key=key)
+    raise error
+
+
+def _canonical(value: Any, depth: int = 0) -> Any:
+    """JSON-like form with sets sorted (by their items' JSON), models as dicts of their fields."""
+    if depth > 200:
+        raise InputLimitError("The arguments are nested too deeply.", limit="max_depth", value=200)
+    if isinstance(value, BaseModel):
+        return {name: _canonical(getattr(value, name), depth + 1) for name in type(value).model_fields}
+    if isinstance(value, dict):
+        return {str(k): _canonical(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v, depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        items = [_canonical(v, depth + 1) for v in value]
+        return sorted(items, key=lambda item: json.dumps(item, sort_keys=True, default=str))
+    return to_jsonable_python(value, fallback=str)
 
 
 def _recorder(request_id: str, tool: str, args: dict[str, Any], who: Identity | None, decision: Decision,
-              secret: frozenset[str]) -> Callable[..., None]:
+              secret: frozenset[str], given_key: str | None) -> Callable[..., None]:
     def write(outcome: str, *, rule: str | None = None, reason: str | None = None, result: Any = None,
               error: BaseException | None = None, key: str | None = None) -> None:
         audit.record(request_id=request_id, tool=tool, decision=outcome, rule=rule or decision.rule,
                      reason=reason or decision.reason, arguments=args, identity=who,
-                     policy_version=decision.policy_version, idempotency_key=key, result=result, error=error,
-                     secret_args=secret)
+                     policy_version=decision.policy_version, idempotency_key=key or given_key, result=result,
+                     error=error, secret_args=secret)
     return write
 
 
 def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], who: Identity | None) -> str | None:
     """The limit a call would pass (``limits.rate``/``quota``/``spend``), else ``None`` (counting the call)."""
-    whose = who.key if who else "-/-"
+    whose = key_of(who)
     limits = policy.limits
     for label, rate in (("rate", limits.rate), ("quota", limits.quota)):
         if rate is not None:
@@ -291,18 +354,22 @@ def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], 
         amount = args.get(limits.spend.arg, 0)
         if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
             return "limits.spend"
-        allowed, _ = store.add_within_limit(f"spend:{tool}:{whose}", float(amount), limits.spend.max,
+        try:
+            spend = float(amount)
+        except OverflowError:
+            return "limits.spend"
+        allowed, _ = store.add_within_limit(f"spend:{tool}:{whose}", spend, limits.spend.max,
                                             limits.spend.per_seconds)
         if not allowed:
             return "limits.spend"
     return None
 
 
-def _run(found: Tool, args: dict[str, Any], decision: Decision) -> Any:
-    """Call the tool function; only with a sealed positive decision for exactly these arguments."""
-    if not decision.permits(found.name, args):
+def _run(found: Tool, model: BaseModel, args: dict[str, Any], decision: Decision) -> Any:
+    """Call the tool function with the validated values; only with a sealed positive decision made for exactly
+    these arguments (``args`` is the canonical form of ``model`` that the policy judged)."""
+    if not decision.permits(found.name, args) or _canonical(model) != args:
         raise Denied(GENERIC_DENIAL, tool=found.name, request_id="")
-    model = found.arguments.model_validate(args)
     return found.fn(**{name: getattr(model, name) for name in type(model).model_fields})
 
 
@@ -355,7 +422,7 @@ def execute_tool_calls(response: Any, *, registry: ToolRegistry | None = None, s
     for name, arguments, call_id in tool_calls_of(response):
         try:
             result = execute_tool_call(name, arguments, registry=registry, store=store, request_id=request_id)
-        except (ParseError, Denied, ApprovalRequired, GuardrailError) as error:
+        except Exception as error:  # one call's failure never stops the others; the caller sees each
             outcomes.append(ToolOutcome(name, call_id, arguments, error=error))
             continue
         outcomes.append(ToolOutcome(name, call_id, arguments, result=result))

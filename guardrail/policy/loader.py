@@ -49,11 +49,15 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
     """Parse and validate one policy's TOML text; :class:`PolicyError` on any problem."""
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise PolicyError([Problem(source, None, "", "nested too deeply")]) from None
     except tomllib.TOMLDecodeError as error:
         line = getattr(error, "lineno", None) or _line_from_message(str(error))
         raise PolicyError([Problem(source, line, "", f"not valid TOML: {error}")]) from None
     try:
         return Policy.model_validate(data)
+    except RecursionError:
+        raise PolicyError([Problem(source, None, "", "nested too deeply")]) from None
     except ValidationError as error:
         problems = []
         for item in error.errors():

@@ -44,7 +44,7 @@ from guardrail.policy.regex import compile_pattern
 from guardrail.policy.sql import check_sql
 from guardrail.policy.urls import check_url
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class UrlRule(BaseModel):
@@ -121,7 +121,7 @@ class ArgRule(BaseModel):
             return f"policy cannot be applied: {error}"
 
     def _check(self, value: Any) -> str | None:
-        if self.one_of is not None and not any(type(value) is type(x) and value == x for x in self.one_of):
+        if self.one_of is not None and not any(_same(value, x) for x in self.one_of):
             return "not one of the allowed values"
         if self.min is not None or self.max is not None:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -154,6 +154,19 @@ class ArgRule(BaseModel):
         return None
 
 
+#: Reasons that mean "this constraint cannot judge this value" rather than "the value fails it".
+_UNJUDGED = ("not a number", "has no length", "policy cannot be applied")
+
+
+def _same(value: Any, allowed: Any) -> bool:
+    """Equality for ``one_of``: numbers compare by value (5 == 5.0), but a bool is never a number."""
+    if isinstance(value, bool) or isinstance(allowed, bool):
+        return type(value) is type(allowed) and value == allowed
+    if isinstance(value, (int, float)) and isinstance(allowed, (int, float)):
+        return value == allowed
+    return type(value) is type(allowed) and bool(value == allowed)
+
+
 class Match(BaseModel):
     """An allow or deny rule: conditions on the caller (from the trusted runtime) and on the arguments.
 
@@ -170,7 +183,17 @@ class Match(BaseModel):
     anonymous: bool = False
     when: dict[str, ArgRule] = Field(default_factory=dict)
 
-    def matches(self, who: Identity | None, arguments: dict[str, Any]) -> bool:
+    def matches(self, who: Identity | None, arguments: dict[str, Any], *, deny: bool = False) -> bool:
+        """Whether the rule applies. A deny rule fails closed: it applies to anonymous callers unless it names
+        roles/tenants/users, and a ``when`` constraint that cannot judge a value (wrong type, missing) counts as
+        met; an allow rule needs every condition positively met."""
+        if deny:
+            if who is None and (self.roles or self.tenants or self.users):
+                return False
+            if who is not None and not self._identity_matches(who):
+                return False
+            return all(name not in arguments or _met_or_unjudged(rule.check(arguments[name]))
+                       for name, rule in self.when.items())
         if who is None:
             if not self.anonymous:
                 return False
@@ -182,6 +205,14 @@ class Match(BaseModel):
             if self.users and who.user not in self.users:
                 return False
         return all(name in arguments and rule.check(arguments[name]) is None for name, rule in self.when.items())
+
+    def _identity_matches(self, who: Identity) -> bool:
+        return (not self.roles or bool(who.roles & set(self.roles))) and \
+            (not self.tenants or who.tenant in self.tenants) and (not self.users or who.user in self.users)
+
+
+def _met_or_unjudged(reason: str | None) -> bool:
+    return reason is None or reason.startswith(_UNJUDGED)
 
 
 class Rate(BaseModel):
@@ -225,6 +256,15 @@ class Policy(BaseModel):
     deny: tuple[Match, ...] = ()
     args: dict[str, ArgRule] = Field(default_factory=dict)
     limits: Limits = Field(default_factory=Limits)
+
+    def argument_names(self) -> set[str]:
+        """Every argument name the policy refers to (constraints, ``when`` conditions, the spend argument)."""
+        names = set(self.args)
+        for rule in (*self.allow, *self.deny):
+            names.update(rule.when)
+        if self.limits.spend is not None:
+            names.add(self.limits.spend.arg)
+        return names
 
     @property
     def secret_args(self) -> frozenset[str]:
