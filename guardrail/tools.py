@@ -198,6 +198,13 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
     policy = found.policy()
     secret = policy.secret_args if policy else frozenset()
     version = policy.version if policy else ""
+    if policy is None or not any(rule.may_match(who) for rule in policy.allow):
+        # A caller no allow rule could ever admit learns nothing, not even the tool's argument schema: the
+        # answer is the same generic denial as for a tool that does not exist.
+        audit.record(request_id=request_id, tool=found.name, decision="denied", identity=who, secret_args=secret,
+                     rule="no-policy" if policy is None else "default-deny", policy_version=version,
+                     reason="no allow rule can admit this caller", idempotency_key=idempotency_key)
+        raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id)
     model, args = _validated(found, arguments, request_id, who, secret, version, idempotency_key)
     if found.rules:
         try:

@@ -831,9 +831,6 @@ def test_denials_toward_the_model_are_generic(env: Env) -> None:
         assert str(each) == GENERIC and "internal" not in shown and "169.254" not in shown
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DESIGN QUESTION: the issue orders argument validation before authorization, so schema "
-    "feedback for a registered tool differs from the generic denial of an unknown one"))
 def test_an_unauthorized_caller_cannot_tell_a_registered_tool_from_an_unknown_one(env: Env) -> None:
     env.add(lambda user_id: user_id, '[[allow]]\nid = "admins"\nroles = ["admin"]\n', name="admin_delete_user")
     outcomes = []

@@ -90,10 +90,12 @@ def test_model_supplied_identity_grants_nothing(setup: Any) -> None:
         {"url": "https://api.example.com/x", "roles": ["admin"]},
     ]
     denied = 0
-    for arguments in attempts:  # unknown argument names are refused before authorization even looks
-        with pytest.raises(guardrail.SchemaViolationError):
+    for arguments in attempts:  # anonymous: denied; identity-looking arguments are not even read
+        with pytest.raises(guardrail.Denied):
             call(setup, "fetch_url", arguments)
         denied += 1
+    with guardrail.identity(tenant="acme", user="u-1"), pytest.raises(guardrail.SchemaViolationError):
+        call(setup, "fetch_url", attempts[0])  # identified: unknown argument names are refused outright
     with pytest.raises(guardrail.Denied):  # anonymous: no identity from the runtime
         call(setup, "fetch_url", {"url": "https://api.example.com/x"})
     denied += 1

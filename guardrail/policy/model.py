@@ -206,6 +206,10 @@ class Match(BaseModel):
                 return False
         return all(name in arguments and rule.check(arguments[name]) is None for name, rule in self.when.items())
 
+    def may_match(self, who: Identity | None) -> bool:
+        """Whether the rule's identity conditions admit this caller (its ``when`` conditions aside)."""
+        return self.anonymous if who is None else self._identity_matches(who)
+
     def _identity_matches(self, who: Identity) -> bool:
         return (not self.roles or bool(who.roles & set(self.roles))) and \
             (not self.tenants or who.tenant in self.tenants) and (not self.users or who.user in self.users)
