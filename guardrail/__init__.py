@@ -4,6 +4,7 @@ The public API lives here; modules under ``guardrail.`` are implementation detai
 """
 
 from guardrail._engine import Settings
+from guardrail.chain import Chain, ChainExhausted, ChainResult, CircuitBreaker
 from guardrail.client import StructuredMethod, Wrapped, wrap
 from guardrail.config import Config, configure, get_config, reset_config
 from guardrail.contract import Contract, compile_contract
@@ -67,6 +68,10 @@ __all__ = [
     "CallError",
     "Candidate",
     "Capabilities",
+    "Chain",
+    "ChainExhausted",
+    "ChainResult",
+    "CircuitBreaker",
     "CompileEntry",
     "CompileReport",
     "Config",

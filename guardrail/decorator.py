@@ -25,6 +25,7 @@ previews, then the value).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import json
@@ -85,9 +86,30 @@ class StructuredFunction(Generic[P, R]):
         return (await pending).value
 
     def with_result(self, *args: P.args, **kwargs: P.kwargs) -> Any:
-        """Like calling the function, but returns the :class:`~guardrail.Result` (async: an awaitable of it)."""
+        """Like calling the function, but returns the :class:`~guardrail.Result` (async: an awaitable of it);
+        with a ``chain``, the :class:`~guardrail.chain.ChainResult` (which tier, why earlier ones were left)."""
+        chain = self._overrides.get("chain")
+        if chain is not None:
+            system, user, arguments = self._prompt_parts(args, kwargs)
+            context = self._context() if callable(self._context) else self._context
+            if self._is_async:
+                return asyncio.to_thread(chain.run, self.output_type, system=system, user=user, inputs=arguments,
+                                         context=context, rules=self._rules)
+            return chain.run(self.output_type, system=system, user=user, inputs=arguments, context=context,
+                             rules=self._rules)
         method, request = self._request(args, kwargs)
         return method.create_with_result(**request)
+
+    def _prompt_parts(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+        """(system, user, arguments by name) for a call: the documented template, or ``prompt=``."""
+        bound = self._signature.bind(*((self._instance,) if self._instance is not None else ()), *args, **kwargs)
+        bound.apply_defaults()
+        arguments = {k: v for k, v in bound.arguments.items() if k not in _SKIP}
+        name = self._fn.__qualname__.rsplit("<locals>.", 1)[-1]
+        system, user = default_prompt(name, inspect.getdoc(self._fn) or "", arguments)
+        if self._prompt is not None:
+            user = self._prompt(**arguments)
+        return system, user, arguments
 
     def stream(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Stream previews, then the value: a :class:`~guardrail.StructuredStream` (async: ``async for``)."""
@@ -96,20 +118,14 @@ class StructuredFunction(Generic[P, R]):
 
     def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """The wrapped SDK method to call and its keywords, from the configuration and the call's arguments."""
-        config = (self._config or get_config()).merge(**self._overrides)
+        config = (self._config or get_config()).merge(**{k: v for k, v in self._overrides.items() if k != "chain"})
         raw = config.async_client if self._is_async else config.client
         if raw is None:
             kind = "async_client" if self._is_async else "client"
             raise TypeError(f"no {kind} configured for {self._fn.__qualname__}: pass {kind}= to @structured or call "
                             "guardrail.configure(...), or set OPENAI_API_KEY / ANTHROPIC_API_KEY")
         client: Wrapped = wrap(raw, server=config.server, settings=config.settings, retry=config.retry)
-        bound = self._signature.bind(*((self._instance,) if self._instance is not None else ()), *args, **kwargs)
-        bound.apply_defaults()
-        arguments = {k: v for k, v in bound.arguments.items() if k not in _SKIP}
-        name = self._fn.__qualname__.rsplit("<locals>.", 1)[-1]
-        system, user = default_prompt(name, inspect.getdoc(self._fn) or "", arguments)
-        if self._prompt is not None:
-            user = self._prompt(**arguments)
+        system, user, _ = self._prompt_parts(args, kwargs)
         context = self._context() if callable(self._context) else self._context
         common: dict[str, Any] = {"response_model": self.output_type, "model": config.model,
                                   "aliases": config.aliases, "max_attempts": config.max_attempts,
@@ -143,21 +159,23 @@ def structured(*, config: Config | None = None, client: Any = None, async_client
                budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None,
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
-               ) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
+               chain: Any = None) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
 def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
                model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
                aliases: Mapping[str, str] | None = None, max_attempts: int | None = None,
                budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None,
                rules: Sequence[Rule] = (),
-               context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None) -> Any:
+               context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, chain: Any = None) -> Any:
     """Turn a typed function signature into a validated model call (see the module docstring).
 
     Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
     only; ``config=`` replaces the configuration it starts from. ``rules`` are semantic rules every answer must
     meet; ``context`` (a mapping, or a callable giving one per call) is the runtime facts they read.
+    ``chain`` (a :class:`guardrail.chain.Chain`) replaces the single client with a degradation chain.
     """
     overrides = {"client": client, "async_client": async_client, "model": model, "api": api, "aliases": aliases,
-                 "max_attempts": max_attempts, "budget": budget, "mode": mode, "max_tokens": max_tokens}
+                 "max_attempts": max_attempts, "budget": budget, "mode": mode, "max_tokens": max_tokens,
+                 "chain": chain}
 
     def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
         return StructuredFunction(function, config, overrides, prompt, None, rules, context)

@@ -1,0 +1,271 @@
+"""The degradation chain: primary vendor → backup vendor → self-hosted → rule engine → safe default.
+
+A :class:`Chain` is an ordered list of tiers held to one contract. Each vendor tier runs guardrail's whole
+attempt loop (its own mode, lowered schema, retries); a tier is *left* for the next one on a fault — transport
+failure after retries, an open circuit breaker, validation or semantic failure after its attempts, truncation
+at the token ceiling, a schema the vendor cannot take, the deadline running out — and *never* on an answer:
+a refusal (:class:`~guardrail.Refused`), a typed non-answer (:class:`~guardrail.Declined`) or an
+authorization denial ends the call as it is. The result records which tier produced the value and why each
+earlier tier was left; if every tier fails, :class:`ChainExhausted` carries every tier's failure.
+
+The request is given once, vendor-neutrally: a system text, a user text and the call's inputs (a dict, for
+the rule engine). The decorator builds exactly that (``@structured(chain=...)``); ``Chain.run`` takes it
+directly. The deadline covers the whole chain: each tier gets what is left.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
+
+from guardrail.client import Wrapped, wrap
+from guardrail.errors import Declined, Denied, GuardrailError, Refused
+from guardrail.gates.semantic import Rule, evaluate
+from guardrail.outcome import Budget, Result
+from guardrail.retry import RetryPolicy
+
+T = TypeVar("T")
+
+
+class CircuitBreaker:
+    """Per vendor+model: opens after ``failures`` consecutive failures; while open, no calls at all; after
+    ``reset_after`` seconds it lets exactly one probe through (half-open); a success closes it, a failure opens
+    it again. Thread-safe (one lock); asyncio code uses it from the event loop thread the same way."""
+
+    def __init__(self, failures: int = 5, reset_after: float = 30.0) -> None:
+        if failures < 1 or reset_after <= 0:
+            raise ValueError("failures must be >= 1 and reset_after > 0")
+        self.failures = failures
+        self.reset_after = reset_after
+        self._lock = threading.Lock()
+        self._count = 0
+        self._opened_at: float | None = None
+        self._probing = False
+
+    @property
+    def state(self) -> str:
+        """``closed``, ``open`` or ``half_open``."""
+        with self._lock:
+            if self._opened_at is None:
+                return "closed"
+            return "half_open" if time.monotonic() - self._opened_at >= self.reset_after else "open"
+
+    def allow(self) -> bool:
+        """Whether a call may go out now (claims the single half-open probe when it is due)."""
+        with self._lock:
+            if self._opened_at is None:
+                return True
+            if time.monotonic() - self._opened_at < self.reset_after or self._probing:
+                return False
+            self._probing = True
+            return True
+
+    def record(self, ok: bool) -> None:
+        """Report the outcome of an allowed call."""
+        with self._lock:
+            self._probing = False
+            if ok:
+                self._count, self._opened_at = 0, None
+                return
+            self._count += 1
+            if self._opened_at is not None or self._count >= self.failures:
+                self._opened_at = time.monotonic()
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One call, vendor-neutral: what every tier gets."""
+
+    output_type: Any
+    system: str
+    user: str
+    inputs: Mapping[str, Any]
+    context: Mapping[str, Any]
+    rules: tuple[Rule, ...]
+
+
+@dataclass
+class Tier:
+    """One tier. Make them with :func:`vendor`, :func:`rules` and :func:`safe_default`."""
+
+    name: str
+    kind: str
+    run: Callable[[Request, float | None], Any]
+    breaker: CircuitBreaker | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Departure:
+    """Why the chain left a tier: the tier's name and the error (its ``.outcome`` when it was a vendor call)."""
+
+    tier: str
+    reason: str
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class ChainResult(Generic[T]):
+    """The value, the tier that produced it, and why each earlier tier was left.
+
+    ``degraded`` is true when a rule engine or safe default produced the value; ``notice`` is then the
+    user-facing sentence to show (e.g. "AI analysis is temporarily unavailable; an empty draft was created").
+    ``detail`` is the tier's own record: a :class:`~guardrail.Result`, the rules that fired, or ``None``.
+    """
+
+    value: T
+    tier: str
+    departures: tuple[Departure, ...]
+    degraded: bool = False
+    notice: str | None = None
+    detail: Any = None
+    seconds: float = 0.0
+
+
+class ChainExhausted(GuardrailError):
+    """Every tier failed; ``.departures`` holds each tier's failure, in order (an ExceptionGroup-style record)."""
+
+    def __init__(self, departures: Sequence[Departure]) -> None:
+        lines = "; ".join(f"{d.tier}: {d.reason}" for d in departures)
+        super().__init__(f"every tier failed: {lines}")
+        self.departures = tuple(departures)
+
+    @property
+    def exceptions(self) -> tuple[BaseException, ...]:
+        return tuple(d.error for d in self.departures)
+
+
+class _Degraded:
+    """Marks a tier's value as degraded (rule engine, safe default), with its notice and detail."""
+
+    def __init__(self, value: Any, notice: str | None, detail: Any) -> None:
+        self.value, self.notice, self.detail = value, notice, detail
+
+
+_ANSWERS: tuple[type[BaseException], ...] = (Refused, Declined, Denied)
+
+
+@dataclass
+class Chain:
+    """Tiers tried in order for one contract, within one ``deadline`` (seconds for the whole chain)."""
+
+    tiers: Sequence[Tier]
+    deadline: float | None = 60.0
+    rules: Sequence[Rule] = field(default_factory=tuple)
+
+    def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
+            context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+        """Produce a value of ``output_type`` from the first tier that can (see the module docstring).
+
+        ``rules`` (with the chain's own) hold every tier to the same semantic gate: vendor tiers get them as
+        feedback rules, and the rule engine's and safe default's values are checked by them too.
+        """
+        started = time.monotonic()
+        all_rules = (*self.rules, *rules)
+        request = Request(output_type, system, user, dict(inputs or {}), dict(context or {}), all_rules)
+        departures: list[Departure] = []
+        for tier in self.tiers:
+            left = None if self.deadline is None else self.deadline - (time.monotonic() - started)
+            if left is not None and left <= 0 and tier.kind == "vendor":
+                departures.append(Departure(tier.name, "deadline", TimeoutError("no time left for this tier")))
+                continue
+            if tier.breaker is not None and not tier.breaker.allow():
+                departures.append(Departure(tier.name, "circuit open", RuntimeError("circuit breaker is open")))
+                continue
+            try:
+                produced = tier.run(request, left)
+                value = produced.value if isinstance(produced, (_Degraded, Result)) else produced
+                verdict = evaluate(all_rules, value, request.context) if all_rules and tier.kind != "vendor" else None
+                if verdict is not None and not verdict.ok:
+                    raise GuardrailError(f"the {tier.kind} tier's value broke the rules: "
+                                         + "; ".join(f"{v.path}: {v.message}" for v in verdict.violations))
+            except _ANSWERS:
+                if tier.breaker is not None:
+                    tier.breaker.record(True)  # the vendor worked: refusing is an answer, not a fault
+                raise
+            except Exception as error:
+                if tier.breaker is not None:
+                    tier.breaker.record(False)
+                departures.append(Departure(tier.name, _reason(error), error))
+                continue
+            if tier.breaker is not None:
+                tier.breaker.record(True)
+            degraded = isinstance(produced, _Degraded)
+            return ChainResult(value, tier.name, tuple(departures), degraded,
+                               produced.notice if degraded else None,
+                               produced.detail if degraded else produced if isinstance(produced, Result) else None,
+                               time.monotonic() - started)
+        raise ChainExhausted(departures)
+
+
+def _reason(error: BaseException) -> str:
+    kind = getattr(error, "kind", None)
+    name = type(error).__name__
+    return f"{name} ({kind})" if isinstance(kind, str) else f"{name}: {str(error)[:120]}"
+
+
+def vendor(client: Any, model: str, *, name: str | None = None, api: str | None = None, max_tokens: int = 1024,
+           max_attempts: int | None = None, mode: Any = None, budget: Budget | None = None,
+           retry: RetryPolicy | None = None, breaker: CircuitBreaker | None = None,
+           server: str | None = None) -> Tier:
+    """A vendor tier: an OpenAI/Anthropic (or OpenAI-compatible self-hosted) client and a model.
+
+    It runs the full attempt loop; the chain's remaining time becomes its transport deadline.
+    """
+    base_retry = retry or RetryPolicy()
+    wrapped: Wrapped = wrap(client, server=server, retry=base_retry)
+
+    def run(request: Request, left: float | None) -> Any:
+        policy = base_retry if left is None else replace(base_retry, deadline=min(left, base_retry.deadline or left))
+        target: Wrapped = wrap(client, server=server, retry=policy) if policy is not base_retry else wrapped
+        common: dict[str, Any] = {"response_model": request.output_type, "model": model,
+                                  "max_attempts": max_attempts, "mode": mode, "budget": budget,
+                                  "rules": request.rules, "context": request.context}
+        if target.vendor == "anthropic" or api == "messages":
+            return target.messages.create_with_result(system=request.system, max_tokens=max_tokens,
+                                                      messages=[{"role": "user", "content": request.user}], **common)
+        if api == "responses":
+            return target.responses.create_with_result(instructions=request.system, input=request.user,
+                                                       max_output_tokens=max_tokens, **common)
+        return target.chat.completions.create_with_result(
+            messages=[{"role": "system", "content": request.system}, {"role": "user", "content": request.user}],
+            max_completion_tokens=max_tokens, **common)
+
+    return Tier(name or f"{getattr(wrapped, 'vendor', 'vendor')}:{model}", "vendor", run,
+                breaker if breaker is not None else CircuitBreaker())
+
+
+def safe_default(value: Any | Callable[[], Any], *,
+                 notice: str = "AI analysis is temporarily unavailable; an empty draft was created.",
+                 name: str = "safe-default") -> Tier:
+    """The last tier: a fixed contract value (or a factory) marked as a degraded default with a notice.
+
+    The value is validated against the contract like any other tier's; a contract with no safe default simply
+    has no such tier, and the chain ends with :class:`ChainExhausted`. It never runs a tool.
+    """
+    from guardrail.contract import compile_contract
+
+    def run(request: Request, left: float | None) -> Any:
+        raw = value() if callable(value) else value
+        contract = compile_contract(request.output_type)
+        checked = contract.adapter.validate_python(raw)
+        return _Degraded(checked, notice, None)
+
+    return Tier(name, "default", run)
+
+
+def rules(engine: Any, *, name: str = "rules",
+          notice: str = "AI analysis is temporarily unavailable; this was filled in by rules.") -> Tier:
+    """A rule-engine tier (:class:`guardrail.rules.RuleEngine`): deterministic, model-free, from the inputs."""
+
+    def run(request: Request, left: float | None) -> Any:
+        value, fired = engine.run(request.inputs, request.output_type)
+        return _Degraded(value, notice, fired)
+
+    return Tier(name, "rules", run)
+
+
+__all__ = ["Chain", "ChainExhausted", "ChainResult", "CircuitBreaker", "Departure", "Tier", "rules", "safe_default",
+           "vendor"]

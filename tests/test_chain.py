@@ -1,0 +1,196 @@
+"""The degradation chain: a fault matrix over vendor tiers (emulator-driven), breakers, deadline, safe default."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from pydantic import BaseModel, Field
+
+import guardrail
+from guardrail.chain import Chain, ChainExhausted, CircuitBreaker, safe_default, vendor
+from guardrail.gates.semantic import relation
+from guardrail.testing import Emulator, reply
+
+
+class Ticket(BaseModel):
+    urgency: int = Field(ge=1, le=5)
+    summary: str
+
+
+GOOD = '{"urgency": 3, "summary": "late parcel"}'
+FAST = guardrail.RetryPolicy(max_tries=2, initial_wait=0.01, max_wait=0.05, deadline=10)
+SYSTEM, USER = "Triage the inquiry.", 'inquiry = "late parcel"'
+
+FAULTS = {
+    "ok": lambda: [reply.answer(GOOD)],
+    "5xx storm": lambda: [reply.server_error(500), reply.server_error(503)],
+    "429 beyond the deadline": lambda: [reply.rate_limited(retry_after=600)],
+    "truncation loop": lambda: [reply.truncated('{"urgency": 3, "sum'), reply.truncated('{"urgency": 3, "summ')],
+    "never valid": lambda: [reply.answer('{"urgency": 9}'), reply.answer('{"urgency": "high"}')],
+    "schema rejected everywhere": lambda: [reply.schema_rejected()] * 4,
+}
+
+
+@pytest.fixture
+def emulators() -> Iterator[tuple[Emulator, Emulator]]:
+    with Emulator() as primary, Emulator() as backup:
+        yield primary, backup
+
+
+def tiers(primary: Emulator, backup: Emulator, breakers: dict[str, CircuitBreaker] | None = None
+          ) -> list[guardrail.chain.Tier]:
+    breakers = breakers or {}
+    return [
+        vendor(openai.OpenAI(base_url=primary.openai_base_url, api_key="t", timeout=5), "gpt-4o", name="primary",
+               max_attempts=2, retry=FAST, max_tokens=50, breaker=breakers.get("primary")),
+        vendor(anthropic.Anthropic(base_url=backup.anthropic_base_url, api_key="t", timeout=5), "claude-haiku-4-5",
+               name="backup", max_attempts=2, retry=FAST, max_tokens=50, breaker=breakers.get("backup")),
+    ]
+
+
+def default() -> guardrail.chain.Tier:
+    return safe_default({"urgency": 1, "summary": ""})
+
+
+@pytest.mark.parametrize(("first", "second"), list(itertools.product(FAULTS, FAULTS)))
+def test_fault_matrix(emulators: tuple[Emulator, Emulator], first: str, second: str) -> None:
+    primary, backup = emulators
+    primary.script(*FAULTS[first]())
+    backup.script(*FAULTS[second]())
+    chain = Chain([*tiers(primary, backup), default()], deadline=20)
+    started = time.monotonic()
+    result = chain.run(Ticket, system=SYSTEM, user=USER)
+    assert time.monotonic() - started < 20
+    expected = "primary" if first == "ok" else "backup" if second == "ok" else "safe-default"
+    assert result.tier == expected
+    assert isinstance(result.value, Ticket)
+    assert [d.tier for d in result.departures] == {"primary": [], "backup": ["primary"],
+                                                    "safe-default": ["primary", "backup"]}[expected]
+    assert result.degraded == (expected == "safe-default")
+    if result.degraded:
+        assert result.notice and "temporarily unavailable" in result.notice
+    # each tier stays within its attempts and transport tries (never more than 2 attempts x 2 tries)
+    assert len(primary.requests) <= 4 and len(backup.requests) <= 4
+
+
+def test_a_refusal_is_an_answer_and_never_routed_around(emulators: tuple[Emulator, Emulator]) -> None:
+    primary, backup = emulators
+    primary.script(reply.refusal("I can't help with that."))
+    backup.script(reply.answer(GOOD))
+    with pytest.raises(guardrail.Refused):
+        Chain([*tiers(primary, backup), default()]).run(Ticket, system=SYSTEM, user=USER)
+    assert backup.requests == []
+
+
+def test_every_failure_is_carried_when_no_safe_default_exists(emulators: tuple[Emulator, Emulator]) -> None:
+    primary, backup = emulators
+    primary.script(*FAULTS["5xx storm"]())
+    backup.script(*FAULTS["never valid"]())
+    with pytest.raises(ChainExhausted) as caught:
+        Chain(tiers(primary, backup)).run(Ticket, system=SYSTEM, user=USER)
+    departures = caught.value.departures
+    assert [d.tier for d in departures] == ["primary", "backup"]
+    assert isinstance(departures[0].error, guardrail.VendorUnavailable)
+    assert isinstance(departures[1].error, guardrail.GaveUp)
+    assert departures[1].error.raw_outputs == ['{"urgency": 9}', '{"urgency": "high"}']
+
+
+def test_the_breaker_opens_then_lets_one_probe_through(emulators: tuple[Emulator, Emulator]) -> None:
+    primary, backup = emulators
+    breaker = CircuitBreaker(failures=2, reset_after=0.3)
+    chain = Chain([*tiers(primary, backup, {"primary": breaker}), default()])
+    backup.responder = lambda request: reply.answer(GOOD)
+    primary.responder = lambda request: reply.server_error(500)
+    for _ in range(2):
+        assert chain.run(Ticket, system=SYSTEM, user=USER).tier == "backup"
+    assert breaker.state == "open"
+    calls = len(primary.requests)
+    result = chain.run(Ticket, system=SYSTEM, user=USER)
+    assert result.tier == "backup" and result.departures[0].reason == "circuit open"
+    assert len(primary.requests) == calls  # open: no call at all
+    time.sleep(0.35)
+    assert breaker.state == "half_open"
+    primary.responder = lambda request: reply.answer(GOOD)
+    assert chain.run(Ticket, system=SYSTEM, user=USER).tier == "primary"  # the probe succeeds: closed again
+    assert breaker.state == "closed"
+
+
+def test_the_half_open_breaker_admits_exactly_one_probe_across_threads() -> None:
+    breaker = CircuitBreaker(failures=1, reset_after=0.05)
+    breaker.record(False)
+    time.sleep(0.06)
+    admitted: list[bool] = []
+    barrier = threading.Barrier(20)
+
+    def probe() -> None:
+        barrier.wait()
+        admitted.append(breaker.allow())
+
+    threads = [threading.Thread(target=probe) for _ in range(20)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert admitted.count(True) == 1
+
+
+def test_the_deadline_covers_the_whole_chain(emulators: tuple[Emulator, Emulator]) -> None:
+    primary, backup = emulators
+    primary.script(reply.timeout(5))
+    backup.script(reply.timeout(5))
+    chain = Chain([*tiers(primary, backup), default()], deadline=1.0)
+    started = time.monotonic()
+    result = chain.run(Ticket, system=SYSTEM, user=USER)
+    assert time.monotonic() - started < 2.0
+    assert result.tier == "safe-default"
+
+
+def test_every_tier_is_held_to_the_same_rules(emulators: tuple[Emulator, Emulator]) -> None:
+    primary, backup = emulators
+    rules = [relation("urgency", ">=", "minimum")]
+
+    class Bounded(BaseModel):
+        urgency: int
+        minimum: int = 2
+
+    primary.script(reply.answer('{"urgency": 1}'), reply.answer('{"urgency": 1}'))
+    backup.script(reply.answer('{"urgency": 1}'), reply.answer('{"urgency": 4}'))
+    chain = Chain([*tiers(primary, backup), safe_default({"urgency": 0})], rules=rules)
+    result = chain.run(Bounded, system=SYSTEM, user=USER)
+    assert result.tier == "backup" and result.value.urgency == 4
+    primary.script(reply.answer('{"urgency": 1}'), reply.answer('{"urgency": 1}'))
+    backup.script(reply.answer('{"urgency": 1}'), reply.answer('{"urgency": 1}'))
+    with pytest.raises(ChainExhausted) as caught:  # the safe default breaks the rules too: not returned
+        chain.run(Bounded, system=SYSTEM, user=USER)
+    assert [d.tier for d in caught.value.departures] == ["primary", "backup", "safe-default"]
+
+
+def test_the_decorator_runs_a_chain(emulators: tuple[Emulator, Emulator]) -> None:
+    primary, backup = emulators
+    chain = Chain([*tiers(primary, backup), default()])
+
+    @guardrail.structured(chain=chain)
+    def triage(inquiry: str) -> Ticket:
+        """Triage the inquiry."""
+        raise NotImplementedError
+
+    primary.script(*FAULTS["5xx storm"]())
+    backup.script(reply.answer(GOOD))
+    assert triage("late parcel") == Ticket(urgency=3, summary="late parcel")
+    primary.script(*FAULTS["5xx storm"]())
+    backup.script(*FAULTS["5xx storm"]())
+    result = triage.with_result("late parcel")
+    assert result.tier == "safe-default" and result.degraded
+    assert backup.requests[0].body["system"].startswith("You compute the return value of the function `triage`")
+
+
+def test_a_safe_default_that_breaks_the_contract_is_refused() -> None:
+    with pytest.raises(ChainExhausted):
+        Chain([safe_default({"urgency": 99, "summary": ""})]).run(Ticket, system="", user="")
+
+
