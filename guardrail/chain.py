@@ -10,7 +10,7 @@ earlier tier was left; if every tier fails, :class:`ChainExhausted` carries ever
 
 The request is given once, vendor-neutrally: a system text, a user text and the call's inputs (a dict, for
 the rule engine). The decorator builds exactly that (``@structured(chain=...)``); ``Chain.run`` takes it
-directly. The deadline covers the whole chain: each tier gets what is left.
+directly. The deadline and the budget cover the whole chain: each tier gets what the earlier ones left.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from guardrail.client import Wrapped, wrap
-from guardrail.errors import Declined, Denied, GuardrailError, Refused
+from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused
 from guardrail.gates.semantic import Rule, evaluate
-from guardrail.outcome import Budget, Result
+from guardrail.outcome import Budget, Result, Usage
 from guardrail.retry import RetryPolicy
 
 T = TypeVar("T")
@@ -85,6 +85,7 @@ class Request:
     inputs: Mapping[str, Any]
     context: Mapping[str, Any]
     rules: tuple[Rule, ...]
+    budget: Budget | None = None
 
 
 @dataclass
@@ -154,6 +155,8 @@ class Chain:
     tiers: Sequence[Tier]
     deadline: float | None = 60.0
     rules: Sequence[Rule] = field(default_factory=tuple)
+    #: Tokens/cost for the whole chain: each vendor tier gets what the earlier tiers left.
+    budget: Budget | None = None
 
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
@@ -166,7 +169,10 @@ class Chain:
         all_rules = (*self.rules, *rules)
         request = Request(output_type, system, user, dict(inputs or {}), dict(context or {}), all_rules)
         departures: list[Departure] = []
+        used = Usage()
         for tier in self.tiers:
+            if self.budget is not None:
+                request = replace(request, budget=_remaining(self.budget, used))
             left = None if self.deadline is None else self.deadline - (time.monotonic() - started)
             if left is not None and left <= 0 and tier.kind == "vendor":
                 departures.append(Departure(tier.name, "deadline", TimeoutError("no time left for this tier")))
@@ -188,6 +194,8 @@ class Chain:
             except Exception as error:
                 if tier.breaker is not None:
                     tier.breaker.record(False)
+                if isinstance(error, CallError):
+                    used = used + error.outcome.usage
                 departures.append(Departure(tier.name, _reason(error), error))
                 continue
             if tier.breaker is not None:
@@ -198,6 +206,15 @@ class Chain:
                                produced.detail if degraded else produced if isinstance(produced, Result) else None,
                                time.monotonic() - started)
         raise ChainExhausted(departures)
+
+
+def _remaining(budget: Budget, used: Usage) -> Budget:
+    """What ``budget`` leaves after ``used`` (never negative)."""
+    tokens = None if budget.max_tokens is None else max(0, budget.max_tokens - used.total_tokens)
+    cost = None
+    if budget.max_cost is not None and budget.price is not None:
+        cost = max(0.0, budget.max_cost - used.cost(budget.price))
+    return Budget(tokens, cost, budget.price)
 
 
 def _reason(error: BaseException) -> str:
@@ -221,7 +238,7 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
         policy = base_retry if left is None else replace(base_retry, deadline=min(left, base_retry.deadline or left))
         target: Wrapped = wrap(client, server=server, retry=policy) if policy is not base_retry else wrapped
         common: dict[str, Any] = {"response_model": request.output_type, "model": model,
-                                  "max_attempts": max_attempts, "mode": mode, "budget": budget,
+                                  "max_attempts": max_attempts, "mode": mode, "budget": request.budget or budget,
                                   "rules": request.rules, "context": request.context}
         if target.vendor == "anthropic" or api == "messages":
             return target.messages.create_with_result(system=request.system, max_tokens=max_tokens,

@@ -194,3 +194,15 @@ def test_a_safe_default_that_breaks_the_contract_is_refused() -> None:
         Chain([safe_default({"urgency": 99, "summary": ""})]).run(Ticket, system="", user="")
 
 
+
+
+def test_the_budget_covers_the_whole_chain(emulators: tuple[Emulator, Emulator]) -> None:
+    primary, backup = emulators
+    primary.script(reply.answer('{"urgency": 9}', usage=(300, 50)), reply.answer('{"urgency": 9}', usage=(300, 50)))
+    backup.script(reply.answer(GOOD, usage=(100, 20)))
+    chain = Chain([*tiers(primary, backup), default()], budget=guardrail.Budget(max_tokens=800))
+    result = chain.run(Ticket, system=SYSTEM, user=USER)
+    # the primary spent 700 of 800 tokens; the backup had 100 left, too few for its request: the safe default
+    assert result.tier == "safe-default"
+    assert isinstance(result.departures[1].error, guardrail.BudgetExceeded)
+    assert backup.requests == []
