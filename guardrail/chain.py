@@ -15,6 +15,7 @@ directly. The deadline and the budget cover the whole chain: each tier gets what
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -75,6 +76,63 @@ class CircuitBreaker:
                 self._opened_at = time.monotonic()
 
 
+class SharedCircuitBreaker:
+    """A :class:`CircuitBreaker` whose state lives in a :class:`~guardrail.store.Store` (SQLite, Redis), so
+    several processes share it: one opens it for all, and across all of them only one half-open probe goes out.
+    Every change is a compare-and-set on one JSON record; wall-clock time (``time.time``) since it is shared."""
+
+    def __init__(self, store: Any, key: str, failures: int = 5, reset_after: float = 30.0,
+                 ttl: float = 86400.0) -> None:
+        if failures < 1 or reset_after <= 0:
+            raise ValueError("failures must be >= 1 and reset_after > 0")
+        self.store, self.key, self.failures, self.reset_after, self.ttl = store, f"breaker:{key}", failures, \
+            reset_after, ttl
+
+    def _read(self) -> tuple[str | None, dict[str, Any]]:
+        raw = self.store.get(self.key)
+        return raw, (json.loads(raw) if raw else {"count": 0, "opened_at": None, "probe_at": None})
+
+    def _write(self, raw: str | None, state: dict[str, Any]) -> bool:
+        text = json.dumps(state, sort_keys=True)
+        if raw is None:
+            return bool(self.store.put_if_absent(self.key, text, self.ttl))
+        return bool(self.store.compare_and_set(self.key, raw, text, self.ttl))
+
+    @property
+    def state(self) -> str:
+        _, state = self._read()
+        if state["opened_at"] is None:
+            return "closed"
+        return "half_open" if time.time() - state["opened_at"] >= self.reset_after else "open"
+
+    def allow(self) -> bool:
+        for _ in range(50):
+            raw, state = self._read()
+            opened = state["opened_at"]
+            if opened is None:
+                return True
+            now = time.time()
+            probing = state["probe_at"] is not None and now - state["probe_at"] < self.reset_after
+            if now - opened < self.reset_after or probing:
+                return False
+            if self._write(raw, {**state, "probe_at": now}):
+                return True
+        return False
+
+    def record(self, ok: bool) -> None:
+        for _ in range(50):
+            raw, state = self._read()
+            new: dict[str, Any]
+            if ok:
+                new = {"count": 0, "opened_at": None, "probe_at": None}
+            else:
+                count = state["count"] + 1
+                reopen = state["opened_at"] is not None or count >= self.failures
+                new = {"count": count, "opened_at": time.time() if reopen else None, "probe_at": None}
+            if self._write(raw, new):
+                return
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     """One call, vendor-neutral: what every tier gets."""
@@ -95,7 +153,7 @@ class Tier:
     name: str
     kind: str
     run: Callable[[Request, float | None], Any]
-    breaker: CircuitBreaker | None = None
+    breaker: CircuitBreaker | SharedCircuitBreaker | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +283,7 @@ def _reason(error: BaseException) -> str:
 
 def vendor(client: Any, model: str, *, name: str | None = None, api: str | None = None, max_tokens: int = 1024,
            max_attempts: int | None = None, mode: Any = None, budget: Budget | None = None,
-           retry: RetryPolicy | None = None, breaker: CircuitBreaker | None = None,
+           retry: RetryPolicy | None = None, breaker: CircuitBreaker | SharedCircuitBreaker | None = None,
            server: str | None = None) -> Tier:
     """A vendor tier: an OpenAI/Anthropic (or OpenAI-compatible self-hosted) client and a model.
 
@@ -284,5 +342,5 @@ def rules(engine: Any, *, name: str = "rules",
     return Tier(name, "rules", run)
 
 
-__all__ = ["Chain", "ChainExhausted", "ChainResult", "CircuitBreaker", "Departure", "Tier", "rules", "safe_default",
-           "vendor"]
+__all__ = ["Chain", "ChainExhausted", "ChainResult", "CircuitBreaker", "Departure", "SharedCircuitBreaker", "Tier",
+           "rules", "safe_default", "vendor"]

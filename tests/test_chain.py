@@ -206,3 +206,35 @@ def test_the_budget_covers_the_whole_chain(emulators: tuple[Emulator, Emulator])
     assert result.tier == "safe-default"
     assert isinstance(result.departures[1].error, guardrail.BudgetExceeded)
     assert backup.requests == []
+
+
+def test_a_shared_breaker_in_sqlite_opens_for_every_process_and_admits_one_probe(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    from guardrail.chain import SharedCircuitBreaker
+    from guardrail.store import SQLiteStore
+
+    path = str(tmp_path / "breaker.db")
+    breaker = SharedCircuitBreaker(SQLiteStore(path), "openai:gpt-4o", failures=2, reset_after=1.0)
+    breaker.record(False)
+    assert breaker.state == "closed"
+    breaker.record(False)
+    assert breaker.state == "open" and not breaker.allow()
+    time.sleep(1.05)
+    script = textwrap.dedent(f"""
+        import sys, time
+        from guardrail.chain import SharedCircuitBreaker
+        from guardrail.store import SQLiteStore
+        breaker = SharedCircuitBreaker(SQLiteStore({path!r}), "openai:gpt-4o", failures=2, reset_after=1.0)
+        time.sleep(max(0.0, float(sys.argv[1]) - time.time()))
+        print(sum(breaker.allow() for _ in range(5)))
+    """)
+    start = str(time.time() + 1.5)
+    procs = [subprocess.Popen([sys.executable, "-c", script, start], stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    admitted = sum(int(p.communicate(timeout=60)[0].strip()) for p in procs)
+    assert admitted == 1  # one probe across three processes
+    breaker.record(True)
+    assert breaker.state == "closed" and breaker.allow()
