@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import itertools
+import json
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +22,7 @@ from guardrail.rules import (
     load_rule_set,
     parse_rule_set,
     rule_function,
+    rules_check,
 )
 
 FALLBACKS = Path(__file__).resolve().parent.parent / "fallbacks"
@@ -329,3 +332,21 @@ def test_registered_functions(tmp_path: Path) -> None:
     (tmp_path / "c.toml").write_text('name = "c"\nversion = "1"\nfunction = "test_rules.constant"\n', "utf-8")
     ticket, fired = RuleEngine(load_rule_set(tmp_path / "c.toml")).run({"inquiry": "hello world"}, Ticket)
     assert ticket.summary == "hello worl" and ids(fired) == ["function:test_rules.constant"]
+
+
+def test_rules_check_command(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert rules_check(FALLBACKS, {"ticket_triage": Ticket, "video_segments": "guardrail.rules:RuleSet"},
+                       out=out, err=err) == 0
+    assert err.getvalue() == "" and "2 valid rule sets (ticket_triage, video_segments); 0 problems" in out.getvalue()
+
+    (tmp_path / "bad.toml").write_text('name = "b"\nversion = "1"\ninput = "q"\n[[rules]]\nid = "r"\n'
+                                       'when.pattern = "(?=x)"\nset = { a = 1 }\n', encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    assert rules_check(tmp_path, {"b": "no_such_module_xyz:Model"}, out=out, err=err) == 1
+    assert "bad.toml:6: rules[0].when.pattern:" in err.getvalue()
+    assert "<contracts>: b: cannot load contract" in err.getvalue()
+    out = io.StringIO()
+    assert rules_check(tmp_path, as_json=True, out=out) == 1
+    report = json.loads(out.getvalue())
+    assert report["ok"] is False and report["problems"][0]["line"] == 6

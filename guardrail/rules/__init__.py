@@ -8,7 +8,7 @@ which rules fired. See :mod:`guardrail.rules.model` for the file format.
     value, fired = RuleEngine(rule_set).run({"inquiry": "..."}, Ticket)
 """
 
-from guardrail.rules.engine import MAX_RULES_BYTES, Fired, RuleEngine, check_rule_sets, load_rule_set
+from guardrail.rules.engine import MAX_RULES_BYTES, Fired, RuleEngine, check_rule_sets, load_rule_set, rules_check
 from guardrail.rules.functions import (
     RuleFunction,
     get_rule_function,
@@ -35,5 +35,6 @@ __all__ = [
     "parse_rule_set",
     "registered_functions",
     "rule_function",
+    "rules_check",
     "segment_transcript",
 ]

@@ -14,18 +14,21 @@ a ``guardrail rules check`` command to print.
 from __future__ import annotations
 
 import functools
+import importlib
+import json
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TextIO, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from guardrail.rules.functions import get_rule_function, strip_surrogates
 from guardrail.rules.model import Condition, Derived, Locator, Problem, RulesError, RuleSet, parse_rule_set
 
-__all__ = ["MAX_RULES_BYTES", "Fired", "RuleEngine", "check_rule_sets", "load_rule_set"]
+__all__ = ["MAX_RULES_BYTES", "Fired", "RuleEngine", "check_rule_sets", "load_rule_set", "rules_check"]
 
 T = TypeVar("T")
 
@@ -270,9 +273,14 @@ def check_rule_sets(directory: str | Path, contracts: Mapping[str, Any] | None =
     rule's ``set`` are checked against its fields (unknown fields, values the field refuses, required fields
     nothing always sets). A contract name without a rule set is a problem too; two files with one name are.
     """
+    return _check(directory, contracts)[1]
+
+
+def _check(directory: str | Path, contracts: Mapping[str, Any] | None) -> tuple[dict[str, str], list[Problem]]:
+    """The valid rule sets found (name -> file) and every problem; see :func:`check_rule_sets`."""
     folder = Path(directory)
     if not folder.is_dir():
-        return [Problem(str(folder), None, "", "not a directory")]
+        return {}, [Problem(str(folder), None, "", "not a directory")]
     problems: list[Problem] = []
     found: dict[str, str] = {}
     for file in sorted(folder.glob("*.toml")):
@@ -291,4 +299,58 @@ def check_rule_sets(directory: str | Path, contracts: Mapping[str, Any] | None =
     for name in contracts or {}:
         if name not in found and not any(problem.file.endswith(".toml") for problem in problems):
             problems.append(Problem(str(folder), None, name, f"no rule set named {name!r} for this contract"))
-    return problems
+    return found, problems
+
+
+def _resolve(target: Any) -> Any:
+    """A contract given as ``"module:Attribute"`` (as a CLI passes it), imported; anything else as is."""
+    if not isinstance(target, str):
+        return target
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"expected MODULE:Type, got {target!r}")
+    value: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def rules_check(
+    directory: str | Path = "fallbacks",
+    contracts: Mapping[str, Any] | None = None,
+    *,
+    as_json: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """What ``guardrail rules check [DIRECTORY] [--contract NAME=MODULE:Type ...] [--json]`` does; the exit code.
+
+    Prints every problem (file:line: key: message) on ``err`` and a summary line on ``out`` (or one JSON object
+    on ``out`` with ``as_json``); returns 1 when there is any problem, else 0. ``contracts`` values may be types
+    or ``"module:Type"`` strings; one that cannot be imported is reported as a problem, not raised, so that one
+    run shows everything wrong.
+    """
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    resolved: dict[str, Any] = {}
+    problems: list[Problem] = []
+    for name, target in (contracts or {}).items():
+        try:
+            resolved[name] = _resolve(target)
+        except Exception as error:  # ImportError, AttributeError, ValueError: all one message for the user
+            problems.append(Problem("<contracts>", None, name, f"cannot load contract {target!r}: {error}"))
+    found, found_problems = _check(directory, resolved)
+    problems.extend(found_problems)
+    if as_json:
+        report = {
+            "ok": not problems,
+            "rule_sets": sorted(found),
+            "problems": [problem._asdict() for problem in problems],
+        }
+        print(json.dumps(report, indent=2, ensure_ascii=False), file=out)
+    else:
+        for problem in problems:
+            print(str(problem), file=err)
+        names = ", ".join(sorted(found)) or "none"
+        print(f"{len(found)} valid rule sets ({names}); {len(problems)} problems", file=out)
+    return 1 if problems else 0
