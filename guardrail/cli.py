@@ -4,6 +4,7 @@
     guardrail schema MODULE:Type        the schema a vendor would get for a contract, and the CompileReport
     guardrail emulator --port 8080      the vendor emulator as a standalone server (--script FILE)
     guardrail policy check policies/    validate every per-tool policy file (exit 1 on any problem)
+    guardrail rules check fallbacks/    validate every rule set of the rule engine (exit 1 on any problem)
 
 ``--json`` gives machine-readable output for ``demo`` and ``schema``.
 """
@@ -57,6 +58,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("directory", nargs="?", default="policies")
     check.add_argument("--json", action="store_true", help="print the problems as JSON")
 
+    rules = commands.add_parser("rules", help="work with the rule engine's rule sets (fallbacks/)")
+    rules_commands = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    rules_check = rules_commands.add_parser("check", help="validate every *.toml rule set in a directory",
+                                            description="Validate every rule set; print each problem with its "
+                                            "file, line and key; exit 1 if there is any.")
+    rules_check.add_argument("directory", nargs="?", default="fallbacks")
+    rules_check.add_argument("--contract", action="append", default=[], metavar="NAME=MODULE:Type",
+                             help="check the rule set NAME against this contract (repeatable)")
+    rules_check.add_argument("--json", action="store_true", help="print the problems as JSON")
+
     commands.add_parser("emulator", help="run the vendor emulator as a standalone server (--script FILE; "
                         "see guardrail emulator --help)", add_help=False)
 
@@ -73,6 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _schema(args)
     if args.command == "policy":
         return _policy_check(args)
+    if args.command == "rules":
+        from guardrail.rules import rules_check as run_rules_check
+
+        contracts = dict(item.split("=", 1) for item in args.contract if "=" in item)
+        return run_rules_check(args.directory, contracts, as_json=args.json)
     return _demo(args)
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 import guardrail
 from guardrail.chain import Chain, ChainExhausted, CircuitBreaker, safe_default, vendor
+from guardrail.demo import Ticket as DemoTicket
 from guardrail.gates.semantic import relation
 from guardrail.testing import Emulator, reply
 
@@ -238,3 +239,64 @@ def test_a_shared_breaker_in_sqlite_opens_for_every_process_and_admits_one_probe
     assert admitted == 1  # one probe across three processes
     breaker.record(True)
     assert breaker.state == "closed" and breaker.allow()
+
+
+def test_the_rule_engine_tier_answers_korean_and_english_when_vendors_are_down(
+        emulators: tuple[Emulator, Emulator]) -> None:
+    from pathlib import Path
+
+    from guardrail.chain import rules
+    from guardrail.rules import RuleEngine, load_rule_set
+
+    root = Path(__file__).resolve().parents[1]
+    engine = RuleEngine(load_rule_set(root / "fallbacks" / "ticket_triage.toml"))
+    primary, backup = emulators
+    primary.responder = lambda request: reply.server_error(503)
+    backup.responder = lambda request: reply.overloaded()
+    chain = Chain([*tiers(primary, backup), rules(engine), safe_default(
+        {"urgency": 1, "category": "other", "summary": ""})])
+
+    @guardrail.structured(chain=chain)
+    def triage(inquiry: str) -> DemoTicket:
+        """Triage the inquiry."""
+        raise NotImplementedError
+
+    korean = triage.with_result("배송이 2주째 안 와요. 환불해 주세요!")
+    assert korean.tier == "rules" and korean.degraded and "rules" in (korean.notice or "")
+    assert korean.value.category.value in {"shipping", "billing"} and korean.value.urgency >= 3
+    assert korean.detail and all(hasattr(f, "rule_id") for f in korean.detail)
+    english = triage("The app crashes with an error every time. URGENT!")
+    assert english.category.value == "technical" and english.urgency == 5
+
+
+def test_video_segments_from_the_rule_engine_when_no_model_is_available() -> None:
+    from pathlib import Path
+
+    from guardrail.chain import rules
+    from guardrail.rules import RuleEngine, load_rule_set
+
+    class Segment(BaseModel):
+        scriptText: str
+        startSeconds: float
+        durationSeconds: float
+        keywords: list[str]
+
+    root = Path(__file__).resolve().parents[1]
+    engine = RuleEngine(load_rule_set(root / "fallbacks" / "video_segments.toml"))
+    transcript = "Welcome to the show. Today we cook kimchi. First, salt the cabbage! Then wait two hours."
+    result = Chain([rules(engine)]).run(list[Segment], system="", user="",
+                                        inputs={"transcript": transcript, "duration_seconds": 60.0,
+                                                "segment_seconds": 20.0})
+    segments = result.value
+    assert "".join(s.scriptText for s in segments) == transcript
+    assert abs(sum(s.durationSeconds for s in segments) - 60.0) < 1e-6 and result.tier == "rules"
+
+
+def test_rules_check_command() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "guardrail.cli", "rules", "check", "fallbacks",
+                           "--contract", "ticket_triage=guardrail.demo:Ticket"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0 and "2 valid rule sets" in done.stdout
