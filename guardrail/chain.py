@@ -265,6 +265,36 @@ class Chain:
                                time.monotonic() - started)
         raise ChainExhausted(departures)
 
+    def create(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
+               inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+               rules: Sequence[Rule] = ()) -> Any:
+        """The wrapper's call shape: OpenAI-style ``messages`` in, the validated value out (any tier's).
+
+        Use :meth:`create_with_result` for the :class:`ChainResult` (which tier, why earlier ones were left).
+        """
+        return self.create_with_result(response_model=response_model, messages=messages, inputs=inputs,
+                                       context=context, rules=rules).value
+
+    def create_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
+                           inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+                           rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+        """Like :meth:`create`, returning the :class:`ChainResult`."""
+        system, user = _split_messages(messages)
+        return self.run(response_model, system=system, user=user, inputs=inputs or {"input": user},
+                        context=context, rules=rules)
+
+
+def _split_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """(system, user) text from OpenAI-style messages (``system``/``developer`` vs the rest)."""
+    system: list[str] = []
+    user: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        text = content if isinstance(content, str) else " ".join(
+            part.get("text", "") for part in content or () if isinstance(part, Mapping))
+        (system if message.get("role") in {"system", "developer"} else user).append(text)
+    return "\n".join(system), "\n".join(user)
+
 
 def _remaining(budget: Budget, used: Usage) -> Budget:
     """What ``budget`` leaves after ``used`` (never negative)."""

@@ -45,6 +45,7 @@ class Config:
         settings, retry: the attempt-loop and transport policies used when wrapping a raw client.
         store: the :class:`~guardrail.store.Store` for idempotency, quotas and approvals (in-memory if unset).
         policies: the directory of per-tool policy files (``policies`` if unset).
+        chain: a :class:`~guardrail.chain.Chain` that decorated functions use instead of a single client.
     """
 
     client: Any = None
@@ -61,6 +62,7 @@ class Config:
     retry: RetryPolicy | None = None
     store: Any = None
     policies: str | None = None
+    chain: Any = None
 
     def merge(self, **overrides: Any) -> Config:
         """A copy with every override that is not ``None`` applied."""

@@ -88,7 +88,7 @@ class StructuredFunction(Generic[P, R]):
     def with_result(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Like calling the function, but returns the :class:`~guardrail.Result` (async: an awaitable of it);
         with a ``chain``, the :class:`~guardrail.chain.ChainResult` (which tier, why earlier ones were left)."""
-        chain = self._overrides.get("chain")
+        chain = self._overrides.get("chain") or (self._config or get_config()).chain
         if chain is not None:
             system, user, arguments = self._prompt_parts(args, kwargs)
             context = self._context() if callable(self._context) else self._context

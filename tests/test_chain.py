@@ -300,3 +300,28 @@ def test_rules_check_command() -> None:
                            "--contract", "ticket_triage=guardrail.demo:Ticket"], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0 and "2 valid rule sets" in done.stdout
+
+
+def test_the_chain_has_the_wrappers_call_shape_and_can_be_configured_once(
+        emulators: tuple[Emulator, Emulator]) -> None:
+    primary, backup = emulators
+    chain = Chain([*tiers(primary, backup), default()])
+    primary.script(reply.server_error(500), reply.server_error(500))
+    backup.script(reply.answer(GOOD))
+    ticket = chain.create(response_model=Ticket, messages=[{"role": "system", "content": "Triage."},
+                                                           {"role": "user", "content": "late parcel"}])
+    assert ticket == Ticket(urgency=3, summary="late parcel")
+    assert backup.requests[0].body["system"] == "Triage." and backup.requests[0].last_user_text == "late parcel"
+    guardrail.reset_config()
+    try:
+        guardrail.configure(chain=chain)
+
+        @guardrail.structured
+        def triage(inquiry: str) -> Ticket:
+            """Triage."""
+            raise NotImplementedError
+
+        primary.script(reply.answer(GOOD))
+        assert triage("x").urgency == 3
+    finally:
+        guardrail.reset_config()
