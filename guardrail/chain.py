@@ -64,6 +64,11 @@ class CircuitBreaker:
             self._probing = True
             return True
 
+    def release(self) -> None:
+        """Give back an allowed call that never reached the vendor (no success, no failure)."""
+        with self._lock:
+            self._probing = False
+
     def record(self, ok: bool) -> None:
         """Report the outcome of an allowed call."""
         with self._lock:
@@ -118,6 +123,13 @@ class SharedCircuitBreaker:
             if self._write(raw, {**state, "probe_at": now}):
                 return True
         return False
+
+    def release(self) -> None:
+        """Give back an allowed call that never reached the vendor (frees a claimed probe)."""
+        for _ in range(50):
+            raw, state = self._read()
+            if state["probe_at"] is None or self._write(raw, {**state, "probe_at": None}):
+                return
 
     def record(self, ok: bool) -> None:
         for _ in range(50):
@@ -251,11 +263,18 @@ class Chain:
                 raise
             except Exception as error:
                 if tier.breaker is not None:
-                    tier.breaker.record(False)
+                    if isinstance(error, CallError) and error.outcome.vendor_calls == 0:
+                        tier.breaker.release()  # stopped before any request (budget): not the vendor's fault
+                    else:
+                        tier.breaker.record(False)
                 if isinstance(error, CallError):
                     used = used + error.outcome.usage
                 departures.append(Departure(tier.name, _reason(error), error))
                 continue
+            except BaseException:
+                if tier.breaker is not None:
+                    tier.breaker.release()  # cancelled or interrupted: no verdict on the vendor
+                raise
             if tier.breaker is not None:
                 tier.breaker.record(True)
             degraded = isinstance(produced, _Degraded)
@@ -296,6 +315,17 @@ def _split_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     return "\n".join(system), "\n".join(user)
 
 
+def _tighter(first: Budget | None, second: Budget | None) -> Budget | None:
+    """The tighter of two budgets, cap by cap (a chain's share and a tier's own)."""
+    if first is None or second is None:
+        return first or second
+    tokens = [b.max_tokens for b in (first, second) if b.max_tokens is not None]
+    priced = [b for b in (first, second) if b.max_cost is not None and b.price is not None]
+    cheapest = min(priced, key=lambda b: b.max_cost or 0.0) if priced else None
+    return Budget(min(tokens) if tokens else None, cheapest.max_cost if cheapest else None,
+                  cheapest.price if cheapest else None)
+
+
 def _remaining(budget: Budget, used: Usage) -> Budget:
     """What ``budget`` leaves after ``used`` (never negative)."""
     tokens = None if budget.max_tokens is None else max(0, budget.max_tokens - used.total_tokens)
@@ -326,8 +356,9 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
         policy = base_retry if left is None else replace(base_retry, deadline=min(left, base_retry.deadline or left))
         target: Wrapped = wrap(client, server=server, retry=policy) if policy is not base_retry else wrapped
         common: dict[str, Any] = {"response_model": request.output_type, "model": model,
-                                  "max_attempts": max_attempts, "mode": mode, "budget": request.budget or budget,
-                                  "rules": request.rules, "context": request.context}
+                                  "max_attempts": max_attempts, "mode": mode,
+                                  "budget": _tighter(request.budget, budget), "rules": request.rules,
+                                  "context": request.context}
         if target.vendor == "anthropic" or api == "messages":
             return target.messages.create_with_result(system=request.system, max_tokens=max_tokens,
                                                       messages=[{"role": "user", "content": request.user}], **common)
@@ -366,7 +397,11 @@ def rules(engine: Any, *, name: str = "rules",
     """A rule-engine tier (:class:`guardrail.rules.RuleEngine`): deterministic, model-free, from the inputs."""
 
     def run(request: Request, left: float | None) -> Any:
-        value, fired = engine.run(request.inputs, request.output_type)
+        inputs = dict(request.inputs)
+        field = getattr(getattr(engine, "rule_set", None), "input", None)
+        if isinstance(field, str) and field not in inputs:
+            inputs[field] = request.user  # a call made with messages: the user text is the input the rules read
+        value, fired = engine.run(inputs, request.output_type)
         return _Degraded(value, notice, fired)
 
     return Tier(name, "rules", run)

@@ -99,9 +99,6 @@ def test_denied_from_a_safe_default_factory_is_raised_not_swallowed() -> None:
         Chain([safe_default(factory)]).run(Ticket, system="", user="")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: RuleEngine.produce wraps every rule-function exception in RulesError "
-                   "(rules/engine.py:169-172), so an authorization denial in the rule tier is routed around to the "
-                   "safe default instead of ending the call")
 def test_denied_inside_a_rule_function_is_an_answer(tmp_path: Path) -> None:
     from guardrail.rules import rule_function
 
@@ -167,9 +164,6 @@ def test_a_validation_failure_counts_as_a_breaker_failure(emus: tuple[Emulator, 
     assert result.tier == "safe-default" and breaker.state == "open"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: chain.py:254 records a breaker failure for any departure, including "
-                   "BudgetExceeded raised before any request went out: the vendor was never called, yet its breaker "
-                   "opens (and a half-open probe is spent without a probe)")
 def test_a_budget_stop_before_any_call_is_not_a_vendor_failure(emus: tuple[Emulator, Emulator]) -> None:
     primary, _ = emus
     breaker = CircuitBreaker(failures=1, reset_after=60)
@@ -271,8 +265,6 @@ def test_tokens_spent_by_failing_tiers_leave_later_tiers_less(emus: tuple[Emulat
     assert chain.run(Ticket, system=SYSTEM, user=USER).tier == "backup"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: chain.py:329 `request.budget or budget` drops the tier's own budget "
-                   "whenever the chain has one; the tier's cap should be the tighter of the two")
 def test_a_tiers_own_budget_still_applies_under_a_chain_budget(emus: tuple[Emulator, Emulator]) -> None:
     primary, _ = emus
     primary.script(reply.answer(GOOD, usage=(100, 20)))
@@ -402,9 +394,6 @@ def test_chain_create_with_content_parts(emus: tuple[Emulator, Emulator]) -> Non
     assert "late" in primary.requests[0].last_user_text and "parcel" in primary.requests[0].last_user_text
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Chain.create_with_result defaults inputs to {'input': user} "
-                   "(chain.py:283) while the shipped ticket_triage rule set reads `inquiry`: through the wrapper "
-                   "call shape the rule tier never sees the text and answers only its defaults")
 def test_chain_create_feeds_the_rule_engine_the_message_text(emus: tuple[Emulator, Emulator]) -> None:
     primary, _ = emus
     primary.responder = lambda request: reply.server_error(503)

@@ -25,6 +25,7 @@ from typing import Annotated, Any, TextIO, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from guardrail.errors import Declined, Denied, Refused
 from guardrail.rules.functions import get_rule_function, strip_surrogates
 from guardrail.rules.model import Condition, Derived, Locator, Problem, RulesError, RuleSet, parse_rule_set
 
@@ -166,6 +167,8 @@ class RuleEngine:
                 if function is None:
                     raise ValueError("not registered")
                 value = function(inputs)
+            except (Denied, Refused, Declined):
+                raise  # answers (a denial, a refusal), not faults: the caller must see them as they are
             except Exception as error:
                 raise RulesError(
                     [Problem(rule_set.source, None, "function", f"rule function {rule_set.function!r} failed: {error}")]
