@@ -34,6 +34,7 @@ from guardrail.errors import (
 from guardrail.gates.authz import Decision
 from guardrail.gates.semantic import Rule, rule
 from guardrail.identity import Identity, current_identity, identity
+from guardrail.local.choose import Choice, Uncertain, choose
 from guardrail.modes import Capabilities, Mode, Plan
 from guardrail.outcome import Attempt, Budget, Outcome, Partial, Price, Result, Usage
 from guardrail.parse import (
@@ -71,6 +72,7 @@ __all__ = [
     "Chain",
     "ChainExhausted",
     "ChainResult",
+    "Choice",
     "CircuitBreaker",
     "CompileEntry",
     "CompileReport",
@@ -113,6 +115,7 @@ __all__ = [
     "ToolCallError",
     "ToolRegistry",
     "TruncatedError",
+    "Uncertain",
     "Usage",
     "VendorError",
     "VendorUnavailable",
@@ -120,6 +123,7 @@ __all__ = [
     "Wrapped",
     "__version__",
     "approve",
+    "choose",
     "compile_contract",
     "configure",
     "current_identity",

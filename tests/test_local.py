@@ -130,3 +130,34 @@ def test_hitting_the_token_limit_is_truncated_not_closed_up(tiny: LocalModel) ->
 
 def test_greedy_decoding_is_valid_too(tiny: LocalModel) -> None:
     assert isinstance(tiny.generate("x", Tree, temperature=0, max_new_tokens=400), Tree)
+
+
+def test_choose_gives_a_distribution_that_sums_to_one_and_handles_shared_prefixes(tiny: LocalModel) -> None:
+    options = ["billing", "billing dispute", "shipping", "배송"]
+    choice = guardrail.choose("Category of: my parcel is late ->", options, backend=tiny)
+    assert set(choice.probabilities) == set(options)
+    assert abs(sum(choice.probabilities.values()) - 1.0) < 1e-6
+    assert all(0 < p < 1 for p in choice.probabilities.values())
+    assert choice.probabilities["billing"] != choice.probabilities["billing dispute"]  # scored in full
+
+
+def test_choose_ranks_an_option_first_when_the_logits_favour_it(tiny: LocalModel) -> None:
+    token = tiny.tokenizer("shipping")["input_ids"]
+    bias = torch.zeros(tiny.vocab_size)
+    bias[token] = 50.0  # make the model love the tokens of "shipping"
+    head = tiny.model.lm_head
+    original = head.bias
+    head.bias = torch.nn.Parameter(bias)
+    try:
+        choice = guardrail.choose("Category:", ["billing", "shipping", "account"], backend=tiny)
+    finally:
+        head.bias = original
+    assert choice.best == "shipping" and choice.confidence > 0.99
+
+
+def test_low_confidence_is_a_typed_uncertain_outcome(tiny: LocalModel) -> None:
+    with pytest.raises(guardrail.Uncertain) as caught:
+        guardrail.choose("Category:", ["a1", "b2", "c3", "d4", "e5"], backend=tiny, threshold=0.999)
+    assert abs(sum(caught.value.choice.probabilities.values()) - 1) < 1e-6
+    with pytest.raises(ValueError):
+        guardrail.choose("x", ["same", "same"], backend=tiny)

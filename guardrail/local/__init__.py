@@ -1,6 +1,7 @@
 """Local constrained decoding: a transformers model whose logits are masked by a grammar compiled from the
 contract, so an output that breaks the contract's JSON Schema cannot be sampled (see :mod:`.model`)."""
 
+from guardrail.local.choose import Choice, Uncertain, choose
 from guardrail.local.model import DeadEnd, LocalModel, Trace
 
-__all__ = ["DeadEnd", "LocalModel", "Trace"]
+__all__ = ["Choice", "DeadEnd", "LocalModel", "Trace", "Uncertain", "choose"]
