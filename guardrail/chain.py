@@ -373,6 +373,21 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
                 breaker if breaker is not None else CircuitBreaker())
 
 
+def local(model: Any, *, name: str = "local", temperature: float = 1.0, max_new_tokens: int = 512,
+          breaker: CircuitBreaker | SharedCircuitBreaker | None = None) -> Tier:
+    """A local tier: a :class:`guardrail.local.LocalModel` generating under the contract's grammar mask.
+
+    The prompt is the system text and the user text; the value passes the same parse layer, validation and
+    (in the chain) semantic rules as every other tier's.
+    """
+
+    def run(request: Request, left: float | None) -> Any:
+        prompt = f"{request.system}\n\n{request.user}" if request.system else request.user
+        return model.generate(prompt, request.output_type, temperature=temperature, max_new_tokens=max_new_tokens)
+
+    return Tier(name, "local", run, breaker if breaker is not None else CircuitBreaker())
+
+
 def safe_default(value: Any | Callable[[], Any], *,
                  notice: str = "AI analysis is temporarily unavailable; an empty draft was created.",
                  name: str = "safe-default") -> Tier:
@@ -408,4 +423,4 @@ def rules(engine: Any, *, name: str = "rules",
 
 
 __all__ = ["Chain", "ChainExhausted", "ChainResult", "CircuitBreaker", "Departure", "SharedCircuitBreaker", "Tier",
-           "rules", "safe_default", "vendor"]
+           "local", "rules", "safe_default", "vendor"]

@@ -161,3 +161,28 @@ def test_low_confidence_is_a_typed_uncertain_outcome(tiny: LocalModel) -> None:
     assert abs(sum(caught.value.choice.probabilities.values()) - 1) < 1e-6
     with pytest.raises(ValueError):
         guardrail.choose("x", ["same", "same"], backend=tiny)
+
+
+def test_a_local_model_is_a_tier_of_the_chain(tiny: LocalModel) -> None:
+    import openai
+
+    from guardrail.chain import Chain, local, safe_default, vendor
+    from guardrail.testing import Emulator, reply
+
+    with Emulator() as emu:
+        emu.responder = lambda request: reply.server_error(503)
+        chain = Chain([
+            vendor(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5), "gpt-4o",
+                   retry=guardrail.RetryPolicy(max_tries=1)),
+            local(tiny, max_new_tokens=400),
+            safe_default({"color": "red", "size": "S"}),
+        ])
+
+        @guardrail.structured(chain=chain)
+        def pick(description: str) -> Pick:
+            """Pick a colour and a size."""
+            raise NotImplementedError
+
+        result = pick.with_result("a small red shirt")
+    assert result.tier == "local" and isinstance(result.value, Pick) and not result.degraded
+    assert [d.tier for d in result.departures] == ["openai:gpt-4o"]
