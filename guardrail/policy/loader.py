@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +17,10 @@ from pydantic import ValidationError
 
 from guardrail.errors import GuardrailError
 from guardrail.policy.model import Policy
+from guardrail.problems import Problem
 
 #: Policy files larger than this are refused unread.
 MAX_POLICY_BYTES = 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One thing wrong in a policy file: where (file, line, key) and what."""
-
-    file: str
-    line: int | None
-    key: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.key or '(file)'}: {self.message}"
 
 
 class PolicyError(GuardrailError):

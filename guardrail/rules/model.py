@@ -57,26 +57,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from guardrail.errors import GuardrailError
 from guardrail.policy.regex import LinearPattern, compile_pattern
+from guardrail.problems import Problem
 from guardrail.rules.functions import get_rule_function, registered_functions
 
 __all__ = ["Condition", "Derived", "Problem", "Rule", "RuleSet", "RulesError", "parse_rule_set"]
-
-
-class Problem(NamedTuple):
-    """One thing wrong with a rule set: where (file, line or ``None``, key) and what. A plain tuple too."""
-
-    file: str
-    line: int | None
-    key: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.key or '(file)'}: {self.message}"
 
 
 class RulesError(GuardrailError):
