@@ -2,6 +2,7 @@
 contract, so an output that breaks the contract's JSON Schema cannot be sampled (see :mod:`.model`)."""
 
 from guardrail.local.choose import Choice, Uncertain, choose
+from guardrail.local.grammar import GrammarError
 from guardrail.local.model import DeadEnd, LocalModel, Trace
 
-__all__ = ["Choice", "DeadEnd", "LocalModel", "Trace", "Uncertain", "choose"]
+__all__ = ["Choice", "DeadEnd", "GrammarError", "LocalModel", "Trace", "Uncertain", "choose"]

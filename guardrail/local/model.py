@@ -16,15 +16,15 @@ llguidance).
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from guardrail.contract import compile_contract
 from guardrail.errors import GuardrailError, TruncatedError
+from guardrail.local.grammar import compile_grammar, lltokenizer
 from guardrail.parse.pipeline import parse
-from guardrail.schema.lower import CompileReport, lower
+from guardrail.schema.lower import CompileReport
 
 
 class DeadEnd(GuardrailError):
@@ -52,11 +52,6 @@ class Trace:
     steps: list[int] = field(default_factory=list)
 
 
-_GRAMMARS: dict[tuple[str, str, int], str] = {}
-_TOKENIZERS: dict[int, Any] = {}
-_LOCK = threading.Lock()
-
-
 class LocalModel:
     """A loaded transformers causal LM + fast tokenizer, generating contract values under a grammar mask."""
 
@@ -74,37 +69,6 @@ class LocalModel:
         self.model.eval()
         self.vocab_size = int(getattr(model.config, "vocab_size", len(tokenizer)))
 
-    def _lltokenizer(self) -> Any:
-        import llguidance.hf
-
-        key = id(self.tokenizer)
-        with _LOCK:
-            found = _TOKENIZERS.get(key)
-            if found is None:
-                found = llguidance.hf.from_tokenizer(self.tokenizer, n_vocab=self.vocab_size)
-                _TOKENIZERS[key] = found
-        return found
-
-    def _grammar(self, schema: dict[str, Any], schema_hash: str, trace: Trace) -> str:
-        import llguidance
-
-        key = (schema_hash, llguidance.get_version() if hasattr(llguidance, "get_version") else "", id(self.tokenizer))
-        with _LOCK:
-            found = _GRAMMARS.get(key)
-        if found is not None:
-            trace.grammar_cache_hit = True
-            return found
-        started = time.perf_counter()
-        grammar: str = llguidance.LLMatcher.grammar_from_json_schema(
-            _closed(schema), defaults={"whitespace_flexible": False})
-        problem = llguidance.LLMatcher.validate_grammar(grammar, self._lltokenizer())
-        if problem:
-            raise ValueError(f"the contract cannot be compiled for constrained decoding: {problem}")
-        trace.compile_seconds = time.perf_counter() - started
-        with _LOCK:
-            _GRAMMARS[key] = grammar
-        return grammar
-
     def generate(self, prompt: str, output_type: Any, *, temperature: float = 1.0, max_new_tokens: int = 256,
                  seed: int | None = None) -> Any:
         """Generate a value of ``output_type`` for ``prompt``; the same typed errors as every tier."""
@@ -120,12 +84,10 @@ class LocalModel:
 
         torch = self.torch
         contract = compile_contract(output_type)
-        lowered = lower(contract.schema, "grammar")
-        trace = Trace(report=lowered.report)
-        if not lowered.report.ok:
-            raise ValueError("the contract cannot be compiled for constrained decoding: "
-                             + "; ".join(e.detail for e in lowered.report.rejected))
-        matcher = llguidance.LLMatcher(self._lltokenizer(), self._grammar(lowered.schema, contract.schema_hash, trace))
+        compiled = compile_grammar(contract.schema, contract.schema_hash, self.tokenizer, self.vocab_size)
+        trace = Trace(report=compiled.report, grammar_cache_hit=compiled.cache_hit,
+                      compile_seconds=compiled.seconds)
+        matcher = llguidance.LLMatcher(lltokenizer(self.tokenizer, self.vocab_size), compiled.grammar)
         generator = torch.Generator(device="cpu")
         if seed is not None:
             generator.manual_seed(seed)
@@ -191,23 +153,3 @@ class LocalModel:
         return f"LocalModel({type(self.model).__name__}, engine={self.engine!r}, device={self.device!r})"
 
 
-def _closed(schema: Any) -> Any:
-    """A copy with ``additionalProperties: false`` on every object schema that does not say otherwise.
-
-    In JSON Schema an object is open unless it says so; a pydantic model that does not allow extra fields
-    should not let the decoder invent keys that validation would then drop. A model with ``extra="allow"``
-    emits ``additionalProperties: true`` and stays open. Walks with an explicit stack (no recursion limit).
-    """
-    import copy
-
-    out = copy.deepcopy(schema)
-    stack = [out]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if "properties" in node and "additionalProperties" not in node:
-                node["additionalProperties"] = False
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return out
