@@ -49,3 +49,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         f"JSONTestSuite: {len(JSONTESTSUITE_TIMES)} files parsed, "
         f"max {JSONTESTSUITE_TIMES[worst] * 1000:.2f} ms ({worst}), total {total * 1000:.1f} ms"
     )
+
+
+@pytest.fixture(scope="session")
+def tiny() -> Any:
+    """A LocalModel over a freshly trained byte-level BPE tokenizer and a random tiny GPT-2 (session-wide)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("llguidance")
+    from guardrail.testing.tiny import tiny_local_model
+
+    return tiny_local_model()

@@ -4,8 +4,6 @@ byte-level BPE tokenizer (nothing downloaded). Random weights make the model adv
 
 from __future__ import annotations
 
-import json
-import random
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -18,35 +16,6 @@ pytest.importorskip("llguidance")
 
 import guardrail  # noqa: E402
 from guardrail.local import LocalModel  # noqa: E402
-
-
-def _corpus() -> list[str]:
-    rng = random.Random(0)
-    out = []
-    for i in range(300):
-        obj = {"name": f"item {i}", "count": i, "ok": i % 2 == 0, "tags": ["red", "blue"][: i % 3],
-               "설명": "배송이 늦어요 " * (i % 3), "nested": {"x": rng.random(), "children": []}}
-        out += [json.dumps(obj), json.dumps(obj, indent=2, ensure_ascii=False), "The quick brown fox. 안녕하세요."]
-    return out
-
-
-@pytest.fixture(scope="session")
-def tiny() -> LocalModel:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<eos>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tokenizer.train_from_iterator(_corpus(), trainer)
-    hf = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<eos>")
-    torch.manual_seed(0)
-    # the output layer is larger than the tokenizer (640 > 600): padding ids must never be sampled
-    config = GPT2Config(vocab_size=640, n_positions=4096, n_embd=32, n_layer=1, n_head=2,
-                        eos_token_id=hf.eos_token_id, bos_token_id=hf.eos_token_id)
-    return LocalModel(GPT2LMHeadModel(config), hf, device="cpu")
 
 
 class Flat(BaseModel):

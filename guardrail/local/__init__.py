@@ -3,6 +3,6 @@ contract, so an output that breaks the contract's JSON Schema cannot be sampled 
 
 from guardrail.local.choose import Choice, Uncertain, choose
 from guardrail.local.grammar import GrammarError
-from guardrail.local.model import DeadEnd, LocalModel, Trace
+from guardrail.local.model import BatchFailed, DeadEnd, LocalModel, Trace
 
-__all__ = ["Choice", "DeadEnd", "GrammarError", "LocalModel", "Trace", "Uncertain", "choose"]
+__all__ = ["BatchFailed", "Choice", "DeadEnd", "GrammarError", "LocalModel", "Trace", "Uncertain", "choose"]

@@ -1,55 +1,54 @@
 """``LocalModel``: grammar-masked generation with a Hugging Face causal LM and llguidance.
 
 At every step the tokens that would break the contract's grammar get a logit of ``-inf`` before sampling
-(temperature applies after the mask), so an invalid output cannot be produced; EOS is allowed only where the
-grammar accepts. The JSON is compact (no flexible whitespace: weak models otherwise pad with spaces) and
-objects are closed to extra keys unless the contract allows them. Where the grammar allows exactly one
-continuation (keys, punctuation, the rest of an enum value) the tokens are appended without asking the
-model (jump-forward); the :class:`Trace` counts forced and sampled tokens. The finished text then goes
-through the same parse layer and validation as every other tier: format comes from the mask, meaning is
+(temperature, top-k and top-p apply after the mask), so an invalid output cannot be produced; EOS is allowed
+only where the grammar accepts. The JSON is compact (no flexible whitespace: weak models otherwise pad with
+spaces) and objects are closed to extra keys unless the contract allows them. Where the grammar allows
+exactly one continuation (keys, punctuation, the rest of an enum value) the tokens are appended without
+asking the model (jump-forward); the :class:`Trace` counts forced and sampled tokens. The finished text then
+goes through the same parse layer and validation as every other tier: format comes from the mask, meaning is
 still checked.
 
-Caches: the llguidance tokenizer is built once per tokenizer object; compiled grammars are keyed by
-(contract schema hash, llguidance version, tokenizer). Requires the ``local`` extra (torch, transformers,
-llguidance).
+One loop (:mod:`guardrail.local.decode`) serves :meth:`LocalModel.generate` (a batch of one) and
+:meth:`LocalModel.generate_batch` (several prompts in one forward pass per step, one matcher each, one
+shared compiled grammar, masks computed in a worker thread while the forward pass runs). Grammars and
+llguidance tokenizers are cached (:mod:`guardrail.local.grammar`). Requires the ``local`` extra (torch,
+transformers, llguidance).
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from guardrail.contract import compile_contract
 from guardrail.errors import GuardrailError, TruncatedError
+from guardrail.local.decode import DeadEnd, Row, Sampling, Trace, decode
 from guardrail.local.grammar import compile_grammar, lltokenizer
 from guardrail.parse.pipeline import parse
-from guardrail.schema.lower import CompileReport
+
+__all__ = ["BatchFailed", "DeadEnd", "LocalModel", "Trace"]
 
 
-class DeadEnd(GuardrailError):
-    """No token is allowed at some step (the grammar and the vocabulary cannot continue); ``.state`` says where."""
+class BatchFailed(GuardrailError):
+    """Some rows of :meth:`LocalModel.generate_batch` failed; nothing is lost.
 
-    def __init__(self, message: str, *, text: str, state: str) -> None:
-        super().__init__(message)
-        self.text = text
-        self.state = state
+    ``.results`` has one entry per prompt, in order: the validated value, or the exception that row raised
+    (:class:`TruncatedError`, :class:`DeadEnd`, a ``ParseError``). ``.traces`` has every row's trace.
+    """
 
+    def __init__(self, results: list[Any], traces: list[Trace]) -> None:
+        failed = [i for i, r in enumerate(results) if isinstance(r, Exception)]
+        super().__init__(f"{len(failed)} of {len(results)} generations failed (rows {failed}); "
+                         f"first: {results[failed[0]]}")
+        self.results = results
+        self.traces = traces
 
-@dataclass
-class Trace:
-    """What one generation did: tokens sampled vs forced by jump-forward, cache use and timings."""
-
-    sampled: int = 0
-    forced: int = 0
-    grammar_cache_hit: bool = False
-    compile_seconds: float = 0.0
-    mask_seconds: float = 0.0
-    forward_seconds: float = 0.0
-    text: str = ""
-    report: CompileReport | None = None
-    stop_reason: str = ""
-    steps: list[int] = field(default_factory=list)
+    @property
+    def errors(self) -> dict[int, Exception]:
+        return {i: r for i, r in enumerate(self.results) if isinstance(r, Exception)}
 
 
 class LocalModel:
@@ -60,89 +59,110 @@ class LocalModel:
             raise ValueError(f"unknown engine {engine!r}; this build supports 'llguidance'")
         import torch
 
-        self.torch = torch
         self.model = model
         self.tokenizer = tokenizer
         self.engine = engine
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model.to(self.device)
         self.model.eval()
-        self.vocab_size = int(getattr(model.config, "vocab_size", len(tokenizer)))
+        config = model.config
+        self.vocab_size = int(getattr(config, "vocab_size", None) or len(tokenizer))
+        self.context = int(getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
+                           or 1 << 30)
+        eos = tokenizer.eos_token_id
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else eos if eos is not None else 0)
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
 
     def generate(self, prompt: str, output_type: Any, *, temperature: float = 1.0, max_new_tokens: int = 256,
-                 seed: int | None = None) -> Any:
+                 seed: int | None = None, top_k: int = 0, top_p: float = 1.0) -> Any:
         """Generate a value of ``output_type`` for ``prompt``; the same typed errors as every tier."""
         value, _ = self.generate_with_trace(prompt, output_type, temperature=temperature,
-                                            max_new_tokens=max_new_tokens, seed=seed)
+                                            max_new_tokens=max_new_tokens, seed=seed, top_k=top_k, top_p=top_p)
         return value
 
     def generate_with_trace(self, prompt: str, output_type: Any, *, temperature: float = 1.0,
-                            max_new_tokens: int = 256, seed: int | None = None) -> tuple[Any, Trace]:
+                            max_new_tokens: int = 256, seed: int | None = None, top_k: int = 0,
+                            top_p: float = 1.0, jump_forward: bool = True) -> tuple[Any, Trace]:
         """:meth:`generate`, plus the :class:`Trace` of what the loop did."""
-        import llguidance
-        import llguidance.torch as masks
+        sampling = Sampling(temperature, top_k, top_p, max_new_tokens, jump_forward)
+        (result,), (trace,) = self._run([prompt], output_type, sampling, seed)
+        if isinstance(result, Exception):
+            raise result
+        return result, trace
 
-        torch = self.torch
+    def generate_batch(self, prompts: Sequence[str], output_type: Any, *, temperature: float = 1.0,
+                       max_new_tokens: int = 256, seed: int | None = None, top_k: int = 0, top_p: float = 1.0,
+                       return_exceptions: bool = False) -> list[Any]:
+        """Generate one value per prompt in one batched loop; row ``i`` is seeded ``seed + i``.
+
+        Each row decodes exactly as :meth:`generate` would alone with that seed (up to floating-point
+        differences from batching). When a row fails, :class:`BatchFailed` is raised with every row's result
+        or error, unless ``return_exceptions`` is true: then the errors are returned in place of values.
+        """
+        results, traces = self.generate_batch_with_traces(prompts, output_type, temperature=temperature,
+                                                          max_new_tokens=max_new_tokens, seed=seed, top_k=top_k,
+                                                          top_p=top_p)
+        if not return_exceptions and any(isinstance(r, Exception) for r in results):
+            raise BatchFailed(results, traces)
+        return results
+
+    def generate_batch_with_traces(self, prompts: Sequence[str], output_type: Any, *, temperature: float = 1.0,
+                                   max_new_tokens: int = 256, seed: int | None = None, top_k: int = 0,
+                                   top_p: float = 1.0, jump_forward: bool = True,
+                                   overlap: bool = True) -> tuple[list[Any], list[Trace]]:
+        """Values (or the exceptions of failed rows) and traces, one per prompt, in order."""
+        if isinstance(prompts, str) or not prompts:
+            raise ValueError("prompts must be a non-empty sequence of strings")
+        sampling = Sampling(temperature, top_k, top_p, max_new_tokens, jump_forward, overlap)
+        return self._run(list(prompts), output_type, sampling, seed)
+
+    def _run(self, prompts: list[str], output_type: Any, sampling: Sampling,
+             seed: int | None) -> tuple[list[Any], list[Trace]]:
+        import llguidance
+        import torch
+
         contract = compile_contract(output_type)
         compiled = compile_grammar(contract.schema, contract.schema_hash, self.tokenizer, self.vocab_size)
-        trace = Trace(report=compiled.report, grammar_cache_hit=compiled.cache_hit,
-                      compile_seconds=compiled.seconds)
-        matcher = llguidance.LLMatcher(lltokenizer(self.tokenizer, self.vocab_size), compiled.grammar)
-        generator = torch.Generator(device="cpu")
-        if seed is not None:
-            generator.manual_seed(seed)
-        ids = list(self.tokenizer(prompt)["input_ids"]) or [self.tokenizer.eos_token_id or 0]
-        produced: list[int] = []
-        bitmask = masks.allocate_token_bitmask(1, self.vocab_size)
-        pending = ids
-        past = None
-        limit = getattr(self.model.config, "n_positions", None) or getattr(
-            self.model.config, "max_position_embeddings", None) or 1 << 30
-        while len(produced) < max_new_tokens:  # sampled and forced tokens both count
-            if len(ids) + len(produced) + len(pending) > limit:
-                break  # the model's context is full: the output is cut off (truncated below)
-            started = time.perf_counter()
-            with torch.no_grad():
-                out = self.model(input_ids=torch.tensor([pending], device=self.device), past_key_values=past,
-                                 use_cache=True)
-            past = out.past_key_values
-            logits = out.logits[0, -1].float().unsqueeze(0).cpu()
-            trace.forward_seconds += time.perf_counter() - started
-            started = time.perf_counter()
-            masks.fill_next_token_bitmask(matcher, bitmask, 0)
-            masks.apply_token_bitmask_inplace(logits, bitmask)
-            trace.mask_seconds += time.perf_counter() - started
-            if not torch.isfinite(logits).any():
-                raise DeadEnd("no token is allowed here", text=self._text(produced), state=str(matcher.get_error()))
-            if temperature <= 0:
-                token = int(torch.argmax(logits[0]))
-            else:
-                probs = torch.softmax(logits[0] / temperature, dim=-1)
-                token = int(torch.multinomial(probs, 1, generator=generator))
-            if not matcher.consume_token(token):
-                raise DeadEnd("the grammar refused a masked token", text=self._text(produced),
-                              state=str(matcher.get_error()))
-            produced.append(token)
-            trace.sampled += 1
-            pending = [token]
-            if matcher.is_stopped():
-                break
-            forced = list(matcher.compute_ff_tokens())[: max_new_tokens - len(produced)]
-            if forced:
-                if not matcher.consume_tokens(forced):
-                    raise DeadEnd("jump-forward tokens refused", text=self._text(produced),
-                                  state=str(matcher.get_error()))
-                produced.extend(forced)
-                trace.forced += len(forced)
-                pending = [token, *forced]
-                if matcher.is_stopped():
-                    break
-        trace.text = self._text(produced)
-        trace.stop_reason = str(matcher.stop_reason()) if matcher.is_stopped() else "max_new_tokens"
+        tokenizer = lltokenizer(self.tokenizer, self.vocab_size)
+        rows = []
+        for index, prompt in enumerate(prompts):
+            generator = None
+            if seed is not None:
+                generator = torch.Generator(device=self.device)
+                generator.manual_seed(seed + index)
+            trace = Trace(report=compiled.report, grammar_cache_hit=compiled.cache_hit,
+                          compile_seconds=compiled.seconds)
+            ids = list(self.tokenizer(prompt)["input_ids"]) or [self.pad_id]
+            rows.append(Row(llguidance.LLMatcher(tokenizer, compiled.grammar), ids, generator, trace))
+        with self._lock:  # one loop at a time per model: the forward passes would only contend
+            decode(self.model, rows, sampling, vocab_size=self.vocab_size, pad_id=self.pad_id, device=self.device,
+                   context=self.context, pool=self._worker(), text_of=self._text)
+        results: list[Any] = []
+        for row in rows:
+            row.trace.text = self._text(row.produced)
+            results.append(self._finish(row, output_type, sampling))
+        return results, [row.trace for row in rows]
+
+    def _finish(self, row: Row, output_type: Any, sampling: Sampling) -> Any:
+        """The row's validated value, or the typed error it ends with."""
+        if row.error is not None:
+            return row.error
+        matcher = row.matcher
         if not matcher.is_stopped() and not matcher.is_accepting():
-            raise TruncatedError(f"The output reached max_new_tokens ({max_new_tokens}) before it was complete.",
-                                 text=trace.text)
-        return parse(trace.text, output_type), trace
+            where = ("the model's context" if row.trace.stop_reason == "context"
+                     else f"max_new_tokens ({sampling.max_new_tokens})")
+            return TruncatedError(f"The output reached {where} before it was complete.", text=row.trace.text)
+        try:
+            return parse(row.trace.text, output_type)
+        except GuardrailError as error:
+            return error
+
+    def _worker(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="guardrail-mask")
+        return self._pool
 
     def _text(self, tokens: list[int]) -> str:
         eos = self.tokenizer.eos_token_id
@@ -151,5 +171,3 @@ class LocalModel:
 
     def __repr__(self) -> str:
         return f"LocalModel({type(self.model).__name__}, engine={self.engine!r}, device={self.device!r})"
-
-

@@ -1,0 +1,245 @@
+"""The grammar-masked decoding loop, for one sequence or a batch (one loop: a single generation is a batch of 1).
+
+Each step:
+
+1. every unfinished row feeds its pending tokens (the prompt on the first step; afterwards the sampled token
+   plus any jump-forward tokens). Rows are right-padded to the longest pending run; padding is masked out of
+   attention and stays masked in the KV cache, and each row's positions count only its real tokens, so rows
+   of different lengths and different jump-forward runs share one forward pass and decode exactly as alone;
+2. while the model's forward pass runs on the calling thread, a worker thread computes the next token masks
+   for all unfinished rows (llguidance releases the GIL, so the two overlap); the loop then waits only for
+   what is left of the mask computation (``Trace.mask_wait_seconds``);
+3. the mask is applied (disallowed tokens get ``-inf``), then temperature, top-k and top-p, then sampling;
+4. each row's matcher consumes its token; where the grammar allows exactly one continuation, those tokens
+   are appended without sampling (jump-forward) and fed with the next step.
+
+A row ends when its grammar stops (it accepted and EOS or the end of the grammar was reached), when it hits
+``max_new_tokens`` or the model's context (the caller reports truncation), or at a dead end (no allowed
+token: :class:`DeadEnd` with the grammar state). Rows never wait for each other except within a step.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from guardrail.errors import GuardrailError
+from guardrail.schema.lower import CompileReport
+
+__all__ = ["DeadEnd", "Row", "Sampling", "Trace", "decode"]
+
+
+class DeadEnd(GuardrailError):
+    """No token is allowed at some step (the grammar and the vocabulary cannot continue); ``.state`` says where."""
+
+    def __init__(self, message: str, *, text: str, state: str) -> None:
+        super().__init__(message)
+        self.text = text
+        self.state = state
+
+
+@dataclass
+class Trace:
+    """What one generation did: tokens sampled vs forced by jump-forward, cache use and timings.
+
+    In a batch the step timings are the batch's (one forward pass and one mask computation serve every row);
+    ``mask_seconds`` is the time spent computing masks (in the worker thread), ``mask_wait_seconds`` the part
+    of it the loop actually waited for after the forward pass (what overlapping did not hide).
+    """
+
+    sampled: int = 0
+    forced: int = 0
+    grammar_cache_hit: bool = False
+    compile_seconds: float = 0.0
+    mask_seconds: float = 0.0
+    mask_wait_seconds: float = 0.0
+    forward_seconds: float = 0.0
+    text: str = ""
+    report: CompileReport | None = None
+    stop_reason: str = ""
+    step_mask_seconds: list[float] = field(default_factory=list)
+    step_forward_seconds: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How tokens are drawn after the mask: temperature (0 = greedy), top-k (0 = off), top-p (1 = off)."""
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    max_new_tokens: int = 256
+    jump_forward: bool = True
+    overlap: bool = True
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0 or self.top_k < 0 or not 0 < self.top_p <= 1 or self.max_new_tokens < 1:
+            raise ValueError("need temperature >= 0, top_k >= 0, 0 < top_p <= 1 and max_new_tokens >= 1")
+
+
+@dataclass
+class Row:
+    """One sequence of a batch: its matcher, its tokens so far, its random generator and its trace."""
+
+    matcher: Any
+    pending: list[int]
+    generator: Any
+    trace: Trace
+    produced: list[int] = field(default_factory=list)
+    length: int = 0  # real (unpadded) tokens in the cache: the next position id
+    done: bool = False
+    error: Exception | None = None
+
+
+_EXECUTOR: Any = None
+
+
+def _llexecutor() -> Any:
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        import llguidance
+
+        _EXECUTOR = llguidance.LLExecutor()
+    return _EXECUTOR
+
+
+def _fill_masks(matchers: list[tuple[Any, int]], bitmask: Any) -> float:
+    """Compute the allowed-token bitmask of each (matcher, row); returns the seconds it took."""
+    import llguidance.torch as masks
+
+    started = time.perf_counter()
+    if len(matchers) == 1:
+        masks.fill_next_token_bitmask(matchers[0][0], bitmask, matchers[0][1])
+    else:
+        masks.fill_next_token_bitmask_par(_llexecutor(), matchers, bitmask)
+    return time.perf_counter() - started
+
+
+def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, pad_id: int, device: Any,
+           context: int, pool: ThreadPoolExecutor | None, text_of: Any) -> None:
+    """Run the loop until every row has ended; results and errors are left on the rows."""
+    import llguidance.torch as masks
+    import torch
+
+    count = len(rows)
+    bitmask = masks.allocate_token_bitmask(count, vocab_size)
+    attention = torch.zeros((count, 0), dtype=torch.long, device=device)
+    cache: Any = None
+    while True:
+        for row in rows:
+            if not row.done and row.length + len(row.pending) > context:
+                _finish(row, "context")  # no room for the pending tokens: cut off, reported as truncated
+        live = [i for i, row in enumerate(rows) if not row.done]
+        if not live:
+            return
+        width = max(len(rows[i].pending) for i in live)
+        ids = [[pad_id] * width for _ in rows]
+        keep = [[0] * width for _ in rows]
+        positions = [[0] * width for _ in rows]
+        last = [0] * count
+        for i in live:
+            row = rows[i]
+            n = len(row.pending)
+            ids[i][:n] = row.pending
+            keep[i][:n] = [1] * n
+            positions[i][:n] = range(row.length, row.length + n)
+            last[i] = n - 1
+        wanted = sorted({last[i] for i in live})
+        matchers = [(rows[i].matcher, i) for i in live]
+        future: Future[float] | None = pool.submit(_fill_masks, matchers, bitmask) if (
+            pool is not None and sampling.overlap) else None
+        attention = torch.cat([attention, torch.tensor(keep, device=device)], dim=1)
+        started = time.perf_counter()
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor(ids, device=device), attention_mask=attention,
+                        position_ids=torch.tensor(positions, device=device), cache=cache, use_cache=True,
+                        logits_to_keep=torch.tensor(wanted, device=device))
+        cache = out.cache
+        column = {p: k for k, p in enumerate(wanted)}
+        logits = out.logits[torch.arange(count, device=device),
+                            torch.tensor([column.get(last[i], 0) for i in range(count)], device=device)].float()
+        forward = time.perf_counter() - started
+        started = time.perf_counter()
+        mask_time = future.result() if future is not None else _fill_masks(matchers, bitmask)
+        waited = time.perf_counter() - started if future is not None else mask_time
+        masks.apply_token_bitmask_inplace(logits, bitmask.to(device, non_blocking=True))
+        tokens, alive = _sample(logits, [rows[i] for i in live], live, sampling)
+        for i in live:
+            row = rows[i]
+            row.length += len(row.pending)
+            trace = row.trace
+            trace.forward_seconds += forward
+            trace.mask_seconds += mask_time
+            trace.mask_wait_seconds += waited
+            trace.step_forward_seconds.append(forward)
+            trace.step_mask_seconds.append(mask_time)
+        for k, i in enumerate(live):
+            _advance(rows[i], tokens[k], alive[k], sampling, text_of)
+
+
+def _sample(logits: Any, rows: list[Row], live: list[int], sampling: Sampling) -> tuple[list[int], list[bool]]:
+    """One token per live row (already masked logits), plus whether the row had any allowed token at all."""
+    import torch
+
+    picked = logits[torch.tensor(live, device=logits.device)]
+    alive = torch.isfinite(picked).any(dim=-1)
+    if sampling.temperature == 0:
+        return picked.argmax(dim=-1).tolist(), alive.tolist()
+    picked = picked / sampling.temperature
+    if sampling.top_k and sampling.top_k < picked.shape[-1]:
+        threshold = torch.topk(picked, sampling.top_k, dim=-1).values[:, -1:]
+        picked = picked.masked_fill(picked < threshold, float("-inf"))
+    if sampling.top_p < 1.0:
+        ordered, order = torch.sort(picked, descending=True, dim=-1)
+        cumulative = torch.softmax(ordered, dim=-1).cumsum(dim=-1)
+        drop = cumulative - torch.softmax(ordered, dim=-1) >= sampling.top_p  # keep the token that crosses p
+        picked = picked.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+    safe = torch.where(alive.unsqueeze(-1), picked, torch.zeros_like(picked))  # dead rows: no NaN from softmax
+    probs = torch.softmax(safe, dim=-1)
+    drawn = [torch.multinomial(probs[k], 1, generator=row.generator) for k, row in enumerate(rows)]
+    return torch.cat(drawn).tolist(), alive.tolist()
+
+
+def _advance(row: Row, token: int, alive: bool, sampling: Sampling, text_of: Any) -> None:
+    """Consume the sampled token, then any jump-forward tokens; end the row where it ends."""
+    matcher = row.matcher
+    if not alive:
+        row.error = DeadEnd("no token is allowed here", text=text_of(row.produced), state=str(matcher.get_error()))
+        _finish(row, "dead_end")
+        return
+    if not matcher.consume_token(token):
+        row.error = DeadEnd("the grammar refused a masked token", text=text_of(row.produced),
+                            state=str(matcher.get_error()))
+        _finish(row, "dead_end")
+        return
+    row.produced.append(token)
+    row.trace.sampled += 1
+    row.pending = [token]
+    if matcher.is_stopped():
+        _finish(row, str(matcher.stop_reason()))
+        return
+    if len(row.produced) >= sampling.max_new_tokens:
+        _finish(row, "max_new_tokens")
+        return
+    if sampling.jump_forward:
+        forced = list(matcher.compute_ff_tokens())[: sampling.max_new_tokens - len(row.produced)]
+        if forced:
+            if not matcher.consume_tokens(forced):
+                row.error = DeadEnd("jump-forward tokens refused", text=text_of(row.produced),
+                                    state=str(matcher.get_error()))
+                _finish(row, "dead_end")
+                return
+            row.produced.extend(forced)
+            row.trace.forced += len(forced)
+            row.pending = [token, *forced]
+            if matcher.is_stopped():
+                _finish(row, str(matcher.stop_reason()))
+            elif len(row.produced) >= sampling.max_new_tokens:
+                _finish(row, "max_new_tokens")
+
+
+def _finish(row: Row, reason: str) -> None:
+    row.done = True
+    row.trace.stop_reason = reason
