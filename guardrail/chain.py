@@ -228,6 +228,11 @@ class Chain:
     #: Tokens/cost for the whole chain: each vendor tier gets what the earlier tiers left.
     budget: Budget | None = None
 
+    def __post_init__(self) -> None:
+        # a LocalModel may stand in the list as itself: it becomes a default local tier
+        self.tiers = [tier if isinstance(tier, Tier) else local(tier) if is_local_model(tier) else _not_a_tier(tier)
+                      for tier in self.tiers]
+
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
         """Produce a value of ``output_type`` from the first tier that can (see the module docstring).
@@ -386,6 +391,16 @@ def local(model: Any, *, name: str = "local", temperature: float = 1.0, max_new_
         return model.generate(prompt, request.output_type, temperature=temperature, max_new_tokens=max_new_tokens)
 
     return Tier(name, "local", run, breaker if breaker is not None else CircuitBreaker())
+
+
+def is_local_model(candidate: Any) -> bool:
+    """A :class:`guardrail.local.LocalModel` (checked by shape, so the ``local`` extra is not imported here)."""
+    return callable(getattr(candidate, "generate_batch", None)) and hasattr(candidate, "tokenizer")
+
+
+def _not_a_tier(candidate: Any) -> Tier:
+    raise TypeError(f"a chain tier must be a Tier (vendor(...), local(...), rules(...), safe_default(...)) or a "
+                    f"LocalModel, not {type(candidate).__name__}")
 
 
 def safe_default(value: Any | Callable[[], Any], *,

@@ -89,6 +89,8 @@ class StructuredFunction(Generic[P, R]):
         """Like calling the function, but returns the :class:`~guardrail.Result` (async: an awaitable of it);
         with a ``chain``, the :class:`~guardrail.chain.ChainResult` (which tier, why earlier ones were left)."""
         chain = self._overrides.get("chain") or (self._config or get_config()).chain
+        if chain is None:
+            chain = self._local_chain()
         if chain is not None:
             system, user, arguments = self._prompt_parts(args, kwargs)
             context = self._context() if callable(self._context) else self._context
@@ -99,6 +101,16 @@ class StructuredFunction(Generic[P, R]):
                              rules=self._rules)
         method, request = self._request(args, kwargs)
         return method.create_with_result(**request)
+
+    def _local_chain(self) -> Any:
+        """A one-tier chain when the configured client is a :class:`guardrail.local.LocalModel`, else None."""
+        from guardrail.chain import Chain, is_local_model
+
+        config = (self._config or get_config()).merge(**{k: v for k, v in self._overrides.items() if k != "chain"})
+        raw = config.async_client if self._is_async else config.client
+        if raw is None and self._is_async:
+            raw = config.client  # a local model serves async functions too (run in a worker thread)
+        return Chain([raw]) if raw is not None and is_local_model(raw) else None
 
     def _prompt_parts(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
         """(system, user, arguments by name) for a call: the documented template, or ``prompt=``."""

@@ -152,3 +152,32 @@ def test_bad_batch_arguments_are_refused(tiny: LocalModel) -> None:
         tiny.generate_batch([], Item)
     with pytest.raises(ValueError):
         tiny.generate("x", Item, top_p=0)
+
+
+def test_a_local_model_is_accepted_as_a_chain_tier_and_as_the_decorators_client(tiny: LocalModel) -> None:
+    from guardrail.chain import Chain, safe_default
+
+    chain = Chain([tiny, safe_default({"name": "n", "size": "S", "count": 0})])
+    result = chain.run(Item, system="Describe an item.", user="a shirt")
+    assert result.tier == "local" and isinstance(result.value, Item)
+
+    @guardrail.structured(client=tiny)
+    def describe(text: str) -> Item:
+        """Describe the item in the text."""
+        raise NotImplementedError
+
+    assert isinstance(describe("a red shirt"), Item)
+    assert describe.with_result("a red shirt").tier == "local"
+    with pytest.raises(TypeError, match="LocalModel"):
+        Chain([object()])  # type: ignore[list-item]
+
+
+def test_an_async_decorated_function_runs_the_local_model_in_a_worker_thread(tiny: LocalModel) -> None:
+    import asyncio
+
+    @guardrail.structured(client=tiny)
+    async def describe(text: str) -> Item:
+        """Describe the item in the text."""
+        raise NotImplementedError
+
+    assert isinstance(asyncio.run(describe("a red shirt")), Item)

@@ -38,7 +38,7 @@ def train_tokenizer(vocab_size: int = 600) -> Any:
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<eos>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tokenizer.train_from_iterator(corpus(), trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<eos>")
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<eos>")  # type: ignore[no-untyped-call]
 
 
 def tiny_model(tokenizer: Any, *, extra_vocab: int = 40, layers: int = 1, width: int = 32, seed: int = 0,
