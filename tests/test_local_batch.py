@@ -181,3 +181,16 @@ def test_an_async_decorated_function_runs_the_local_model_in_a_worker_thread(tin
         raise NotImplementedError
 
     assert isinstance(asyncio.run(describe("a red shirt")), Item)
+
+
+def test_the_gpu_benchmark_script_runs_its_tiny_configuration_on_cpu() -> None:
+    """bench/gpu_local.py is run by hand on a CUDA machine; this keeps it from rotting between such runs."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "bench" / "gpu_local.py"
+    done = subprocess.run([sys.executable, str(script), "--tiny", "--max-new-tokens", "8", "--batches", "1,3"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("mask waited for") == 4 and "batch 3:" in done.stdout

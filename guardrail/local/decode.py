@@ -46,7 +46,9 @@ class Trace:
 
     In a batch the step timings are the batch's (one forward pass and one mask computation serve every row);
     ``mask_seconds`` is the time spent computing masks (in the worker thread), ``mask_wait_seconds`` the part
-    of it the loop actually waited for after the forward pass (what overlapping did not hide).
+    of it the loop actually waited for after the forward pass (what overlapping did not hide);
+    ``step_seconds`` the wall time of each whole step. On CUDA the forward call returns once its kernels
+    are queued, so ``step_forward_seconds`` is launch time there and the GPU work shows in ``step_seconds``.
     """
 
     sampled: int = 0
@@ -61,6 +63,7 @@ class Trace:
     stop_reason: str = ""
     step_mask_seconds: list[float] = field(default_factory=list)
     step_forward_seconds: list[float] = field(default_factory=list)
+    step_seconds: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,7 @@ def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, 
         live = [i for i, row in enumerate(rows) if not row.done]
         if not live:
             return
+        step_started = time.perf_counter()
         width = max(len(rows[i].pending) for i in live)
         ids = [[pad_id] * width for _ in rows]
         keep = [[0] * width for _ in rows]
@@ -177,6 +181,9 @@ def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, 
             trace.step_mask_seconds.append(mask_time)
         for k, i in enumerate(live):
             _advance(rows[i], tokens[k], alive[k], sampling, text_of)
+        step = time.perf_counter() - step_started
+        for i in live:
+            rows[i].trace.step_seconds.append(step)
 
 
 def _sample(logits: Any, rows: list[Row], live: list[int], sampling: Sampling) -> tuple[list[int], list[bool]]:
