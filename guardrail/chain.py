@@ -249,7 +249,7 @@ class Chain:
             if self.budget is not None:
                 request = replace(request, budget=_remaining(self.budget, used))
             left = None if self.deadline is None else self.deadline - (time.monotonic() - started)
-            if left is not None and left <= 0 and tier.kind == "vendor":
+            if left is not None and left <= 0 and tier.kind in ("vendor", "local"):
                 departures.append(Departure(tier.name, "deadline", TimeoutError("no time left for this tier")))
                 continue
             if tier.breaker is not None and not tier.breaker.allow():
@@ -388,7 +388,8 @@ def local(model: Any, *, name: str = "local", temperature: float = 1.0, max_new_
 
     def run(request: Request, left: float | None) -> Any:
         prompt = f"{request.system}\n\n{request.user}" if request.system else request.user
-        return model.generate(prompt, request.output_type, temperature=temperature, max_new_tokens=max_new_tokens)
+        return model.generate(prompt, request.output_type, temperature=temperature, max_new_tokens=max_new_tokens,
+                              timeout=left)
 
     return Tier(name, "local", run, breaker if breaker is not None else CircuitBreaker())
 

@@ -194,3 +194,14 @@ def test_the_gpu_benchmark_script_runs_its_tiny_configuration_on_cpu() -> None:
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("mask waited for") == 4 and "batch 3:" in done.stdout
+
+
+class Long(BaseModel):
+    numbers: list[int] = Field(min_length=5000)  # at least 10,000 tokens: cannot finish in 0.05 s
+
+
+def test_a_timeout_cuts_the_output_off_as_truncated(tiny: LocalModel) -> None:
+    with pytest.raises(guardrail.TruncatedError, match="timeout"):
+        tiny.generate("x", Long, seed=0, max_new_tokens=100_000, timeout=0.05, temperature=1.0)
+    with pytest.raises(ValueError):
+        tiny.generate("x", Leaf, timeout=0)

@@ -76,10 +76,14 @@ class Sampling:
     max_new_tokens: int = 256
     jump_forward: bool = True
     overlap: bool = True
+    #: seconds for the whole loop; rows still running then end as cut off (reported as truncated)
+    timeout: float | None = None
 
     def __post_init__(self) -> None:
         if self.temperature < 0 or self.top_k < 0 or not 0 < self.top_p <= 1 or self.max_new_tokens < 1:
             raise ValueError("need temperature >= 0, top_k >= 0, 0 < top_p <= 1 and max_new_tokens >= 1")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError("timeout must be a positive number of seconds (or None)")
 
 
 @dataclass
@@ -130,9 +134,13 @@ def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, 
     bitmask = masks.allocate_token_bitmask(count, vocab_size)
     attention = torch.zeros((count, 0), dtype=torch.long, device=device)
     cache: Any = None
+    deadline = None if sampling.timeout is None else time.monotonic() + sampling.timeout
     while True:
+        late = deadline is not None and time.monotonic() >= deadline
         for row in rows:
-            if not row.done and row.length + len(row.pending) > context:
+            if not row.done and late:
+                _finish(row, "timeout")  # out of time: cut off, reported as truncated
+            elif not row.done and row.length + len(row.pending) > context:
                 _finish(row, "context")  # no room for the pending tokens: cut off, reported as truncated
         live = [i for i, row in enumerate(rows) if not row.done]
         if not live:

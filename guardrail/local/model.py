@@ -76,17 +76,23 @@ class LocalModel:
         self._lock = threading.Lock()
 
     def generate(self, prompt: str, output_type: Any, *, temperature: float = 1.0, max_new_tokens: int = 256,
-                 seed: int | None = None, top_k: int = 0, top_p: float = 1.0) -> Any:
-        """Generate a value of ``output_type`` for ``prompt``; the same typed errors as every tier."""
+                 seed: int | None = None, top_k: int = 0, top_p: float = 1.0, timeout: float | None = None) -> Any:
+        """Generate a value of ``output_type`` for ``prompt``; the same typed errors as every tier.
+
+        ``timeout`` bounds the whole generation in seconds: an output still running then is cut off and
+        raised as :class:`TruncatedError`, like one that reaches ``max_new_tokens``.
+        """
         value, _ = self.generate_with_trace(prompt, output_type, temperature=temperature,
-                                            max_new_tokens=max_new_tokens, seed=seed, top_k=top_k, top_p=top_p)
+                                            max_new_tokens=max_new_tokens, seed=seed, top_k=top_k, top_p=top_p,
+                                            timeout=timeout)
         return value
 
     def generate_with_trace(self, prompt: str, output_type: Any, *, temperature: float = 1.0,
                             max_new_tokens: int = 256, seed: int | None = None, top_k: int = 0,
-                            top_p: float = 1.0, jump_forward: bool = True) -> tuple[Any, Trace]:
+                            top_p: float = 1.0, jump_forward: bool = True,
+                            timeout: float | None = None) -> tuple[Any, Trace]:
         """:meth:`generate`, plus the :class:`Trace` of what the loop did."""
-        sampling = Sampling(temperature, top_k, top_p, max_new_tokens, jump_forward)
+        sampling = Sampling(temperature, top_k, top_p, max_new_tokens, jump_forward, timeout=timeout)
         (result,), (trace,) = self._run([prompt], output_type, sampling, seed)
         if isinstance(result, Exception):
             raise result
@@ -94,7 +100,7 @@ class LocalModel:
 
     def generate_batch(self, prompts: Sequence[str], output_type: Any, *, temperature: float = 1.0,
                        max_new_tokens: int = 256, seed: int | None = None, top_k: int = 0, top_p: float = 1.0,
-                       return_exceptions: bool = False) -> list[Any]:
+                       return_exceptions: bool = False, timeout: float | None = None) -> list[Any]:
         """Generate one value per prompt in one batched loop; row ``i`` is seeded ``seed + i``.
 
         Each row decodes exactly as :meth:`generate` would alone with that seed (up to floating-point
@@ -103,7 +109,7 @@ class LocalModel:
         """
         results, traces = self.generate_batch_with_traces(prompts, output_type, temperature=temperature,
                                                           max_new_tokens=max_new_tokens, seed=seed, top_k=top_k,
-                                                          top_p=top_p)
+                                                          top_p=top_p, timeout=timeout)
         if not return_exceptions and any(isinstance(r, Exception) for r in results):
             raise BatchFailed(results, traces)
         return results
@@ -111,11 +117,11 @@ class LocalModel:
     def generate_batch_with_traces(self, prompts: Sequence[str], output_type: Any, *, temperature: float = 1.0,
                                    max_new_tokens: int = 256, seed: int | None = None, top_k: int = 0,
                                    top_p: float = 1.0, jump_forward: bool = True,
-                                   overlap: bool = True) -> tuple[list[Any], list[Trace]]:
+                                   overlap: bool = True, timeout: float | None = None) -> tuple[list[Any], list[Trace]]:
         """Values (or the exceptions of failed rows) and traces, one per prompt, in order."""
         if isinstance(prompts, str) or not prompts:
             raise ValueError("prompts must be a non-empty sequence of strings")
-        sampling = Sampling(temperature, top_k, top_p, max_new_tokens, jump_forward, overlap)
+        sampling = Sampling(temperature, top_k, top_p, max_new_tokens, jump_forward, overlap, timeout)
         return self._run(list(prompts), output_type, sampling, seed)
 
     def _run(self, prompts: list[str], output_type: Any, sampling: Sampling,
@@ -151,8 +157,8 @@ class LocalModel:
             return row.error
         matcher = row.matcher
         if not matcher.is_stopped() and not matcher.is_accepting():
-            where = ("the model's context" if row.trace.stop_reason == "context"
-                     else f"max_new_tokens ({sampling.max_new_tokens})")
+            where = {"context": "the model's context", "timeout": f"the timeout ({sampling.timeout} s)"}.get(
+                row.trace.stop_reason, f"max_new_tokens ({sampling.max_new_tokens})")
             return TruncatedError(f"The output reached {where} before it was complete.", text=row.trace.text)
         try:
             return parse(row.trace.text, output_type)
