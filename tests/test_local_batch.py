@@ -205,3 +205,11 @@ def test_a_timeout_cuts_the_output_off_as_truncated(tiny: LocalModel) -> None:
         tiny.generate("x", Long, seed=0, max_new_tokens=100_000, timeout=0.05, temperature=1.0)
     with pytest.raises(ValueError):
         tiny.generate("x", Leaf, timeout=0)
+
+
+def test_an_output_layer_exactly_the_tokenizers_size_works_too() -> None:
+    tokenizer = train_tokenizer()
+    exact_size = LocalModel(tiny_model(tokenizer, extra_vocab=0), tokenizer, device="cpu")
+    assert exact_size.vocab_size == len(tokenizer)
+    values = exact_size.generate_batch([f"p{i}" for i in range(6)], Item, seed=0, max_new_tokens=200)
+    assert all(isinstance(v, Item) for v in values)
