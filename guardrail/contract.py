@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, TypeVar
 
 from pydantic import TypeAdapter
+from pydantic_core import SchemaValidator
 
 from guardrail.schema.view import Schema, SchemaView
 
@@ -46,6 +47,33 @@ class Contract(Generic[T]):
     #: Whether some mapping in the contract is keyed by floats or Decimals, where a key like ``"NaN"``
     #: would become a non-finite number (the JSON Schema cannot say this; the core schema can).
     float_keys: bool = False
+    #: A copy of the adapter's validator whose float slots refuse NaN and infinity (built by
+    #: :func:`_finite_variant` where every other slot is known to refuse them too), or ``None``. With it
+    #: no text needs screening for ``NaN``/``Infinity``/``1e400`` before an exact check: pydantic itself
+    #: refuses them there, and the stages judge them against the contract.
+    finite_validator: SchemaValidator | None = None
+    #: Whether every value the contract accepts at its root is a JSON object or array (a model, a list, a
+    #: dict...): then no scalar found alone in a prose segment can satisfy it.
+    container_root: bool = False
+    #: The deepest nesting of objects and arrays a value of the contract can have (``{"a": [1]}`` is 2);
+    #: ``None`` when unbounded (``Any``, recursive models, validator functions that see raw values).
+    max_nesting: int | None = None
+    #: Derived in ``__post_init__``, read on every fast-path call: the validator for exact checks
+    #: (:attr:`finite_validator`, else the adapter's) and whether text must be screened for NaN/infinity
+    #: before one (a contract that holds floats but has no finite validator).
+    exact_validator: SchemaValidator = field(init=False, repr=False)
+    screen_nonfinite: bool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        exact = self.finite_validator or self.adapter.validator
+        object.__setattr__(self, "exact_validator", exact)
+        object.__setattr__(self, "screen_nonfinite", self.holds_floats and self.finite_validator is None)
+
+    def validate_exact(self, payload: str) -> T:
+        """Strict JSON validation with unknown keys forbidden and, with a finite validator, NaN and infinity
+        refused in float slots. Raises ``ValidationError`` (a ``ValueError``) when the text is not exact."""
+        result: T = self.exact_validator.validate_json(payload, strict=True, extra="forbid")
+        return result
 
     def validate_json(self, payload: str, *, forbid_extra: bool = False) -> T:
         """Validate JSON text strictly: only JSON's own types, no lax conversions (those are ours to make).
@@ -106,8 +134,11 @@ def _compile(output_type: Any) -> Contract[Any]:
     canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(canonical.encode()).hexdigest()
     float_keys = _float_keys(adapter.core_schema)
-    return Contract(output_type, adapter, schema, digest, SchemaView(schema), _holds_floats(schema) or float_keys,
-                    _python_equivalent(adapter.core_schema), float_keys)
+    holds_floats = _holds_floats(schema) or float_keys
+    return Contract(output_type, adapter, schema, digest, SchemaView(schema), holds_floats,
+                    _python_equivalent(adapter.core_schema), float_keys,
+                    _finite_variant(adapter) if holds_floats and not float_keys else None,
+                    _container_root(adapter.core_schema), _max_nesting(adapter.core_schema))
 
 
 def _float_keys(core_schema: Any) -> bool:
@@ -180,3 +211,178 @@ def _holds_floats(schema: Schema) -> bool:
 
 
 _SHAPING_KEYS = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items", "prefixItems")
+
+
+#: Core-schema node types known to refuse a NaN or infinite float from JSON, once every ``float`` node
+#: refuses them (``allow_inf_nan=False``): containers and models pass values down, scalars other than
+#: floats refuse a float in strict mode, ``function-after`` runs only on what its inner schema accepted.
+#: Not here (so the text is screened instead): ``any``, before/wrap/plain validator functions (they see
+#: the raw value), decimals, dates and times, and anything else.
+_FINITE_SAFE = frozenset({
+    "none", "bool", "int", "float", "str", "list", "set", "frozenset", "tuple", "dict", "nullable", "default",
+    "union", "tagged-union", "model", "model-fields", "model-field", "typed-dict", "typed-dict-field",
+    "computed-field", "definitions", "definition-ref", "function-after", "literal", "enum",
+})
+
+
+def _finite_variant(adapter: TypeAdapter[Any]) -> SchemaValidator | None:
+    """A validator for the same schema whose ``float`` nodes refuse NaN and infinity, or ``None``.
+
+    ``None`` when some node could accept a non-finite float some other way (see ``_FINITE_SAFE``), or
+    when the adapter's validator is not a plain ``SchemaValidator`` (a pydantic plugin wraps it).
+    """
+    validator = adapter.validator
+    if type(validator) is not SchemaValidator:
+        return None
+    try:
+        reduced: Any = validator.__reduce__()
+        schema, config = reduced[1][0], reduced[1][1]  # (schema, config, ...): how the validator was built
+    except Exception:  # pragma: no cover - a pydantic-core without this pickling support
+        return None
+    try:
+        finite = _finite_copy(schema)
+    except RecursionError:  # pragma: no cover - a schema nested deeper than Python's stack
+        return None
+    if finite is _UNSAFE:
+        return None
+    try:
+        # Without the prebuilt validators of nested models, which would keep their own float checks.
+        return SchemaValidator(finite, config, _use_prebuilt=False)
+    except Exception:  # pragma: no cover - a schema pydantic-core will not rebuild: keep screening
+        return None
+
+
+class _Unsafe:
+    """Marker: a core-schema node that could accept a non-finite float without a ``float`` node deciding."""
+
+
+_UNSAFE: Final = _Unsafe()
+#: Keys of a schema node that hold no schema (functions, classes, default values, members, settings).
+_OPAQUE: Final = frozenset({"serialization", "metadata", "cls", "members", "expected", "default", "function",
+                            "config", "ref", "missing", "default_factory", "post_init"})
+
+
+def _finite_copy(node: Any) -> Any:
+    """A copy of a core schema with ``allow_inf_nan=False`` on every float node, or ``_UNSAFE``.
+
+    A dict with a string ``type`` is a schema node and must be in ``_FINITE_SAFE``; other dicts (field
+    maps, tagged-union choices) and lists are walked. Only dicts, lists and tuples are copied; classes,
+    functions and default values are shared, as pydantic itself does.
+    """
+    if isinstance(node, (list, tuple)):
+        items = [_finite_copy(item) for item in node]
+        return _UNSAFE if any(item is _UNSAFE for item in items) else type(node)(items)
+    if not isinstance(node, dict):
+        return node
+    kind = node.get("type")
+    is_schema = isinstance(kind, str)
+    if is_schema:
+        if kind not in _FINITE_SAFE:
+            return _UNSAFE
+        if kind == "enum" and node.get("sub_type") not in ("str", "int"):
+            return _UNSAFE  # a plain Enum may have float members (infinity among them)
+        if kind == "literal" and not all(v is None or type(v) in (str, int, bool) for v in node.get("expected", ())):
+            return _UNSAFE
+    copy: dict[str, Any] = {}
+    for key, value in node.items():
+        new = value if is_schema and key in _OPAQUE else _finite_copy(value)
+        if new is _UNSAFE:
+            return _UNSAFE
+        copy[key] = new
+    if kind == "float":
+        copy["allow_inf_nan"] = False
+    return copy
+
+
+def _container_root(core_schema: Any) -> bool:
+    """Whether the root accepts only JSON objects and arrays (conservative: anything unknown says no)."""
+    definitions: dict[Any, Any] = {}
+    if isinstance(core_schema, dict) and core_schema.get("type") == "definitions":
+        definitions = {d.get("ref"): d for d in core_schema.get("definitions", ()) if isinstance(d, dict)}
+        core_schema = core_schema.get("schema")
+    pending, seen = [core_schema], 0
+    while pending:
+        node = pending.pop()
+        seen += 1
+        if not isinstance(node, dict) or seen > 1000:
+            return False
+        kind = node.get("type")
+        if kind == "definition-ref":
+            pending.append(definitions.get(node.get("schema_ref")))
+        elif kind == "model":
+            inner = node.get("schema")
+            if node.get("root_model") or not isinstance(inner, dict) or inner.get("type") != "model-fields":
+                return False
+        elif kind in ("function-after", "default"):
+            pending.append(node.get("schema"))
+        elif kind == "union":
+            pending.extend(c[0] if isinstance(c, tuple) else c for c in node.get("choices", ()))
+        elif kind == "tagged-union":
+            pending.extend((node.get("choices") or {}).values())
+        elif kind not in ("list", "set", "frozenset", "tuple", "dict", "typed-dict"):
+            return False
+    return True
+
+
+#: Core-schema node types that accept no JSON object or array in strict JSON validation (enums and
+#: literals only with plain values: an enum member's value could itself be a list).
+_FLAT: Final = frozenset({"none", "bool", "int", "float", "str", "decimal", "date", "datetime", "time", "timedelta",
+                          "uuid", "url", "multi-host-url", "bytes"})
+#: Node types that pass their ``schema`` through; and containers, with the keys of their children.
+_THROUGH: Final = frozenset({"nullable", "default", "function-after", "model-field", "typed-dict-field",
+                             "dataclass-field", "model", "definitions"})
+_CONTAINERS: Final = {"list": ("items_schema",), "set": ("items_schema",), "frozenset": ("items_schema",),
+                      "dict": ("values_schema",), "generator": ("items_schema",)}
+
+
+def _max_nesting(core_schema: Any) -> int | None:
+    """The deepest object/array nesting a value of the schema can have, or ``None`` if unbounded/unknown."""
+    definitions: dict[Any, Any] = {}
+    if isinstance(core_schema, dict) and core_schema.get("type") == "definitions":
+        definitions = {d.get("ref"): d for d in core_schema.get("definitions", ()) if isinstance(d, dict)}
+
+    def depth(node: Any, refs: tuple[Any, ...]) -> int | None:
+        if len(refs) > 64 or not isinstance(node, dict):
+            return None
+        kind = node.get("type")
+        if kind in _FLAT:
+            return 0
+        if kind == "enum":
+            return 0 if node.get("sub_type") in ("str", "int", "float") else None
+        if kind == "literal":
+            plain = all(v is None or type(v) in (str, int, bool) for v in node.get("expected", ()))
+            return 0 if plain else None
+        if kind == "definition-ref":
+            ref = node.get("schema_ref")
+            return None if ref in refs else depth(definitions.get(ref), (*refs, ref))
+        if kind == "model" and not node.get("root_model") and node.get("schema", {}).get("type") != "model-fields":
+            return None  # a model validator that sees the raw value
+        if kind in _THROUGH:
+            return depth(node.get("schema"), refs)
+        children: list[Any]
+        if kind in _CONTAINERS:
+            children = [node.get(key) for key in _CONTAINERS[kind]]
+        elif kind in ("model-fields", "typed-dict"):
+            children = [f for f in (node.get("fields") or {}).values()]
+            if not children:
+                return 1
+        elif kind == "tuple":
+            children = list(node.get("items_schema") or ())
+            if not children:
+                return 1
+        elif kind == "union":
+            children = [c[0] if isinstance(c, tuple) else c for c in node.get("choices", ())]
+        elif kind == "tagged-union":
+            children = list((node.get("choices") or {}).values())
+        else:
+            return None
+        depths = [depth(child, refs) for child in children]
+        if any(d is None for d in depths):
+            return None
+        deepest = max((d for d in depths if d is not None), default=0)
+        return deepest if kind in ("union", "tagged-union") else deepest + 1
+
+    try:
+        return depth(core_schema, ())
+    except RecursionError:  # pragma: no cover - a schema nested deeper than Python's stack
+        return None

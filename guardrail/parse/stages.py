@@ -79,23 +79,26 @@ def accept_exact(state: ParseState) -> ParseState:
     (JSON-native types only), else the value encoded back to JSON.
     """
     contract = state.contract
+    exact = contract.exact_validator
+    screen = contract.screen_nonfinite
     for cand in state.candidates:
         if cand.status != "invalid":
             continue
         source = cand.json_text or state.text[cand.start : cand.end]
         # NaN/Infinity markers must meet the JSON encoder (which refuses them), never pydantic directly;
-        # so must lone surrogates, which a Python string holds but JSON text validation refuses.
-        finite = not (contract.float_keys or (contract.holds_floats and may_hold_nonfinite(source)))
-        if not finite:
+        # so must lone surrogates, which a Python string holds but JSON text validation refuses. A contract
+        # with a finite validator refuses NaN, infinity and numbers beyond float range itself; others
+        # screen the text for them first.
+        if contract.float_keys or (screen and may_hold_nonfinite(source)):
             continue  # NaN, Infinity or a number beyond float range: the contract decides, in the stages
         try:
             if cand.json_text:
-                cand.value = contract.validate_json(source, forbid_extra=True)
+                cand.value = exact.validate_json(source, strict=True, extra="forbid")
             elif contract.python_equivalent and not may_hold_surrogate(source):
-                cand.value = contract.validate_decoded(cand.data)
+                cand.value = exact.validate_python(cand.data, strict=True, extra="forbid")
             else:
                 payload = json.dumps(cand.data, ensure_ascii=True, allow_nan=False, default=_not_json)
-                cand.value = contract.validate_json(payload, forbid_extra=True)
+                cand.value = exact.validate_json(payload, strict=True, extra="forbid")
         except (ValueError, TypeError):  # ValidationError is a ValueError; NaN markers are TypeErrors
             continue
         cand.status = "valid"
