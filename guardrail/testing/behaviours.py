@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ __all__ = [
     "answer",
     "drop",
     "error",
+    "logprobs",
     "overloaded",
     "rate_limited",
     "refusal",
@@ -38,6 +40,11 @@ ReplyKind = Literal["answer", "text", "tool_call", "truncated", "refusal", "erro
 ErrorVariant = Literal["plain", "schema_rejected", "rate_limited", "spend_limit", "server_error", "overloaded"]
 
 DEFAULT_REFUSAL = "I'm sorry, but I can't help with that."
+
+#: One generated token and the alternatives at its position: ``(token, ((alternative, logprob), ...))``.
+TokenStep = tuple[str, tuple[tuple[str, float], ...]]
+#: OpenAI's logprob for "very unlikely" (a probability of 0 given to :func:`logprobs` is sent as this).
+VERY_UNLIKELY = -9999.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +64,8 @@ class Reply:
         seconds: how long ``timeout`` stalls.
         then: what ``timeout`` does after the stall (``None``: close the connection).
         delay: seconds to wait before answering (added to the emulator's ``latency``); see :meth:`after`.
+        tokens: for :func:`logprobs`, the generated tokens with the alternatives (and logprobs) at each position;
+            ``None``: a request that asks for logprobs gets the text split into words, each certain.
     """
 
     kind: ReplyKind
@@ -73,6 +82,7 @@ class Reply:
     seconds: float = 0.0
     then: Reply | None = None
     delay: float = 0.0
+    tokens: tuple[TokenStep, ...] | None = None
 
     def after(self, seconds: float) -> Reply:
         """The same behaviour, answered ``seconds`` later (simulated model latency)."""
@@ -95,6 +105,55 @@ def answer(text: str, *, usage: tuple[int, int] | None = None) -> Reply:
 def text(text: str, *, usage: tuple[int, int] | None = None) -> Reply:
     """Always plain message text, even when the request forces a tool."""
     return Reply(kind="text", text=text, usage=_usage(usage))
+
+
+def logprobs(
+    steps: Sequence[Mapping[str, float] | Sequence[Any]],
+    *,
+    truncated: bool = False,
+    usage: tuple[int, int] | None = None,
+) -> Reply:
+    """The model answers token by token with a scripted distribution at each position (for code that reads
+    logprobs, such as ``guardrail.choose``).
+
+    Each step is a mapping ``{token: probability}``, whose most probable token is the one generated (as at
+    temperature 0; the first of equals), or a pair ``(token, {alternative: probability})`` to generate
+    ``token`` instead (it must be one of the alternatives). The answer text is the generated tokens joined.
+    A Chat Completions request with ``"logprobs": true`` gets ``choices[0].logprobs.content``: per step the
+    ``token``, its ``logprob``, its UTF-8 ``bytes`` and ``top_logprobs``, the ``top_logprobs`` most probable
+    alternatives (as many as the request asked for, most probable first). A probability of 0 is sent as
+    OpenAI's "very unlikely" logprob, -9999.0. Requests without logprobs, and the other endpoints, see only
+    the text. ``truncated=True`` ends it like :func:`truncated` (``finish_reason "length"``). Without
+    ``usage``, the output tokens reported are the number of steps.
+
+    Example: ``reply.logprobs([{"yes": 0.7, "no": 0.3}])`` answers ``"yes"`` with ``no`` at 0.3 beside it.
+    """
+    if not steps:
+        raise ValueError("logprobs() needs at least one step")
+    rendered: list[TokenStep] = []
+    for index, step in enumerate(steps):
+        if isinstance(step, Mapping):
+            chosen, table = None, step
+        elif isinstance(step, Sequence) and not isinstance(step, str) and len(step) == 2 \
+                and isinstance(step[0], str) and isinstance(step[1], Mapping):
+            chosen, table = step[0], step[1]
+        else:
+            raise ValueError(f"step {index}: expected {{token: probability}} or (token, {{token: probability}}), "
+                             f"got {step!r}")
+        if not table or not all(isinstance(token, str) and token for token in table):
+            raise ValueError(f"step {index}: alternatives must be non-empty token strings")
+        for token, probability in table.items():
+            if isinstance(probability, bool) or not isinstance(probability, int | float) \
+                    or not 0.0 <= probability <= 1.0:
+                raise ValueError(f"step {index}: probability of {token!r} must be in [0, 1], got {probability!r}")
+        if chosen is None:
+            chosen = max(table, key=lambda token: table[token])
+        elif chosen not in table:
+            raise ValueError(f"step {index}: the generated token {chosen!r} is not among its alternatives")
+        alternatives = tuple((token, math.log(p) if p > 0 else VERY_UNLIKELY) for token, p in table.items())
+        rendered.append((chosen, alternatives))
+    text = "".join(token for token, _ in rendered)
+    return Reply(kind="truncated" if truncated else "text", text=text, usage=_usage(usage), tokens=tuple(rendered))
 
 
 def tool_call(

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from guardrail.testing.behaviours import Reply
+from guardrail.testing.behaviours import Reply, TokenStep
 from guardrail.testing.recording import RecordedRequest, estimate_tokens
 
 __all__ = ["DEFAULT_MODEL", "Output", "new_id", "now", "pieces", "resolve", "sse"]
@@ -26,6 +26,9 @@ class Output:
     ``kind`` is ``"text"`` (message text), ``"tool"`` (a call of ``tool_name`` with ``content`` as its
     arguments) or ``"refusal"``; ``truncated`` marks output cut off by the token limit; ``forced`` says the
     request forced a tool by name (OpenAI then reports ``finish_reason "stop"``, not ``"tool_calls"``).
+    ``top_logprobs`` is how many alternatives per token a Chat Completions request asked for with
+    ``"logprobs": true`` (``None``: it did not ask for logprobs); ``tokens`` are the scripted tokens
+    (:func:`~guardrail.testing.reply.logprobs`), ``None`` when the behaviour scripted none.
     """
 
     kind: Literal["text", "tool", "refusal"]
@@ -36,6 +39,8 @@ class Output:
     input_tokens: int
     output_tokens: int
     model: str
+    top_logprobs: int | None = None
+    tokens: tuple[TokenStep, ...] | None = None
 
 
 def resolve(reply: Reply, request: RecordedRequest) -> Output:
@@ -53,7 +58,8 @@ def resolve(reply: Reply, request: RecordedRequest) -> Output:
     if reply.usage is not None:
         input_tokens, output_tokens = reply.usage
     else:
-        input_tokens, output_tokens = estimate_tokens(request.prompt_text), estimate_tokens(reply.text)
+        output_tokens = len(reply.tokens) if reply.tokens is not None else estimate_tokens(reply.text)
+        input_tokens = estimate_tokens(request.prompt_text)
     return Output(
         kind=kind,
         content=reply.text,
@@ -63,7 +69,17 @@ def resolve(reply: Reply, request: RecordedRequest) -> Output:
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         model=request.model or DEFAULT_MODEL,
+        top_logprobs=_top_logprobs(request),
+        tokens=reply.tokens,
     )
+
+
+def _top_logprobs(request: RecordedRequest) -> int | None:
+    """Alternatives per token a Chat Completions request asked for (``None``: no ``"logprobs": true``)."""
+    if request.api != "chat" or request.body.get("logprobs") is not True:
+        return None
+    count = request.body.get("top_logprobs")
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
 
 
 def _named_choice(request: RecordedRequest) -> bool:

@@ -10,7 +10,9 @@ value is its first argument or an object of its keyword arguments; an optional `
       {"error": {"status": 400, "message": "bad request"}},
       {"timeout": {"seconds": 30}},
       {"drop": {}},
-      {"answer": "{}", "after": 0.5}
+      {"answer": "{}", "after": 0.5},
+      {"logprobs": [{"billing": 0.8, "shipping": 0.2}]},
+      {"logprobs": {"steps": [["yes", {"yes": 0.4, "no": 0.6}]], "truncated": true}}
     ]
 """
 
@@ -27,7 +29,7 @@ from guardrail.testing.behaviours import Reply
 CONSTRUCTORS: dict[str, Callable[..., Reply]] = {
     name: getattr(behaviours, name)
     for name in ("answer", "text", "tool_call", "truncated", "refusal", "error", "schema_rejected", "rate_limited",
-                 "server_error", "overloaded", "timeout", "drop", "stream_error")
+                 "server_error", "overloaded", "timeout", "drop", "stream_error", "logprobs")
 }
 
 

@@ -1,13 +1,20 @@
 """OpenAI Chat Completions on the wire: ``POST /v1/chat/completions``, JSON body or SSE chunks.
 
-Field names follow the openai SDK's ``ChatCompletion`` / ``ChatCompletionChunk`` types.
+Field names follow the openai SDK's ``ChatCompletion`` / ``ChatCompletionChunk`` types. A request with
+``"logprobs": true`` gets ``choices[0].logprobs`` as ``{"content": [...], "refusal": null}`` (the refusal's
+tokens under ``"refusal"`` for a refusal; both null for a tool call), one ``ChatCompletionTokenLogprob`` per
+token: ``token``, ``logprob``, ``bytes`` (UTF-8) and ``top_logprobs`` (the ``top_logprobs`` most probable
+alternatives, most probable first; empty when the request asked for none). The tokens are the ones a
+:func:`~guardrail.testing.reply.logprobs` behaviour scripted, else the text split into words (a word with the
+spaces before it), each with logprob 0. Streamed, each such token is one delta carrying its own entry.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from guardrail.testing.behaviours import Reply
+from guardrail.testing.behaviours import Reply, TokenStep
 from guardrail.testing.recording import RecordedRequest
 from guardrail.testing.rendering import Output, new_id, now, pieces, sse
 from guardrail.testing.wire_errors import openai_stream_error_type
@@ -39,6 +46,37 @@ def _finish_reason(out: Output) -> str:
     return "stop"
 
 
+def _steps(out: Output) -> tuple[TokenStep, ...]:
+    if out.tokens is not None:
+        return out.tokens
+    return tuple((word, ((word, 0.0),)) for word in re.findall(r"\s*\S+|\s+", out.content))
+
+
+def _entry(step: TokenStep, top: int) -> dict[str, Any]:
+    """One ``ChatCompletionTokenLogprob``: the generated token and the ``top`` most probable alternatives."""
+    token, alternatives = step
+    logprob = next(value for name, value in alternatives if name == token)
+    ranked = sorted(alternatives, key=lambda item: -item[1])[:top]
+    return {
+        "token": token,
+        "logprob": logprob,
+        "bytes": list(token.encode()),
+        "top_logprobs": [{"token": name, "logprob": value, "bytes": list(name.encode())} for name, value in ranked],
+    }
+
+
+def _logprobs(out: Output, steps: tuple[TokenStep, ...] | None = None) -> dict[str, Any] | None:
+    """``choices[0].logprobs`` for ``out`` (only the given ``steps`` when streaming a piece), or ``None``."""
+    if out.top_logprobs is None:
+        return None
+    if out.kind == "tool":
+        return {"content": None, "refusal": None}
+    entries = [_entry(step, out.top_logprobs) for step in (_steps(out) if steps is None else steps)]
+    if out.kind == "refusal":
+        return {"content": None, "refusal": entries}
+    return {"content": entries, "refusal": None}
+
+
 def chat_body(out: Output) -> dict[str, Any]:
     """The non-streaming ``chat.completion`` object for ``out``."""
     message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "annotations": []}
@@ -59,7 +97,9 @@ def chat_body(out: Output) -> dict[str, Any]:
         "object": "chat.completion",
         "created": now(),
         "model": out.model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": _finish_reason(out)}],
+        "choices": [
+            {"index": 0, "message": message, "logprobs": _logprobs(out), "finish_reason": _finish_reason(out)}
+        ],
         "usage": _usage(out),
         "service_tier": "default",
         "system_fingerprint": "fp_emulator",
@@ -80,17 +120,25 @@ def chat_stream(out: Output, request: RecordedRequest, failure: Reply | None = N
         "system_fingerprint": "fp_emulator",
     }
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    def chunk(delta: dict[str, Any], finish: str | None = None, logprobs: dict[str, Any] | None = None) -> bytes:
         frame: dict[str, Any] = {
             **base,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
         }
         if include_usage:
             frame["usage"] = None
         return sse(frame)
 
     frames: list[bytes] = []
-    if out.kind == "text":
+    if out.kind != "tool" and out.top_logprobs is not None:
+        # One delta per token, each with its own logprobs entry (as the API streams them).
+        if out.kind == "refusal":
+            frames.append(chunk({"role": "assistant", "content": None, "refusal": ""}))
+        else:
+            frames.append(chunk({"role": "assistant", "content": "", "refusal": None}))
+        field = "refusal" if out.kind == "refusal" else "content"
+        frames.extend(chunk({field: step[0]}, logprobs=_logprobs(out, (step,))) for step in _steps(out))
+    elif out.kind == "text":
         frames.append(chunk({"role": "assistant", "content": "", "refusal": None}))
         frames.extend(chunk({"content": piece}) for piece in pieces(out.content))
     elif out.kind == "refusal":
