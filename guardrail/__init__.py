@@ -34,7 +34,8 @@ from guardrail.errors import (
 from guardrail.gates.authz import Decision
 from guardrail.gates.semantic import Rule, rule
 from guardrail.identity import Identity, current_identity, identity
-from guardrail.local.choose import Choice, Uncertain, choose
+from guardrail.local.choose import Choice, NoOptionMatched, Uncertain, achoose, choose
+from guardrail.local.choose_api import LogprobBackend, LogprobsUnavailable
 from guardrail.modes import Capabilities, Mode, Plan
 from guardrail.outcome import Attempt, Budget, Outcome, Partial, Price, Result, Usage
 from guardrail.parse import (
@@ -87,8 +88,11 @@ __all__ = [
     "Identity",
     "InputLimitError",
     "Limits",
+    "LogprobBackend",
+    "LogprobsUnavailable",
     "Mode",
     "NoJSONError",
+    "NoOptionMatched",
     "Outcome",
     "OutputTruncated",
     "ParseError",
@@ -122,6 +126,7 @@ __all__ = [
     "Violation",
     "Wrapped",
     "__version__",
+    "achoose",
     "approve",
     "choose",
     "compile_contract",

@@ -1,57 +1,179 @@
 """Finite-choice judgments: a probability distribution over a fixed set of options, not just one label.
 
-``choose(prompt, options, backend=local_model)`` scores every option's full token sequence after the prompt in
-one batched forward pass (the prompt is tokenized once and shared, so options that share a first token are
-still told apart by the rest of their tokens), then normalises ``exp(log p(option | prompt))`` over the options.
+Two kinds of backend, one call shape, ``choose(prompt, options, *, backend, threshold=None)``:
+
+* a :class:`~guardrail.local.LocalModel`: every option's full token sequence is scored after the prompt in
+  one batched forward pass (the prompt is tokenized once and shared, so options that share a first token are
+  still told apart by the rest of their tokens), then ``exp(log p(option | prompt))`` is normalised over
+  the options. Every option is scored exactly.
+* a :class:`~guardrail.LogprobBackend` (an OpenAI client and a model name:
+  ``backend=guardrail.LogprobBackend(client, "gpt-4.1-mini")``): one Chat Completions request with
+  ``logprobs``/``top_logprobs``, scored from the tokens the API lists. That is an approximation - an API only
+  lists the top alternatives at the positions it generated - so ``Choice.scoring`` says which options were
+  read from the reply (``"exact"``), split with options sharing their prefix (``"shared"``) or given a bounded
+  floor because none of their tokens was listed (``"floor"``). The method and its limits are in
+  :mod:`guardrail.local.choose_api`. An Anthropic client raises :class:`~guardrail.LogprobsUnavailable`
+  (its API exposes no logprobs); a reply in which no option can be found raises :class:`NoOptionMatched`.
+
+``achoose`` is the same judgment for async code: with an ``openai.AsyncOpenAI`` client it awaits the request;
+any other backend runs in a worker thread. The sync and async paths share the request building and the
+I/O-free scoring (:func:`guardrail.local.choose_api.score`); only the one ``create`` call differs.
+
 With ``threshold``, a best option whose probability is below it is not an answer: :class:`Uncertain` is raised
 (carrying the distribution) so the caller can escalate.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from guardrail.errors import GuardrailError
+from guardrail.local.choose_api import Basis, LogprobBackend, is_sdk_client, read_reply, score
+
+__all__ = ["Choice", "NoOptionMatched", "Uncertain", "achoose", "choose"]
 
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """The chosen option and the whole distribution (probabilities sum to 1)."""
+    """The chosen option and the whole distribution (probabilities sum to 1, in the options' order).
+
+    ``scoring`` says how each option's probability was obtained: ``"exact"`` (read from the model),
+    ``"shared"`` or ``"floor"`` (bounded, not read; API backends only - see :mod:`guardrail.local.choose_api`).
+    An option missing from it counts as exact.
+    """
 
     best: str
     probabilities: dict[str, float]
+    scoring: dict[str, Basis] = field(default_factory=dict)
 
     @property
     def confidence(self) -> float:
         return self.probabilities[self.best]
 
+    @property
+    def exact(self) -> frozenset[str]:
+        """Options whose probability was read from the model's output."""
+        return frozenset(o for o in self.probabilities if self.scoring.get(o, "exact") == "exact")
+
+    @property
+    def bounded(self) -> frozenset[str]:
+        """Options whose probability is a bound or a share, not a reading (``"shared"`` or ``"floor"``)."""
+        return frozenset(self.probabilities) - self.exact
+
 
 class Uncertain(GuardrailError):
     """No option reached the threshold: route to a person or a stronger tier (``.choice`` has the distribution)."""
 
-    def __init__(self, choice: Choice, threshold: float) -> None:
-        super().__init__(f"best option {choice.best!r} has probability {choice.confidence:.3f} < {threshold}")
+    def __init__(self, choice: Choice, threshold: float | None, message: str | None = None) -> None:
+        super().__init__(message or f"best option {choice.best!r} has probability {choice.confidence:.3f} < "
+                                    f"{threshold}")
         self.choice = choice
         self.threshold = threshold
 
 
+class NoOptionMatched(Uncertain):
+    """The API's reply gave no option any probability: neither the answer nor any listed alternative token
+    could become one of the options (or the model refused). Raised whatever the threshold: there is no
+    judgment to return. An :class:`Uncertain`, so the same escalation catches it; ``.choice`` holds only
+    floors (every option ``"floor"``), ``.text`` the model's answer (or refusal), ``.refused`` whether it
+    refused."""
+
+    def __init__(self, choice: Choice, threshold: float | None, *, text: str, refused: bool = False) -> None:
+        what = "refused" if refused else "answered"
+        super().__init__(choice, threshold, f"no option was found in the reply: the model {what} {text[:200]!r}")
+        self.text = text
+        self.refused = refused
+
+
 def choose(prompt: str, options: Sequence[str], *, backend: Any, threshold: float | None = None) -> Choice:
-    """A distribution over ``options`` for ``prompt`` from a :class:`~guardrail.local.LocalModel` backend."""
-    if len(options) < 2 or len(set(options)) != len(options) or any(not o for o in options):
+    """A distribution over ``options`` for ``prompt``.
+
+    Args:
+        prompt: the question; the options are listed after it for an API backend.
+        options: at least two distinct, non-empty strings.
+        backend: a :class:`~guardrail.local.LocalModel`, or ``guardrail.LogprobBackend(client, model)`` with a
+            sync ``openai.OpenAI`` client (an ``AsyncOpenAI`` one needs :func:`achoose`).
+        threshold: below this probability the best option is not an answer: :class:`Uncertain`.
+
+    Raises:
+        ValueError: bad options (also options an API answer cannot tell apart).
+        LogprobsUnavailable: an Anthropic client, or a server that returns no logprobs.
+        NoOptionMatched: the API's reply names no option at all (an :class:`Uncertain`).
+        Uncertain: the best option's probability is below ``threshold``.
+        TypeError: an unsupported backend. Transport failures are the SDK's own exceptions.
+    """
+    options = _check(options)
+    api = _api(backend)
+    if api is None:
+        return _gate(_local_choice(backend, prompt, options), threshold)
+    if api.is_async:
+        raise TypeError("the backend's client is openai.AsyncOpenAI: use `await guardrail.achoose(...)`")
+    response = api.sdk.chat.completions.create(**api.request(prompt, options))
+    return _api_choice(options, response, threshold)
+
+
+async def achoose(prompt: str, options: Sequence[str], *, backend: Any, threshold: float | None = None) -> Choice:
+    """:func:`choose` for async code: awaits an ``openai.AsyncOpenAI`` backend's request; runs any other backend
+    (a sync client, a :class:`~guardrail.local.LocalModel`) in a worker thread. Same arguments, result and
+    errors."""
+    options = _check(options)
+    api = _api(backend)
+    if api is None or not api.is_async:
+        return await asyncio.to_thread(choose, prompt, options, backend=backend, threshold=threshold)
+    response = await api.sdk.chat.completions.create(**api.request(prompt, options))
+    return _api_choice(options, response, threshold)
+
+
+def _check(options: Sequence[str]) -> list[str]:
+    if isinstance(options, str) or len(options) < 2 or len(set(options)) != len(options) \
+            or any(not isinstance(o, str) or not o for o in options):
         raise ValueError("options must be at least two distinct, non-empty strings")
-    scores = _log_probs(backend, prompt, list(options))
+    return list(options)
+
+
+def _api(backend: Any) -> LogprobBackend | None:
+    """The API backend, ``None`` for a local model; typed errors for the wrong kinds of backend."""
+    if isinstance(backend, LogprobBackend):
+        return backend
+    if is_sdk_client(backend):  # raises LogprobsUnavailable for an Anthropic client
+        raise TypeError("an SDK client needs a model name: backend=guardrail.LogprobBackend(client, 'model-name')")
+    if not (hasattr(backend, "model") and hasattr(backend, "tokenizer")):
+        raise TypeError(f"backend must be a guardrail.local.LocalModel or a guardrail.LogprobBackend, not "
+                        f"{type(backend).__name__}")
+    return None
+
+
+def _gate(choice: Choice, threshold: float | None) -> Choice:
+    if threshold is not None and choice.confidence < threshold:
+        raise Uncertain(choice, threshold)
+    return choice
+
+
+def _best(probabilities: dict[str, float]) -> str:
+    return max(probabilities, key=lambda o: probabilities[o])
+
+
+def _api_choice(options: list[str], response: Any, threshold: float | None) -> Choice:
+    """The judgment from an API reply (pure): score, then :class:`NoOptionMatched` or the threshold gate."""
+    reply = read_reply(response)
+    scored = score(options, reply)
+    choice = Choice(_best(scored.probabilities), scored.probabilities, scored.basis)
+    if not scored.matched:
+        raise NoOptionMatched(choice, threshold, text=reply.text, refused=reply.refused)
+    return _gate(choice, threshold)
+
+
+def _local_choice(backend: Any, prompt: str, options: list[str]) -> Choice:
+    scores = _log_probs(backend, prompt, options)
     top = max(scores)
     weights = [math.exp(s - top) for s in scores]
     total = sum(weights)
     probabilities = {option: w / total for option, w in zip(options, weights, strict=True)}
-    best = max(probabilities, key=lambda o: probabilities[o])
-    choice = Choice(best, probabilities)
-    if threshold is not None and choice.confidence < threshold:
-        raise Uncertain(choice, threshold)
-    return choice
+    return Choice(_best(probabilities), probabilities, dict.fromkeys(options, "exact"))
 
 
 def _log_probs(backend: Any, prompt: str, options: list[str]) -> list[float]:
