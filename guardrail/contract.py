@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
@@ -63,11 +64,14 @@ class Contract(Generic[T]):
     #: before one (a contract that holds floats but has no finite validator).
     exact_validator: SchemaValidator = field(init=False, repr=False)
     screen_nonfinite: bool = field(init=False, repr=False)
+    #: :attr:`max_nesting`, with ``sys.maxsize`` for unbounded: one comparison on the fast path.
+    nesting_bound: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         exact = self.finite_validator or self.adapter.validator
         object.__setattr__(self, "exact_validator", exact)
         object.__setattr__(self, "screen_nonfinite", self.holds_floats and self.finite_validator is None)
+        object.__setattr__(self, "nesting_bound", sys.maxsize if self.max_nesting is None else self.max_nesting)
 
     def validate_exact(self, payload: str) -> T:
         """Strict JSON validation with unknown keys forbidden and, with a finite validator, NaN and infinity

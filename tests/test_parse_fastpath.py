@@ -18,6 +18,7 @@ import decimal
 import enum
 import json
 from typing import Any, Literal, Optional, Union
+from unittest import mock
 
 import pytest
 from helpers import same
@@ -109,7 +110,17 @@ def assert_same_as_stages(text: str, contract: Any, limits: Limits | None = None
 
 
 def fast_taken(text: str, contract: Any, limits: Limits | None = None) -> bool:
-    return P._fast(text, compile_contract(contract), limits or P.DEFAULT_LIMITS, True) is not P._MISS
+    """Whether ``parse`` returns without running the stages (a fast path decided)."""
+    with mock.patch.object(P, "_run", side_effect=_StagesRan):
+        try:
+            parse(text, contract, limits=limits)
+        except _StagesRan:
+            return False
+    return True
+
+
+class _StagesRan(Exception):
+    pass
 
 
 # --------------------------------------------------------------------------------------------------------
