@@ -17,6 +17,7 @@ from __future__ import annotations
 import decimal
 import enum
 import json
+import math
 from typing import Any, Literal, Optional, Union
 from unittest import mock
 
@@ -484,3 +485,65 @@ def test_nesting_bound_holds_for_nested_lists(depth: int) -> None:
     text = "[" * depth + "1" + "]" * depth
     for max_depth in range(1, depth + 2):
         assert_same_as_stages(f"Here: {text}", contract, Limits(max_depth=max_depth))
+
+
+# --------------------------------------------------------------------------------------------------------
+# 5. Numbers beyond float range, and the decoder without the per-float hook
+# --------------------------------------------------------------------------------------------------------
+
+numbers = st.builds(
+    lambda sign, whole, frac, exp: f"{sign}{whole}{frac}{exp}",
+    st.sampled_from(["", "-"]),
+    st.integers(1, 420).flatmap(lambda n: st.sampled_from(["1" + "0" * (n - 1), "9" * n, str(10 ** (n - 1) + 7)])),
+    st.sampled_from(["", ".0", ".5", ".999", "." + "9" * 30]),
+    st.sampled_from(["", "e0", "e9", "E+9", "e10", "e99", "E99", "e-5", "e100", "e308", "e400", "e+0400", "e-400"]),
+)
+
+
+@SETTINGS
+@given(number=numbers)
+@example(number="1" + "0" * 300 + "e10")
+@example(number="9" * 308 + ".9e1")
+@example(number="1" + "0" * 209 + "e99")
+def test_overflow_screen_flags_every_number_beyond_float_range(number: str) -> None:
+    from guardrail.parse.lexicon import may_hold_nonfinite, may_overflow
+
+    if math.isinf(float(number)):
+        assert may_overflow(number) and may_overflow(f"[{number}]")
+        assert may_hold_nonfinite(number)
+
+
+@SETTINGS
+@given(value=anything, number=numbers)
+def test_plain_decoder_equals_strict_decoder_where_nothing_overflows(value: Any, number: str) -> None:
+    from guardrail.parse.lexicon import may_overflow
+    from guardrail.parse.tokens import PLAIN_DECODER, STRICT_DECODER
+
+    text = json.dumps([value])[:-1] + f", {number}, NaN, -Infinity]"
+    if not may_overflow(text):
+        assert same(PLAIN_DECODER.decode(text), STRICT_DECODER.decode(text))
+
+
+@pytest.mark.parametrize("contract", [Any, list[float], list[Optional[float]], dict[str, Any]],  # noqa: UP045
+                         ids=["Any", "list_float", "list_optional_float", "dict_Any"])
+@pytest.mark.parametrize("number", ["1" + "0" * 300 + "e10", "9" * 308 + ".9e1", "1" + "0" * 250 + "e60", "1e400"])
+@pytest.mark.parametrize("wrap", ["[{}]", "Here: [{}]", "```json\n[{}]\n```", "[{}, 'x',]", '{{"a": {}}}'])
+def test_numbers_beyond_float_range_never_become_infinity(contract: Any, number: str, wrap: str) -> None:
+    """However a number beyond float range is written, it is judged like ``1e400``: null where the contract
+    allows null, else a schema violation; never a float infinity (a regression: ``1`` + 300 zeros +
+    ``e10`` passed the old screen, which looked for 309 digits or a three-digit exponent)."""
+    text = wrap.format(number)
+    kind, value = assert_same_as_stages(text, contract)
+    reference = outcome(lambda: parse(wrap.format("1e400"), contract))
+    assert (kind, value) == reference or (kind == reference[0] and same(value, reference[1]))
+
+    def finite(node: Any) -> bool:
+        if isinstance(node, float):
+            return math.isfinite(node)
+        if isinstance(node, dict):
+            return all(finite(v) for v in node.values())
+        if isinstance(node, list):
+            return all(finite(v) for v in node)
+        return True
+
+    assert finite(value)

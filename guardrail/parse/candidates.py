@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from json import JSONDecoder
 from typing import Any, Final
 
 from guardrail.errors import InputLimitError
@@ -59,7 +60,7 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
     """
     body = text[segment.start : segment.end]
     base = segment.start
-    whole = _whole(body, segment, max_depth)
+    whole = _whole(body, segment, max_depth, budget.decoder)
     if whole is not None:
         return [whole]
     found: list[Candidate] = []
@@ -96,13 +97,13 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
             pos = max(result.end, start + 1)
 
 
-def _whole(body: str, segment: Segment, max_depth: int) -> Candidate | None:
+def _whole(body: str, segment: Segment, max_depth: int, decoder: JSONDecoder = STRICT_DECODER) -> Candidate | None:
     """The segment as one strict JSON value (after one optional ``<tag>`` wrapper), if it is one."""
     inner, tag = unwrap_scalar(body)
     if not inner or inner[0] not in VALUE_START or inner[0] in "{[":
         return None  # containers are found by the opener search, at C speed when they are clean
     try:
-        value = STRICT_DECODER.decode(inner)
+        value = decoder.decode(inner)
     except (ValueError, RecursionError):
         return None
     if _depth_exceeds(value, inner, 0, len(inner), max_depth):

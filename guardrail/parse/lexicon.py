@@ -26,10 +26,13 @@ ALL_LITERALS: Final = {**JSON_LITERALS, **PYTHON_LITERALS}
 NONFINITE_WORDS: Final = frozenset({"NaN", "Infinity"})
 
 # Screening for text that strict JSON parsing would turn into NaN or infinity: the words, an exponent of
-# three or more digits (``1e400``, ``1E+400``), or a run of 309+ digits (``1111...1.0``). The text is
-# encoded once with digits mapped to "0", "E" to "e" and "+" dropped, so each test is one C-speed search.
+# three or more digits (``1e400``, ``1E+400``), or a run of 210+ digits. A number overflows only when its
+# integer digits plus its exponent pass 308; with an exponent of at most two digits (99) that takes 210
+# integer digits (``1`` + 300 zeros + ``e10``, ``9`` * 308 + ``.9e1``). The text is encoded once with
+# digits mapped to "0", "E" to "e" and "+" dropped, so each test is one C-speed search.
 _FOLD: Final = bytes.maketrans(b"123456789E{", b"000000000e[")
-_MARKS: Final = (b"NaN", b"Infinity", b"e000", b"0" * 309)
+_LONG_DIGITS: Final = b"0" * 210
+_MARKS: Final = (b"NaN", b"Infinity", b"e000", _LONG_DIGITS)
 
 
 def screen(text: str, *, floats: bool) -> tuple[bool, int]:
@@ -52,6 +55,13 @@ def may_hold_nonfinite(text: str) -> bool:
     """
     folded = text.encode("utf-8", "surrogatepass").translate(_FOLD, b"+")
     return any(mark in folded for mark in _MARKS)
+
+
+def may_overflow(text: str) -> bool:
+    """Could a JSON number in ``text`` be beyond float range (``1e400``, 210+ digits)? False positives only
+    cost speed. (``NaN``/``Infinity`` words are not numbers here: the decoders turn those into markers.)"""
+    folded = text.encode("utf-8", "surrogatepass").translate(_FOLD, b"+")
+    return b"e000" in folded or _LONG_DIGITS in folded
 
 
 _ESCAPED_SURROGATE: Final = re.compile(r"\\u[dD][89a-fA-F]")

@@ -22,7 +22,6 @@ from typing import Any, Final
 from guardrail.parse.lexicon import INVISIBLE, PYTHON_LITERALS
 from guardrail.parse.report import Fix
 from guardrail.parse.scanner import Budget, scan
-from guardrail.parse.tokens import STRICT_DECODER
 
 MAX_PATCHES: Final = 8
 _IDENT_TAIL: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$-")
@@ -45,8 +44,9 @@ def decode_with_patches(body: str, start: int, max_depth: int, budget: Budget) -
     Patching copies the text from ``start`` on; ``budget.patch_chars`` bounds that copying for the whole
     search, so many patched values in a long reply stay linear.
     """
+    decoder = budget.decoder
     try:
-        value, end = STRICT_DECODER.raw_decode(body, start)
+        value, end = decoder.raw_decode(body, start)
         return Patched(value, end, body[start:end], [])
     except JSONDecodeError as error:
         failure_pos, failure_msg = error.pos - start, error.msg  # relative to ``start`` from here on
@@ -66,7 +66,7 @@ def decode_with_patches(body: str, start: int, max_depth: int, budget: Budget) -
         text = text[:cut_from] + replacement + text[cut_to:]
         shift += len(replacement) - (cut_to - cut_from)
         try:
-            value, end = STRICT_DECODER.raw_decode(text, 0)
+            value, end = decoder.raw_decode(text, 0)
         except JSONDecodeError as error:
             failure_pos, failure_msg = error.pos, error.msg
             continue

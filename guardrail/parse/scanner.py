@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from json import JSONDecodeError
+from json import JSONDecodeError, JSONDecoder
 from typing import Any, Final, Literal
 
 from guardrail.errors import InputLimitError
@@ -83,6 +83,9 @@ class Budget:
     strict_failures: int = STRICT_ATTEMPTS
     fast_strings: bool = True
     patch_chars: int = 1 << 20
+    #: The C decoder the search uses: ``STRICT_DECODER``, or ``PLAIN_DECODER`` (same values, faster) when
+    #: the text cannot hold a number beyond float range.
+    decoder: JSONDecoder = STRICT_DECODER
 
 _OPENERS: Final = frozenset({T_OPEN_OBJ, T_OPEN_ARR})
 _CLOSERS: Final = frozenset({T_CLOSE_OBJ, T_CLOSE_ARR})
@@ -310,7 +313,7 @@ class _Scanner:
         ``STRICT_ATTEMPTS`` failures are allowed per search: the search stays linear.
         """
         try:
-            value, end = STRICT_DECODER.raw_decode(self.text, pos)
+            value, end = self.budget.decoder.raw_decode(self.text, pos)
         except (ValueError, RecursionError):
             self.budget.strict_failures -= 1
             return None

@@ -36,10 +36,11 @@ from guardrail.parse.aliases import FieldConflict, normalize
 from guardrail.parse.candidates import canonical, find_in_segment
 from guardrail.parse.coerce import CoerceContext, coerce
 from guardrail.parse.fences import split_segments
-from guardrail.parse.lexicon import may_hold_nonfinite, may_hold_surrogate
+from guardrail.parse.lexicon import may_hold_nonfinite, may_hold_surrogate, may_overflow
 from guardrail.parse.report import Candidate, Fix, Violation
 from guardrail.parse.scanner import Budget
 from guardrail.parse.state import ParseState, Stage
+from guardrail.parse.tokens import PLAIN_DECODER, STRICT_DECODER
 
 _READ: Final = ("invalid",)
 
@@ -64,7 +65,8 @@ def strip_wrappers(state: ParseState) -> ParseState:
 def find_candidates(state: ParseState) -> ParseState:
     """Read every JSON value in every segment (syntax repair and truncation detection happen here)."""
     limit = state.limits.max_candidates
-    budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536)
+    decoder = STRICT_DECODER if may_overflow(state.text) else PLAIN_DECODER
+    budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536, decoder=decoder)
     for segment in state.segments:
         state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth, budget, limit))
     return state
