@@ -53,9 +53,10 @@ class Contract(Generic[T]):
     #: no text needs screening for ``NaN``/``Infinity``/``1e400`` before an exact check: pydantic itself
     #: refuses them there, and the stages judge them against the contract.
     finite_validator: SchemaValidator | None = None
-    #: Whether every value the contract accepts at its root is a JSON object or array (a model, a list, a
-    #: dict...): then no scalar found alone in a prose segment can satisfy it.
-    container_root: bool = False
+    #: What JSON the root accepts: ``"{"`` (objects only: a model, a dict...), ``"["`` (arrays only), ``"{["``
+    #: (either), or ``""`` when it may accept a scalar. With a non-empty value no scalar found alone in a
+    #: prose segment can satisfy the contract.
+    root_shapes: str = ""
     #: The deepest nesting of objects and arrays a value of the contract can have (``{"a": [1]}`` is 2);
     #: ``None`` when unbounded (``Any``, recursive models, validator functions that see raw values).
     max_nesting: int | None = None
@@ -66,12 +67,15 @@ class Contract(Generic[T]):
     screen_nonfinite: bool = field(init=False, repr=False)
     #: :attr:`max_nesting`, with ``sys.maxsize`` for unbounded: one comparison on the fast path.
     nesting_bound: int = field(init=False, repr=False)
+    #: Whether the root accepts only objects and arrays (:attr:`root_shapes` is not empty).
+    container_root: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         exact = self.finite_validator or self.adapter.validator
         object.__setattr__(self, "exact_validator", exact)
         object.__setattr__(self, "screen_nonfinite", self.holds_floats and self.finite_validator is None)
         object.__setattr__(self, "nesting_bound", sys.maxsize if self.max_nesting is None else self.max_nesting)
+        object.__setattr__(self, "container_root", bool(self.root_shapes))
 
     def validate_exact(self, payload: str) -> T:
         """Strict JSON validation with unknown keys forbidden and, with a finite validator, NaN and infinity
@@ -142,7 +146,7 @@ def _compile(output_type: Any) -> Contract[Any]:
     return Contract(output_type, adapter, schema, digest, SchemaView(schema), holds_floats,
                     _python_equivalent(adapter.core_schema), float_keys,
                     _finite_variant(adapter) if holds_floats and not float_keys else None,
-                    _container_root(adapter.core_schema), _max_nesting(adapter.core_schema))
+                    _root_shapes(adapter.core_schema), _max_nesting(adapter.core_schema))
 
 
 def _float_keys(core_schema: Any) -> bool:
@@ -298,34 +302,40 @@ def _finite_copy(node: Any) -> Any:
     return copy
 
 
-def _container_root(core_schema: Any) -> bool:
-    """Whether the root accepts only JSON objects and arrays (conservative: anything unknown says no)."""
+def _root_shapes(core_schema: Any) -> str:
+    """What JSON the root accepts: ``"{"`` (objects only), ``"["`` (arrays only), ``"{["`` (either), or
+    ``""`` when it may accept a scalar (conservative: anything unknown says so)."""
     definitions: dict[Any, Any] = {}
     if isinstance(core_schema, dict) and core_schema.get("type") == "definitions":
         definitions = {d.get("ref"): d for d in core_schema.get("definitions", ()) if isinstance(d, dict)}
         core_schema = core_schema.get("schema")
-    pending, seen = [core_schema], 0
+    pending, seen, shapes = [core_schema], 0, set()
     while pending:
         node = pending.pop()
         seen += 1
         if not isinstance(node, dict) or seen > 1000:
-            return False
+            return ""
         kind = node.get("type")
         if kind == "definition-ref":
             pending.append(definitions.get(node.get("schema_ref")))
         elif kind == "model":
             inner = node.get("schema")
             if node.get("root_model") or not isinstance(inner, dict) or inner.get("type") != "model-fields":
-                return False
+                return ""
+            shapes.add("{")
         elif kind in ("function-after", "default"):
             pending.append(node.get("schema"))
         elif kind == "union":
             pending.extend(c[0] if isinstance(c, tuple) else c for c in node.get("choices", ()))
         elif kind == "tagged-union":
             pending.extend((node.get("choices") or {}).values())
-        elif kind not in ("list", "set", "frozenset", "tuple", "dict", "typed-dict"):
-            return False
-    return True
+        elif kind in ("dict", "typed-dict"):
+            shapes.add("{")
+        elif kind in ("list", "set", "frozenset", "tuple"):
+            shapes.add("[")
+        else:
+            return ""
+    return "".join(sorted(shapes, reverse=True))  # "{", "[" or "{["
 
 
 #: Core-schema node types that accept no JSON object or array in strict JSON validation (enums and

@@ -464,6 +464,28 @@ def test_container_root(contract: Any, container: bool) -> None:
     assert compile_contract(contract).container_root is container
 
 
+@pytest.mark.parametrize(("contract", "shapes"), [
+    (Ticket, "{"), (dict[str, int], "{"), (Node, "{"), (list[int], "["), (tuple[int, str], "["), (set[int], "["),
+    (list[Segment], "["), (Union[Ticket, list[int]], "{["), (Union[Ticket, dict[str, int]], "{"),  # noqa: UP007
+    (Any, ""), (Optional[Ticket], ""), (RootModel[list[int]], ""),  # noqa: UP045
+], ids=repr)
+def test_root_shapes(contract: Any, shapes: str) -> None:
+    assert compile_contract(contract).root_shapes == shapes
+
+
+@pytest.mark.parametrize(("contract", "text", "kind"), [
+    (Ticket, f"See [1]: {TICKET}", "ok"),  # the citation is a candidate too; the stages decide
+    (Ticket, f"[{TICKET}]", "schema_violation"),
+    (list[int], 'Note {x}: [1, 2]', "ok"),
+    (list[int], '{"a": [1, 2]}', "schema_violation"),
+    (Union[Ticket, list[int]], f"[1] or {TICKET}", "ambiguous"),  # noqa: UP007
+])
+def test_an_opener_of_the_other_kind_before_the_value(contract: Any, text: str, kind: str) -> None:
+    assert not fast_taken(text, contract)
+    got, _ = assert_same_as_stages(text, contract)
+    assert got == kind
+
+
 @pytest.mark.parametrize(("contract", "nesting"), [
     (int, 0), (Literal["a", 1], 0), (list[int], 1), (Ticket, 2), (Invoice, 3), (list[Segment], 2),
     (dict[str, list[int]], 2), (Optional[Invoice], 3), (Union[Ticket, list[list[int]]], 2),  # noqa: UP007, UP045

@@ -139,22 +139,32 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
     if limits is None:
         limits = DEFAULT_LIMITS
     if len(text) * 4 <= limits.max_bytes and not contract.float_keys:  # _fast_ok, inline
-        first = text[:1]
-        clean = first in VALUE_START or (first.isspace() and _LOOKS_LIKE_JSON(text) is not None)
+        clean = bool(text) and (text[0] in VALUE_START or (text[0].isspace() and _LOOKS_LIKE_JSON(text) is not None))
         if clean:
             value = _exact(text, contract, limits)
             if value is not _MISS:
                 return value
-        opener = text.find("{")
-        bracket = text.find("[", 0, opener) if opener >= 0 else text.find("[")
-        if bracket >= 0:
-            end = text.rfind("]") + 1
-            opener = bracket
-        else:
+        shapes = contract.root_shapes
+        if shapes == "{":  # a model, say: the value must be an object, and no "[" may come before it
+            opener = text.find("{")
             end = text.rfind("}") + 1
+            other = "["
+        elif shapes == "[":
+            opener = text.find("[")
+            end = text.rfind("]") + 1
+            other = "{"
+        else:
+            opener = text.find("{")
+            bracket = text.find("[", 0, opener) if opener >= 0 else text.find("[")
+            if bracket >= 0:
+                end = text.rfind("]") + 1
+                opener = bracket
+            else:
+                end = text.rfind("}") + 1
+            other = '"'
         if end > opener >= 0:
             prefix, suffix = text[:opener], text[end:]
-            if '"' not in prefix and "{" not in suffix and "[" not in suffix \
+            if '"' not in prefix and other not in prefix and "{" not in suffix and "[" not in suffix \
                     and (not clean or prefix.strip() or suffix.strip()) and (  # else: the text just tried
                         # Fence lines can only be in the prose around the value; each needs three
                         # characters, so short prose holds fewer fenced blocks than the limit.
@@ -163,7 +173,14 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
                         <= limits.max_candidates
                     ) and (contract.container_root
                            or not ("```" in prefix or "~~~" in prefix or "```" in suffix or "~~~" in suffix)):
-                value = _exact(text[opener:end], contract, limits)
-                if value is not _MISS:
-                    return value
+                # _exact, inline
+                payload = text[opener:end]
+                max_depth = limits.max_depth
+                if not ((contract.nesting_bound > max_depth and len(payload) > max_depth
+                         and payload.count("{") + payload.count("[") > max_depth)
+                        or (contract.screen_nonfinite and may_hold_nonfinite(payload))):
+                    try:
+                        return contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
+                    except ValueError:  # ValidationError is a ValueError
+                        pass
     return _run(text, contract, aliases, limits, None).unwrap()
