@@ -30,19 +30,9 @@ NONFINITE_WORDS: Final = frozenset({"NaN", "Infinity"})
 # integer digits plus its exponent pass 308; with an exponent of at most two digits (99) that takes 210
 # integer digits (``1`` + 300 zeros + ``e10``, ``9`` * 308 + ``.9e1``). The text is encoded once with
 # digits mapped to "0", "E" to "e" and "+" dropped, so each test is one C-speed search.
-_FOLD: Final = bytes.maketrans(b"123456789E{", b"000000000e[")
+_FOLD: Final = bytes.maketrans(b"123456789E", b"000000000e")
 _LONG_DIGITS: Final = b"0" * 210
 _MARKS: Final = (b"NaN", b"Infinity", b"e000", _LONG_DIGITS)
-
-
-def screen(text: str, *, floats: bool) -> tuple[bool, int]:
-    """One pass for the clean-JSON fast path: (may hold NaN/infinity, number of ``[`` and ``{``).
-
-    The bracket count bounds the nesting depth (the fast path must not accept deeper JSON than the
-    limits allow); the non-finite test is done only for contracts that hold ``floats``.
-    """
-    folded = text.encode("utf-8", "surrogatepass").translate(_FOLD, b"+")
-    return floats and any(mark in folded for mark in _MARKS), folded.count(b"[")
 
 
 def may_hold_nonfinite(text: str) -> bool:
