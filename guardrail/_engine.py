@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
-import structlog
 
 from guardrail.contract import Contract
 from guardrail.errors import (
@@ -44,6 +43,7 @@ from guardrail.errors import (
     VendorUnavailable,
 )
 from guardrail.gates.semantic import Rule, evaluate
+from guardrail.logs import get_logger
 from guardrail.modes import Capabilities, Plan
 from guardrail.outcome import Attempt, Budget, Outcome, Result, Usage, result_from
 from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
@@ -53,7 +53,7 @@ from guardrail.parse.report import Fix
 from guardrail.vendors.base import Completion, Endpoint, Exchange
 from guardrail.vendors.failures import Failure
 
-log = structlog.get_logger("guardrail")
+log = get_logger("guardrail")
 
 
 @dataclass(frozen=True, slots=True)

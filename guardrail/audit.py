@@ -1,8 +1,9 @@
 """The audit trail: one structured record per decision on a tool call, secrets redacted.
 
-Records go to the structlog logger ``guardrail.audit`` as the event ``"guardrail.audit"`` with the fields
-below; render them as JSON with structlog's ``JSONRenderer`` (and ship them wherever the application keeps
-its audit log). Every record passes through :func:`guardrail.redact.redact` first, with the arguments the
+Records go to the logger ``guardrail.audit`` as the event ``"guardrail.audit"`` with the fields below:
+through the application's structlog pipeline once structlog is configured (render them as JSON with
+structlog's ``JSONRenderer`` and ship them wherever the application keeps its audit log), else to the stdlib
+logger ``guardrail.audit`` at INFO (see :mod:`guardrail.logs`: enable it, or the records are not kept). Every record passes through :func:`guardrail.redact.redact` first, with the arguments the
 policy marks ``secret`` removed by name.
 
 ========================  =================================================================================
@@ -23,12 +24,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import structlog
-
 from guardrail.identity import Identity
+from guardrail.logs import get_logger
 from guardrail.redact import redact
 
-_log = structlog.get_logger("guardrail.audit")
+_log = get_logger("guardrail.audit")
 
 
 def record(*, request_id: str, tool: str, decision: str, rule: str = "", reason: str = "",

@@ -1,4 +1,4 @@
-"""Telemetry for vendor calls: one OpenTelemetry span per call and structlog events per attempt.
+"""Telemetry for vendor calls: one OpenTelemetry span per call and an event per attempt (:mod:`guardrail.logs`).
 
 The span follows the OpenTelemetry GenAI semantic conventions (``gen_ai.operation.name``,
 ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens``/``output_tokens``,
@@ -16,14 +16,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import structlog
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from guardrail.logs import get_logger
 from guardrail.outcome import Outcome
 from guardrail.redact import redact_text
 
-log = structlog.get_logger("guardrail")
+log = get_logger("guardrail")
 _tracer = trace.get_tracer("guardrail")
 
 
