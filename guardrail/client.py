@@ -16,6 +16,8 @@ guardrail sends requests through a copy of the client with the SDK's own retries
 from __future__ import annotations
 
 import dataclasses
+import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -167,7 +169,7 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     kind, is_async = _kind(client)
     if server is not None and kind != "openai":
         raise ValueError("server= applies to OpenAI-compatible clients (openai.OpenAI(base_url=...)) only")
-    quiet = client.with_options(max_retries=0)
+    quiet = _quiet(client)
     make = _structured_factory(is_async, settings or Settings(), retry or RetryPolicy(), _seconds(client.timeout))
     if kind == "openai":
         completions = make(ChatCompletions(server), client.chat.completions, quiet.chat.completions)
@@ -176,6 +178,25 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
             members["responses"] = make(Responses(), client.responses, quiet.responses)
         return Wrapped(client, members, "openai")
     return Wrapped(client, {"messages": make(Messages(), client.messages, quiet.messages)}, "anthropic")
+
+
+_QUIET: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_QUIET_LOCK = threading.Lock()
+
+
+def _quiet(client: Any) -> Any:
+    """The client's copy with the SDK's own retries off (guardrail retries), made once per client.
+
+    Building the copy's resources costs milliseconds; the decorator and chain tiers wrap per call, so the
+    copy is kept for as long as the client lives.
+    """
+    with _QUIET_LOCK:
+        found = _QUIET.get(client)
+    if found is None:
+        found = client.with_options(max_retries=0)
+        with _QUIET_LOCK:
+            found = _QUIET.setdefault(client, found)
+    return found
 
 
 def _structured_factory(is_async: bool, settings: Settings, retry: RetryPolicy,

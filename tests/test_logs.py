@@ -65,3 +65,24 @@ def test_with_structlog_configured_events_go_through_the_applications_pipeline()
         _call()
     assert {"guardrail.attempt", "guardrail.call.end"} <= {entry["event"] for entry in logs}
     assert any(entry["event"] == "guardrail.attempt" and entry["attempt"] == 1 for entry in logs)
+
+
+def test_wrapping_per_call_reuses_the_retry_free_copy_and_does_not_keep_clients_alive() -> None:
+    """The decorator and chain tiers wrap per call: the SDK copy without retries is made once per client."""
+    import gc
+    import weakref
+
+    import openai
+
+    import guardrail
+    from guardrail import client as module
+
+    client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="t")
+    first = guardrail.wrap(client).chat.completions
+    second = guardrail.wrap(client).chat.completions
+    assert first._quiet is second._quiet  # the same resource of the same copy
+    assert module._quiet(client).max_retries == 0 and client.max_retries != 0
+    alive = weakref.ref(client)
+    del client, first, second
+    gc.collect()
+    assert alive() is None  # the cache holds its clients weakly
