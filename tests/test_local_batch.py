@@ -213,3 +213,36 @@ def test_an_output_layer_exactly_the_tokenizers_size_works_too() -> None:
     assert exact_size.vocab_size == len(tokenizer)
     values = exact_size.generate_batch([f"p{i}" for i in range(6)], Item, seed=0, max_new_tokens=200)
     assert all(isinstance(v, Item) for v in values)
+
+
+@pytest.mark.parametrize(("rows", "vocab", "columns"), [(1, 640, 20), (3, 100, 4), (2, 64, 1), (4, 33, 2)])
+def test_the_plain_mask_fallback_equals_llguidances_compiled_kernel(rows: int, vocab: int, columns: int) -> None:
+    import llguidance.torch as masks
+
+    from guardrail.local.decode import plain_apply_mask
+
+    generator = torch.Generator().manual_seed(vocab)
+    logits = torch.randn(rows, vocab, generator=generator)
+    bitmask = torch.randint(-2**31, 2**31 - 1, (rows, columns), dtype=torch.int32, generator=generator)
+    expected, got = logits.clone(), logits.clone()
+    masks.apply_token_bitmask_inplace(expected, bitmask)
+    plain_apply_mask(got, bitmask)
+    assert torch.equal(expected, got)
+    assert torch.isinf(got).any()
+
+
+def test_generation_falls_back_to_plain_masking_when_the_kernel_cannot_compile(
+        tiny: LocalModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    import llguidance.torch as masks
+
+    from guardrail.local import decode
+
+    def no_compiler(logits: Any, bitmask: Any) -> None:
+        raise RuntimeError("InductorError: no C compiler found")  # what torch.compile raises without gcc
+
+    expected = tiny.generate_with_trace("x", Item, seed=9, max_new_tokens=200)[1].text
+    monkeypatch.setattr(masks, "apply_token_bitmask_inplace", no_compiler)
+    monkeypatch.setattr(decode, "_COMPILED_KERNEL", [True])
+    value, trace = tiny.generate_with_trace("x", Item, seed=9, max_new_tokens=200)
+    assert isinstance(value, Item) and trace.text == expected
+    assert decode._COMPILED_KERNEL == [False]

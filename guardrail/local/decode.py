@@ -176,7 +176,7 @@ def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, 
         started = time.perf_counter()
         mask_time = future.result() if future is not None else _fill_masks(matchers, bitmask)
         waited = time.perf_counter() - started if future is not None else mask_time
-        masks.apply_token_bitmask_inplace(logits, bitmask.to(device, non_blocking=True))
+        apply_mask(logits, bitmask.to(device, non_blocking=True))
         tokens, alive = _sample(logits, [rows[i] for i in live], live, sampling)
         for i in live:
             row = rows[i]
@@ -192,6 +192,37 @@ def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, 
         step = time.perf_counter() - step_started
         for i in live:
             rows[i].trace.step_seconds.append(step)
+
+
+_COMPILED_KERNEL = [True]
+
+
+def apply_mask(logits: Any, bitmask: Any) -> None:
+    """Set the logits of disallowed tokens (a 0 bit in ``bitmask``, and every id beyond it) to ``-inf``.
+
+    llguidance's kernel is built with ``torch.compile``, which needs a C compiler (CPU) or Triton (CUDA); where
+    compiling fails, the same operation in plain torch ops is used from then on (slower, same result).
+    """
+    import llguidance.torch as masks
+
+    if _COMPILED_KERNEL[0]:
+        try:
+            masks.apply_token_bitmask_inplace(logits, bitmask)
+            return
+        except Exception:  # torch.compile's failures share no narrower type; plain ops below
+            _COMPILED_KERNEL[0] = False
+    plain_apply_mask(logits, bitmask)
+
+
+def plain_apply_mask(logits: Any, bitmask: Any) -> None:
+    """:func:`apply_mask` in plain torch ops (no compilation)."""
+    import torch
+
+    bits = torch.arange(32, dtype=torch.int32, device=bitmask.device)
+    allowed = ((bitmask.unsqueeze(-1) >> bits) & 1).bool().reshape(bitmask.shape[0], -1)
+    width = min(allowed.shape[1], logits.shape[1])
+    logits[:, width:] = float("-inf")
+    logits[:, :width].masked_fill_(~allowed[:, :width].to(logits.device), float("-inf"))
 
 
 def _sample(logits: Any, rows: list[Row], live: list[int], sampling: Sampling) -> tuple[list[int], list[bool]]:
