@@ -3,8 +3,9 @@
 Records go to the logger ``guardrail.audit`` as the event ``"guardrail.audit"`` with the fields below:
 through the application's structlog pipeline once structlog is configured (render them as JSON with
 structlog's ``JSONRenderer`` and ship them wherever the application keeps its audit log), else to the stdlib
-logger ``guardrail.audit`` at INFO (see :mod:`guardrail.logs`: enable it, or the records are not kept). Every record passes through :func:`guardrail.redact.redact` first, with the arguments the
-policy marks ``secret`` removed by name.
+logger ``guardrail.audit`` at INFO (see :mod:`guardrail.logs`: enable it, or the records are not kept).
+Every record passes through :func:`guardrail.redact.redact` first, with the arguments the policy marks
+``secret`` removed by name.
 
 ========================  =================================================================================
 request_id                the id of the request that triggered the call (given, or generated)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
@@ -25,7 +26,7 @@ from typing import Any, Generic, TypeVar
 from guardrail.client import Wrapped, wrap
 from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused
 from guardrail.gates.semantic import Rule, evaluate
-from guardrail.outcome import Budget, Result, Usage
+from guardrail.outcome import Budget, Outcome, Result, Usage
 from guardrail.retry import RetryPolicy
 
 T = TypeVar("T")
@@ -259,6 +260,8 @@ class Chain:
                 produced = tier.run(request, left)
                 value = produced.value if isinstance(produced, (_Degraded, Result)) else produced
                 verdict = evaluate(all_rules, value, request.context) if all_rules and tier.kind != "vendor" else None
+                if verdict is not None and verdict.declined is not None:  # a typed non-answer, as from a vendor
+                    raise Declined(verdict.declined, value=value, outcome=_tier_outcome(tier, started))
                 if verdict is not None and not verdict.ok:
                     raise GuardrailError(f"the {tier.kind} tier's value broke the rules: "
                                          + "; ".join(f"{v.path}: {v.message}" for v in verdict.violations))
@@ -306,6 +309,11 @@ class Chain:
         system, user = _split_messages(messages)
         return self.run(response_model, system=system, user=user, inputs=inputs or {"input": user},
                         context=context, rules=rules)
+
+
+def _tier_outcome(tier: Tier, started: float) -> Outcome:
+    """The record a non-vendor tier's typed non-answer carries (no vendor attempts, no usage)."""
+    return Outcome(tier.name, tier.kind, tier.kind, (), Usage(), uuid.uuid4().hex, time.monotonic() - started, "")
 
 
 def _split_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str]:

@@ -103,14 +103,18 @@ class StructuredFunction(Generic[P, R]):
         return method.create_with_result(**request)
 
     def _local_chain(self) -> Any:
-        """A one-tier chain when the configured client is a :class:`guardrail.local.LocalModel`, else None."""
-        from guardrail.chain import Chain, is_local_model
+        """A one-tier chain when the configured client is a :class:`guardrail.local.LocalModel`, else None.
+
+        The configured ``max_tokens`` bounds the local model's new tokens (512 when unset)."""
+        from guardrail.chain import Chain, is_local_model, local
 
         config = (self._config or get_config()).merge(**{k: v for k, v in self._overrides.items() if k != "chain"})
         raw = config.async_client if self._is_async else config.client
         if raw is None and self._is_async:
             raw = config.client  # a local model serves async functions too (run in a worker thread)
-        return Chain([raw]) if raw is not None and is_local_model(raw) else None
+        if raw is None or not is_local_model(raw):
+            return None
+        return Chain([local(raw, max_new_tokens=config.max_tokens or 512)])
 
     def _prompt_parts(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
         """(system, user, arguments by name) for a call: the documented template, or ``prompt=``."""

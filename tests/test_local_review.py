@@ -401,21 +401,12 @@ class Pick(BaseModel):
     n: int = Field(ge=0, le=50)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: temperature=nan and temperature=inf pass Sampling's check (`temperature < 0` is false for NaN) and "
-    "end in a torch RuntimeError ('probability tensor contains either inf, nan') from torch.multinomial "
-    "instead of a ValueError at the call, as top_p=nan gets (guardrail/local/decode.py Sampling.__post_init__)."))
 @pytest.mark.parametrize("temperature", [math.nan, math.inf])
 def test_non_finite_temperatures_are_refused_up_front(tiny: LocalModel, temperature: float) -> None:
     with pytest.raises(ValueError):
         tiny.generate("x", Pick, seed=0, temperature=temperature)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a tiny positive temperature (1e-40) or a huge one (1e300) overflows float32 in `logits / temperature` "
-    "(inf - inf = NaN in softmax; 1e300 becomes inf and -inf/inf = NaN) and torch.multinomial raises "
-    "RuntimeError. A tiny temperature should act as greedy; both should at least give a value "
-    "(guardrail/local/decode.py _sample)."))
 @pytest.mark.parametrize("temperature", [1e-40, 1e300])
 def test_extreme_finite_temperatures_still_decode(tiny: LocalModel, temperature: float) -> None:
     value = tiny.generate("x", Pick, seed=0, temperature=temperature, max_new_tokens=60)
@@ -545,10 +536,6 @@ def test_local_choose_is_exactly_the_normalised_option_likelihood(tiny: LocalMod
     assert math.fsum(choice.probabilities.values()) == pytest.approx(1, abs=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: local choose tokenizes each option with the tokenizer's special tokens (tokenizer(option)), so a "
-    "tokenizer that adds BOS (Llama, Mistral) scores prompt + BOS + option instead of prompt + option and the "
-    "distribution is off (guardrail/local/choose.py _log_probs: needs add_special_tokens=False)."))
 def test_local_choose_with_a_bos_adding_tokenizer_scores_only_the_option_tokens() -> None:
     from tokenizers import processors
 
@@ -563,12 +550,6 @@ def test_local_choose_with_a_bos_adding_tokenizer_scores_only_the_option_tokens(
                                                  rel=1e-3)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: local choose never scores the end of an option, so an option that is a token prefix of another "
-    "(\"yes\" / \"yes please\", \"billing\" / \"billing dispute\") always gets at least the longer one's "
-    "probability: a model certain to say \"yes please\" gives yes 0.50001 > yes please 0.49999. The option "
-    "needs a terminator (EOS, or the probability of not continuing) as the API path does with the '.' after "
-    "yes (guardrail/local/choose.py _log_probs)."))
 @pytest.mark.parametrize("options", [["yes", "yes please", "no"], ["billing", "billing dispute", "shipping"]])
 def test_local_choose_ranks_the_longer_option_first_when_the_model_says_it(tiny: LocalModel,
                                                                            options: list[str]) -> None:
@@ -586,11 +567,6 @@ def test_local_choose_ranks_a_korean_or_space_led_option_the_model_says(tiny: Lo
         assert choice.best == said and choice.confidence > 0.99
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: local choose with a prompt longer than the model's context crashes with torch's IndexError ('index "
-    "out of range in self') from the position embedding; generate reports the same situation as a typed "
-    "TruncatedError. choose should check the context and raise a typed error (guardrail/local/choose.py "
-    "_log_probs)."))
 def test_local_choose_with_a_prompt_beyond_the_context_is_a_typed_error() -> None:
     tokenizer = train_tokenizer()
     small = LocalModel(tiny_model(tokenizer, context=16), tokenizer, device="cpu")
@@ -609,10 +585,6 @@ def test_threshold_zero_and_one(tiny: LocalModel) -> None:
     assert guardrail.choose("Q:", options, backend=sure, threshold=1).best == "b2"  # exactly 1.0 is enough
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: choose(threshold=nan) is accepted and silently disables escalation (`confidence < nan` is always "
-    "false); a threshold outside [0, 1] is accepted too. It should be a ValueError like the other bad "
-    "arguments (guardrail/local/choose.py choose/_gate)."))
 @pytest.mark.parametrize("threshold", [math.nan, 1.5, -0.5])
 def test_a_threshold_outside_zero_one_is_refused(tiny: LocalModel, threshold: float) -> None:
     with pytest.raises(ValueError):
@@ -676,20 +648,11 @@ class Answer(BaseModel):
     text: str = Field(max_length=4)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: an exit_status rule firing on the local tier's value (a typed non-answer) is turned into a plain "
-    "GuardrailError and the chain moves on (ChainExhausted here; a later tier's answer otherwise), while the "
-    "same value from a vendor tier raises guardrail.Declined and ends the chain. Chain.run must raise "
-    "Declined when verdict.declined is set (guardrail/chain.py Chain.run, the evaluate() branch for non-vendor "
-    "tiers)."))
 def test_a_declined_status_from_the_local_tier_is_declined(tiny: LocalModel) -> None:
     with pytest.raises(guardrail.Declined):
         Chain([local(tiny, max_new_tokens=40)], rules=[exit_status("status")]).run(Answer, system="s", user="u")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: @structured(client=LocalModel, rules=[exit_status(...)]) raises ChainExhausted for a declined "
-    "status instead of guardrail.Declined (same cause: guardrail/chain.py Chain.run)."))
 def test_a_declined_status_through_the_decorator_with_a_local_client(tiny: LocalModel) -> None:
     @guardrail.structured(client=tiny, rules=[exit_status("status")])
     def answer(question: str) -> Answer:
@@ -704,10 +667,6 @@ class Numbers(BaseModel):
     numbers: list[int] = Field(min_length=50)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: @structured(client=LocalModel, max_tokens=5) ignores max_tokens: the decorator builds Chain([model]), "
-    "whose default local tier always uses max_new_tokens=512 (and temperature 1.0), so the configured output "
-    "limit never reaches the local model (guardrail/decorator.py _local_chain)."))
 def test_the_decorators_max_tokens_bounds_a_local_client(tiny: LocalModel) -> None:
     @guardrail.structured(client=tiny, max_tokens=5)
     def numbers(text: str) -> Numbers:

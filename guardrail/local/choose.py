@@ -100,13 +100,15 @@ def choose(prompt: str, options: Sequence[str], *, backend: Any, threshold: floa
         threshold: below this probability the best option is not an answer: :class:`Uncertain`.
 
     Raises:
-        ValueError: bad options (also options an API answer cannot tell apart).
+        ValueError: bad options (also options an API answer cannot tell apart), a threshold outside [0, 1],
+            a prompt and option longer than a local model's context.
         LogprobsUnavailable: an Anthropic client, or a server that returns no logprobs.
         NoOptionMatched: the API's reply names no option at all (an :class:`Uncertain`).
         Uncertain: the best option's probability is below ``threshold``.
         TypeError: an unsupported backend. Transport failures are the SDK's own exceptions.
     """
     options = _check(options)
+    _check_threshold(threshold)
     api = _api(backend)
     if api is None:
         return _gate(_local_choice(backend, prompt, options), threshold)
@@ -121,11 +123,17 @@ async def achoose(prompt: str, options: Sequence[str], *, backend: Any, threshol
     (a sync client, a :class:`~guardrail.local.LocalModel`) in a worker thread. Same arguments, result and
     errors."""
     options = _check(options)
+    _check_threshold(threshold)
     api = _api(backend)
     if api is None or not api.is_async:
         return await asyncio.to_thread(choose, prompt, options, backend=backend, threshold=threshold)
     response = await api.sdk.chat.completions.create(**api.request(prompt, options))
     return _api_choice(options, response, threshold)
+
+
+def _check_threshold(threshold: float | None) -> None:
+    if threshold is not None and not 0 <= threshold <= 1:  # NaN fails this too
+        raise ValueError(f"threshold must be a probability in [0, 1] (or None), not {threshold!r}")
 
 
 def _check(options: Sequence[str]) -> list[str]:
@@ -177,13 +185,22 @@ def _local_choice(backend: Any, prompt: str, options: list[str]) -> Choice:
 
 
 def _log_probs(backend: Any, prompt: str, options: list[str]) -> list[float]:
-    """log p(option tokens | prompt tokens) for each option, from one batched forward pass."""
+    """log p(option | prompt) for each option, from one batched forward pass over the full token sequences.
+
+    Options are tokenized without special tokens (no BOS between the prompt and the option). An option
+    whose tokens are a prefix of another option's ("yes" / "yes please") also needs its *end* scored, or it
+    would always collect the longer option's mass too: it is scored as its tokens followed by none of the
+    tokens that continue it into a longer option, i.e. log p(tokens) + log(1 - p(those continuations)).
+    """
     import torch
 
     tokenizer, model = backend.tokenizer, backend.model
     prefix = list(tokenizer(prompt)["input_ids"]) or [tokenizer.eos_token_id or 0]
-    suffixes = [list(tokenizer(option)["input_ids"]) for option in options]
+    suffixes = [list(tokenizer(option, add_special_tokens=False)["input_ids"]) for option in options]
     width = len(prefix) + max(len(s) for s in suffixes)
+    context = getattr(backend, "context", None)
+    if context is not None and width > context:
+        raise ValueError(f"the prompt and the longest option take {width} tokens; the model's context is {context}")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     rows = [prefix + s + [pad] * (width - len(prefix) - len(s)) for s in suffixes]
     mask = [[1] * (len(prefix) + len(s)) + [0] * (width - len(prefix) - len(s)) for s in suffixes]
@@ -197,5 +214,10 @@ def _log_probs(backend: Any, prompt: str, options: list[str]) -> list[float]:
         for offset, token in enumerate(suffix):
             position = len(prefix) + offset - 1  # the logits at position i predict token i + 1
             total += float(logp[row, position, token])
+        onward = {other[len(suffix)] for other in suffixes
+                  if len(other) > len(suffix) and other[:len(suffix)] == suffix}
+        if onward:
+            going_on = float(logp[row, len(prefix) + len(suffix) - 1, sorted(onward)].exp().sum())
+            total += math.log(max(1.0 - going_on, 1e-300))
         scores.append(total)
     return scores

@@ -20,6 +20,7 @@ token: :class:`DeadEnd` with the grammar state). Rows never wait for each other 
 
 from __future__ import annotations
 
+import math
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -80,8 +81,9 @@ class Sampling:
     timeout: float | None = None
 
     def __post_init__(self) -> None:
-        if self.temperature < 0 or self.top_k < 0 or not 0 < self.top_p <= 1 or self.max_new_tokens < 1:
-            raise ValueError("need temperature >= 0, top_k >= 0, 0 < top_p <= 1 and max_new_tokens >= 1")
+        if not 0 <= self.temperature < math.inf or self.top_k < 0 or not 0 < self.top_p <= 1 \
+                or self.max_new_tokens < 1:  # the comparisons also refuse NaN
+            raise ValueError("need a finite temperature >= 0, top_k >= 0, 0 < top_p <= 1 and max_new_tokens >= 1")
         if self.timeout is not None and not self.timeout > 0:
             raise ValueError("timeout must be a positive number of seconds (or None)")
 
@@ -233,7 +235,11 @@ def _sample(logits: Any, rows: list[Row], live: list[int], sampling: Sampling) -
     alive = torch.isfinite(picked).any(dim=-1)
     if sampling.temperature == 0:
         return picked.argmax(dim=-1).tolist(), alive.tolist()
-    picked = picked / sampling.temperature
+    # shift so the best allowed token is 0 before scaling: a tiny temperature then sends the others to -inf
+    # (greedy) instead of overflowing, a huge one sends them to 0 (uniform over the allowed tokens)
+    top = torch.where(alive, picked.max(dim=-1).values, torch.zeros_like(alive, dtype=picked.dtype))
+    # (clamped to what float32 can divide by: beyond, the result is the same greedy / uniform draw)
+    picked = (picked - top.unsqueeze(-1)) / min(max(sampling.temperature, 1e-30), 1e30)
     if sampling.top_k and sampling.top_k < picked.shape[-1]:
         threshold = torch.topk(picked, sampling.top_k, dim=-1).values[:, -1:]
         picked = picked.masked_fill(picked < threshold, float("-inf"))
