@@ -129,6 +129,9 @@ class StructuredFunction(Generic[P, R]):
 
     def stream(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Stream previews, then the value: a :class:`~guardrail.StructuredStream` (async: ``async for``)."""
+        if self._local_chain() is not None:
+            raise TypeError("streaming previews need a vendor client; a LocalModel client has no preview stream "
+                            "(call the function for the value)")
         method, request = self._request(args, kwargs)
         return method.create_partial(**request)
 

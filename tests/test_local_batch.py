@@ -246,3 +246,17 @@ def test_generation_falls_back_to_plain_masking_when_the_kernel_cannot_compile(
     value, trace = tiny.generate_with_trace("x", Item, seed=9, max_new_tokens=200)
     assert isinstance(value, Item) and trace.text == expected
     assert decode._COMPILED_KERNEL == [False]
+
+
+def test_a_model_smaller_than_its_tokenizer_and_streaming_a_local_client_are_clear_errors(tiny: LocalModel) -> None:
+    tokenizer = train_tokenizer()
+    with pytest.raises(ValueError, match="output layer"):
+        LocalModel(tiny_model(tokenizer, extra_vocab=-10), tokenizer, device="cpu")
+
+    @guardrail.structured(client=tiny)
+    def describe(text: str) -> Item:
+        """Describe the item in the text."""
+        raise NotImplementedError
+
+    with pytest.raises(TypeError, match="LocalModel"):
+        describe.stream("a red shirt")

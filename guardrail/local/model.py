@@ -67,6 +67,9 @@ class LocalModel:
         self.model.eval()
         config = model.config
         self.vocab_size = int(getattr(config, "vocab_size", None) or len(tokenizer))
+        if self.vocab_size < len(tokenizer):
+            raise ValueError(f"the model's output layer has {self.vocab_size} ids but the tokenizer has "
+                             f"{len(tokenizer)}: they do not belong together")
         self.context = int(getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
                            or 1 << 30)
         eos = tokenizer.eos_token_id
