@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from typing import Any
 
 import pytest
@@ -100,20 +101,16 @@ ENFORCED: list[tuple[str, dict[str, Any], list[tuple[str, str]], list[str], list
      [("", "minLength"), ("", "maxLength")], ['"배송"', '"a😀b"', '"\\n\\t"'], ['"배"', '"배송이늦"', '"😀"']),
     ("pattern", {"type": "string", "pattern": "^[a-z]+-\\d{2}$"}, [("", "pattern")], ['"ab-12"'],
      ['"ab-1"', '"AB-12"']),
-    ("format-date", {"type": "string", "format": "date"}, [("", "format")], ['"2024-02-29"'],
-     ['"2024-13-01"', '"yesterday"']),
-    ("format-date-time", {"type": "string", "format": "date-time"}, [("", "format")], ['"2024-01-01T10:00:00Z"'],
-     ['"2024-01-01 10:00"']),
     ("format-uuid", {"type": "string", "format": "uuid"}, [("", "format")],
      ['"123e4567-e89b-12d3-a456-426614174000"'], ['"123"']),
     ("format-ipv4", {"type": "string", "format": "ipv4"}, [("", "format")], ['"10.0.0.1"'], ['"10.0.0.256"']),
     ("format-email", {"type": "string", "format": "email"}, [("", "format")], ['"kim@example.com"'], ['"kim"']),
     ("minimum-maximum", {"type": "integer", "minimum": -5, "maximum": 5}, [("", "minimum"), ("", "maximum")],
      ["-5", "5", "0"], ["-6", "6"]),
-    ("exclusive", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-     [("", "exclusiveMinimum"), ("", "exclusiveMaximum")], ["0.5"], ["0", "1"]),
-    ("exclusive-draft4-boolean", {"$schema": DRAFT4, "type": "number", "minimum": 0, "exclusiveMinimum": True},
-     [("", "exclusiveMinimum"), ("", "minimum")], ["0.1"], ["0", "-1"]),
+    ("exclusive-integer", {"type": "integer", "exclusiveMinimum": 0.5, "exclusiveMaximum": 10},
+     [("", "exclusiveMinimum"), ("", "exclusiveMaximum")], ["1", "9"], ["0", "10", "1.5"]),
+    ("float-bounds-short", {"type": "number", "minimum": -0.25, "maximum": 0.1},
+     [("", "minimum"), ("", "maximum")], ["-0.25", "0.1", "0", "-0.2499"], ["-0.2500001", "0.1000000001", "-1"]),
     ("multipleOf", {"type": "number", "multipleOf": 0.25}, [("", "multipleOf")], ["0.75", "2"], ["0.3"]),
     ("min-maxProperties-all-required", {"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a", "b"],
                                         "additionalProperties": {"type": "integer"}, "minProperties": 3,
@@ -190,7 +187,7 @@ def test_objects_stay_open_where_closing_would_clash(tok: Any, lltok: Any, schem
 def test_closing_is_undone_when_it_leaves_no_valid_value(tok: Any, lltok: Any) -> None:
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "const": {"a": 1, "b": 2}}
     built = build(schema, lltok)
-    assert not built.report.lowered and built.report.ok
+    assert not [e for e in built.report.lowered if e.keyword == "additionalProperties"] and built.report.ok
     assert accepts(built, tok, lltok, '{"a":1,"b":2}')
 
 
@@ -389,3 +386,127 @@ def test_compile_grammar_caches_by_schema_engine_and_tokenizer(tok: Any) -> None
     assert second.report == first.report and first.report.dialect == "grammar"
     with pytest.raises(GrammarError):
         compile_grammar({"$ref": "https://example.com/x.json"}, "hash-b", tok, len(tok))
+
+
+# --- numbers: finite, and inside the contract's range once parsed --------------------------------------------
+
+
+def _number_entries(report: CompileReport, path: str = "") -> dict[str, tuple[str, str]]:
+    return {e.keyword: (e.action, e.detail) for e in report.entries
+            if e.path == path and e.keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")}
+
+
+@pytest.mark.parametrize("schema", [{"type": "number"}, {"type": "integer"}, {"type": ["number", "null"]}])
+def test_unbounded_numbers_get_a_finite_engine_range(tok: Any, lltok: Any, schema: dict[str, Any]) -> None:
+    built = build(schema, lltok)
+    entries = _number_entries(built.report)
+    assert {k: a for k, (a, _) in entries.items()} == {"minimum": "lowered", "maximum": "lowered"}
+    assert "narrower than the contract" in entries["maximum"][1]
+    assert built.engine_schema["maximum"] == 10**15 and built.engine_schema["minimum"] == -(10**15)
+    assert accepts(built, tok, lltok, "1000000000000000") and accepts(built, tok, lltok, "-1000000000000000")
+    assert accepts(built, tok, lltok, "12")
+    for text in ("1" + "0" * 400, "1000000000000001", "-1000000000000001", "1e3536", "1.5e300", "-2E+5"):
+        assert not accepts(built, tok, lltok, text), text
+
+
+@pytest.mark.parametrize("text", ["0.99999999999999999999", "0.99999999999999995", "0." + "0" * 330 + "1", "1", "0",
+                                  "0." + "0" * 30, "1.0"])
+def test_exclusive_float_bounds_hold_after_parsing(tok: Any, lltok: Any, text: str) -> None:
+    built = build({"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}, lltok)
+    value = float(text)
+    assert not (0 < value < 1)  # every one of these parses outside (0, 1)
+    assert not accepts(built, tok, lltok, text)
+    assert accepts(built, tok, lltok, "0.5") and accepts(built, tok, lltok, "0.9999999999")
+    entries = _number_entries(built.report)
+    assert entries["exclusiveMinimum"][0] == entries["exclusiveMaximum"][0] == "lowered"
+
+
+@pytest.mark.parametrize(("schema", "outside"), [
+    ({"type": "number", "minimum": -0.30000000000000004, "maximum": -0.1},
+     ["-0.3000000000000001", "-0.30000000000000011", "-0.09999999999999999", "-0.09999"]),
+    ({"type": "number", "maximum": 0.9999999999999999}, ["1", "1.0", "0.99999999999999999999"]),
+    ({"type": "number", "minimum": -0.9999999999999999}, ["-1", "-0.99999999999999999999"]),
+    ({"type": "number", "minimum": 1e-300}, ["0." + "0" * 320 + "1", "0"]),
+    ({"type": "number", "maximum": -1e-300}, ["-0." + "0" * 320 + "1", "0", "-0"]),
+    ({"type": "number", "exclusiveMaximum": 0}, ["-0." + "0" * 330 + "1", "0", "-0"]),
+    ({"type": "number", "minimum": -0.00000000000366290718409}, ["-0.000000000003662907184090001"]),
+])
+def test_inclusive_and_negative_bounds_never_let_a_text_parse_outside(tok: Any, lltok: Any, schema: dict[str, Any],
+                                                                      outside: list[str]) -> None:
+    built = build(schema, lltok)
+    low = schema.get("minimum", -math.inf)
+    high = schema.get("maximum", schema.get("exclusiveMaximum", math.inf))
+    for text in outside:
+        value = float(text)
+        assert not (low <= value <= high) or value == schema.get("exclusiveMaximum"), text
+        assert not accepts(built, tok, lltok, text), text
+
+
+def test_float_bounds_with_few_digits_are_exact_and_reported_enforced(tok: Any, lltok: Any) -> None:
+    built = build({"type": "number", "minimum": 0.1, "maximum": 2.5}, lltok)
+    assert {k: a for k, (a, _) in _number_entries(built.report).items()} == {"minimum": "enforced",
+                                                                             "maximum": "enforced"}
+    assert built.engine_schema["minimum"] == 0.1 and built.engine_schema["maximum"] == 2.5
+    for text in ("0.1", "2.5", "1"):
+        assert accepts(built, tok, lltok, text), text
+    for text in ("0.0999999", "2.5000001", "3"):
+        assert not accepts(built, tok, lltok, text), text
+
+
+@pytest.mark.parametrize(("schema", "inside", "outside"), [
+    ({"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}, ["-1000000000000000", "1000000000000000", "0"],
+     ["1000000000000001", "9223372036854775807"]),
+    ({"type": "number", "minimum": -1e20, "maximum": 1e20}, ["-1000000000000000", "0.5"], ["1e20", "1" + "0" * 20]),
+    ({"type": "number", "exclusiveMaximum": 3.4e38}, ["12.5", "-1000000000000000"], ["1" + "0" * 16]),
+    ({"type": "integer", "minimum": 2 * 10**15}, ["2000000000000000", "1000000000000000000"], ["1999999999999999",
+                                                                                              "1" + "0" * 19]),
+])
+def test_wide_bounds_compile_within_the_engine_range(tok: Any, lltok: Any, schema: dict[str, Any],
+                                                     inside: list[str], outside: list[str]) -> None:
+    built = build(schema, lltok)
+    actions = {a for a, _ in _number_entries(built.report).values()}
+    assert "lowered" in actions and "post_validated" not in actions, built.report.summary()
+    for text in inside:
+        assert accepts(built, tok, lltok, text), text
+    for text in outside:
+        assert not accepts(built, tok, lltok, text), text
+
+
+def test_integer_bounds_beyond_two_to_the_53_are_not_trusted_to_the_engine(tok: Any, lltok: Any) -> None:
+    exact = 2**53 + 1
+    built = build({"type": "integer", "minimum": exact, "maximum": exact}, lltok)
+    entries = _number_entries(built.report)
+    assert {k: a for k, (a, _) in entries.items()} == {"minimum": "post_validated", "maximum": "post_validated"}
+    assert "2**53" in entries["minimum"][1]
+    assert accepts(built, tok, lltok, str(exact))  # the one valid value is not excluded
+    assert not accepts(built, tok, lltok, str(exact + 2 ** 20))
+    # a bound the engine cannot compile at all is removed, never made unsatisfiable
+    far = build({"type": "number", "minimum": 1e20}, lltok)
+    assert _number_entries(far.report)["minimum"][0] == "post_validated"
+    assert accepts(far, tok, lltok, "1" + "0" * 25)
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "number", "allOf": [{"minimum": 2e18}]},
+    {"minimum": 2e18, "allOf": [{"type": "number"}]},
+    {"minimum": 2e18, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+    {"type": "integer", "allOf": [{"minimum": 2 * 10**15}, {"type": "integer"}]},
+])
+def test_no_window_where_the_engine_intersects_numbers(tok: Any, lltok: Any, schema: dict[str, Any]) -> None:
+    built = build(schema, lltok)  # a window on one side would ignore the other side's bound: no valid value left
+    assert accepts(built, tok, lltok, "3" + "0" * 18)
+
+
+@pytest.mark.parametrize(("fmt", "good", "loose"), [
+    ("date", '"2024-02-29"', '"2023-02-29"'),
+    ("date-time", '"2024-01-01T10:00:00Z"', '"2024-01-01T23:59:60Z"'),
+    ("time", '"10:00:00Z"', '"10:00:60Z"'),
+])
+def test_date_formats_are_lowered_the_engine_regex_is_looser(tok: Any, lltok: Any, fmt: str, good: str,
+                                                             loose: str) -> None:
+    built = build({"type": "string", "format": fmt}, lltok)
+    assert action(built.report, "", "format") == "lowered"
+    assert built.engine_schema["format"] == fmt  # still given to the engine
+    assert accepts(built, tok, lltok, good)
+    assert not accepts(built, tok, lltok, '"yesterday"')
+    assert accepts(built, tok, lltok, loose)  # why it is lowered: post-validation refuses it

@@ -16,8 +16,11 @@ When the engine still refuses the copy, :func:`build_grammar` applies the remedy
 removal that keeps the grammar sound (every valid instance still allowed), reported ``post_validated``: a
 keyword it refuses, an unknown format, ``min/maxProperties`` it cannot count, whatever it would intersect with
 a recursive ``$ref``, ``patternProperties`` whose patterns overlap, ``allOf`` nested too deep to intersect,
-long length bounds or patterns whose intersection it cannot decide; and it compiles objects open again when
-closing them left no valid value. Whatever is left is a :class:`GrammarError` carrying the report with a
+long length bounds or patterns whose intersection it cannot decide, numeric bounds it cannot build a range
+regex for; it compiles objects open again when closing them left no valid value, and numbers without the finite
+engine range (``guardrail.local.keywords._numbers``) when that range left none.
+
+Whatever is left is a :class:`GrammarError` carrying the report with a
 ``rejected`` entry (unresolvable references, unsatisfiable schemas, engine limits).
 """
 
@@ -33,7 +36,15 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import unquote
 
-from guardrail.local.keywords import ENFORCED, POST_VALIDATED, Prepared, node_at, prepare, reachable
+from guardrail.local.keywords import (
+    ENFORCED,
+    NUMBER_RANGE,
+    POST_VALIDATED,
+    Prepared,
+    node_at,
+    prepare,
+    reachable,
+)
 from guardrail.schema.lower import CompileReport
 from guardrail.schema.refs import RefIndex
 from guardrail.schema.tree import measure
@@ -210,6 +221,7 @@ _UNIMPLEMENTED = re.compile(r'Unimplemented keys: \[([^\]]*)\]')
 _UNKNOWN_FORMAT = re.compile(r"Unknown format: (.+)")
 _CIRCULAR = re.compile(r"circular references with sibling keys are not supported: (\S+)")
 _NOT_DISJOINT = re.compile(r"patternProperty regexes /(.*)/ and /(.*)/ are not disjoint")
+_RANGE = re.compile(r"Failed to generate regex for (integer|float) range")
 
 
 def _remedy(problem: str, prepared: Prepared, schema: Mapping[str, Any], done: set[str]) -> Prepared | None:
@@ -242,8 +254,21 @@ def _remedy(problem: str, prepared: Prepared, schema: Mapping[str, Any], done: s
                                       "the engine cannot intersect the patterns: removed") else None
     if "nsatisfiable" in problem and prepared.closed and "open" not in done:
         done.add("open")  # closing objects left no valid value: compile them open (as the contract says)
-        return prepare(schema, close=False)
+        return prepare(schema, close=False, narrow=prepared.narrowed)
+    if "nsatisfiable" in problem and prepared.narrowed and "wide" not in done:
+        done.add("wide")  # the finite number range left no valid value: compile numbers with their own bounds
+        return prepare(schema, close="open" not in done, narrow=False)
+    if _RANGE.search(problem) is not None:
+        if _strip_all(prepared, lambda node, kw: kw in ("minimum", "maximum") and _wide(node[kw]),
+                      "the engine cannot build the regex for this range: removed"):
+            return prepared
+        return prepared if _strip_all(prepared, lambda node, kw: kw in ("minimum", "maximum"),
+                                      "the engine cannot build the regex for this range: removed") else None
     return None
+
+
+def _wide(value: Any) -> bool:
+    return isinstance(value, (int, float)) and (abs(value) > NUMBER_RANGE or 0 < abs(value) < 1e-30)
 
 
 def _strip_all(prepared: Prepared, match: Any, detail: str) -> bool:
