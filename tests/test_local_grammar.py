@@ -442,6 +442,16 @@ def test_inclusive_and_negative_bounds_never_let_a_text_parse_outside(tok: Any, 
         assert not accepts(built, tok, lltok, text), text
 
 
+def test_draft4_boolean_exclusive_minimum_holds_after_parsing(tok: Any, lltok: Any) -> None:
+    built = build({"$schema": DRAFT4, "type": "number", "minimum": 0, "exclusiveMinimum": True}, lltok)
+    assert "exclusiveMinimum" not in built.engine_schema and built.engine_schema["minimum"] > 0
+    assert {k: a for k, (a, _) in _number_entries(built.report).items()} == {
+        "minimum": "lowered", "exclusiveMinimum": "lowered", "maximum": "lowered"}
+    assert accepts(built, tok, lltok, "0.1")
+    for text in ("0", "-1", "0." + "0" * 330 + "1"):
+        assert not accepts(built, tok, lltok, text), text
+
+
 def test_float_bounds_with_few_digits_are_exact_and_reported_enforced(tok: Any, lltok: Any) -> None:
     built = build({"type": "number", "minimum": 0.1, "maximum": 2.5}, lltok)
     assert {k: a for k, (a, _) in _number_entries(built.report).items()} == {"minimum": "enforced",

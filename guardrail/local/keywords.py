@@ -26,6 +26,9 @@ regexes the engine cannot parse (probed one by one, :func:`regex_problem`), ``mi
 a pattern (measured: the engine then refuses valid strings). Objects are closed (``additionalProperties:
 false`` added, reported *lowered*) where that cannot clash with another schema the engine intersects them
 with. Before draft 2019-09 keywords next to a ``$ref`` are ignored by validators: they are removed (*lowered*).
+Numbers get engine bounds that hold for the value the text parses to, a finite range where the contract
+has none (*lowered*), and no bound the engine cannot compile or would round (see :func:`_numbers`); the date
+and time formats the engine checks with a looser regex are *lowered* (:data:`LOOSE_FORMATS`).
 References are rewritten to percent-encoded JSON pointers from the root (the engine refuses non-ASCII
 fragments and follows ``$id`` bases guardrail does not), and references nothing can resolve are *rejected*.
 Keys that are not JSON Schema keywords are dropped from the copy without an entry (they constrain nothing).
