@@ -512,11 +512,45 @@ def test_no_window_where_the_engine_intersects_numbers(tok: Any, lltok: Any, sch
     ("date-time", '"2024-01-01T10:00:00Z"', '"2024-01-01T23:59:60Z"'),
     ("time", '"10:00:00Z"', '"10:00:60Z"'),
 ])
-def test_date_formats_are_lowered_the_engine_regex_is_looser(tok: Any, lltok: Any, fmt: str, good: str,
-                                                             loose: str) -> None:
+def test_date_formats_are_compiled_as_exact_regexes(tok: Any, lltok: Any, fmt: str, good: str, loose: str) -> None:
+    """The engine's own date/time regexes are looser than a calendar; guardrail gives it exact ones instead."""
     built = build({"type": "string", "format": fmt}, lltok)
     assert action(built.report, "", "format") == "lowered"
-    assert built.engine_schema["format"] == fmt  # still given to the engine
+    assert "format" not in built.engine_schema and built.engine_schema["pattern"].startswith("^")
     assert accepts(built, tok, lltok, good)
     assert not accepts(built, tok, lltok, '"yesterday"')
-    assert accepts(built, tok, lltok, loose)  # why it is lowered: post-validation refuses it
+    assert not accepts(built, tok, lltok, loose)  # what the engine's built-in regex let through
+
+
+def test_a_date_format_beside_a_pattern_keeps_the_engines_looser_regex(tok: Any, lltok: Any) -> None:
+    built = build({"type": "string", "format": "date", "pattern": "^20"}, lltok)
+    assert action(built.report, "", "format") == "lowered" and built.engine_schema["format"] == "date"
+    assert accepts(built, tok, lltok, '"2023-02-29"')  # post-validation refuses it
+
+
+def test_exact_date_regexes_allow_exactly_the_real_dates_and_times() -> None:
+    """The regexes given to the engine for date / date-time / time agree with Python's calendar, day by day."""
+    import datetime as dt
+    import re
+
+    from guardrail.local.keywords import EXACT_FORMATS
+
+    date = re.compile(EXACT_FORMATS["date"])
+    for year in (0, 1, 4, 100, 400, 1900, 1996, 2000, 2023, 2024, 2100, 9996, 9999):
+        for month in range(0, 14):
+            for day in range(0, 33):
+                text = f"{year:04d}-{month:02d}-{day:02d}"
+                try:
+                    dt.date.fromisoformat(text)
+                    real = year > 0
+                except ValueError:
+                    real = False
+                assert bool(date.match(text)) == real, text
+    stamp = re.compile(EXACT_FORMATS["date-time"])
+    for text, ok in [("2024-02-29T23:59:59Z", True), ("2024-02-29T23:59:60Z", False), ("2023-02-29T00:00:00Z", False),
+                     ("2024-01-01T24:00:00Z", False), ("2024-01-01T12:30:00.123456+09:00", True),
+                     ("2024-01-01T12:30:00", False), ("2024-01-01T12:30:00+24:00", False)]:
+        assert bool(stamp.match(text)) == ok, text
+        if ok:
+            dt.datetime.fromisoformat(text)
+    assert re.match(EXACT_FORMATS["time"], "23:59:59.5-05:30") and not re.match(EXACT_FORMATS["time"], "23:60:00Z")

@@ -355,11 +355,6 @@ def test_wide_numeric_bounds_compile_and_generate(tiny: LocalModel, field: Any, 
         assert isinstance(got, guardrail.TruncatedError) or abs(got.y) <= 1e15
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "LIMITATION: llguidance's date/time regexes are looser than pydantic (year 0000, February 29 of any year, "
-    "second 60); the compile report says so ('lowered', checked after parsing), so generate raises "
-    "SchemaViolationError for these instead of returning a wrong value. A tighter pattern in the engine copy "
-    "would close it."))
 @pytest.mark.parametrize(("contract", "aim"), [
     (create_model("Day", d=(dt.date, ...)), '{"d":"2023-02-29"}'),
     (create_model("Day0", d=(dt.date, ...)), '{"d":"0000-01-01"}'),

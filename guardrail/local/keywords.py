@@ -78,6 +78,16 @@ ANNOTATIONS: Final = frozenset({
 #: llguidance 1.9.1, ``{"pattern": "^(\\S+\\s+)*\\S+$", "maxLength": 4000}`` refuses ``"a b"`` (its lexer runs out of
 #: budget on the combined regex and then treats valid bytes as dead ends); 3000 still works for that pattern.
 LONG_WITH_REGEX: Final = 1000
+_YEAR = "(?:[0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})"  # 0001-9999
+_LEAP = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_DATE = (f"(?:{_YEAR}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)"
+         f"|(?:0[13578]|1[02])-31)|{_LEAP}-02-29)")
+_TIME = ("(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])")
+#: Date and time formats given to the engine as exact regexes instead of its looser built-in ones, where the
+#: node has no ``pattern`` of its own: every string they allow is a real calendar date / time that pydantic
+#: and JSON Schema both accept (no year 0000, February 29 only in leap years, no second 60, an offset).
+EXACT_FORMATS: Final = {"date": f"^{_DATE}$", "date-time": f"^{_DATE}T{_TIME}$", "time": f"^{_TIME}$"}
+
 #: Formats the engine knows but checks with a looser regex than the format's definition (measured on llguidance
 #: 1.9.1): given to the engine (it still rules out most malformed text) and reported *lowered*; the exact check
 #: is post-validation.
@@ -359,7 +369,13 @@ class _Step:
             else:
                 self.enforce(kw, "Rust regex dialect")
         elif kw == "format":
-            if isinstance(val, str) and val in LOOSE_FORMATS and format_known(val):
+            if isinstance(val, str) and val in EXACT_FORMATS and "pattern" not in self.node:
+                self.prepared.edits.append((self.path, "format", _DELETE))
+                self.prepared.edits.append((self.path, "pattern", EXACT_FORMATS[val]))
+                self.prepared.report.add(self.path, kw, "lowered", f"{val}: compiled as an exact regex (calendar "
+                                         "dates, years 0001-9999, no leap second, up to 6 fraction digits, an "
+                                         "offset required); a narrower form than the format allows")
+            elif isinstance(val, str) and val in LOOSE_FORMATS and format_known(val):
                 self.prepared.report.add(self.path, kw, "lowered", LOOSE_FORMATS[val])
             elif isinstance(val, str) and format_known(val):
                 self.enforce(kw, f"{val}: the engine's built-in regex")
