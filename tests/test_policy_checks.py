@@ -734,3 +734,15 @@ def test_regex_agrees_with_python_re_on_a_simple_pattern(text: str) -> None:
     source = r"[a-z0-9_.-]{1,64}"
     assert LinearPattern(source).fullmatch(text) is (re.fullmatch(source, text) is not None)
     assert LinearPattern(source).search(text) is (re.search(source, text) is not None)
+
+
+def test_one_locator_finds_lines_for_policy_files_and_rule_sets() -> None:
+    from guardrail.problems import Locator
+
+    text = ('tool = "x"\n\n[args.q]\nsql = { allow = ["select"] }\n\n'
+            '[[allow]]\nid = "a"\n\n[[allow]]\nid = "b"\nwhen = 1\n')
+    where = Locator(text)
+    assert where.line("tool") == 1
+    assert where.line("args.q") == 3 and where.line("args.q.sql") == 4 and where.line("args.q.sql.allow") == 4
+    assert where.line_of(("allow", 1, "when")) == 11 and where.line_of(("allow", 0)) == 6
+    assert where.line("missing") is None and where.line("") is None

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from guardrail.errors import GuardrailError
 from guardrail.policy.model import Policy
-from guardrail.problems import Problem
+from guardrail.problems import Locator, Problem
 
 #: Policy files larger than this are refused unread.
 MAX_POLICY_BYTES = 1024 * 1024
@@ -47,8 +47,8 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
     except ValidationError as error:
         problems = []
         for item in error.errors():
-            key = ".".join(str(part) for part in item["loc"] if not isinstance(part, int) or True)
-            problems.append(Problem(source, _locate(text, item["loc"]), key, _message(item)))
+            key = ".".join(str(part) for part in item["loc"])
+            problems.append(Problem(source, Locator(text).line_of(item["loc"]), key, _message(item)))
         raise PolicyError(problems) from None
 
 
@@ -79,7 +79,7 @@ def check_policies(directory: str | Path) -> tuple[dict[str, Policy], list[Probl
             problems.extend(error.problems)
             continue
         if policy.tool in found:
-            problems.append(Problem(str(file), _locate(file.read_text(encoding="utf-8"), ("tool",)), "tool",
+            problems.append(Problem(str(file), Locator(file.read_text(encoding="utf-8")).line("tool"), "tool",
                                     f"tool {policy.tool!r} already has a policy in {where[policy.tool]}"))
             continue
         found[policy.tool] = policy
@@ -105,22 +105,3 @@ def _message(item: Any) -> str:
 def _line_from_message(message: str) -> int | None:
     match = re.search(r"line (\d+)", message)
     return int(match.group(1)) if match else None
-
-
-def _locate(text: str, loc: tuple[Any, ...]) -> int | None:
-    """The line where the key at ``loc`` is written (best effort: headers, dotted keys and inline tables)."""
-    names = [str(part) for part in loc if not isinstance(part, int)]
-    lines = text.splitlines()
-    for depth in range(len(names), 0, -1):
-        target = names[:depth]
-        last = re.escape(target[-1])
-        for number, line in enumerate(lines, 1):
-            stripped = line.strip()
-            header = stripped.strip("[]").strip()
-            if stripped.startswith("[") and header.replace('"', "") == ".".join(target):
-                return number
-            if re.match(rf'^\s*("?){last}\1\s*=', line) or re.search(rf'[{{,]\s*("?){last}\1\s*=', line):
-                dotted = ".".join(target[-2:]) if depth >= 2 else target[-1]
-                if depth < 2 or dotted.split(".")[0] in text[: sum(len(x) + 1 for x in lines[:number])]:
-                    return number
-    return None

@@ -26,8 +26,9 @@ from typing import Annotated, Any, TextIO, TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from guardrail.errors import Declined, Denied, Refused
+from guardrail.problems import Locator
 from guardrail.rules.functions import get_rule_function, strip_surrogates
-from guardrail.rules.model import Condition, Derived, Locator, Problem, RulesError, RuleSet, parse_rule_set
+from guardrail.rules.model import Condition, Derived, Problem, RulesError, RuleSet, parse_rule_set
 
 __all__ = ["MAX_RULES_BYTES", "Fired", "RuleEngine", "check_rule_sets", "load_rule_set", "rules_check"]
 
