@@ -20,7 +20,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from guardrail.local.coverage import Counts, coverage, find_corpus, load, table, tiny_tokenizer
+from guardrail.local.coverage import Counts, coverage, find_corpus, load, table
+from guardrail.testing.tiny import train_tokenizer
 
 
 def main() -> int:
@@ -34,7 +35,7 @@ def main() -> int:
         print("MaskBench corpus not found (set GUARDRAIL_CORPORA)", file=sys.stderr)
         return 2
     entries = load(corpus)
-    tokenizer = tiny_tokenizer()
+    tokenizer = train_tokenizer()
     started = time.perf_counter()
     results = coverage(entries, tokenizer, sample=args.sample)
     seconds = time.perf_counter() - started

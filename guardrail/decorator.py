@@ -88,9 +88,11 @@ class StructuredFunction(Generic[P, R]):
     def with_result(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Like calling the function, but returns the :class:`~guardrail.Result` (async: an awaitable of it);
         with a ``chain``, the :class:`~guardrail.chain.ChainResult` (which tier, why earlier ones were left)."""
-        chain = self._overrides.get("chain") or (self._config or get_config()).chain
+        base = self._config or get_config()
+        chain = self._overrides.get("chain") or base.chain
+        config = self._merged(base)
         if chain is None:
-            chain = self._local_chain()
+            chain = self._local_chain(config)
         if chain is not None:
             system, user, arguments = self._prompt_parts(args, kwargs)
             context = self._context() if callable(self._context) else self._context
@@ -99,16 +101,20 @@ class StructuredFunction(Generic[P, R]):
                                          context=context, rules=self._rules)
             return chain.run(self.output_type, system=system, user=user, inputs=arguments, context=context,
                              rules=self._rules)
-        method, request = self._request(args, kwargs)
+        method, request = self._request(args, kwargs, config)
         return method.create_with_result(**request)
 
-    def _local_chain(self) -> Any:
+    def _merged(self, base: Config | None = None) -> Config:
+        """The configuration for this call: the decorator's overrides over the given (or global) one."""
+        return (base or self._config or get_config()).merge(
+            **{k: v for k, v in self._overrides.items() if k != "chain"})
+
+    def _local_chain(self, config: Config) -> Any:
         """A one-tier chain when the configured client is a :class:`guardrail.local.LocalModel`, else None.
 
         The configured ``max_tokens`` bounds the local model's new tokens (512 when unset)."""
         from guardrail.chain import Chain, is_local_model, local
 
-        config = (self._config or get_config()).merge(**{k: v for k, v in self._overrides.items() if k != "chain"})
         raw = config.async_client if self._is_async else config.client
         if raw is None and self._is_async:
             raw = config.client  # a local model serves async functions too (run in a worker thread)
@@ -129,15 +135,16 @@ class StructuredFunction(Generic[P, R]):
 
     def stream(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Stream previews, then the value: a :class:`~guardrail.StructuredStream` (async: ``async for``)."""
-        if self._local_chain() is not None:
+        config = self._merged()
+        if self._local_chain(config) is not None:
             raise TypeError("streaming previews need a vendor client; a LocalModel client has no preview stream "
                             "(call the function for the value)")
-        method, request = self._request(args, kwargs)
+        method, request = self._request(args, kwargs, config)
         return method.create_partial(**request)
 
-    def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 config: Config) -> tuple[Any, dict[str, Any]]:
         """The wrapped SDK method to call and its keywords, from the configuration and the call's arguments."""
-        config = (self._config or get_config()).merge(**{k: v for k, v in self._overrides.items() if k != "chain"})
         raw = config.async_client if self._is_async else config.client
         if raw is None:
             kind = "async_client" if self._is_async else "client"

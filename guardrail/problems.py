@@ -102,7 +102,7 @@ class Locator:
         parts: list[str] = []
         for part in loc:
             if isinstance(part, int):
-                if parts and "[" not in parts[-1] and len(parts) == 1:
+                if len(parts) == 1 and "[" not in parts[0]:
                     parts[-1] += f"[{part}]"  # an array of tables at the top level: allow[0]
             else:
                 parts.append(str(part))

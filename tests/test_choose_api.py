@@ -29,16 +29,13 @@ USER = [{"role": "user", "content": "Category?"}]
 
 
 @pytest.fixture
-def emu() -> Iterator[Emulator]:
-    with Emulator() as server:
-        yield server
+def emu(vendor_emulator: Emulator) -> Emulator:
+    return vendor_emulator  # the pytest plugin's emulator and client (guardrail.testing.pytest_plugin)
 
 
 @pytest.fixture
-def oai(emu: Emulator) -> Iterator[openai.OpenAI]:
-    client = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0, timeout=5)
-    yield client
-    client.close()
+def oai(openai_client: openai.OpenAI) -> openai.OpenAI:
+    return openai_client
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("transformers")
 llguidance = pytest.importorskip("llguidance")
 
-from guardrail.local.coverage import tiny_tokenizer  # noqa: E402
 from guardrail.local.grammar import (  # noqa: E402
     Built,
     GrammarError,
@@ -28,6 +27,7 @@ from guardrail.local.grammar import (  # noqa: E402
     lltokenizer,
 )
 from guardrail.schema.report import CompileReport  # noqa: E402
+from guardrail.testing.tiny import train_tokenizer  # noqa: E402
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
@@ -35,7 +35,7 @@ DRAFT7 = "http://json-schema.org/draft-07/schema#"
 
 @pytest.fixture(scope="module")
 def tok() -> Any:
-    return tiny_tokenizer()
+    return train_tokenizer()
 
 
 @pytest.fixture(scope="module")

@@ -24,9 +24,9 @@ from guardrail.local.coverage import (
     find_corpus,
     load,
     table,
-    tiny_tokenizer,
 )
 from guardrail.local.grammar import lltokenizer
+from guardrail.testing.tiny import train_tokenizer
 
 MASKBENCH = find_corpus()
 
@@ -43,7 +43,7 @@ ALLOWLIST: dict[tuple[str, bool], str] = {}
 
 @pytest.fixture(scope="module")
 def tok() -> Any:
-    return tiny_tokenizer()
+    return train_tokenizer()
 
 
 def _encode(tok: Any) -> Any:

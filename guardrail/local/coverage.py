@@ -24,7 +24,6 @@ from __future__ import annotations
 import importlib
 import itertools
 import json
-import random
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -38,7 +37,7 @@ from guardrail.schema.refs import RefIndex
 from guardrail.schema.report import CompileReport
 from guardrail.schema.tree import copy_json, walk
 
-__all__ = ["Counts", "Mismatch", "check_schema", "coverage", "emit", "find_corpus", "load", "table", "tiny_tokenizer"]
+__all__ = ["Counts", "Mismatch", "check_schema", "coverage", "emit", "find_corpus", "load", "table"]
 
 #: Column order of :func:`table`.
 COLUMNS = ("schemas", "compiled", "rejected", "valid_accepted", "valid_rejected_explained",
@@ -112,33 +111,6 @@ def load(directory: Path | str) -> dict[str, list[dict[str, Any]]]:
                     entry = json.loads(line)
                     out.setdefault(entry["collection"], []).append(entry)
     return out
-
-
-def tiny_tokenizer(vocab_size: int = 600) -> Any:
-    """A small byte-level BPE tokenizer trained on generated JSON, English and Korean (nothing downloaded).
-
-    Its tokens cross JSON punctuation and split multi-byte characters, so grammar and tokens disagree often.
-    """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    rng = random.Random(0)
-    texts = []
-    for i in range(300):
-        obj = {"name": f"item {i}", "count": i, "ok": i % 2 == 0, "tags": ["red", "blue"][: i % 3],
-               "설명": "배송이 늦어요 " * (i % 3), "nested": {"x": rng.random(), "children": []}}
-        texts += [json.dumps(obj), json.dumps(obj, indent=2, ensure_ascii=False), "The quick brown fox. 안녕하세요."]
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<eos>"], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tokenizer.train_from_iterator(texts, trainer)
-    fast: Any = PreTrainedTokenizerFast  # untyped constructor
-    return fast(tokenizer_object=tokenizer, eos_token="<eos>")
-
-
-# --- emitting an instance the way the decoder would -------------------------------------------------------
 
 
 def emit(value: Any, schema: Any, branch_ok: Callable[[Any, Any], bool] | None = None) -> str:

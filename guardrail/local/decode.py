@@ -258,38 +258,40 @@ def _advance(row: Row, token: int, alive: bool, sampling: Sampling, text_of: Any
     """Consume the sampled token, then any jump-forward tokens; end the row where it ends."""
     matcher = row.matcher
     if not alive:
-        row.error = DeadEnd("no token is allowed here", text=text_of(row.produced), state=str(matcher.get_error()))
-        _finish(row, "dead_end")
-        return
-    if not matcher.consume_token(token):
-        row.error = DeadEnd("the grammar refused a masked token", text=text_of(row.produced),
-                            state=str(matcher.get_error()))
-        _finish(row, "dead_end")
-        return
-    row.produced.append(token)
-    row.trace.sampled += 1
-    row.pending = [token]
-    if matcher.is_stopped():
-        _finish(row, str(matcher.stop_reason()))
-        return
-    if len(row.produced) >= sampling.max_new_tokens:
-        _finish(row, "max_new_tokens")
-        return
-    if sampling.jump_forward:
+        _dead(row, "no token is allowed here", text_of)
+    elif not matcher.consume_token(token):
+        _dead(row, "the grammar refused a masked token", text_of)
+    else:
+        row.produced.append(token)
+        row.trace.sampled += 1
+        row.pending = [token]
+        if _ended(row, sampling) or not sampling.jump_forward:
+            return
         forced = list(matcher.compute_ff_tokens())[: sampling.max_new_tokens - len(row.produced)]
-        if forced:
-            if not matcher.consume_tokens(forced):
-                row.error = DeadEnd("jump-forward tokens refused", text=text_of(row.produced),
-                                    state=str(matcher.get_error()))
-                _finish(row, "dead_end")
-                return
-            row.produced.extend(forced)
-            row.trace.forced += len(forced)
-            row.pending = [token, *forced]
-            if matcher.is_stopped():
-                _finish(row, str(matcher.stop_reason()))
-            elif len(row.produced) >= sampling.max_new_tokens:
-                _finish(row, "max_new_tokens")
+        if not forced:
+            return
+        if not matcher.consume_tokens(forced):
+            _dead(row, "jump-forward tokens refused", text_of)
+            return
+        row.produced.extend(forced)
+        row.trace.forced += len(forced)
+        row.pending = [token, *forced]
+        _ended(row, sampling)
+
+
+def _ended(row: Row, sampling: Sampling) -> bool:
+    """End the row if its grammar stopped or it reached ``max_new_tokens``; whether it ended."""
+    if row.matcher.is_stopped():
+        _finish(row, str(row.matcher.stop_reason()))
+    elif len(row.produced) >= sampling.max_new_tokens:
+        _finish(row, "max_new_tokens")
+    return row.done
+
+
+def _dead(row: Row, message: str, text_of: Any) -> None:
+    """End the row at a dead end, keeping the text so far and the grammar state."""
+    row.error = DeadEnd(message, text=text_of(row.produced), state=str(row.matcher.get_error()))
+    _finish(row, "dead_end")
 
 
 def _finish(row: Row, reason: str) -> None:

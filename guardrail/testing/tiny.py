@@ -43,7 +43,7 @@ def train_tokenizer(vocab_size: int = 600) -> Any:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<eos>"],
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<eos>"], show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     words = 0 if vocab_size <= 1000 else max(200, vocab_size // 8)
     tokenizer.train_from_iterator(corpus(lines_of_words=words), trainer)
