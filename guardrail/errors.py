@@ -16,14 +16,16 @@ The tree::
         ├── Refused                the model refused (.refusal, the vendor's text); never retried
         ├── VendorError            the vendor answered with an error retrying cannot fix (.status, .code): 400,
         │                          401, 403, 404, a spend limit; never retried
-        ├── VendorUnavailable      transport retries (429, 5xx, 529, timeouts, dropped connections) ran out of
-        │                          tries or of time (.status)
+        ├── VendorUnavailable      transport retries (429, 5xx, 529, timeouts, dropped connections, answers not
+        │   │                      in the API's shape) ran out of tries or of time (.status, .code, .snippet)
+        │   └── DeadlineExceeded   the call's wall-clock deadline passed; the request in flight was cut off
         ├── Declined               the answer is a typed non-answer (status refused/unknown...) (.status, .value)
         └── GaveUp                 every attempt's output failed the contract (.errors: one per attempt)
             ├── OutputTruncated    the output hit the token limit even after it was raised once
             ├── BudgetExceeded     another attempt would have passed the token or cost budget
             └── SemanticRejected   a semantic rule with on_fail="end" failed
     SemanticViolation              (an attempt's error, not raised alone) rules the answer broke (.violations)
+    SyncAsyncMismatch              (also a TypeError) a sync call was given an async client, or the reverse
 
 ``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
 there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
@@ -169,20 +171,39 @@ class Refused(CallError):
 
 
 class VendorError(CallError):
-    """The vendor answered with an error that retrying cannot fix (bad request, auth, not found, spend limit)."""
+    """The vendor answered with an error that retrying cannot fix (bad request, auth, not found, spend limit).
 
-    def __init__(self, message: str, *, status: int | None, code: str | None, outcome: Outcome) -> None:
+    ``.snippet`` is the start of the response body, secrets redacted (``None`` when there was none).
+    """
+
+    def __init__(self, message: str, *, status: int | None, code: str | None, outcome: Outcome,
+                 snippet: str | None = None) -> None:
         super().__init__(message, outcome=outcome)
         self.status = status
         self.code = code
+        self.snippet = snippet
 
 
 class VendorUnavailable(CallError):
-    """Transport retries ran out (count or deadline) on rate limits, server errors, timeouts or drops."""
+    """Transport retries ran out (count or deadline) on rate limits, server errors, timeouts, drops, or answers
+    that were not in the API's shape (an HTML page from a proxy, a body or stream event that is not JSON).
 
-    def __init__(self, message: str, *, status: int | None, outcome: Outcome) -> None:
+    ``.status`` is the last HTTP status (``None`` when no response came), ``.code`` what went wrong when it is
+    known (the vendor's error code, ``"not_json"``, ``"content_type"``, ``"shape"``, ``"deadline"``) and
+    ``.snippet`` the start of the last response body, secrets redacted.
+    """
+
+    def __init__(self, message: str, *, status: int | None, outcome: Outcome, code: str | None = None,
+                 snippet: str | None = None) -> None:
         super().__init__(message, outcome=outcome)
         self.status = status
+        self.code = code
+        self.snippet = snippet
+
+
+class DeadlineExceeded(VendorUnavailable):
+    """The call's wall-clock deadline (``RetryPolicy.deadline``, or what a chain had left) passed before a
+    usable answer came; a request still in flight, a slowly arriving body or stream included, was cut off."""
 
 
 class Declined(CallError):
@@ -232,3 +253,12 @@ class SemanticRejected(GaveUp):
     """A semantic rule whose failure ends the call (``on_fail="end"``) failed; no further attempt is made."""
 
     kind: str = "semantic"
+
+
+class SyncAsyncMismatch(GuardrailError, TypeError):
+    """A synchronous call met an async client or tier (or the reverse): nothing was sent.
+
+    For example ``chain.run(...)`` with an ``AsyncOpenAI`` tier: use ``await chain.arun(...)``, which awaits
+    async tiers and runs sync ones in a worker thread. Also a ``TypeError``, as calling a function the wrong
+    way is.
+    """
