@@ -4,7 +4,9 @@ The :class:`Emulator` is a real HTTP server on loopback that speaks OpenAI Chat 
 Responses and Anthropic Messages (JSON and SSE streaming) closely enough that the official SDK clients
 parse its answers. Script what the "model" does with :mod:`reply` behaviours, or set a responder such as
 :class:`FaultProfile`; assert on :class:`RecordedRequest` values. The pytest plugin (registered through the
-``pytest11`` entry point) provides ``vendor_emulator`` and SDK client fixtures.
+``pytest11`` entry point) provides the ``guardrail_emulator`` fixture and SDK client fixtures
+(``guardrail_openai``, ``guardrail_anthropic`` and their async twins); :func:`offline` runs a block of code
+against an emulator without pytest.
 
 Example::
 
@@ -38,6 +40,7 @@ from guardrail.testing.behaviours import (
 from guardrail.testing.emulator import EXHAUSTED, Emulator, Responder
 from guardrail.testing.examples import example_instance
 from guardrail.testing.faults import FaultProfile
+from guardrail.testing.offline import offline
 from guardrail.testing.recording import RecordedRequest
 from guardrail.testing.strictness import anthropic_strict_problems, openai_strict_problems
 
@@ -54,6 +57,7 @@ __all__ = [
     "error",
     "example_instance",
     "logprobs",
+    "offline",
     "openai_strict_problems",
     "overloaded",
     "rate_limited",
