@@ -108,3 +108,13 @@ def test_an_unrelated_pytest_project_sees_only_namespaced_fixtures(tmp_path: Pat
                             capture_output=True, text=True, cwd=tmp_path).stdout
     assert "guardrail_emulator" in listed
     assert "vendor_emulator" not in listed and "anthropic_client" not in listed
+
+
+@pytest.mark.parametrize("missing", ["torch", "llguidance"])
+def test_local_decoding_without_its_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
+    from guardrail.local import LocalModel
+
+    monkeypatch.setitem(sys.modules, missing, None)  # what an install without the [local] extra looks like
+    with pytest.raises(MissingExtra, match=r"pip install 'guardrail-llm\[local\]'") as caught:
+        LocalModel(object(), object())
+    assert caught.value.module == missing
