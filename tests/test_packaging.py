@@ -45,6 +45,12 @@ def test_using_the_parser_loads_no_vendor_sdk_or_policy_checker() -> None:
     assert {"openai", "anthropic", "sqlglot", "re2", "structlog", "rich"} & loaded == set()
 
 
+def test_the_wrapper_and_decorator_load_no_policy_checker_cli_or_sdk() -> None:
+    loaded = _modules_after("import guardrail\nguardrail.wrap, guardrail.structured, guardrail.configure")
+    assert {"openai", "anthropic", "sqlglot", "re2", "structlog", "rich", "redis", "torch"} & loaded == set()
+    assert not any(m.startswith("guardrail.policy") for m in loaded)
+
+
 def test_every_public_name_resolves_and_is_listed() -> None:
     for name in guardrail.__all__:
         assert getattr(guardrail, name) is not None, name
