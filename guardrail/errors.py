@@ -26,6 +26,9 @@ The tree::
             └── SemanticRejected   a semantic rule with on_fail="end" failed
     SemanticViolation              (an attempt's error, not raised alone) rules the answer broke (.violations)
     SyncAsyncMismatch              (also a TypeError) a sync call was given an async client, or the reverse
+    MissingExtra                   an optional feature's package is not installed (.extra); also an ImportError
+    RuleError                      a semantic rule could not be evaluated (.rule): missing context, or the
+                                   rule's own code raised (the original is the __cause__); never retried
 
 ``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
 there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
@@ -262,3 +265,32 @@ class SyncAsyncMismatch(GuardrailError, TypeError):
     async tiers and runs sync ones in a worker thread. Also a ``TypeError``, as calling a function the wrong
     way is.
     """
+
+
+class MissingExtra(GuardrailError, ImportError):
+    """An optional feature needs a package that is not installed; the message names the extra that brings it.
+
+    Attributes:
+        extra: the extra of the ``guardrail-llm`` distribution to install (``"openai"``, ``"local"``, ...).
+        module: the module that could not be imported.
+    """
+
+    def __init__(self, module: str, extra: str, feature: str) -> None:
+        super().__init__(f"{feature} needs {module!r}, which is not installed: pip install 'guardrail-llm[{extra}]'",
+                         name=module)
+        self.extra = extra
+        self.module = module
+
+
+class RuleError(GuardrailError):
+    """A semantic rule could not be evaluated: it needs a ``context`` key the call did not pass, or the
+    rule's own code raised (that exception is the ``__cause__``). A fault of the program, not of the model's
+    answer, so it is never sent back to the model as feedback.
+
+    Attributes:
+        rule: the rule's name.
+    """
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(f"rule {rule!r}: {message}")
+        self.rule = rule
