@@ -104,6 +104,11 @@ def _read(endpoint: Endpoint, http: Any, parsed: Any, tool: str | None) -> Compl
     if isinstance(parsed, (str, bytes)):  # the SDK hands back text it could not read as JSON
         raise BadResponse(f"the response is not JSON (status {status}, {content_type or 'no content type'})",
                           status=status, content_type=content_type, code="not_json", body=parsed)
+    missing = [name for name in endpoint.list_fields if not isinstance(getattr(parsed, name, None), list)]
+    if missing:
+        raise BadResponse(f"the response is JSON but not the API's answer (status {status}): no "
+                          f"{', '.join(missing)}", status=status, content_type=content_type, code="shape",
+                          body=_body(http) or repr(parsed))
     try:
         return endpoint.read(parsed, tool)
     except _SHAPE_ERRORS as error:
