@@ -501,9 +501,10 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
 
     def call(request: Request, left: float | None) -> Any:
         """The wrapped SDK call for this request: a Result (sync client) or an awaitable of one (async)."""
-        seconds = own if left is None else left if own is None else min(own, left)
-        policy = replace(base_retry, deadline=seconds)
-        target: Wrapped = wrap(client, server=server, retry=policy) if policy != base_retry else wrapped
+        target: Wrapped = wrapped
+        if left is not None:  # the chain's deadline: the tighter of it and the tier's own
+            seconds = left if own is None else min(own, left)
+            target = wrap(client, server=server, retry=replace(base_retry, deadline=seconds))
         common: dict[str, Any] = {"response_model": request.output_type, "model": model,
                                   "max_attempts": max_attempts, "mode": mode,
                                   "budget": _tighter(request.budget, budget), "rules": request.rules,

@@ -310,3 +310,16 @@ def test_chain_exhausted_when_every_tier_is_out_of_shape(emu: Emulator) -> None:
     with pytest.raises(ChainExhausted) as caught:
         chain.run(Ticket, system="s", user="u")
     assert [type(e) for e in caught.value.exceptions] == [VendorUnavailable, VendorUnavailable]
+
+
+def test_a_sync_decorated_function_with_an_async_chain_is_refused(emu: Emulator) -> None:
+    chain = Chain([vendor(client_for(emu, "chat", True), "gpt-4o", retry=FAST)])
+
+    @guardrail.structured(chain=chain)
+    def triage(inquiry: str) -> Ticket:
+        """Triage the inquiry."""
+        raise NotImplementedError
+
+    with pytest.raises(SyncAsyncMismatch):
+        triage("late parcel")
+    assert emu.requests == []
