@@ -29,6 +29,8 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import guardrail
@@ -323,3 +325,27 @@ def test_a_sync_decorated_function_with_an_async_chain_is_refused(emu: Emulator)
     with pytest.raises(SyncAsyncMismatch):
         triage("late parcel")
     assert emu.requests == []
+
+
+BODIES = st.one_of(
+    st.text(max_size=200),
+    st.sampled_from(['{"choices": null}', '{"choices": [{}]}', '{"choices": [{"message": 3}]}', '{"content": "x"}',
+                     '{"output": [{"type": "message", "content": null}]}', '{"content": [{"type": "text"}]}',
+                     "data: {}\n\n", "data: [DONE]\n\n", 'event: message_start\ndata: {"message": 1}\n\n',
+                     'data: {"choices": [{"delta": null, "index": 0}]}\n\n', "[]", "null", '"text"']),
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=BODIES, content_type=st.sampled_from(["application/json", "text/event-stream", "text/html", ""]),
+       api=st.sampled_from(APIS), stream=st.booleans())
+def test_any_body_ends_as_a_value_or_a_typed_error(emu: Emulator, body: str, content_type: str, api: str,
+                                                   stream: bool) -> None:
+    emu.reset()
+    emu.responder = lambda request: reply.raw(body, content_type=content_type)
+    try:
+        value = call(emu, api, False, stream, retry=RetryPolicy(max_tries=1, deadline=10))
+    except guardrail.GuardrailError:
+        return
+    assert isinstance(value, Ticket)
