@@ -6,8 +6,8 @@ driver reads an answer, an :class:`Alarm` is armed for the call's deadline; when
 response's socket down (``shutdown(SHUT_RDWR)``), which wakes the blocked read with an error at once, and
 the driver reports the deadline. Asynchronous drivers need none of this: they cancel with ``asyncio``.
 
-One daemon thread serves every alarm of the process (a heap of due times), started on first use and again
-after a fork. When the response exposes no socket (a custom transport), nothing is cut and the per-read
+One daemon thread serves every alarm of the process (a heap of due times), started on first use; a forked
+child starts afresh. When the response exposes no socket (a custom transport), nothing is cut and the per-read
 timeout, itself never longer than the time left, still bounds each read.
 """
 
@@ -66,7 +66,6 @@ class _Watchdog:
         self._heap: list[tuple[float, int, Alarm]] = []
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
-        self._pid = 0
         self._cancelled = 0
 
     def arm(self, at: float, action: Callable[[], None]) -> Alarm:
@@ -79,8 +78,7 @@ class _Watchdog:
                 heapq.heapify(self._heap)
                 self._cancelled = 0
             heapq.heappush(self._heap, (at, next(self._order), alarm))
-            if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
-                self._pid = os.getpid()
+            if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="guardrail-deadline-watchdog", daemon=True)
                 self._thread.start()
             self._wake.notify()
@@ -99,7 +97,14 @@ class _Watchdog:
             alarm.ring()
 
 
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's thread is gone and its lock may have been held; start afresh."""
+        self.__init__()  # type: ignore[misc]
+
+
 _WATCHDOG = _Watchdog()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WATCHDOG._after_fork)
 
 
 def cut_at(deadline_at: float, http_response: Any) -> Alarm:
