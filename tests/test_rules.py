@@ -319,7 +319,7 @@ def test_check_rule_sets_with_contracts(tmp_path: Path) -> None:
     assert by_key["rules[1].set.urgency"].line == 20
     assert by_key["function"].file.endswith("broken.toml")
     assert all(str(p) for p in problems)
-    assert check_rule_sets(tmp_path / "missing") == [(str(tmp_path / "missing"), None, "", "not a directory")]
+    assert check_rule_sets(tmp_path / "missing") == [(str(tmp_path / "missing"), None, "", "does not exist")]
 
 
 def test_registered_functions(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from guardrail.cli.common import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     EXIT_INVALID,
+    EXIT_USAGE,
     CommandError,
     Parser,
     missing_extra,
@@ -76,7 +77,7 @@ def build_parser() -> Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status.
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status (never raises it).
 
     A user error is one line on stderr, prefixed with the subcommand (``guardrail schema: ...``), and status 1
     (2 for a malformed command line, from the parser); Ctrl-C is one line and 130; a reader that goes away
@@ -84,7 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+        try:
+            args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+        except SystemExit as done:  # --help, --version, or a usage error already printed on one line
+            return done.code if isinstance(done.code, int) else EXIT_USAGE
         prog: str = args.prog
         try:
             code: int = args.run(args)
