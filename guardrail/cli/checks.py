@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from guardrail.cli.common import CommandError, import_from_cwd, named_target, toml_files
+from guardrail.cli.common import CommandError, importable_cwd, named_target, toml_files
 
 POLICY_DESCRIPTION = """\
 Validate per-tool policy files: every *.toml in a directory, or one file. Each problem is printed with its
@@ -85,5 +85,5 @@ def run_rules_check(args: argparse.Namespace) -> int:
     from guardrail.rules import rules_check
 
     toml_files(args.path, "rule sets")
-    import_from_cwd()
-    return rules_check(args.path, dict(args.contract), as_json=args.json)
+    with importable_cwd():
+        return rules_check(args.path, dict(args.contract), as_json=args.json)

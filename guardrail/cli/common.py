@@ -10,10 +10,12 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -105,11 +107,20 @@ def named_target(text: str) -> tuple[str, str]:
     return name.strip(), target(rest)
 
 
-def import_from_cwd() -> None:
-    """Let ``MODULE`` be found in the current directory, as ``python -m`` would (the console script does not)."""
+@contextlib.contextmanager
+def importable_cwd() -> Iterator[None]:
+    """Within the block, modules in the current directory can be imported, as under ``python -m`` (the console
+    script does not put the current directory on ``sys.path``); ``sys.path`` is restored afterwards."""
     cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
+    if cwd in sys.path or "" in sys.path:
+        yield
+        return
+    sys.path.insert(0, cwd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(cwd)
 
 
 def import_target(text: str) -> Any:
@@ -119,9 +130,9 @@ def import_target(text: str) -> Any:
     module runs (a syntax error, an exception at import) is reported with its type, as one line.
     """
     module_name, _, attribute = target(text).partition(":")
-    import_from_cwd()
     try:
-        value: Any = importlib.import_module(module_name)
+        with importable_cwd():
+            value: Any = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
         if error.name is not None and (module_name == error.name or module_name.startswith(error.name + ".")):
             raise CommandError(f"cannot import {module_name!r}: no such module in the current directory or "
