@@ -226,7 +226,7 @@ def test_invalid_input_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]
 def test_a_module_that_fails_to_import_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "broken_contracts_cli.py").write_text("import no_such_dependency_xyz\n")
-    (tmp_path / "raising_contracts_cli.py").write_text("raise RuntimeError('configuration missing')\n")
+    (tmp_path / "raising_contracts_cli.py").write_text("raise RuntimeError('configuration missing:\\n  DB_URL')\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     code, _, err = run_main(capsys, "schema", "broken_contracts_cli:Ticket")
@@ -234,7 +234,7 @@ def test_a_module_that_fails_to_import_is_one_line(capsys: pytest.CaptureFixture
     one_line(err, "cannot import 'broken_contracts_cli'", "no_such_dependency_xyz")
     code, _, err = run_main(capsys, "schema", "raising_contracts_cli:Ticket")
     assert code == 1
-    one_line(err, "RuntimeError: configuration missing")
+    one_line(err, "RuntimeError: configuration missing: DB_URL")  # a multi-line message folded into one
 
 
 def test_an_emulator_port_already_in_use_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -375,3 +375,13 @@ def test_python_m_guardrail_testing_is_the_emulator_command() -> None:
                           text=True, timeout=60, check=False, cwd=ROOT, env=NO_KEYS)
     assert done.returncode == 2
     one_line(done.stderr, "python -m guardrail.testing:", "--port")
+
+
+@pytest.mark.parametrize("command", ["policy", "rules"])
+def test_an_empty_file_fails_the_check(capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> None:
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    for path in (empty, tmp_path):
+        code, out, err = run_main(capsys, command, "check", str(path))
+        assert code == 1 and out.startswith("0 valid ")
+        assert err and all(line.startswith(f"{empty}: ") for line in err.splitlines())

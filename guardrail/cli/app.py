@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             code: int = args.run(args)
         except CommandError as error:
-            print(f"{prog}: {error}", file=sys.stderr)
+            print(f"{prog}: {_one_line(str(error))}", file=sys.stderr)
             return error.code
         except ModuleNotFoundError as error:
             message = missing_extra(error)
@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{prog}: {message}", file=sys.stderr)
             return EXIT_INVALID
         except GuardrailError as error:
-            print(f"{prog}: {type(error).__name__}: {error}", file=sys.stderr)
+            print(f"{prog}: {type(error).__name__}: {_one_line(str(error))}", file=sys.stderr)
             return EXIT_INVALID
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below, not at interpreter exit
         return code
@@ -112,6 +112,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks folded into spaces: an error is one line, whatever it quotes."""
+    return " ".join(text.split())
 
 
 def _silence_stdout() -> None:
