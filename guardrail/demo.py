@@ -9,7 +9,6 @@ returned, what each layer did, and the typed result.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from collections import Counter
@@ -19,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from guardrail._optional import require
 from guardrail.config import Config
 from guardrail.decorator import structured
 from guardrail.errors import CallError
@@ -144,13 +144,14 @@ def live_config() -> tuple[Config, str] | None:
 def emulated(vendor: str) -> tuple[Any, Config]:
     """A started emulator replaying :func:`recorded_answers`, and a config pointing the chosen SDK at it.
 
-    The SDK is imported first, so that a missing one (``ModuleNotFoundError``) leaves no emulator running.
+    The SDK is imported first, so that a missing one (:class:`~guardrail.MissingExtra`) leaves no emulator
+    running.
     """
     from guardrail.testing import Emulator
 
     if vendor not in ("openai", "anthropic"):
         raise ValueError(f"vendor must be 'openai' or 'anthropic', not {vendor!r}")
-    sdk: Any = importlib.import_module(vendor)
+    sdk: Any = require(vendor, vendor, "the demo")  # MissingExtra naming the extra, before anything starts
     emulator = Emulator().start()
     emulator.script(*recorded_answers())
     retry = RetryPolicy(initial_wait=0.05, max_wait=1.0, deadline=30)

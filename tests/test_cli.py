@@ -385,3 +385,9 @@ def test_an_empty_file_fails_the_check(capsys: pytest.CaptureFixture[str], tmp_p
         code, out, err = run_main(capsys, command, "check", str(path))
         assert code == 1 and out.startswith("0 valid ")
         assert err and all(line.startswith(f"{empty}: ") for line in err.splitlines())
+
+
+def test_the_live_demo_without_the_vendor_sdk_names_the_extra_to_install() -> None:
+    done = console_script("demo", prelude="sys.modules['openai'] = None; ", env={"OPENAI_API_KEY": "sk-test"})
+    assert done.returncode == 1
+    one_line(done.stderr, "guardrail demo:", "pip install 'guardrail-llm[openai]'")

@@ -18,7 +18,7 @@ from guardrail.cli.common import (
     Parser,
     missing_extra,
 )
-from guardrail.errors import GuardrailError
+from guardrail.errors import GuardrailError, MissingExtra
 
 DESCRIPTION = """\
 guardrail turns LLM output into valid, permitted, typed values. This command runs the demo, shows what a
@@ -100,6 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if message is None:
                 raise
             print(f"{prog}: {message}", file=sys.stderr)
+            return EXIT_INVALID
+        except MissingExtra as error:  # its message names the extra to install
+            print(f"{prog}: {error}", file=sys.stderr)
             return EXIT_INVALID
         except GuardrailError as error:
             print(f"{prog}: {type(error).__name__}: {_one_line(str(error))}", file=sys.stderr)

@@ -67,12 +67,14 @@ def install_hint(extra: str) -> str:
 
 
 def missing_extra(error: ModuleNotFoundError) -> str | None:
-    """The one-line message for a missing optional dependency, or ``None`` when the module is not one."""
+    """The one-line message for a missing optional dependency that was imported without
+    :func:`guardrail._optional.require` (which raises :class:`~guardrail.MissingExtra` itself), or ``None``
+    when the module is not an optional dependency."""
     top = (error.name or "").partition(".")[0]
     extra = EXTRAS.get(top)
     if extra is None:
         return None
-    return f"this needs the {top} package, which is not installed: {install_hint(extra)}"
+    return f"this command needs {top!r}, which is not installed: {install_hint(extra)}"
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:

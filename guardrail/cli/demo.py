@@ -32,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when it ran (a row that failed is part of what it shows)."""
     from guardrail import demo
 
-    quiet_logs()
     console = common.console(stderr=args.json)
     try:
         live = demo.live_config()
@@ -80,14 +79,3 @@ def table(rows: list[Any]) -> Any:
 def _short(text: str, limit: int = 200) -> str:
     text = text.replace("\n", "⏎")
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def quiet_logs() -> None:
-    """guardrail logs a structlog event per call and attempt; the command shows its own output instead."""
-    import logging
-    import sys
-
-    import structlog
-
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-                        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
