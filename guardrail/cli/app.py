@@ -45,9 +45,9 @@ def version() -> str:
     try:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
-        import guardrail
+        from guardrail._version import __version__
 
-        return str(getattr(guardrail, "__version__", "unknown"))
+        return __version__
 
 
 class _Version(argparse.Action):
