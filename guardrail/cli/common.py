@@ -77,11 +77,6 @@ def missing_extra(error: ModuleNotFoundError) -> str | None:
     return f"this command needs {top!r}, which is not installed: {install_hint(extra)}"
 
 
-def plural(count: int, singular: str, plural_form: str | None = None) -> str:
-    """``"1 problem"``, ``"2 problems"``; ``plural_form`` for irregular words (``policy`` -> ``policies``)."""
-    return f"{count} {singular if count == 1 else plural_form or singular + 's'}"
-
-
 def port(text: str) -> int:
     """An argparse type: a TCP port number, 0 (any free port) to 65535."""
     try:
