@@ -34,8 +34,8 @@ from guardrail.store import (
     SQLiteStore,
     Store,
 )
-from guardrail.store.idempotency import LEASE_SUFFIX
 from guardrail.store.base import MAX_KEY_BYTES
+from guardrail.store.idempotency import LEASE_SUFFIX
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -469,7 +469,8 @@ def test_results_over_the_size_limit_are_not_storable(store: Store) -> None:
     with pytest.raises(ResultNotStorable):
         idem.run("k", "fp", big)
     assert runs == [1]
-    assert idem.run("fits", "fp", lambda: json.dumps("é" * 400, ensure_ascii=False)) == (json.dumps("é" * 400, ensure_ascii=False), False)
+    fits = json.dumps("é" * 400, ensure_ascii=False)  # 802 bytes
+    assert idem.run("fits", "fp", lambda: fits) == (fits, False)
 
 
 def test_a_waiter_replays_the_failure_of_the_executor(store: Store) -> None:
@@ -491,8 +492,12 @@ def test_a_waiter_replays_the_failure_of_the_executor(store: Store) -> None:
     thread = threading.Thread(target=first)
     thread.start()
     started.wait(10)
-    waiter = threading.Thread(target=lambda: failure.append(pytest.raises(IdempotencyFailed, idem.run, "k", "fp",
-                                                                          _never).value))
+    def wait_for_it() -> None:
+        with pytest.raises(IdempotencyFailed) as caught:
+            idem.run("k", "fp", _never)  # a waiter never takes over a failed run
+        failure.append(caught.value)
+
+    waiter = threading.Thread(target=wait_for_it)
     waiter.start()
     go.set()
     thread.join()
