@@ -154,7 +154,7 @@ class SQLiteStore:
 
             result = self._transaction(conn, run)
             if self._writes % _SWEEP_EVERY == 0:
-                conn.execute("PRAGMA incremental_vacuum")  # outside the transaction: give freed pages back
+                conn.executescript("PRAGMA incremental_vacuum;")  # runs to completion (execute() steps once)
             return result
 
     def sweep(self) -> int:
@@ -164,7 +164,7 @@ class SQLiteStore:
 
         deleted = self._write("sweep", body)
         with self._lock, self._translated("sweep"):
-            self._connection().execute("PRAGMA incremental_vacuum")
+            self._connection().executescript("PRAGMA incremental_vacuum;")
         return deleted
 
     @staticmethod
