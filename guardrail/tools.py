@@ -31,7 +31,7 @@ from pydantic_core import to_jsonable_python
 
 from guardrail import approvals, audit
 from guardrail.config import get_config
-from guardrail.errors import ApprovalRequired, Denied, InputLimitError, ParseError, SemanticViolation
+from guardrail.errors import ApprovalRequired, Denied, InputLimitError, NothingHappened, ParseError, SemanticViolation
 from guardrail.gates.authz import GENERIC_DENIAL, Decision, authorize
 from guardrail.gates.semantic import Rule, evaluate
 from guardrail.identity import Identity, current_identity, key_of
@@ -331,8 +331,9 @@ def resolve(name: str, idempotency_key: str, *, result: Any = None, failed: bool
                                label=idempotency_key)
 
 
-class _LimitReached(Exception):
-    """Internal: a rate limit, quota or spend budget stopped the execution (``rule`` names it)."""
+class _LimitReached(NothingHappened):
+    """Internal: a rate limit, quota or spend budget stopped the execution (``rule`` names it). The tool did not
+    run, so the idempotency key is released (a later call with it may run once the limit allows)."""
 
     def __init__(self, rule: str) -> None:
         super().__init__(rule)

@@ -139,3 +139,20 @@ def test_a_refused_call_consumes_no_limit(store: Store) -> None:
     with pytest.raises(guardrail.Denied):
         call(0)  # now the rate is used up
     assert paid == [0.1, 0.2]
+
+
+def test_a_call_stopped_by_a_limit_leaves_its_idempotency_key_free() -> None:
+    store, registry, ran = MemoryStore(), ToolRegistry(), []
+
+    @tool(policy=parse_policy('tool = "ping"\nidempotency = "required"\n[[allow]]\nid = "all"\n'
+                              "[limits]\nrate = { calls = 1, per_seconds = 60 }\n"), registry=registry)
+    def ping(n: int) -> int:
+        ran.append(n)
+        return n
+
+    with guardrail.identity(user="u"):
+        assert execute_tool_call("ping", {"n": 1}, idempotency_key="A", registry=registry, store=store) == 1
+        for _ in range(2):  # denied by the limit each time: never a recorded failure replayed as one
+            with pytest.raises(guardrail.Denied):
+                execute_tool_call("ping", {"n": 2}, idempotency_key="B", registry=registry, store=store)
+    assert ran == [1]

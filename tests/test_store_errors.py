@@ -8,6 +8,8 @@ from __future__ import annotations
 import socket
 import sqlite3
 import time
+import uuid
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from guardrail.store import (
     Store,
     VolatileRedisWarning,
 )
+from guardrail.store.idempotency import LEASE_SUFFIX
 from guardrail.tools import ToolRegistry, execute_tool_call, resolve, tool
 
 OPERATIONS: list[tuple[str, tuple[Any, ...]]] = [
@@ -243,3 +246,51 @@ def test_a_reconcile_hook_and_rerun_safe_tools() -> None:
         assert execute_tool_call("charge", {"amount": 3}, idempotency_key="c", registry=registry,
                                  store=safe_store) == {"charged": 3}
     assert charged == [3]
+
+
+# -- claims whose write timed out ------------------------------------------------------------------------------
+
+
+class TimesOutAfterWriting:
+    """A real store whose first lease write lands and then reports a timeout, as a stalled server does; with
+    ``retries``, the driver retries the write instead (as redis-py's retrying client does), so the retry finds the
+    key taken by its own first attempt."""
+
+    def __init__(self, store: Store, *, retries: bool) -> None:
+        self.store, self.retries, self.tripped = store, retries, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def put_if_absent(self, key: str, value: str, ttl: float) -> bool:
+        landed = self.store.put_if_absent(key, value, ttl)
+        if self.tripped or not key.endswith(LEASE_SUFFIX):
+            return landed
+        self.tripped = True
+        if self.retries:
+            return self.store.put_if_absent(key, value, ttl)  # the retry: the key is taken (by us)
+        raise StoreUnavailable("timed out after writing", operation="put_if_absent")
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def real_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        opened: Store = SQLiteStore(tmp_path / "ghost.sqlite3")
+    else:
+        opened = RedisStore(request.getfixturevalue("redis_url"), prefix=f"ghost:{uuid.uuid4().hex[:8]}:")
+    yield opened
+    opened.close()
+
+
+def test_a_claim_that_landed_before_a_timeout_is_cleaned_not_left_as_a_ghost(real_store: Store) -> None:
+    flaky = TimesOutAfterWriting(real_store, retries=False)
+    with pytest.raises(StoreUnavailable) as caught:
+        Idempotency(flaky).run("k", "fp", lambda: '"never"')  # type: ignore[arg-type]
+    assert caught.value.claimed is False and caught.value.executed is False
+    assert real_store.get("idempotency:k" + LEASE_SUFFIX) is None, "the landed claim was deleted"
+    assert Idempotency(real_store, wait=0).run("k", "fp", lambda: '"ran"') == ('"ran"', False)
+
+
+def test_a_retrying_client_recognizes_its_own_claim(real_store: Store) -> None:
+    flaky = TimesOutAfterWriting(real_store, retries=True)
+    assert Idempotency(flaky, wait=0).run("k", "fp", lambda: '"ran"') == ('"ran"', False)  # type: ignore[arg-type]
