@@ -286,6 +286,28 @@ def test_redis_restarted_mid_call(base: dict[str, Any], log: Path, redis_process
         redis_process.start()
 
 
+def test_redis_down_while_the_tool_runs(base: dict[str, Any], log: Path, redis_process: RedisProcess,
+                                        tmp_path: Path) -> None:
+    if base["kind"] != "redis":
+        pytest.skip("a Redis outage")
+    redis_process.stop()
+    redis_process.start(aof=True)
+    try:
+        runner = spawn(base, behaviour="until", until=str(tmp_path / "go"), lease=0.6, timeout=0.5)
+        wait_for_executions(log, 1)
+        redis_process.stop()  # down while the tool runs, and still down when it finishes
+        (tmp_path / "go").touch()
+        outcome = typed(finish(runner), "StoreUnavailable")
+        assert outcome["executed"] is True and outcome["result_stored"] is False, outcome
+        redis_process.start(aof=True)
+        # The started record survived (AOF); its lease lapsed: unknown, not a second run.
+        typed(call(base, wait=20), "IdempotencyUnknown")
+        assert executions(log) == 1
+    finally:
+        redis_process.stop()
+        redis_process.start()
+
+
 def hold_sqlite_lock(path: str) -> sqlite3.Connection:
     """Another writer that takes the database's write lock and keeps it until closed."""
     conn = sqlite3.connect(path, isolation_level=None, timeout=10)
