@@ -366,7 +366,9 @@ class Idempotency:
                     raise IdempotencyConflict(key)
                 if record["state"] in _FINAL:
                     return self._replayed(key, record), True
-            if (yield from self._acquire(key, lease_key, owner)):
+            # While a runner holds the lease, waiting is a read; only a free-looking key is worth a claim write.
+            held = text is not None and (yield from self._op(key, "get", lease_key)) is not None
+            if not held and (yield from self._acquire(key, lease_key, owner)):
                 break
             if self.clock() >= deadline:
                 raise IdempotencyInFlight(key, self.wait)
