@@ -83,10 +83,8 @@ def log(tmp_path: Path) -> Path:
     return tmp_path / "executions.log"
 
 
-@pytest.fixture(params=KINDS)
-def base(request: pytest.FixtureRequest, tmp_path: Path, log: Path) -> dict[str, Any]:
+def make_base(kind: str, request: pytest.FixtureRequest, tmp_path: Path, log: Path) -> dict[str, Any]:
     """The worker config shared by every process of one test: the store, the key, the log."""
-    kind = str(request.param)
     config: dict[str, Any] = {"kind": kind, "log": str(log), "key": f"order-{uuid.uuid4().hex[:8]}",
                               "prefix": f"faults:{uuid.uuid4().hex[:8]}:", "behaviour": "ok"}
     if kind == "redis":
@@ -97,6 +95,21 @@ def base(request: pytest.FixtureRequest, tmp_path: Path, log: Path) -> dict[str,
     else:
         config["location"] = str(tmp_path / "store.sqlite3")
     return config
+
+
+@pytest.fixture(params=KINDS)
+def base(request: pytest.FixtureRequest, tmp_path: Path, log: Path) -> dict[str, Any]:
+    return make_base(str(request.param), request, tmp_path, log)
+
+
+@pytest.fixture
+def redis_base(request: pytest.FixtureRequest, tmp_path: Path, log: Path) -> dict[str, Any]:
+    return make_base("redis", request, tmp_path, log)
+
+
+@pytest.fixture
+def sqlite_base(request: pytest.FixtureRequest, tmp_path: Path, log: Path) -> dict[str, Any]:
+    return make_base("sqlite", request, tmp_path, log)
 
 
 def spawn(config: dict[str, Any], **changes: Any) -> subprocess.Popen[str]:
@@ -230,10 +243,8 @@ def test_a_store_that_is_down_before_the_claim_runs_nothing(base: dict[str, Any]
     assert executions(log) == 0
 
 
-def test_a_redis_stall_at_claim_time_leaves_no_ghost(base: dict[str, Any], log: Path,
+def test_a_redis_stall_at_claim_time_leaves_no_ghost(redis_base: dict[str, Any], log: Path,
                                                     redis_process: RedisProcess) -> None:
-    if base["kind"] != "redis":
-        pytest.skip("DEBUG SLEEP is a Redis stall")
     import redis
 
     stalled = threading.Event()
@@ -244,7 +255,7 @@ def test_a_redis_stall_at_claim_time_leaves_no_ghost(base: dict[str, Any], log: 
         client.execute_command("DEBUG", "SLEEP", "2")
         client.close()
 
-    worker = spawn(base, timeout=0.3, lease=1.0, go_on_stdin=True)
+    worker = spawn(redis_base, timeout=0.3, lease=1.0, go_on_stdin=True)
     assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
     staller = threading.Thread(target=stall)
     staller.start()
@@ -258,42 +269,39 @@ def test_a_redis_stall_at_claim_time_leaves_no_ghost(base: dict[str, Any], log: 
     assert outcome["executed"] is False and outcome["claimed"] in (False, None), outcome
     assert executions(log) == 0
     # Whatever the stalled server did with the claim, it is either gone or expires within the 1 s lease.
-    assert call(base, wait=10)["value"] == {"charged": True}
+    assert call(redis_base, wait=10)["value"] == {"charged": True}
     assert executions(log) == 1
 
 
 @pytest.mark.parametrize("aof", [False, True], ids=["no-persistence", "aof"])
-def test_redis_restarted_mid_call(base: dict[str, Any], log: Path, redis_process: RedisProcess, aof: bool) -> None:
-    if base["kind"] != "redis":
-        pytest.skip("a Redis restart")
+def test_redis_restarted_mid_call(redis_base: dict[str, Any], log: Path, redis_process: RedisProcess,
+                                  aof: bool) -> None:
     redis_process.stop()
     redis_process.start(aof=aof)
     try:
-        runner = spawn(base, behaviour="slow", sleep=2.0, lease=1.0)
+        runner = spawn(redis_base, behaviour="slow", sleep=2.0, lease=1.0)
         wait_for_executions(log, 1)
         redis_process.stop()
         redis_process.start(aof=aof)
-        retry = spawn(base, behaviour="slow", sleep=2.0, lease=1.0, wait=30) if aof else None
+        retry = spawn(redis_base, behaviour="slow", sleep=2.0, lease=1.0, wait=30) if aof else None
         first = finish(runner)
         # The runner kept going through the outage and recorded its outcome afterwards.
         assert first["value"] == {"charged": True}, first
         if retry is not None:  # with AOF the claim survived the restart: the retry waited for it and replayed
             assert finish(retry)["value"] == {"charged": True}
-        assert call(base)["value"] == {"charged": True}
+        assert call(redis_base)["value"] == {"charged": True}
         assert executions(log) == 1
     finally:
         redis_process.stop()
         redis_process.start()
 
 
-def test_redis_down_while_the_tool_runs(base: dict[str, Any], log: Path, redis_process: RedisProcess,
+def test_redis_down_while_the_tool_runs(redis_base: dict[str, Any], log: Path, redis_process: RedisProcess,
                                         tmp_path: Path) -> None:
-    if base["kind"] != "redis":
-        pytest.skip("a Redis outage")
     redis_process.stop()
     redis_process.start(aof=True)
     try:
-        runner = spawn(base, behaviour="until", until=str(tmp_path / "go"), lease=0.6, timeout=0.5)
+        runner = spawn(redis_base, behaviour="until", until=str(tmp_path / "go"), lease=0.6, timeout=0.5)
         wait_for_executions(log, 1)
         redis_process.stop()  # down while the tool runs, and still down when it finishes
         (tmp_path / "go").touch()
@@ -301,7 +309,7 @@ def test_redis_down_while_the_tool_runs(base: dict[str, Any], log: Path, redis_p
         assert outcome["executed"] is True and outcome["result_stored"] is False, outcome
         redis_process.start(aof=True)
         # The started record survived (AOF); its lease lapsed: unknown, not a second run.
-        typed(call(base, wait=20), "IdempotencyUnknown")
+        typed(call(redis_base, wait=20), "IdempotencyUnknown")
         assert executions(log) == 1
     finally:
         redis_process.stop()
@@ -315,46 +323,40 @@ def hold_sqlite_lock(path: str) -> sqlite3.Connection:
     return conn
 
 
-def test_a_locked_sqlite_file_before_the_claim_runs_nothing(base: dict[str, Any], log: Path) -> None:
-    if base["kind"] != "sqlite":
-        pytest.skip("a SQLite lock")
-    call(base, key="create-the-file")
-    locker = hold_sqlite_lock(base["location"])
+def test_a_locked_sqlite_file_before_the_claim_runs_nothing(sqlite_base: dict[str, Any], log: Path) -> None:
+    call(sqlite_base, key="create-the-file")
+    locker = hold_sqlite_lock(sqlite_base["location"])
     try:
-        outcome = typed(call(base, timeout=0.3), "StoreUnavailable")
+        outcome = typed(call(sqlite_base, timeout=0.3), "StoreUnavailable")
     finally:
         locker.rollback() if locker.in_transaction else None
         locker.close()
     assert outcome["executed"] is False and outcome["claimed"] in (False, None)
     assert executions(log) == 1, "only the set-up call ran"
-    assert call(base)["value"] == {"charged": True} and executions(log) == 2
+    assert call(sqlite_base)["value"] == {"charged": True} and executions(log) == 2
 
 
-def test_a_sqlite_lock_while_saving_is_typed_and_never_reruns(base: dict[str, Any], log: Path) -> None:
-    if base["kind"] != "sqlite":
-        pytest.skip("a SQLite lock")
-    runner = spawn(base, behaviour="slow", sleep=0.8, timeout=0.3, lease=0.6)
+def test_a_sqlite_lock_while_saving_is_typed_and_never_reruns(sqlite_base: dict[str, Any], log: Path) -> None:
+    runner = spawn(sqlite_base, behaviour="slow", sleep=0.8, timeout=0.3, lease=0.6)
     wait_for_executions(log, 1)
-    locker = hold_sqlite_lock(base["location"])
+    locker = hold_sqlite_lock(sqlite_base["location"])
     try:
         outcome = typed(finish(runner), "StoreUnavailable")
     finally:
         locker.rollback()
         locker.close()
     assert outcome["executed"] is True and outcome["result_stored"] is False, outcome
-    typed(call(base, wait=20), "IdempotencyUnknown")  # the outcome was never recorded: unknown, not re-run
+    typed(call(sqlite_base, wait=20), "IdempotencyUnknown")  # the outcome was never recorded: unknown, not re-run
     assert executions(log) == 1
 
 
-def test_a_sqlite_file_deleted_mid_call_is_typed_and_never_reruns(base: dict[str, Any], log: Path) -> None:
-    if base["kind"] != "sqlite":
-        pytest.skip("a SQLite file")
-    runner = spawn(base, behaviour="slow", sleep=1.0)
-    waiting = spawn(base, go_on_stdin=True)  # a long-lived process that opened the store before the deletion
+def test_a_sqlite_file_deleted_mid_call_is_typed_and_never_reruns(sqlite_base: dict[str, Any], log: Path) -> None:
+    runner = spawn(sqlite_base, behaviour="slow", sleep=1.0)
+    waiting = spawn(sqlite_base, go_on_stdin=True)  # a long-lived process that opened the store before the deletion
     wait_for_executions(log, 1)
     assert waiting.stdout is not None and waiting.stdout.readline().strip() == "ready"
     for suffix in ("", "-wal", "-shm"):
-        Path(base["location"] + suffix).unlink(missing_ok=True)
+        Path(sqlite_base["location"] + suffix).unlink(missing_ok=True)
     outcome = typed(finish(runner), "StoreUnavailable")
     assert outcome["executed"] is True and outcome["result_stored"] is False
     assert waiting.stdin is not None
