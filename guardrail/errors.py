@@ -29,6 +29,15 @@ The tree::
     MissingExtra                   an optional feature's package is not installed (.extra); also an ImportError
     RuleError                      a semantic rule could not be evaluated (.rule): missing context, or the
                                    rule's own code raised (the original is the __cause__); never retried
+    StoreError                     a store operation failed (.operation, .key, .claimed, .executed, .result_stored)
+    └── StoreUnavailable           the store could not be reached or written (down, stalled, locked, read-only)
+    IdempotencyError               an idempotent call did not run here (.key: the caller's key)
+    ├── IdempotencyConflict        the key was used with other arguments
+    ├── IdempotencyInFlight        still running elsewhere after waiting (.waited)
+    ├── IdempotencyUnknown         a run started (.started_at) and vanished; resolve it before the key runs again
+    ├── IdempotencyFailed          the key's one run raised; its error is replayed (.error_type, .message)
+    └── ResultNotStorable          the key's one run returned a result that cannot be stored (.reason, .preview)
+    NothingHappened                raised *by a tool* to say it had no effect, so its key may run again
 
 ``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
 there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
@@ -294,3 +303,103 @@ class RuleError(GuardrailError):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(f"rule {rule!r}: {message}")
         self.rule = rule
+# -- stores and idempotency (guardrail.store) ------------------------------------------------------------------------
+
+
+class StoreError(GuardrailError):
+    """A store operation failed; the driver's exception is the ``__cause__``.
+
+    Attributes:
+        operation: the store operation (``"put_if_absent"``, ``"get"``...).
+        key: the caller's idempotency key when the failure happened inside an idempotent call, else ``None``.
+        claimed: whether this caller held the key's claim (``None``: unknown, e.g. a claim write that timed out).
+        executed: whether the action ran (``False``: it certainly did not).
+        result_stored: whether its outcome was recorded (``None`` when nothing ran).
+    """
+
+    def __init__(self, message: str, *, operation: str, key: str | None = None, claimed: bool | None = False,
+                 executed: bool = False, result_stored: bool | None = None) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.key = key
+        self.claimed = claimed
+        self.executed = executed
+        self.result_stored = result_stored
+
+
+class StoreUnavailable(StoreError):
+    """The store could not be reached or written: connection refused or lost, a stall past the timeout, a SQLite
+    file locked past its busy timeout, read-only or deleted. Nothing was run unless ``.executed`` says so."""
+
+
+class IdempotencyError(GuardrailError):
+    """An idempotent call did not run here; ``.key`` is the key the caller gave."""
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class IdempotencyConflict(IdempotencyError):
+    """The key was already used with different arguments (another fingerprint); the action was not run."""
+
+    def __init__(self, key: str, detail: str = "was already used with different arguments") -> None:
+        super().__init__(f"idempotency key {key!r} {detail}", key=key)
+
+
+class IdempotencyInFlight(IdempotencyError):
+    """The same key and arguments were still executing elsewhere after waiting ``.waited`` seconds."""
+
+    def __init__(self, key: str, waited: float) -> None:
+        super().__init__(f"idempotency key {key!r} is still executing elsewhere after waiting {waited:g} s", key=key)
+        self.waited = waited
+
+
+class IdempotencyUnknown(IdempotencyError):
+    """A run of this key started at ``.started_at`` (Unix time) and its runner vanished (crash, kill, lost lease)
+    before recording an outcome: the side effect may or may not have happened, so the key is not run again.
+
+    Resolve it with ``guardrail.tools.resolve(...)`` (or ``Idempotency.resolve``) once the application knows, or
+    give the tool a ``reconcile`` hook that asks the downstream system. ``.attempt`` counts runs of the key.
+    """
+
+    def __init__(self, key: str, started_at: float, attempt: int = 1) -> None:
+        super().__init__(f"idempotency key {key!r}: a run started at {started_at:.3f} (Unix time) ended without "
+                         "an outcome; it may have taken effect, so it is not run again until resolved", key=key)
+        self.started_at = started_at
+        self.attempt = attempt
+
+
+class IdempotencyFailed(IdempotencyError):
+    """The key's one run raised; the failure was recorded and is replayed instead of running again.
+
+    Attributes:
+        error_type: the class name of the original exception.
+        message: its message, redacted.
+    """
+
+    def __init__(self, key: str, error_type: str, message: str) -> None:
+        super().__init__(f"idempotency key {key!r}: its run failed with {error_type}: {message}", key=key)
+        self.error_type = error_type
+        self.message = message
+
+
+class ResultNotStorable(IdempotencyError):
+    """The key's one run completed but its result could not be stored (not serializable, or larger than the
+    limit); every caller of the key gets this error, and the action is never run again for it.
+
+    Attributes:
+        reason: why the result was not stored.
+        preview: a short redacted ``repr`` of the result.
+    """
+
+    def __init__(self, key: str, reason: str, preview: str) -> None:
+        super().__init__(f"idempotency key {key!r}: the run completed but its result is not storable ({reason})",
+                         key=key)
+        self.reason = reason
+        self.preview = preview
+
+
+class NothingHappened(GuardrailError):
+    """Raise this from a tool to say the call had no effect at all (e.g. the downstream refused it before acting):
+    the idempotency key is released and a retry runs the tool again. Any other exception is recorded and replayed."""
