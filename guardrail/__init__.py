@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ApprovalRequired,
         BudgetExceeded,
         CallError,
+        DeadlineExceeded,
         Declined,
         Denied,
         GaveUp,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
         SemanticViolation,
         StoreError,
         StoreUnavailable,
+        SyncAsyncMismatch,
         ToolCallError,
         TruncatedError,
         VendorError,
@@ -86,6 +88,8 @@ if TYPE_CHECKING:
 
 #: Public name -> the module that defines it.
 _LAZY: dict[str, str] = {
+    "DeadlineExceeded": "guardrail.errors",
+    "SyncAsyncMismatch": "guardrail.errors",
     "Settings": "guardrail._engine",
     "Chain": "guardrail.chain",
     "ChainExhausted": "guardrail.chain",
@@ -202,6 +206,7 @@ __all__ = [
     "CompileReport",
     "Config",
     "Contract",
+    "DeadlineExceeded",
     "Decision",
     "Declined",
     "Denied",
@@ -249,6 +254,7 @@ __all__ = [
     "StructuredFunction",
     "StructuredMethod",
     "StructuredStream",
+    "SyncAsyncMismatch",
     "Tool",
     "ToolCallError",
     "ToolRegistry",
