@@ -8,6 +8,12 @@ at its error positions (``patch.py``), then the lenient scanner. A failed attemp
 bounded number of times; the C decoder's failures, whose cost depends on the position, are counted for
 the whole search, and so are attempts (``Limits.max_candidates``): the search is linear in the text.
 
+Only whole values are candidates. When an attempt breaks (a syntax error the scanner cannot repair), the
+broken value spans from its opener to where its brackets balance again (strings skipped), or to the end
+of the segment when they never do; the search resumes after that span, so nothing inside a broken value
+(an inner array, an object written inside one of its strings) can become a candidate. The same holds when
+a value closes early and members follow it (``{"a": 1}, "b": 2}``): the value is broken, never shortened.
+
 Choosing among the candidates is the ``choose_candidate`` stage's job (``stages.py``).
 """
 
@@ -41,7 +47,7 @@ _OBJECT_START = (
     rf"|{_WORD}{_KEY_END}|[0-9][0-9.eE+\-]*+{_KEY_END})"
 )
 _ARRAY_START = (
-    rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-0-9{INVISIBLE}]|{_END_MARK}|$"
+    rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-.0-9{INVISIBLE}]|{_END_MARK}|$"
     rf"|(?:true|false|null|True|False|None|NaN|Infinity)(?![\w$\-])|{_WORD}$)"
 )
 
@@ -75,26 +81,89 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
         start = m.start()
         strict = _strict_at(body, start, max_depth, budget)
         if strict is not None:
-            found.append(Candidate(base + start, base + strict.end, segment.source, "invalid", data=strict.value,
-                                   fixes=strict.fixes, tokens=1, json_text=strict.json_text))
-            pos = strict.end
-            continue
-        result = scan(body, start, max_depth=max_depth, budget=budget)
-        if result.status == "complete":
-            found.append(Candidate(base + start, base + result.end, segment.source, "invalid",
-                                   data=result.value, fixes=result.fixes, tokens=result.tokens))
-            pos = result.end
-        elif result.status == "truncated":
-            found.append(Candidate(base + start, base + len(body), segment.source, "truncated",
-                                   fixes=result.fixes, message=result.message, path=result.path,
-                                   tokens=result.tokens))
-            return found
+            cand = Candidate(base + start, base + strict.end, segment.source, "invalid", data=strict.value,
+                             fixes=strict.fixes, tokens=1, json_text=strict.json_text)
+            end = strict.end
         else:
-            if result.tokens:
-                found.append(Candidate(base + start, base + result.end, segment.source, "syntax_error",
-                                       message=f"{result.message} at character {base + result.end}",
+            result = scan(body, start, max_depth=max_depth, budget=budget)
+            if result.status == "truncated":
+                found.append(Candidate(base + start, base + len(body), segment.source, "truncated",
+                                       fixes=result.fixes, message=result.message, path=result.path,
                                        tokens=result.tokens))
-            pos = max(result.end, start + 1)
+                return found
+            if result.status == "syntax_error":
+                span_end = balanced_end(body, start, budget)
+                consumed = result.end > _first_token(body, start)
+                if span_end < 0 and not consumed:  # a stray opener in prose: look on after it
+                    pos = max(result.end, start + 1)
+                    continue
+                found.append(_broken(base, start, span_end if span_end >= 0 else len(body), segment.source,
+                                     result.message, base + result.end, result.tokens))
+                if span_end < 0:
+                    return found  # never closes: everything after it is inside it
+                pos = span_end
+                continue
+            cand = Candidate(base + start, base + result.end, segment.source, "invalid", data=result.value,
+                             fixes=result.fixes, tokens=result.tokens)
+            if result.conflict:
+                cand.status, cand.path = "ambiguous", result.conflict
+                cand.message = "this key is given twice with different values; give it once"
+            end = result.end
+        more = _MEMBER_AFTER(body, end)
+        if more is not None and isinstance(cand.data, (dict, list)):
+            # Members follow the closed value: it closed early. Broken, never shortened.
+            span_end = balanced_end(body, end, budget, depth=1)
+            found.append(_broken(base, start, span_end if span_end >= 0 else len(body), segment.source,
+                                 f"expected the end of the reply, found a member {body[more.start(1):][:12]!r} after "
+                                 "the value closed", base + more.start(1), cand.tokens or 1))
+            if span_end < 0:
+                return found
+            pos = span_end
+            continue
+        found.append(cand)
+        pos = end
+
+
+#: A member right after a closed value (``, "b":`` or ``"b":``, or ``, b:``): the value closed too early.
+_MEMBER_AFTER: Final = re.compile(
+    r'[ \t\r\n]*(?:,[ \t\r\n]*(?=["\'A-Za-z_$])|(?=["\']))((?:"[^"\\\n]*"|\'[^\'\\\n]*\'|[A-Za-z_$][\w$\-]*)[ \t]*:)'
+).match
+#: What the bracket balance looks at: brackets and double-quoted strings (an unclosed one matches alone).
+_STRUCTURE: Final = re.compile(r'[{}\[\]]|"[^"\\]*(?:\\.[^"\\]*)*"|"')
+_WS_RUN: Final = re.compile(r"[ \t\r\n]*")
+
+
+def balanced_end(body: str, start: int, budget: Budget, depth: int = 0) -> int:
+    """Where the brackets opened at ``start`` balance again (just past the closer), or -1 if they never do.
+
+    Counts ``{``/``[`` up and ``}``/``]`` down whatever their kind (a mismatched closer still closes
+    something), skipping double-quoted strings. ``depth`` is how many are already open before ``start``.
+    The characters read are charged to ``budget.patch_chars``; once it is spent the answer is -1, which
+    makes the caller treat the rest of the segment as broken (a refusal, never a fragment).
+    """
+    for m in _STRUCTURE.finditer(body, start):
+        c = m.group()
+        if c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth <= 0:
+                budget.patch_chars -= m.end() - start
+                return m.end() if budget.patch_chars >= 0 else -1
+        elif c == '"':
+            break  # an unclosed string runs to the end
+    budget.patch_chars -= len(body) - start
+    return -1
+
+
+def _first_token(body: str, start: int) -> int:
+    """Where the first token after the opener at ``start`` begins."""
+    return _WS_RUN.match(body, start + 1).end()  # type: ignore[union-attr]
+
+
+def _broken(base: int, start: int, end: int, source: str, message: str, at: int, tokens: int) -> Candidate:
+    return Candidate(base + start, base + end, source, "syntax_error", message=f"{message} at character {at}",
+                     tokens=tokens, position=at)
 
 
 def _whole(body: str, segment: Segment, max_depth: int, decoder: JSONDecoder = STRICT_DECODER) -> Candidate | None:

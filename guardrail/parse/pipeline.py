@@ -2,7 +2,8 @@
 
 Two fast paths come before the stages; each validates text strictly with pydantic, unknown keys forbidden
 for that check only (so a drifted field name can never be silently dropped there), and takes only what
-the stages would decide the same way. Whatever they do not accept goes through the stages, which decide.
+the stages would decide the same way: text in which some object may give a key twice (pydantic would let
+the last one win) goes to the stages (``dupes.may_repeat_key``). Whatever they do not accept goes through the stages, which decide.
 
 - Clean: text that starts like a JSON value, validated as it is (``parse`` and ``parse_report``).
 - Wrapped (``parse`` only: a report of wrapped text lists the wrappers stripped, which needs the stages):
@@ -32,6 +33,7 @@ from typing import Any, TypeVar, overload
 
 from guardrail.contract import _CACHE as _COMPILED
 from guardrail.contract import Contract, compile_contract
+from guardrail.parse.dupes import may_repeat_key
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite
 from guardrail.parse.report import ParseReport
 from guardrail.parse.stages import DEFAULT_STAGES, run_stages
@@ -104,9 +106,10 @@ def _exact(payload: str, contract: Contract[Any], limits: Limits) -> Any:
     if contract.screen_nonfinite and may_hold_nonfinite(payload):
         return _MISS
     try:
-        return contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
+        value = contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
     except ValueError:  # ValidationError is a ValueError
         return _MISS
+    return _MISS if may_repeat_key(payload) else value
 
 
 def _fast_ok(text: str, contract: Contract[Any], limits: Limits) -> bool:
@@ -180,7 +183,10 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
                          and payload.count("{") + payload.count("[") > max_depth)
                         or (contract.screen_nonfinite and may_hold_nonfinite(payload))):
                     try:
-                        return contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
+                        value = contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
                     except ValueError:  # ValidationError is a ValueError
                         pass
+                    else:
+                        if not may_repeat_key(payload):
+                            return value
     return _run(text, contract, aliases, limits, None).unwrap()

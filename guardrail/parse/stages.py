@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from guardrail.errors import (
     AmbiguousError,
     InputLimitError,
+    JSONSyntaxError,
     NoJSONError,
     ParseError,
     SchemaViolationError,
@@ -177,7 +178,9 @@ def choose_candidate(state: ParseState) -> ParseState:
     candidates are ambiguous; an exact repeat is not. A candidate cut off at the very end of the text means
     the answer itself was cut off, so it wins over an earlier complete value (a format example, say) if it
     read at least one key or value. Without a valid candidate the error comes from the best one: a field
-    conflict, else the fewest violations (the later on a tie), else a truncation, else ``no_json``.
+    conflict (a key given twice with different values), else a value that broke (``syntax_error``, when it
+    comes after every invalid candidate and truncation), else the fewest violations (the later on a tie),
+    else a truncation, else ``no_json``. Nothing inside a broken value was ever a candidate.
     """
     report = state.report
     text = state.text
@@ -212,6 +215,13 @@ def _failure(state: ParseState, cands: list[Candidate]) -> ParseError:
         cand = ambiguous[-1]
         report.fixes = list(cand.fixes)
         return AmbiguousError(feedback.field_conflict_feedback(cand.path, cand.message), text=text, report=report)
+    broken = [c for c in cands if c.status == "syntax_error" and c.position >= 0]
+    if broken and (not invalid or broken[-1].start > invalid[-1].start) and not (
+            truncated and truncated[-1].start > broken[-1].start):
+        # The last attempt at an answer broke where no repair is safe: say where, use nothing from it.
+        cand = broken[-1]
+        return JSONSyntaxError(feedback.syntax_feedback(cand.message), text=text, report=report,
+                               position=cand.position)
     if invalid:
         # The best fit has the fewest violations; on a tie the later one (answers follow examples).
         cand = min(reversed(invalid), key=lambda c: len(c.violations))
@@ -221,8 +231,8 @@ def _failure(state: ParseState, cands: list[Candidate]) -> ParseError:
         cand = truncated[-1]
         return TruncatedError(feedback.truncated_feedback(cand.path, cand.end - cand.start),
                               text=text, report=report)
-    broken = [c for c in cands if c.status == "syntax_error"]
-    detail = broken[-1].message if broken else ""
+    stray = [c for c in cands if c.status == "syntax_error"]
+    detail = stray[-1].message if stray else ""
     return NoJSONError(feedback.no_json_feedback(detail), text=text, report=report)
 
 
