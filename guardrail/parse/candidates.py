@@ -92,11 +92,14 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
                                        tokens=result.tokens))
                 return found
             if result.status == "syntax_error":
-                span_end = balanced_end(body, start, budget)
-                consumed = result.end > _first_token(body, start)
-                if span_end < 0 and not consumed:  # a stray opener in prose: look on after it
+                if not read_a_value(body, start, result.end, result.tokens):
+                    # Broke before reading anything of a value: an opener in prose. Look on after it.
+                    if result.tokens:
+                        found.append(_broken(base, start, result.end, segment.source, result.message,
+                                             base + result.end, result.tokens, position=-1))
                     pos = max(result.end, start + 1)
                     continue
+                span_end = balanced_end(body, start, budget)
                 found.append(_broken(base, start, span_end if span_end >= 0 else len(body), segment.source,
                                      result.message, base + result.end, result.tokens))
                 if span_end < 0:
@@ -156,14 +159,21 @@ def balanced_end(body: str, start: int, budget: Budget, depth: int = 0) -> int:
     return -1
 
 
-def _first_token(body: str, start: int) -> int:
-    """Where the first token after the opener at ``start`` begins."""
-    return _WS_RUN.match(body, start + 1).end()  # type: ignore[union-attr]
+def read_a_value(body: str, start: int, broke_at: int, tokens: int) -> bool:
+    """Whether the attempt at ``start`` that broke at ``broke_at`` had begun a JSON value: it read a key
+    with its colon or a scalar (``tokens``), or a quoted key. An opener followed by a bare word and no
+    colon (``{see here``), or by something no value starts with, is prose."""
+    if tokens:
+        return True
+    first = _WS_RUN.match(body, start + 1).end()  # type: ignore[union-attr]
+    return broke_at > first and body[first] in "\"'\u201c\u2018"
 
 
-def _broken(base: int, start: int, end: int, source: str, message: str, at: int, tokens: int) -> Candidate:
+def _broken(base: int, start: int, end: int, source: str, message: str, at: int, tokens: int,
+            position: int | None = None) -> Candidate:
+    """A value that broke at ``at``; ``position`` -1 marks an opener that read nothing (prose, not a value)."""
     return Candidate(base + start, base + end, source, "syntax_error", message=f"{message} at character {at}",
-                     tokens=tokens, position=at)
+                     tokens=tokens, position=at if position is None else position)
 
 
 def _whole(body: str, segment: Segment, max_depth: int, decoder: JSONDecoder = STRICT_DECODER) -> Candidate | None:
