@@ -3,7 +3,8 @@
 Two fast paths come before the stages; each validates text strictly with pydantic, unknown keys forbidden
 for that check only (so a drifted field name can never be silently dropped there), and takes only what
 the stages would decide the same way: text in which some object may give a key twice (pydantic would let
-the last one win) goes to the stages (``dupes.may_repeat_key``). Whatever they do not accept goes through the stages, which decide.
+the last one win) goes to the stages (``dupes.may_repeat_key``). Whatever they do not accept goes through
+the stages, which decide.
 
 - Clean: text that starts like a JSON value, validated as it is (``parse`` and ``parse_report``).
 - Wrapped (``parse`` only: a report of wrapped text lists the wrappers stripped, which needs the stages):

@@ -36,9 +36,10 @@ from guardrail.parse import feedback
 from guardrail.parse.aliases import FieldConflict, normalize
 from guardrail.parse.candidates import canonical, find_in_segment
 from guardrail.parse.coerce import CoerceContext, coerce
-from guardrail.parse.fences import split_segments
+from guardrail.parse.fences import split_segments, unwrap_scalar
 from guardrail.parse.lexicon import may_hold_nonfinite, may_hold_surrogate, may_overflow
 from guardrail.parse.report import Candidate, Fix, Violation
+from guardrail.parse.scalars import read_bare
 from guardrail.parse.scanner import Budget
 from guardrail.parse.state import ParseState, Stage
 from guardrail.parse.tokens import PLAIN_DECODER, STRICT_DECODER
@@ -70,7 +71,28 @@ def find_candidates(state: ParseState) -> ParseState:
     budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536, decoder=decoder)
     for segment in state.segments:
         state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth, budget, limit))
+    if not state.candidates:
+        bare = _bare_reply(state)
+        if bare is not None:
+            state.candidates.append(bare)
     return state
+
+
+def _bare_reply(state: ParseState) -> Candidate | None:
+    """The whole reply as one bare scalar (``Billing``, ``TRUE``, `` `x` ``), read by the contract
+    (``scalars.py``); only when the reply holds one non-blank segment and no JSON value at all."""
+    text = state.text
+    filled = [seg for seg in state.segments if text[seg.start : seg.end].strip()]
+    if len(filled) != 1:
+        return None
+    body = text[filled[0].start : filled[0].end]
+    inner, _tag = unwrap_scalar(body)
+    start = filled[0].start + max(body.find(inner), 0)
+    contract = state.contract
+    bare = read_bare(inner, start, contract.schema, contract.view, state.aliases)
+    if bare is not None:
+        bare.source = filled[0].source
+    return bare
 
 
 def accept_exact(state: ParseState) -> ParseState:
