@@ -49,7 +49,7 @@ from guardrail.contract import compile_contract
 from guardrail.parse import patch as patch_module
 from guardrail.parse import scanner as scanner_module
 from guardrail.parse import stages as S
-from guardrail.parse.candidates import _MEMBER_AFTER, _NEXT_START, _broken, _whole, balanced_end, read_a_value
+from guardrail.parse.candidates import MEMBER_AFTER, _NEXT_START, _broken, _whole, balanced_end, broken_span_end, read_a_value
 from guardrail.parse.fences import split_segments
 from guardrail.parse.patch import MAX_PATCHES
 from guardrail.parse.report import Candidate, json_path
@@ -542,9 +542,10 @@ def reference_find_candidates(state: Any) -> Any:
             start = min(starts)
             r = scan(body, start, max_depth=state.limits.max_depth)
             if r.status == "complete":
-                more = _MEMBER_AFTER(body, r.end)
+                more = MEMBER_AFTER(body, r.end)
                 if more is not None:
-                    span = balanced_end(body, r.end, budget, depth=1)
+                    span = broken_span_end(body, start, balanced_end(body, r.end, budget, opened=body[start]),
+                                           budget)
                     state.candidates.append(_broken(base, start, span if span >= 0 else len(body), seg.source,
                                                     "closed early", base + more.start(1), r.tokens or 1))
                     if span < 0:
@@ -567,7 +568,7 @@ def reference_find_candidates(state: Any) -> Any:
                                                       message=r.message, tokens=r.tokens))
                 pos = max(r.end, start + 1)
             else:
-                span = balanced_end(body, start, budget)
+                span = broken_span_end(body, start, balanced_end(body, start, budget), budget)
                 state.candidates.append(_broken(base, start, span if span >= 0 else len(body), seg.source,
                                                 r.message, base + r.end, r.tokens))
                 if span < 0:
@@ -622,7 +623,8 @@ def test_prose_then_answer_returns_the_answer(prose_text: str, dirty: Dirty, sep
         if c in "{[":
             r = scan(prose_text, i, max_depth=200)
             assume(r.status == "syntax_error")
-            assume(not read_a_value(prose_text, i, r.end, r.tokens) or balanced_end(prose_text, i, Budget()) >= 0)
+            assume(not read_a_value(prose_text, i, r.end, r.tokens)
+                   or broken_span_end(prose_text, i, balanced_end(prose_text, i, Budget()), Budget()) >= 0)
     assert same(guardrail.parse(prose_text + sep + dirty.text, Any), dirty.value)
 
 

@@ -99,7 +99,7 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
                                              base + result.end, result.tokens, position=-1))
                     pos = max(result.end, start + 1)
                     continue
-                span_end = balanced_end(body, start, budget)
+                span_end = broken_span_end(body, start, balanced_end(body, start, budget), budget)
                 found.append(_broken(base, start, span_end if span_end >= 0 else len(body), segment.source,
                                      result.message, base + result.end, result.tokens))
                 if span_end < 0:
@@ -112,10 +112,10 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
                 cand.status, cand.path = "ambiguous", result.conflict
                 cand.message = "this key is given twice with different values; give it once"
             end = result.end
-        more = _MEMBER_AFTER(body, end)
+        more = MEMBER_AFTER(body, end)
         if more is not None and isinstance(cand.data, (dict, list)):
             # Members follow the closed value: it closed early. Broken, never shortened.
-            span_end = balanced_end(body, end, budget, depth=1)
+            span_end = broken_span_end(body, start, balanced_end(body, end, budget, opened=body[start]), budget)
             found.append(_broken(base, start, span_end if span_end >= 0 else len(body), segment.source,
                                  f"expected the end of the reply, found a member {body[more.start(1):][:12]!r} after "
                                  "the value closed", base + more.start(1), cand.tokens or 1))
@@ -128,7 +128,7 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
 
 
 #: A member right after a closed value (``, "b":`` or ``"b":``, or ``, b:``): the value closed too early.
-_MEMBER_AFTER: Final = re.compile(
+MEMBER_AFTER: Final = re.compile(
     r'[ \t\r\n]*(?:,[ \t\r\n]*(?=["\'A-Za-z_$])|(?=["\']))((?:"[^"\\\n]*"|\'[^\'\\\n]*\'|[A-Za-z_$][\w$\-]*)[ \t]*:)'
 ).match
 #: What the bracket balance looks at: brackets and double-quoted strings (an unclosed one matches alone).
@@ -136,37 +136,54 @@ _STRUCTURE: Final = re.compile(r'[{}\[\]]|"[^"\\]*(?:\\.[^"\\]*)*"|"')
 _WS_RUN: Final = re.compile(r"[ \t\r\n]*")
 
 
-def balanced_end(body: str, start: int, budget: Budget, depth: int = 0) -> int:
+def balanced_end(body: str, start: int, budget: Budget, opened: str = "") -> int:
     """Where the brackets opened at ``start`` balance again (just past the closer), or -1 if they never do.
 
-    Counts ``{``/``[`` up and ``}``/``]`` down whatever their kind (a mismatched closer still closes
-    something), skipping double-quoted strings. ``depth`` is how many are already open before ``start``.
-    The characters read are charged to ``budget.patch_chars``; once it is spent the answer is -1, which
-    makes the caller treat the rest of the segment as broken (a refusal, never a fragment).
+    A closer counts only when it matches the innermost open bracket: a mismatched one (``[0}``) closes
+    nothing, so whatever follows it stays inside. Double-quoted strings are skipped. ``opened`` holds the
+    openers already open before ``start``. The characters read are charged to ``budget.balance_chars``; once
+    it is spent the answer is -1, which makes the caller treat the rest of the segment as broken (a
+    refusal, never a fragment).
     """
+    if budget.balance_chars < 0:
+        return -1
+    stack = list(opened)
     for m in _STRUCTURE.finditer(body, start):
         c = m.group()
         if c in "{[":
-            depth += 1
+            stack.append(c)
         elif c in "}]":
-            depth -= 1
-            if depth <= 0:
-                budget.patch_chars -= m.end() - start
-                return m.end() if budget.patch_chars >= 0 else -1
+            if stack and stack[-1] == ("{" if c == "}" else "["):
+                stack.pop()
+                if not stack:
+                    budget.balance_chars -= m.end() - start
+                    return m.end()
         elif c == '"':
             break  # an unclosed string runs to the end
-    budget.patch_chars -= len(body) - start
+    budget.balance_chars -= len(body) - start
     return -1
+
+
+def broken_span_end(body: str, start: int, end: int, budget: Budget) -> int:
+    """The end of the broken value that began at ``start`` and whose brackets balanced at ``end``: while
+    what follows continues it (a member ``, "key":``, or for an object a ``:`` right after the closer,
+    ``{"a"}: [1]}``), the value goes on, with its root open again, to the next balance point. -1 when it
+    never ends. (A colon after a bracket in prose, ``[1/2]: ...``, does not continue an array.)"""
+    while end >= 0:
+        if not (body[start] == "{" and body[end : end + 1] == ":") and MEMBER_AFTER(body, end) is None:
+            return end
+        end = balanced_end(body, end, budget, opened=body[start])
+    return end
 
 
 def read_a_value(body: str, start: int, broke_at: int, tokens: int) -> bool:
     """Whether the attempt at ``start`` that broke at ``broke_at`` had begun a JSON value: it read a key
-    with its colon or a scalar (``tokens``), or a quoted key. An opener followed by a bare word and no
-    colon (``{see here``), or by something no value starts with, is prose."""
+    with its colon or a scalar (``tokens``), a quoted key, or a nested container. An opener followed by a
+    bare word and no colon (``{see here``), or by something no value starts with, is prose."""
     if tokens:
         return True
     first = _WS_RUN.match(body, start + 1).end()  # type: ignore[union-attr]
-    return broke_at > first and body[first] in "\"'\u201c\u2018"
+    return broke_at > first and body[first] in "\"'\u201c\u2018{["
 
 
 def _broken(base: int, start: int, end: int, source: str, message: str, at: int, tokens: int,

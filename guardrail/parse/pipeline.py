@@ -15,7 +15,8 @@ the stages, which decide.
   within one segment; that segment is not one JSON string holding it (no ``"`` before it); other
   segments (only with fences) hold no opener, so at most a lone scalar, which cannot satisfy a contract
   whose root is an object or array (``Contract.container_root``); and the fences are too few to reach
-  ``max_candidates``. A stray ``}`` or ``]`` in the prose starts nothing. So the stages would choose the
+  ``max_candidates``. A stray ``}`` or ``]`` in the prose starts nothing. A member right after the
+  value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside. So the stages would choose the
   same value, with no other valid, truncated or ambiguous candidate.
 
 Both are skipped when custom stages are given, when the text may exceed ``max_bytes`` or nest deeper
@@ -34,6 +35,7 @@ from typing import Any, TypeVar, overload
 
 from guardrail.contract import _CACHE as _COMPILED
 from guardrail.contract import Contract, compile_contract
+from guardrail.parse.candidates import MEMBER_AFTER
 from guardrail.parse.dupes import may_repeat_key
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite
 from guardrail.parse.report import ParseReport
@@ -169,6 +171,7 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
         if end > opener >= 0:
             prefix, suffix = text[:opener], text[end:]
             if '"' not in prefix and other not in prefix and "{" not in suffix and "[" not in suffix \
+                    and (not suffix or MEMBER_AFTER(suffix) is None) \
                     and (not clean or prefix.strip() or suffix.strip()) and (  # else: the text just tried
                         # Fence lines can only be in the prose around the value; each needs three
                         # characters, so short prose holds fewer fenced blocks than the limit.

@@ -99,6 +99,8 @@ class Budget:
     strict_failures: int = STRICT_ATTEMPTS
     fast_strings: bool = True
     patch_chars: int = 1 << 20
+    #: Characters the bracket balance of broken values may read (``candidates.balanced_end``).
+    balance_chars: int = 1 << 30
     #: The C decoder the search uses: ``STRICT_DECODER``, or ``PLAIN_DECODER`` (same values, faster) when
     #: the text cannot hold a number beyond float range.
     decoder: JSONDecoder = STRICT_DECODER
@@ -441,7 +443,7 @@ class _Scanner:
                     missing_comma = kind in _OPENERS or (last_was_container and kind == T_STR) or (
                         kind in _SCALARS and self.newline_before(start))  # one element a line
                 if not missing_comma:
-                    if not last_was_container and self.last_str >= 0:
+                    if not last_was_container and self.last_str >= 0 and kind != T_STR:
                         repaired = self.inner_quotes(pos)
                         if repaired >= 0:
                             pos = repaired
@@ -612,16 +614,19 @@ class _Scanner:
     def inner_quotes(self, pos: int) -> int:
         """Re-read the string value that began at ``last_str`` when its inner quotes were not escaped.
 
-        ``{"note": "say "hi" to her"}``: the string ended early and a non-separator follows. The string
-        then runs to the first quote followed (on the same line) by a separator or closer; a quote before
-        a separator always ends a string here, so exactly one reading exists. Returns the position after
-        the new closing quote, or -1 when no such quote exists on the line.
+        ``{"note": "say "hi" to her"}``: the string ended early and a bare word follows (a string would be
+        another element: ``["a" "b"]`` has two readings and is refused). The string then runs to the first
+        quote followed (on the same line) by a separator or closer, and its inner quotes must pair up; a
+        quote before a separator always ends a string here, so exactly one reading exists. Returns the
+        position after the new closing quote, or -1 (refused).
         """
         text, open_at = self.text, self.last_str
         m = _STRUCTURAL_QUOTE.search(text, pos)
         if m is None or "\n" in text[open_at:m.start()] or "\\" in text[open_at:m.start()]:
             return -1
         value = text[open_at + 1 : m.start()]
+        if value.count('"') % 2:
+            return -1  # an odd number of inner quotes: the string could end at another one
         container = self.stack[-1][0]
         if container.__class__ is list:
             container[-1] = value
