@@ -49,7 +49,15 @@ from guardrail.contract import compile_contract
 from guardrail.parse import patch as patch_module
 from guardrail.parse import scanner as scanner_module
 from guardrail.parse import stages as S
-from guardrail.parse.candidates import MEMBER_AFTER, _NEXT_START, _broken, _whole, balanced_end, broken_span_end, read_a_value
+from guardrail.parse.candidates import (
+    _NEXT_START,
+    MEMBER_AFTER,
+    _broken,
+    _whole,
+    balanced_end,
+    broken_span_end,
+    read_a_value,
+)
 from guardrail.parse.fences import split_segments
 from guardrail.parse.patch import MAX_PATCHES
 from guardrail.parse.report import Candidate, json_path

@@ -16,8 +16,8 @@ the stages, which decide.
   segments (only with fences) hold no opener, so at most a lone scalar, which cannot satisfy a contract
   whose root is an object or array (``Contract.container_root``); and the fences are too few to reach
   ``max_candidates``. A stray ``}`` or ``]`` in the prose starts nothing. A member right after the
-  value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside. So the stages would choose the
-  same value, with no other valid, truncated or ambiguous candidate.
+  value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside.
+  So the stages would choose the same value, with no other valid, truncated or ambiguous candidate.
 
 Both are skipped when custom stages are given, when the text may exceed ``max_bytes`` or nest deeper
 than ``max_depth`` (the bracket count bounds the depth, for contracts that could nest that deep:

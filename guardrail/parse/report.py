@@ -76,8 +76,9 @@ class Candidate:
     value read (after syntax repair, then updated by name normalization and coercion), ``value`` the
     validated contract value when ``status == "valid"``. ``message``/``path`` say what went wrong for the
     other statuses (``path`` is the duplicated key's path for an ``ambiguous`` one). ``tokens`` counts
-    keys and scalars read, which tells a cut-off answer apart from a stray brace in prose. ``json_text``, when set, is strict JSON for ``data``: the candidate's own text,
-    or that text after a few C-speed patches.
+    keys and scalars read, which tells a cut-off answer apart from a stray brace in prose.
+    ``json_text``, when set, is strict JSON for ``data``: the candidate's own text, or that text after a
+    few C-speed patches.
     """
 
     start: int
