@@ -130,7 +130,8 @@ def _structural_positions(text: str) -> list[int]:
 
 
 @PROPERTY
-@given(_nested, st.data(), st.sampled_from(["@", "}", "]", ";", " oops "]), st.sampled_from(["", "Answer: ", "```json\n"]))
+@given(_nested, st.data(), st.sampled_from(["@", "}", "]", ";", " oops "]),
+       st.sampled_from(["", "Answer: ", "```json\n"]))
 def test_no_returned_value_is_a_proper_sub_value_of_a_broken_candidate(value: Any, data: Any, junk: str,
                                                                       prefix: str) -> None:
     text = json.dumps(value, ensure_ascii=False)
