@@ -243,6 +243,7 @@ def test_prose_after_a_value_is_still_prose() -> None:
     pytest.param("`two words`", str, "two words", "backtick_quotes", id="backticks"),
     pytest.param('"""two words"""', str, "two words", "triple_quotes", id="triple-quotes"),
     pytest.param("'single'", str, "single", "single_quotes", id="single-quotes"),
+    pytest.param("`x`", Any, "x", "backtick_quotes", id="quoted-under-any"),
 ])
 def test_whole_reply_scalars(text: str, contract: Any, expected: Any, fix: str) -> None:
     report = parse_report(text, contract)
@@ -257,6 +258,8 @@ def test_whole_reply_scalars(text: str, contract: Any, expected: Any, fix: str) 
     pytest.param("two words", str, id="unquoted-phrase"),
     pytest.param("1.5", int, id="fraction-for-int"),
     pytest.param("The answer is Red", Color, id="prose-around-member"),
+    pytest.param("hello", Any, id="bare-word-under-any"),
+    pytest.param("True", Any, id="python-literal-under-any"),
 ])
 def test_whole_reply_scalars_refused_when_not_exactly_one_reading(text: str, contract: Any) -> None:
     assert not parse_report(text, contract).ok

@@ -11,7 +11,8 @@ a scalar and exactly one of its alternatives reads the whole reply, the meaning 
 - a number, also ``.5`` and ``1.``, where a number is allowed (fix ``bare_number``);
 - a single unquoted token (no spaces) where a plain string is allowed (fix ``bare_string``), or any
   one-line text in backticks, triple backticks, triple quotes or single quotes (fix ``backtick_quotes``,
-  ``triple_quotes``, ``single_quotes``).
+  ``triple_quotes``, ``single_quotes``) where a string is allowed, ``Any`` included (an unquoted word
+  under ``Any`` has two readings at least, ``True`` or ``"True"``, and is refused).
 
 Two readings that differ (``True`` under ``bool | str``) make the reply ambiguous; no reading leaves it
 ``no_json``. Only a reply of one line without brackets is considered, and only when no JSON value was
@@ -91,6 +92,8 @@ def _read(text: str, quoted: bool, node: Schema, view: SchemaView,
                 return int(word), "bare_number"
             if "number" in types:
                 return float(word), "bare_number"
+    if not types and quoted:  # any value allowed: a quoted line is a string by the only reading it has
+        return text, "bare_string"
     if "string" in types and (quoted or (word and not any(c.isspace() for c in word))):
         return text if quoted else word, "bare_string"
     return None
