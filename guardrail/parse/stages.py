@@ -40,7 +40,7 @@ from guardrail.parse.fences import split_segments, unwrap_scalar
 from guardrail.parse.lexicon import may_hold_nonfinite, may_hold_surrogate, may_overflow
 from guardrail.parse.report import Candidate, Fix, Violation
 from guardrail.parse.scalars import read_bare
-from guardrail.parse.scanner import STRICT_ATTEMPTS, Budget
+from guardrail.parse.scanner import Budget
 from guardrail.parse.state import ParseState, Stage
 from guardrail.parse.tokens import PLAIN_DECODER, STRICT_DECODER
 
@@ -68,12 +68,8 @@ def find_candidates(state: ParseState) -> ParseState:
     """Read every JSON value in every segment (syntax repair and truncation detection happen here)."""
     limit = state.limits.max_candidates
     decoder = STRICT_DECODER if may_overflow(state.text) else PLAIN_DECODER
-    # A failed C decode costs up to the length of the text (it decodes, then counts lines to the error):
-    # a short text may fail more often (many small slips keep the C fast path) within a fixed total of
-    # about 256K characters of such work beyond the first few, so the search stays linear.
-    failures = STRICT_ATTEMPTS + min(64, (1 << 18) // max(len(state.text), 1))
     budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536, decoder=decoder,
-                    strict_failures=failures, balance_chars=8 * len(state.text) + 65536)
+                    balance_chars=8 * len(state.text) + 65536)
     for segment in state.segments:
         state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth, budget, limit))
     if not state.candidates:
