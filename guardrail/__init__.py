@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         IdempotencyInFlight,
         IdempotencyUnknown,
         InputLimitError,
+        JSONSyntaxError,
         MissingExtra,
         NoJSONError,
         NothingHappened,
@@ -88,6 +89,7 @@ if TYPE_CHECKING:
 
 #: Public name -> the module that defines it.
 _LAZY: dict[str, str] = {
+    "JSONSyntaxError": "guardrail.errors",
     "DeadlineExceeded": "guardrail.errors",
     "SyncAsyncMismatch": "guardrail.errors",
     "Settings": "guardrail._engine",
@@ -220,6 +222,7 @@ __all__ = [
     "IdempotencyUnknown",
     "Identity",
     "InputLimitError",
+    "JSONSyntaxError",
     "Limits",
     "LogprobBackend",
     "LogprobsUnavailable",

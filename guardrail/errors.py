@@ -5,6 +5,7 @@ The tree::
     GuardrailError                 anything guardrail raises on purpose
     ├── ParseError                 model text could not become a valid value (.kind, .feedback, .text, .report)
     │   ├── NoJSONError            kind "no_json": no JSON value could be read from the text
+    │   │   └── JSONSyntaxError    kind "syntax_error": JSON began but broke at a position (.position)
     │   ├── TruncatedError         kind "truncated": the JSON stops before it is complete (never closed up)
     │   ├── AmbiguousError         kind "ambiguous": two different readings both satisfy the contract
     │   └── SchemaViolationError   kind "schema_violation": JSON was read but does not satisfy the contract
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from guardrail.outcome import Outcome
     from guardrail.parse.report import ParseReport
 
-ParseErrorKind = Literal["no_json", "truncated", "ambiguous", "schema_violation"]
+ParseErrorKind = Literal["no_json", "syntax_error", "truncated", "ambiguous", "schema_violation"]
 
 
 class GuardrailError(Exception):
@@ -64,7 +65,7 @@ class ParseError(GuardrailError):
     """Model output could not be turned into a value of the contract type.
 
     Attributes:
-        kind: one of ``"no_json"``, ``"truncated"``, ``"ambiguous"``, ``"schema_violation"``.
+        kind: one of ``"no_json"``, ``"syntax_error"``, ``"truncated"``, ``"ambiguous"``, ``"schema_violation"``.
         feedback: a short message meant to be sent back to the model as-is.
         text: the raw model text that was parsed (nothing is lost).
         report: the :class:`ParseReport` of the run that failed, or ``None`` if the input was refused
@@ -84,6 +85,21 @@ class NoJSONError(ParseError):
     """No JSON value could be read from the model's text."""
 
     kind: ParseErrorKind = "no_json"
+
+
+class JSONSyntaxError(NoJSONError):
+    """A JSON value began but broke at ``.position`` (a character offset) in a way no safe repair undoes.
+
+    Not truncated: the text goes on after the break (a mismatched closer like ``["a"}``, a member after
+    the object closed). Nothing inside the broken value is used, so no fragment of it can be the answer.
+    """
+
+    kind: ParseErrorKind = "syntax_error"
+
+    def __init__(self, feedback: str, *, text: str = "", report: ParseReport[Any] | None = None,
+                 position: int = -1) -> None:
+        super().__init__(feedback, text=text, report=report)
+        self.position = position
 
 
 class TruncatedError(ParseError):

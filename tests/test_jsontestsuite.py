@@ -43,7 +43,10 @@ def _find_suite() -> Path:
 
 SUITE = _find_suite()
 INDEX = SUITE / "index.jsonl"
-KINDS = {"no_json", "truncated", "ambiguous", "schema_violation"}
+KINDS = {"no_json", "syntax_error", "truncated", "ambiguous", "schema_violation"}
+#: Valid JSON whose object gives one key twice with different values: json.loads lets the last win; guardrail
+#: refuses to pick (issue 14: a conflicting duplicate is ambiguous, never silently resolved).
+CONFLICTING_DUPLICATES = {"y_object_duplicated_key.json"}
 
 pytestmark = pytest.mark.skipif(not INDEX.is_file(), reason=f"JSONTestSuite corpus not found at {SUITE}")
 if not INDEX.is_file() and os.environ.get("CI"):  # CI must not lose this coverage silently
@@ -63,7 +66,9 @@ def _rows() -> list[dict[str, Any]]:
 
 
 ROWS = _rows()
-Y_ROWS = [r for r in ROWS if Path(r["file"]).name.startswith("y_")]
+Y_ROWS = [r for r in ROWS if Path(r["file"]).name.startswith("y_")
+          and Path(r["file"]).name not in CONFLICTING_DUPLICATES]
+DUPLICATE_ROWS = [r for r in ROWS if Path(r["file"]).name in CONFLICTING_DUPLICATES]
 
 
 def _name(row: dict[str, Any]) -> str:
@@ -119,6 +124,14 @@ def test_y_file_parses_to_json_loads_value(row: dict[str, Any]) -> None:
     got = parse(text, Any)
     assert same_json(got, expected), f"{_name(row)}: parse gave {got!r}, json.loads gives {expected!r}"
     assert same_json(report.value, expected)
+
+
+@pytest.mark.parametrize("row", DUPLICATE_ROWS, ids=_name)
+def test_y_file_with_conflicting_duplicate_key_is_ambiguous(row: dict[str, Any]) -> None:
+    """``{"a":"b","a":"c"}`` is valid JSON, but which value is meant cannot be known: ambiguous, naming the key."""
+    report = parse_report(_load_text(row), Any)
+    assert report.error is not None and report.error.kind == "ambiguous"
+    assert "$.a" in report.error.feedback
 
 
 @pytest.mark.parametrize("fence", ["```json\n{}\n```", "```\n{}\n```", "~~~\n{}\n~~~"])

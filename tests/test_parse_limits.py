@@ -137,14 +137,14 @@ NAMED_IN_ISSUE = [
 def test_adversarial_text_is_a_parse_error_quickly(name: str) -> None:
     text = ADVERSARIAL[name]()
     error = timed_parse_error(text, Any)
-    assert error.kind in ("no_json", "truncated", "ambiguous", "schema_violation")
+    assert error.kind in ("no_json", "syntax_error", "truncated", "ambiguous", "schema_violation")
 
 
 @pytest.mark.parametrize("contract", CONTRACTS[1:], ids=CONTRACT_IDS[1:])
 @pytest.mark.parametrize("name", NAMED_IN_ISSUE)
 def test_adversarial_text_is_a_parse_error_quickly_with_contract(name: str, contract: Any) -> None:
     error = timed_parse_error(ADVERSARIAL[name](), contract)
-    assert error.kind in ("no_json", "truncated", "ambiguous", "schema_violation")
+    assert error.kind in ("no_json", "syntax_error", "truncated", "ambiguous", "schema_violation")
 
 
 @pytest.mark.parametrize(("name", "kind", "limit"), [
@@ -162,8 +162,8 @@ def test_adversarial_text_is_a_parse_error_quickly_with_contract(name: str, cont
     ("unclosed_smart_quote_then_commas", "truncated", None),
     ("1MB_of_backslashes_in_string", "truncated", None),
     ("1MB_of_backslash_quote_in_string", "truncated", None),
-    ("200k_stray_closers_in_array", "truncated", None),
-    ("200k_stray_closers_in_object", "truncated", None),
+    ("200k_stray_closers_in_array", "syntax_error", None),  # a mismatched closer is a syntax error (issue 14)
+    ("200k_stray_closers_in_object", "syntax_error", None),
 ])
 def test_adversarial_text_error_kind(name: str, kind: str, limit: str | None) -> None:
     """Where the right answer is clear: deep nesting is the depth limit; text cut inside a value is truncated."""
@@ -443,7 +443,8 @@ def test_more_values_than_max_candidates_is_a_limit_error() -> None:
 
 def test_failed_attempts_count_towards_max_candidates() -> None:
     # Openers that start like JSON but fail are read too; a flood of them is refused the same way.
-    error = timed_parse_error("[1. " * 5000, Answer, Limits(max_candidates=50))
+    # ("[1. " no longer fails: "1." is read as a number; each "[1x]" fails and closes, so the search goes on.)
+    error = timed_parse_error("[1x] " * 5000, Answer, Limits(max_candidates=50))
     assert isinstance(error, InputLimitError) and error.limit == "max_candidates"
 
 

@@ -39,8 +39,10 @@ from guardrail import (
     parse,
     parse_report,
 )
+from guardrail.errors import JSONSyntaxError
 
-KIND_OF = {
+KIND_OF = {  # the most specific class first (JSONSyntaxError is a NoJSONError)
+    JSONSyntaxError: "syntax_error",
     NoJSONError: "no_json",
     TruncatedError: "truncated",
     AmbiguousError: "ambiguous",

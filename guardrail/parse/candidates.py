@@ -8,6 +8,12 @@ at its error positions (``patch.py``), then the lenient scanner. A failed attemp
 bounded number of times; the C decoder's failures, whose cost depends on the position, are counted for
 the whole search, and so are attempts (``Limits.max_candidates``): the search is linear in the text.
 
+Only whole values are candidates. When an attempt breaks (a syntax error the scanner cannot repair), the
+broken value spans from its opener to where its brackets balance again (strings skipped), or to the end
+of the segment when they never do; the search resumes after that span, so nothing inside a broken value
+(an inner array, an object written inside one of its strings) can become a candidate. The same holds when
+a value closes early and members follow it (``{"a": 1}, "b": 2}``): the value is broken, never shortened.
+
 Choosing among the candidates is the ``choose_candidate`` stage's job (``stages.py``).
 """
 
@@ -41,7 +47,7 @@ _OBJECT_START = (
     rf"|{_WORD}{_KEY_END}|[0-9][0-9.eE+\-]*+{_KEY_END})"
 )
 _ARRAY_START = (
-    rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-0-9{INVISIBLE}]|{_END_MARK}|$"
+    rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-.0-9{INVISIBLE}]|{_END_MARK}|$"
     rf"|(?:true|false|null|True|False|None|NaN|Infinity)(?![\w$\-])|{_WORD}$)"
 )
 
@@ -75,26 +81,116 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
         start = m.start()
         strict = _strict_at(body, start, max_depth, budget)
         if strict is not None:
-            found.append(Candidate(base + start, base + strict.end, segment.source, "invalid", data=strict.value,
-                                   fixes=strict.fixes, tokens=1, json_text=strict.json_text))
-            pos = strict.end
-            continue
-        result = scan(body, start, max_depth=max_depth, budget=budget)
-        if result.status == "complete":
-            found.append(Candidate(base + start, base + result.end, segment.source, "invalid",
-                                   data=result.value, fixes=result.fixes, tokens=result.tokens))
-            pos = result.end
-        elif result.status == "truncated":
-            found.append(Candidate(base + start, base + len(body), segment.source, "truncated",
-                                   fixes=result.fixes, message=result.message, path=result.path,
-                                   tokens=result.tokens))
-            return found
+            cand = Candidate(base + start, base + strict.end, segment.source, "invalid", data=strict.value,
+                             fixes=strict.fixes, tokens=1, json_text=strict.json_text)
+            end = strict.end
         else:
-            if result.tokens:
-                found.append(Candidate(base + start, base + result.end, segment.source, "syntax_error",
-                                       message=f"{result.message} at character {base + result.end}",
+            result = scan(body, start, max_depth=max_depth, budget=budget)
+            if result.status == "truncated":
+                found.append(Candidate(base + start, base + len(body), segment.source, "truncated",
+                                       fixes=result.fixes, message=result.message, path=result.path,
                                        tokens=result.tokens))
-            pos = max(result.end, start + 1)
+                return found
+            if result.status == "syntax_error":
+                if not read_a_value(body, start, result.end, result.tokens):
+                    # Broke before reading anything of a value: an opener in prose. Look on after it.
+                    if result.tokens:
+                        found.append(_broken(base, start, result.end, segment.source, result.message,
+                                             base + result.end, result.tokens, position=-1))
+                    pos = max(result.end, start + 1)
+                    continue
+                span_end = broken_span_end(body, start, balanced_end(body, start, budget), budget)
+                found.append(_broken(base, start, span_end if span_end >= 0 else len(body), segment.source,
+                                     result.message, base + result.end, result.tokens))
+                if span_end < 0:
+                    return found  # never closes: everything after it is inside it
+                pos = span_end
+                continue
+            cand = Candidate(base + start, base + result.end, segment.source, "invalid", data=result.value,
+                             fixes=result.fixes, tokens=result.tokens)
+            if result.conflict:
+                cand.status, cand.path = "ambiguous", result.conflict
+                cand.message = "this key is given twice with different values; give it once"
+            end = result.end
+        more = MEMBER_AFTER(body, end)
+        if more is not None and isinstance(cand.data, (dict, list)):
+            # Members follow the closed value: it closed early. Broken, never shortened.
+            span_end = broken_span_end(body, start, balanced_end(body, end, budget, opened=body[start]), budget)
+            found.append(_broken(base, start, span_end if span_end >= 0 else len(body), segment.source,
+                                 f"expected the end of the reply, found a member {body[more.start(1):][:12]!r} after "
+                                 "the value closed", base + more.start(1), cand.tokens or 1))
+            if span_end < 0:
+                return found
+            pos = span_end
+            continue
+        found.append(cand)
+        pos = end
+
+
+#: A member right after a closed value (``, "b":`` or ``"b":``, or ``, b:``): the value closed too early.
+MEMBER_AFTER: Final = re.compile(
+    r'[ \t\r\n]*(?:,[ \t\r\n]*(?=["\'A-Za-z_$])|(?=["\']))((?:"[^"\\\n]*"|\'[^\'\\\n]*\'|[A-Za-z_$][\w$\-]*)[ \t]*:)'
+).match
+#: What the bracket balance looks at: brackets and double-quoted strings (an unclosed one matches alone).
+_STRUCTURE: Final = re.compile(r'[{}\[\]]|"[^"\\]*(?:\\.[^"\\]*)*"|"')
+_WS_RUN: Final = re.compile(r"[ \t\r\n]*")
+
+
+def balanced_end(body: str, start: int, budget: Budget, opened: str = "") -> int:
+    """Where the brackets opened at ``start`` balance again (just past the closer), or -1 if they never do.
+
+    A closer counts only when it matches the innermost open bracket: a mismatched one (``[0}``) closes
+    nothing, so whatever follows it stays inside. Double-quoted strings are skipped. ``opened`` holds the
+    openers already open before ``start``. The characters read are charged to ``budget.balance_chars``; once
+    it is spent the answer is -1, which makes the caller treat the rest of the segment as broken (a
+    refusal, never a fragment).
+    """
+    if budget.balance_chars < 0:
+        return -1
+    stack = list(opened)
+    for m in _STRUCTURE.finditer(body, start):
+        c = m.group()
+        if c in "{[":
+            stack.append(c)
+        elif c in "}]":
+            if stack and stack[-1] == ("{" if c == "}" else "["):
+                stack.pop()
+                if not stack:
+                    budget.balance_chars -= m.end() - start
+                    return m.end()
+        elif c == '"':
+            break  # an unclosed string runs to the end
+    budget.balance_chars -= len(body) - start
+    return -1
+
+
+def broken_span_end(body: str, start: int, end: int, budget: Budget) -> int:
+    """The end of the broken value that began at ``start`` and whose brackets balanced at ``end``: while
+    what follows continues it (a member ``, "key":``, or for an object a ``:`` right after the closer,
+    ``{"a"}: [1]}``), the value goes on, with its root open again, to the next balance point. -1 when it
+    never ends. (A colon after a bracket in prose, ``[1/2]: ...``, does not continue an array.)"""
+    while end >= 0:
+        if not (body[start] == "{" and body[end : end + 1] == ":") and MEMBER_AFTER(body, end) is None:
+            return end
+        end = balanced_end(body, end, budget, opened=body[start])
+    return end
+
+
+def read_a_value(body: str, start: int, broke_at: int, tokens: int) -> bool:
+    """Whether the attempt at ``start`` that broke at ``broke_at`` had begun a JSON value: it read a key
+    with its colon or a scalar (``tokens``), a quoted key, or a nested container. An opener followed by a
+    bare word and no colon (``{see here``), or by something no value starts with, is prose."""
+    if tokens:
+        return True
+    first = _WS_RUN.match(body, start + 1).end()  # type: ignore[union-attr]
+    return broke_at > first and body[first] in "\"'\u201c\u2018{["
+
+
+def _broken(base: int, start: int, end: int, source: str, message: str, at: int, tokens: int,
+            position: int | None = None) -> Candidate:
+    """A value that broke at ``at``; ``position`` -1 marks an opener that read nothing (prose, not a value)."""
+    return Candidate(base + start, base + end, source, "syntax_error", message=f"{message} at character {at}",
+                     tokens=tokens, position=at if position is None else position)
 
 
 def _whole(body: str, segment: Segment, max_depth: int, decoder: JSONDecoder = STRICT_DECODER) -> Candidate | None:

@@ -7,7 +7,8 @@ Made (each recorded as a :class:`Fix`):
 - a single object where a list of such objects is expected -> a one-element list;
 - ``"sub-1,sub-2"`` -> ``["sub-1", "sub-2"]`` where a list of strings is expected (never padded);
 - a JSON array or object encoded inside a string, where that array or object is expected;
-- enum case and surrounding-space folding (``"Billing "`` -> ``"billing"``) when exactly one member matches;
+- enum case, accent and surrounding-space folding (``"Billing "`` -> ``"billing"``, ``"cafe"`` -> ``"café"``)
+  when exactly one member matches;
 - ``NaN``/``Infinity`` -> null, only where the contract allows null (otherwise a violation).
 
 Refused, left for validation to report: ``"4/5"``, ``"high (4)"``, ``"3-4"``, ``"1,234"``, ``"N/A"``, 4.5
@@ -26,6 +27,7 @@ from typing import Any, Final
 from guardrail.parse.aliases import normalize
 from guardrail.parse.lexicon import INTEGER_RE, NUMBER_RE
 from guardrail.parse.report import Fix, Violation, json_path
+from guardrail.parse.scalars import fold
 from guardrail.parse.scanner import scan
 from guardrail.parse.tokens import NonFinite
 from guardrail.schema.view import Schema, SchemaView
@@ -215,8 +217,8 @@ def _fold_enum(value: str, node: Schema, ctx: CoerceContext, path: list[str | in
     members = node.get("enum") if "enum" in node else [node.get("const")]
     if not isinstance(members, list) or value in members:
         return value
-    folded = value.strip().casefold()
-    matches = [m for m in members if isinstance(m, str) and m.strip().casefold() == folded]
+    folded = fold(value)
+    matches = [m for m in members if isinstance(m, str) and fold(m) == folded]
     if len(matches) == 1:
         ctx.fixes.append(Fix("enum_fold", tuple(path), value, matches[0]))
         return str(matches[0])

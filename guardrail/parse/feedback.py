@@ -67,6 +67,11 @@ def no_json_feedback(detail: str = "") -> str:
     return f"No JSON value could be read from the reply{extra}. Reply with the JSON value only."
 
 
+def syntax_feedback(detail: str) -> str:
+    """The JSON broke at a position where no safe repair exists (``detail`` says what and where)."""
+    return f"The JSON is malformed: {detail}. Reply with the complete, corrected JSON value only."
+
+
 def truncated_feedback(path: str, offset: int) -> str:
     """The JSON stops inside ``path``, ``offset`` characters after it began."""
     return (f"The JSON stops before it is complete: it is cut off inside {path} after {offset} characters. "

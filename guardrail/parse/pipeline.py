@@ -2,7 +2,9 @@
 
 Two fast paths come before the stages; each validates text strictly with pydantic, unknown keys forbidden
 for that check only (so a drifted field name can never be silently dropped there), and takes only what
-the stages would decide the same way. Whatever they do not accept goes through the stages, which decide.
+the stages would decide the same way: text in which some object may give a key twice (pydantic would let
+the last one win) goes to the stages (``dupes.may_repeat_key``). Whatever they do not accept goes through
+the stages, which decide.
 
 - Clean: text that starts like a JSON value, validated as it is (``parse`` and ``parse_report``).
 - Wrapped (``parse`` only: a report of wrapped text lists the wrappers stripped, which needs the stages):
@@ -13,8 +15,9 @@ the stages would decide the same way. Whatever they do not accept goes through t
   within one segment; that segment is not one JSON string holding it (no ``"`` before it); other
   segments (only with fences) hold no opener, so at most a lone scalar, which cannot satisfy a contract
   whose root is an object or array (``Contract.container_root``); and the fences are too few to reach
-  ``max_candidates``. A stray ``}`` or ``]`` in the prose starts nothing. So the stages would choose the
-  same value, with no other valid, truncated or ambiguous candidate.
+  ``max_candidates``. A stray ``}`` or ``]`` in the prose starts nothing. A member right after the
+  value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside.
+  So the stages would choose the same value, with no other valid, truncated or ambiguous candidate.
 
 Both are skipped when custom stages are given, when the text may exceed ``max_bytes`` or nest deeper
 than ``max_depth`` (the bracket count bounds the depth, for contracts that could nest that deep:
@@ -32,6 +35,8 @@ from typing import Any, TypeVar, overload
 
 from guardrail.contract import _CACHE as _COMPILED
 from guardrail.contract import Contract, compile_contract
+from guardrail.parse.candidates import MEMBER_AFTER
+from guardrail.parse.dupes import may_repeat_key
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite
 from guardrail.parse.report import ParseReport
 from guardrail.parse.stages import DEFAULT_STAGES, run_stages
@@ -104,9 +109,10 @@ def _exact(payload: str, contract: Contract[Any], limits: Limits) -> Any:
     if contract.screen_nonfinite and may_hold_nonfinite(payload):
         return _MISS
     try:
-        return contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
+        value = contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
     except ValueError:  # ValidationError is a ValueError
         return _MISS
+    return _MISS if may_repeat_key(payload) else value
 
 
 def _fast_ok(text: str, contract: Contract[Any], limits: Limits) -> bool:
@@ -165,6 +171,7 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
         if end > opener >= 0:
             prefix, suffix = text[:opener], text[end:]
             if '"' not in prefix and other not in prefix and "{" not in suffix and "[" not in suffix \
+                    and (not suffix or MEMBER_AFTER(suffix) is None) \
                     and (not clean or prefix.strip() or suffix.strip()) and (  # else: the text just tried
                         # Fence lines can only be in the prose around the value; each needs three
                         # characters, so short prose holds fewer fenced blocks than the limit.
@@ -180,7 +187,10 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
                          and payload.count("{") + payload.count("[") > max_depth)
                         or (contract.screen_nonfinite and may_hold_nonfinite(payload))):
                     try:
-                        return contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
+                        value = contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
                     except ValueError:  # ValidationError is a ValueError
                         pass
+                    else:
+                        if not may_repeat_key(payload):
+                            return value
     return _run(text, contract, aliases, limits, None).unwrap()

@@ -75,9 +75,10 @@ class Candidate:
     read); ``source`` says where it was found (``"text"``, ``"fence"``, ``"tag"``). ``data`` is the JSON
     value read (after syntax repair, then updated by name normalization and coercion), ``value`` the
     validated contract value when ``status == "valid"``. ``message``/``path`` say what went wrong for the
-    other statuses. ``tokens`` counts keys and scalars read, which tells a cut-off answer apart from a
-    stray brace in prose. ``json_text``, when set, is strict JSON for ``data``: the candidate's own text,
-    or that text after a few C-speed patches.
+    other statuses (``path`` is the duplicated key's path for an ``ambiguous`` one). ``tokens`` counts
+    keys and scalars read, which tells a cut-off answer apart from a stray brace in prose.
+    ``json_text``, when set, is strict JSON for ``data``: the candidate's own text, or that text after a
+    few C-speed patches.
     """
 
     start: int
@@ -93,6 +94,8 @@ class Candidate:
     tokens: int = 0
     tag: str = ""
     json_text: str = ""
+    #: For a ``syntax_error``: the character offset in the text where the value broke.
+    position: int = -1
 
 
 @dataclass(slots=True)

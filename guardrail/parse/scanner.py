@@ -5,10 +5,17 @@ before each container is opened; every step moves forward, so time is linear in 
 repairs what cannot change meaning and records each repair as a :class:`Fix`:
 
 - trailing commas, missing commas between object members (and between array elements next to a
-  container), single-quoted and smart-quoted strings, unquoted keys, ``//`` and ``/* */`` comments,
-  Python literals ``True``/``False``/``None``, raw control characters inside strings, invalid escapes
-  (kept literally), a stray closing bracket where a comma or the matching closer was expected, and
-  invisible characters (BOM, zero-width) between tokens.
+  container or on separate lines), single-quoted, smart-quoted, backtick-quoted and triple-quoted strings,
+  unquoted keys, ``//`` and ``/* */`` comments, Python literals ``True``/``False``/``None``, the number
+  forms ``.5`` and ``1.``, raw control characters inside strings, invalid escapes (kept literally),
+  unquoted inner quotes in a string value when exactly one reading exists (``"say "hi" now"``), a
+  doubled closing bracket (``]]`` where one ``]`` closes the array), and invisible characters (BOM,
+  zero-width) between tokens;
+- a key given twice with the same JSON value collapses to one (fix ``duplicate_key``); with different
+  values the value is ambiguous: the result carries ``conflict`` (the key's path) and is never used.
+
+A closer that does not match its opener (``["a"}``) is a ``syntax_error`` at its position: it could be a
+typo for the right closer or a stray character, and the two readings differ.
 
 It never closes what the text left open: reaching the end of the text (or a closing fence or ``</tag>``)
 inside a value reports ``truncated``. ``NaN``/``Infinity`` are returned as :class:`NonFinite` markers for
@@ -59,9 +66,18 @@ from guardrail.parse.tokens import (
     NonFinite,
     fast_scalar,
     finite_or_marker,
+    same_json,
     scanstring,
     unescape,
 )
+
+#: ``.5``, ``-.5``: a number missing its leading zero (``NUMBER_TOKEN`` needs a digit first).
+_LEADING_DOT: Final = re.compile(r"-?\.[0-9][0-9eE+\-]*")
+#: The loose number forms read as numbers (recorded as ``number_form``): ``.5``, ``-.5``, ``1.``, ``1.e3``.
+_LOOSE_NUMBER: Final = re.compile(r"-?(?:\.[0-9]+|(?:0|[1-9][0-9]*)\.)(?:[eE][+\-]?[0-9]+)?")
+#: The quote that ends a string value whose inner quotes were not escaped: the first one followed (on the
+#: same line) by a separator or closer.
+_STRUCTURAL_QUOTE: Final = re.compile(r'"(?=[ \t]*[,}\]])')
 
 #: Failed C-decoder attempts allowed per search (each costs O(position) for the error's line number).
 STRICT_ATTEMPTS: Final = 4
@@ -83,6 +99,8 @@ class Budget:
     strict_failures: int = STRICT_ATTEMPTS
     fast_strings: bool = True
     patch_chars: int = 1 << 20
+    #: Characters the bracket balance of broken values may read (``candidates.balanced_end``).
+    balance_chars: int = 1 << 30
     #: The C decoder the search uses: ``STRICT_DECODER``, or ``PLAIN_DECODER`` (same values, faster) when
     #: the text cannot hold a number beyond float range.
     decoder: JSONDecoder = STRICT_DECODER
@@ -106,6 +124,8 @@ class ScanResult:
     message: str = ""
     path: str = "$"
     tokens: int = 0
+    #: For a complete value: the path of a key given twice with different values ("" if none).
+    conflict: str = ""
 
 
 class _Stop(Exception):
@@ -139,13 +159,15 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget 
     except _Stop as stop:
         return ScanResult(stop.status, None, stop.pos, scanner.fixes, stop.message, scanner.path(),
                           scanner.tokens)
-    return ScanResult("complete", value, end, scanner.fixes, "", "$", scanner.tokens)
+    return ScanResult("complete", value, end, scanner.fixes, "", "$", scanner.tokens,
+                      scanner.conflicts[0] if scanner.conflicts else "")
 
 
 class _Scanner:
     """One scan: an explicit stack of open containers fed by a tokenizer with a C-speed fast path."""
 
-    __slots__ = ("base", "budget", "fixes", "max_depth", "n", "root", "stack", "text", "tokens")
+    __slots__ = ("base", "budget", "conflicts", "fixes", "last_key", "last_str", "max_depth", "n", "root", "stack",
+                 "text", "tokens")
 
     def __init__(self, text: str, max_depth: int, base: int, budget: Budget) -> None:
         self.base = base
@@ -158,6 +180,11 @@ class _Scanner:
         self.tokens = 0
         self.budget = budget
         self.root: Any = None
+        self.conflicts: list[str] = []
+        #: Where the last scalar read began, if it was a double-quoted string value (else -1), and the
+        #: key it was stored under: what an inner-quote repair rewrites.
+        self.last_str = -1
+        self.last_key: str | None = None
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def location(self, key: str | None = None) -> tuple[str | int, ...]:
@@ -218,12 +245,14 @@ class _Scanner:
         skipped = self.skip(pos)
         if skipped != pos:
             return self.token(skipped)
-        if text.startswith(("```", "~~~", "</"), pos):
+        if text.startswith(("~~~", "</"), pos):
             raise self.truncated(pos, "the JSON value is complete")  # a closing fence or tag ends the text
         c = text[pos]
-        if c in "\"'\u201c\u2018":
+        if c in "\"'\u201c\u2018`":
             value, end, fix_kind = self.string(pos)
             return T_STR, value, end, fix_kind, pos
+        if c == "." or (c == "-" and text[pos + 1 : pos + 2] == "."):
+            return self.malformed_number(pos)
         if c == "-" and not "0" <= text[pos + 1 : pos + 2] <= "9":
             if text.startswith("-Infinity", pos):
                 return T_NUM, NonFinite("-Infinity"), pos + 9, "", pos
@@ -267,6 +296,8 @@ class _Scanner:
         """A string the fast pattern did not take: escapes, raw control characters, other quotes."""
         text = self.text
         quote = text[pos]
+        if quote in "\"'`" and (quote == "`" or text.startswith(quote * 3, pos)):
+            return self.other_quotes(pos, quote)
         if quote == '"':
             if self.budget.fast_strings:
                 # One C call for a string with escapes. Its failure costs O(position) (the error
@@ -298,12 +329,35 @@ class _Scanner:
             raise self.truncated(self.n, "a quoted string is closed")
         return text[pos + 1 : end], end + 1, "smart_quotes"
 
+    def other_quotes(self, pos: int, quote: str) -> tuple[str, int, str]:
+        """A string in backticks, triple backticks or triple quotes: read raw up to the same marker.
+
+        Not JSON quotes, so an unclosed one is a syntax error at its opener, never "truncated": where the
+        string was meant to end cannot be told.
+        """
+        marker = quote * 3 if self.text.startswith(quote * 3, pos) else quote
+        close = self.text.find(marker, pos + len(marker))
+        if close < 0 or (marker == "`" and "\n" in self.text[pos:close]):
+            raise _Stop("syntax_error", pos, f"a string opened with {marker} that is never closed")
+        kind = "backtick_quotes" if quote == "`" else "triple_quotes"
+        return self.text[pos + len(marker) : close], close + len(marker), kind
+
     def malformed_number(self, pos: int) -> _Token:
-        """A number token the fast pattern refused: cut off at the end, or not a JSON number."""
+        """A number token the fast pattern refused: cut off at the end, ``.5``/``1.`` (read, recorded), or
+        not a JSON number."""
         m = NUMBER_TOKEN.match(self.text, pos)
-        assert m is not None  # the caller saw a digit or '-' followed by a digit
+        if m is None:  # ".5" or "-.5"
+            m = _LEADING_DOT.match(self.text, pos)
+            if m is None:
+                raise self.syntax(pos, "a JSON number")
         if m.end() >= self.n and self.stack:
             raise self.truncated(self.n, "a number is complete")
+        raw = m.group(0)
+        loose = _LOOSE_NUMBER.fullmatch(raw)
+        if loose is not None and not "0" <= self.text[m.end() : m.end() + 1] <= "9":
+            fixed = raw.replace("-.", "-0.") if raw.startswith("-.") else "0" + raw if raw.startswith(".") else raw
+            fixed = fixed + "0" if fixed.endswith(".") else fixed
+            return T_NUM, finite_or_marker(fixed), m.end(), "number_form", pos
         raise self.syntax(pos, "a JSON number")
 
     def try_strict(self, pos: int) -> tuple[Any, int] | None:
@@ -371,10 +425,14 @@ class _Scanner:
                     state = _KEY if is_obj else _VALUE
                     continue
                 if kind in _CLOSERS:
-                    pos = end
                     if (kind == T_CLOSE_OBJ) != is_obj:
+                        if not self.doubled(start):
+                            raise self.syntax(start, "'}' (this closer does not match its '{')" if is_obj
+                                              else "']' (this closer does not match its '[')")
                         self.fix("stray_closer", text[start], "")
+                        pos = end
                         continue
+                    pos = end
                     if self.close():
                         return self.root, end
                     last_was_container = True
@@ -382,8 +440,14 @@ class _Scanner:
                 if is_obj:
                     missing_comma = kind in _KEYLIKE and COLON_AHEAD(text, end) is not None
                 else:
-                    missing_comma = kind in _OPENERS or (last_was_container and kind == T_STR)
+                    missing_comma = kind in _OPENERS or (last_was_container and kind == T_STR) or (
+                        kind in _SCALARS and self.newline_before(start))  # one element a line
                 if not missing_comma:
+                    if not last_was_container and self.last_str >= 0 and kind != T_STR:
+                        repaired = self.inner_quotes(pos)
+                        if repaired >= 0:
+                            pos = repaired
+                            continue
                     raise self.syntax(start, "',' or '}'" if is_obj else "',' or ']'")
                 self.fix("missing_comma", None, ",")
                 state, after_comma = (_KEY if is_obj else _VALUE), False
@@ -453,12 +517,16 @@ class _Scanner:
                     self.fix(fix_kind, text[start:end][:80], value[:80])
             elif kind == T_WORD:
                 value = self.word_value(value, start, end)
-            elif kind != T_NUM and kind != T_LIT:
+            elif kind == T_NUM:
+                if fix_kind:
+                    self.fix(fix_kind, text[start:end], value)
+            elif kind != T_LIT:
                 raise self.syntax(start, "a value (string, number, object, array, true, false or null)")
             self.tokens += 1
             if not stack:
                 return value, end
             self.attach(value)
+            self.last_str = start if kind == T_STR and not fix_kind and text[start] == '"' else -1
             pos, state, last_was_container = end, _AFTER, False
 
     def take(self, m: re.Match[str], is_member: bool) -> bool:
@@ -484,6 +552,7 @@ class _Scanner:
             self.fix(value_fix, raw[:80], value[:80] if isinstance(value, str) else value)
         self.tokens += 1
         self.attach(value)
+        self.last_str = m.start(first) - 1 if m.group(first) is not None else -1
         return True
 
     def word_value(self, word: str, start: int, end: int) -> Any:
@@ -515,10 +584,57 @@ class _Scanner:
             container.append(value)
             return
         key = frame[1]
+        self.last_key = key
         if key in container:
-            self.fix("duplicate_key", container[key], value)
+            if same_json(container[key], value):
+                self.fix("duplicate_key", container[key], value)
+                frame[1] = None
+                return  # an exact repeat: one value, the first spelling kept
+            self.conflicts.append(self.path())
         container[key] = value
         frame[1] = None
+
+    def newline_before(self, pos: int) -> bool:
+        """Whether the whitespace just before ``pos`` holds a line break (elements one a line)."""
+        before = pos - 1
+        while before >= 0 and self.text[before] in " \t\r\n":
+            if self.text[before] == "\n":
+                return True
+            before -= 1
+        return False
+
+    def doubled(self, pos: int) -> bool:
+        """Whether the closer at ``pos`` repeats the closer just before it (``]]``, ``}}``): a doubled
+        closer is a stray character; any other mismatched closer could be a typo for the right one."""
+        before = pos - 1
+        while before >= 0 and self.text[before] in " \t\r\n":
+            before -= 1
+        return before >= 0 and self.text[before] == self.text[pos]
+
+    def inner_quotes(self, pos: int) -> int:
+        """Re-read the string value that began at ``last_str`` when its inner quotes were not escaped.
+
+        ``{"note": "say "hi" to her"}``: the string ended early and a bare word follows (a string would be
+        another element: ``["a" "b"]`` has two readings and is refused). The string then runs to the first
+        quote followed (on the same line) by a separator or closer, and its inner quotes must pair up; a
+        quote before a separator always ends a string here, so exactly one reading exists. Returns the
+        position after the new closing quote, or -1 (refused).
+        """
+        text, open_at = self.text, self.last_str
+        m = _STRUCTURAL_QUOTE.search(text, pos)
+        if m is None or "\n" in text[open_at:m.start()] or "\\" in text[open_at:m.start()]:
+            return -1
+        value = text[open_at + 1 : m.start()]
+        if value.count('"') % 2:
+            return -1  # an odd number of inner quotes: the string could end at another one
+        container = self.stack[-1][0]
+        if container.__class__ is list:
+            container[-1] = value
+        else:
+            container[self.last_key] = value
+        self.fix("inner_quotes", text[open_at : m.end()][:80], value[:80])
+        self.last_str = -1
+        return m.end()
 
 
 

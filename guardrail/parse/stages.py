@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from guardrail.errors import (
     AmbiguousError,
     InputLimitError,
+    JSONSyntaxError,
     NoJSONError,
     ParseError,
     SchemaViolationError,
@@ -35,9 +36,10 @@ from guardrail.parse import feedback
 from guardrail.parse.aliases import FieldConflict, normalize
 from guardrail.parse.candidates import canonical, find_in_segment
 from guardrail.parse.coerce import CoerceContext, coerce
-from guardrail.parse.fences import split_segments
+from guardrail.parse.fences import split_segments, unwrap_scalar
 from guardrail.parse.lexicon import may_hold_nonfinite, may_hold_surrogate, may_overflow
 from guardrail.parse.report import Candidate, Fix, Violation
+from guardrail.parse.scalars import read_bare
 from guardrail.parse.scanner import Budget
 from guardrail.parse.state import ParseState, Stage
 from guardrail.parse.tokens import PLAIN_DECODER, STRICT_DECODER
@@ -66,10 +68,32 @@ def find_candidates(state: ParseState) -> ParseState:
     """Read every JSON value in every segment (syntax repair and truncation detection happen here)."""
     limit = state.limits.max_candidates
     decoder = STRICT_DECODER if may_overflow(state.text) else PLAIN_DECODER
-    budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536, decoder=decoder)
+    budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536, decoder=decoder,
+                    balance_chars=8 * len(state.text) + 65536)
     for segment in state.segments:
         state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth, budget, limit))
+    if not state.candidates:
+        bare = _bare_reply(state)
+        if bare is not None:
+            state.candidates.append(bare)
     return state
+
+
+def _bare_reply(state: ParseState) -> Candidate | None:
+    """The whole reply as one bare scalar (``Billing``, ``TRUE``, `` `x` ``), read by the contract
+    (``scalars.py``); only when the reply holds one non-blank segment and no JSON value at all."""
+    text = state.text
+    filled = [seg for seg in state.segments if text[seg.start : seg.end].strip()]
+    if len(filled) != 1:
+        return None
+    body = text[filled[0].start : filled[0].end]
+    inner, _tag = unwrap_scalar(body)
+    start = filled[0].start + max(body.find(inner), 0)
+    contract = state.contract
+    bare = read_bare(inner, start, contract.schema, contract.view, state.aliases)
+    if bare is not None:
+        bare.source = filled[0].source
+    return bare
 
 
 def accept_exact(state: ParseState) -> ParseState:
@@ -177,7 +201,9 @@ def choose_candidate(state: ParseState) -> ParseState:
     candidates are ambiguous; an exact repeat is not. A candidate cut off at the very end of the text means
     the answer itself was cut off, so it wins over an earlier complete value (a format example, say) if it
     read at least one key or value. Without a valid candidate the error comes from the best one: a field
-    conflict, else the fewest violations (the later on a tie), else a truncation, else ``no_json``.
+    conflict (a key given twice with different values), else a value that broke (``syntax_error``, when it
+    comes after every invalid candidate and truncation), else the fewest violations (the later on a tie),
+    else a truncation, else ``no_json``. Nothing inside a broken value was ever a candidate.
     """
     report = state.report
     text = state.text
@@ -212,6 +238,13 @@ def _failure(state: ParseState, cands: list[Candidate]) -> ParseError:
         cand = ambiguous[-1]
         report.fixes = list(cand.fixes)
         return AmbiguousError(feedback.field_conflict_feedback(cand.path, cand.message), text=text, report=report)
+    broken = [c for c in cands if c.status == "syntax_error" and c.position >= 0]
+    if broken and (not invalid or broken[-1].start > invalid[-1].start) and not (
+            truncated and truncated[-1].start > broken[-1].start):
+        # The last attempt at an answer broke where no repair is safe: say where, use nothing from it.
+        cand = broken[-1]
+        return JSONSyntaxError(feedback.syntax_feedback(cand.message), text=text, report=report,
+                               position=cand.position)
     if invalid:
         # The best fit has the fewest violations; on a tie the later one (answers follow examples).
         cand = min(reversed(invalid), key=lambda c: len(c.violations))
@@ -221,8 +254,8 @@ def _failure(state: ParseState, cands: list[Candidate]) -> ParseError:
         cand = truncated[-1]
         return TruncatedError(feedback.truncated_feedback(cand.path, cand.end - cand.start),
                               text=text, report=report)
-    broken = [c for c in cands if c.status == "syntax_error"]
-    detail = broken[-1].message if broken else ""
+    stray = [c for c in cands if c.status == "syntax_error"]
+    detail = stray[-1].message if stray else ""
     return NoJSONError(feedback.no_json_feedback(detail), text=text, report=report)
 
 

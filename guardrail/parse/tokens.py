@@ -46,12 +46,42 @@ def finite_or_marker(token: str) -> float | NonFinite:
     return value
 
 
-#: The C decoder, with NaN/Infinity (and numbers too large for a float) turned into markers.
-STRICT_DECODER: Final = json.JSONDecoder(parse_constant=NonFinite, parse_float=finite_or_marker)
+class DuplicateKey(ValueError):
+    """Raised inside the C decoder for an object that gives a key twice: the lenient scanner then reads it,
+    collapsing an exact repeat (with a fix) and marking a conflicting one ambiguous."""
+
+
+def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for the C decoders: a dict, or :class:`DuplicateKey` when a key repeats
+    (``json`` alone would let the last one win silently)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise DuplicateKey("duplicate key")
+    return obj
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two decoded JSON values are the same value: ``true`` is not ``1``, ``"1"`` is not ``1``;
+    ``1`` and ``1.0`` are the same number (JSON has one number type); containers compare member-wise."""
+    if a.__class__ is bool or b.__class__ is bool:
+        return a.__class__ is b.__class__ and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return bool(a == b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return a.__class__ is b.__class__ and bool(a == b)
+
+
+#: The C decoder, with NaN/Infinity (and numbers too large for a float) turned into markers, and a
+#: repeated key refused (:class:`DuplicateKey`) so the scanner decides it.
+STRICT_DECODER: Final = json.JSONDecoder(parse_constant=NonFinite, parse_float=finite_or_marker,
+                                         object_pairs_hook=unique_object)
 #: The same without the per-float Python hook, which costs more than the decoding itself on a number-heavy
 #: answer: for text that cannot hold a number beyond float range (``lexicon.may_overflow`` is false), where
 #: it gives exactly what ``STRICT_DECODER`` gives.
-PLAIN_DECODER: Final = json.JSONDecoder(parse_constant=NonFinite)
+PLAIN_DECODER: Final = json.JSONDecoder(parse_constant=NonFinite, object_pairs_hook=unique_object)
 
 WS: Final = re.compile(r"[ \t\r\n]*")
 INVISIBLE_SET: Final = frozenset(INVISIBLE)
@@ -66,8 +96,9 @@ COLON_AHEAD: Final = re.compile(r"[ \t\r\n]*:").match
 
 # Token shapes for the fast paths. Groups are numbered so ``lastindex`` names the token.
 _WS_RUN = r"[ \t\r\n]*"
-_DQ = r'"([^"\\\x00-\x1f]*)"'  # a double-quoted string with no escapes and no control characters
-_SQ = r"'([^'\\\x00-\x1f]*)'"  # the same, single-quoted
+# A double-quoted string with no escapes and no control characters; never ``""`` opening ``"""``.
+_DQ = r'"([^"\\\x00-\x1f]*)"(?!")'
+_SQ = r"'([^'\\\x00-\x1f]*)'(?!')"  # the same, single-quoted
 _NUM = rf"({NUMBER})(?![0-9.eE+\-])"
 _WORD = rf"({WORD})"
 # A literal at the very end of the text may be cut off ("tru" + "e"?); there it is read as a word, which
