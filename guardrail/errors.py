@@ -121,7 +121,16 @@ class ToolCallError(GuardrailError):
 
 class Denied(ToolCallError):
     """Authorization denied the call. The message is generic on purpose (it is fit to show the model); the
-    rule and the reason are in the audit record under ``.request_id``."""
+    application reads why in code: ``.rule`` (``args.path``, ``deny.big-refunds``, ``default-deny``...),
+    ``.argument`` (where a constraint failed: ``path``, ``urls[1]``, ``target.url``; ``""`` otherwise) and
+    ``.reason``; the audit record under ``.request_id`` has the same."""
+
+    def __init__(self, message: str, *, tool: str, request_id: str, rule: str = "", argument: str = "",
+                 reason: str = "") -> None:
+        super().__init__(message, tool=tool, request_id=request_id)
+        self.rule = rule
+        self.argument = argument
+        self.reason = reason
 
 
 class ApprovalRequired(ToolCallError):
