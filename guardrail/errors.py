@@ -10,8 +10,9 @@ The tree::
     │   └── SchemaViolationError   kind "schema_violation": JSON was read but does not satisfy the contract
     │       └── InputLimitError    the text is larger or deeper than the configured limits (.limit, .value)
     ├── ToolCallError              a model-proposed tool call did not run (.request_id, .tool)
-    │   ├── Denied                 authorization said no; the message is generic, the audit record has why
+    │   ├── Denied                 authorization said no; the message is generic (.rule, .argument, .reason say why)
     │   └── ApprovalRequired       parked until a person approves this exact call (.token, .expires_at)
+    ├── ConnectionDenied           a guarded HTTP transport refused a request or an address (.url, .reason)
     └── CallError                  a vendor call ended without a value (.outcome: attempts, raw outputs, usage)
         ├── Refused                the model refused (.refusal, the vendor's text); never retried
         ├── VendorError            the vendor answered with an error retrying cannot fix (.status, .code): 400,
@@ -241,3 +242,17 @@ class SemanticRejected(GaveUp):
     """A semantic rule whose failure ends the call (``on_fail="end"``) failed; no further attempt is made."""
 
     kind: str = "semantic"
+
+
+# -- policy: guarded HTTP transport (guardrail.policy.http) --------------------------------------------------
+
+
+class ConnectionDenied(GuardrailError):
+    """A guarded HTTP transport refused a request (its URL breaks the policy: a redirect out, a nested URL) or a
+    connection (the host resolves to a refused address); nothing was sent. ``.url`` and ``.reason`` say which
+    and why."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"request to {url} refused: {reason}")
+        self.url = url
+        self.reason = reason

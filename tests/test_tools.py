@@ -75,7 +75,9 @@ REFUND = {"order_id": "ORD-1", "amount": 25.0, "currency": "USD"}
 def test_every_example_policy_file_is_valid() -> None:
     policies = load_policies(POLICIES)
     assert sorted(policies) == ["fetch_url", "read_file", "refund_order", "run_query"]
-    assert policies["refund_order"].secret_args == {"card_token"}
+    # issue 13: the shipped refund policy no longer names card_token (the README's refund_order has no such
+    # parameter); card_token stays redacted by its name (the ``_token`` suffix)
+    assert policies["refund_order"].secret_args == frozenset()
 
 
 def test_the_full_path_runs_an_approved_refund_once(setup: Any) -> None:
@@ -341,7 +343,7 @@ def test_read_file_policy_follows_symlinks_and_denies_escapes(tmp_path: Path) ->
     (tmp_path / "secret.txt").write_text("secret")
     (base / "link.csv").symlink_to(tmp_path / "secret.txt")
     registry = ToolRegistry()
-    text = (POLICIES / "read_file.toml").read_text().replace('base = "exports"', f'base = "{base}"')
+    text = (POLICIES / "read_file.toml").read_text().replace('base = "../exports"', f'base = "{base}"')
 
     @tool(policy=parse_policy(text), registry=registry)
     def read_file(path: str) -> str:

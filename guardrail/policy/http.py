@@ -1,0 +1,143 @@
+"""An HTTP transport that applies a URL policy to every request a tool makes: each redirect hop, and the IP
+address it really connects to.
+
+Checking the URL the model proposed is not enough for a tool that fetches it: the server can redirect
+(``302 Location: http://169.254.169.254/``) and a permitted name can resolve, or be rebound after the check,
+to a private address (DNS rebinding). :class:`GuardedTransport` is an httpx transport (the ``httpx`` that
+the vendor SDKs bring, imported on first use) that
+
+1. checks the URL of every request it sends (:meth:`UrlRule.canonical
+   <guardrail.policy.model.UrlRule.canonical>`: hosts, schemes, ports, nested URLs), so each hop of
+   ``follow_redirects=True`` is judged like the first;
+2. resolves the host itself when it connects, refuses the connection when *any* address the name resolves to
+   is not public (loopback, private, link-local, metadata, multicast, reserved, unspecified) unless the rule's
+   ``connect_to`` lists its network, and connects to the address it checked, so a second DNS answer cannot
+   swap it. TLS still verifies the certificate against the host name.
+
+A refusal raises :class:`~guardrail.errors.ConnectionDenied` (``.url``, ``.reason``) before any byte is sent
+to the refused address. :func:`guarded_client` builds an ``httpx.Client`` around the transport (environment
+proxies off: a proxy would make the connect-time check judge the proxy's address). Unix sockets are refused.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from guardrail.errors import ConnectionDenied, GuardrailError
+from guardrail.policy.verdict import Rejected
+
+if TYPE_CHECKING:
+    from guardrail.policy.model import UrlRule
+
+__all__ = ["GuardedTransport", "guarded_client"]
+
+
+def _httpx() -> Any:
+    """The httpx module the SDKs use (``httpx2`` where installed, else ``httpx``), imported on first use."""
+    try:
+        import httpx2
+
+        return httpx2
+    except ImportError:
+        pass
+    try:
+        import httpx  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise GuardrailError("the HTTP transport hook needs httpx: pip install 'guardrail[openai]' (or httpx)") from None
+    return httpx
+
+
+class _CheckedBackend:
+    """An httpcore network backend that resolves, checks and pins the address of every TCP connection."""
+
+    def __init__(self, inner: Any, rule: UrlRule) -> None:
+        self._inner = inner
+        self._rule = rule
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> Any:
+        addresses = _resolve(host, port)
+        if not addresses:
+            raise ConnectionDenied(f"{host}:{port}", "the host name does not resolve")
+        for address in addresses:
+            reason = self._rule.address_reason(address)
+            if reason is not None:
+                raise ConnectionDenied(f"{host}:{port}", f"{host} resolves to a refused address: {reason}")
+        return self._inner.connect_tcp(addresses[0], port, timeout=timeout, local_address=local_address,
+                                       socket_options=socket_options)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None) -> Any:
+        raise ConnectionDenied(path, "Unix sockets are not reachable through a guarded transport")
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to (an IP literal is its own address)."""
+    try:
+        return [str(ipaddress.ip_address(host.strip("[]")))]
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    addresses: list[str] = []
+    for _family, _type, _proto, _name, sockaddr in found:
+        address = str(sockaddr[0])
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+class GuardedTransport:
+    """An httpx transport applying ``rule`` to every request and every connection (module docstring).
+
+    ``transport_options`` go to ``httpx.HTTPTransport`` (``verify``, ``retries``, ``limits``...; not
+    ``proxy``, not ``uds``).
+    """
+
+    def __init__(self, rule: UrlRule, **transport_options: Any) -> None:
+        for refused in ("proxy", "uds"):
+            if transport_options.get(refused) is not None:
+                raise GuardrailError(f"GuardedTransport does not support {refused}=: it would bypass the address check")
+        self.rule = rule
+        self._inner = _httpx().HTTPTransport(**transport_options)
+        pool = getattr(self._inner, "_pool", None)
+        if pool is None or not hasattr(pool, "_network_backend"):
+            raise GuardrailError("this httpx version does not expose its connection pool; the transport hook "
+                                 "cannot check addresses")
+        pool._network_backend = _CheckedBackend(pool._network_backend, rule)
+
+    def handle_request(self, request: Any) -> Any:
+        """Check the request's URL, then send it through the address-checking connection pool."""
+        url = str(request.url)
+        try:
+            self.rule.canonical(url)
+        except Rejected as rejected:
+            raise ConnectionDenied(url, rejected.reason) from None
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def __enter__(self) -> GuardedTransport:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._inner.__exit__(*exc_info)
+
+
+def guarded_client(rule: UrlRule, *, follow_redirects: bool = True, max_redirects: int = 5,
+                   transport_options: dict[str, Any] | None = None, **client_options: Any) -> Any:
+    """An ``httpx.Client`` whose every request and connection goes through a :class:`GuardedTransport`
+    for ``rule`` (environment proxies off)."""
+    transport = GuardedTransport(rule, **(transport_options or {}))
+    return _httpx().Client(transport=transport, follow_redirects=follow_redirects, max_redirects=max_redirects,
+                           trust_env=False, **client_options)
