@@ -296,12 +296,12 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
         raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id, rule=decision.rule,
                      argument=decision.argument, reason=decision.reason)
     assert policy is not None  # an allowed decision always has a policy
-    model = _checked_model(found, model, args, decision.arguments)
-    if model is None:
+    checked_model = _checked_model(found, model, args, decision.arguments)
+    if checked_model is None:
         _record("denied", rule="canonical", reason="the checked value does not fit the parameter's type")
         raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id, rule="canonical",
                      reason="the checked value does not fit the parameter's type")
-    args = decision.arguments
+    model, args = checked_model, decision.arguments
     store = store or default_store()
     key = idempotency_key
     if key is None and policy.idempotency == "required":

@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -463,7 +462,7 @@ class _Handler(BaseHTTPRequestHandler):
     hits: list[str]
     redirects: dict[str, str]
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         self.hits.append(self.path)
         target = self.redirects.get(self.path)
         self.send_response(302 if target else 200)
@@ -525,9 +524,8 @@ def test_the_transport_checks_the_address_it_connects_to(servers: tuple[Any, Any
 
     allowed, _ = servers
     port = allowed.server_address[1]
-    with guarded_client(_rule(port, connect_to="")) as client:
-        with pytest.raises(ConnectionDenied, match="loopback"):
-            client.get(f"http://localhost:{port}/ok")
+    with guarded_client(_rule(port, connect_to="")) as client, pytest.raises(ConnectionDenied, match="loopback"):
+        client.get(f"http://localhost:{port}/ok")
     assert allowed.RequestHandlerClass.hits == []
     with pytest.raises(guardrail.GuardrailError, match="proxy"):
         GuardedTransport(_rule(port), proxy="http://127.0.0.1:1")

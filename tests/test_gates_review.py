@@ -303,7 +303,7 @@ def test_policy_without_allow_rules_mismatched_tool_or_missing_file_denies(env: 
     tool(name="c", policy=tmp_path / "missing.toml", registry=env.registry)(lambda: env.ran("c", 1))
     (tmp_path / "d.toml").write_bytes(b'tool = "d"\n\xff\xfe[[allow]]\nid = "x"\n')
     # issue 13: a policy file that cannot be read is a load error at registration, not a silent "no-policy"
-    with pytest.raises(PolicyError, match="d.toml.*not UTF-8"):
+    with pytest.raises(PolicyError, match=r"d\.toml.*not UTF-8"):
         tool(name="d", policy=tmp_path / "d.toml", registry=env.registry)(lambda: env.ran("d", 1))
     with guardrail.identity(user="u", roles=["admin"]), capture_logs() as logs:
         for name in "abc":
@@ -398,7 +398,7 @@ def test_nan_bound_does_not_allow_everything(env: Env) -> None:
 
 def test_policy_file_that_cannot_be_parsed_denies_instead_of_crashing(env: Env, tmp_path: Path) -> None:
     (tmp_path / "deep.toml").write_text('tool = "deep"\n' + OPEN + "x = " + "[" * 5000 + "]" * 5000 + "\n")
-    with pytest.raises(PolicyError, match="deep.toml"):  # issue 13: a load error, not a crash or a silent drop
+    with pytest.raises(PolicyError, match=r"deep\.toml"):  # issue 13: a load error, not a crash or a silent drop
         tool(name="deep", policy=tmp_path / "deep.toml", registry=env.registry)(lambda: env.ran("deep", 1))
     with guardrail.identity(user="u"), pytest.raises(guardrail.Denied):
         env.call("deep", {})

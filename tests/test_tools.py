@@ -120,10 +120,12 @@ def test_unknown_and_lookalike_tool_names_are_denied(setup: Any) -> None:
 
 
 def test_denials_are_generic_and_the_audit_record_has_the_rule(setup: Any) -> None:
-    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]), capture_logs() as logs:
-        with pytest.raises(guardrail.Denied) as caught:
-            call(setup, "refund_order", {**REFUND, "amount": 2500.0}, request_id="req-42")
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]), capture_logs() as logs, \
+            pytest.raises(guardrail.Denied) as caught:
+        call(setup, "refund_order", {**REFUND, "amount": 2500.0}, request_id="req-42")
     assert str(caught.value) == "This action is not permitted." and "large" not in str(caught.value)
+    # issue 15: the application reads the same explanation in code
+    assert caught.value.rule == "deny.large-refunds-need-a-lead" and caught.value.reason == "a deny rule matched"
     record = next(entry for entry in logs if entry["event"] == "guardrail.audit")
     assert record["request_id"] == "req-42" and record["decision"] == "denied"
     assert record["rule"] == "deny.large-refunds-need-a-lead" and record["policy_version"] == "2026-11-30.1"

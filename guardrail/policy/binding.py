@@ -152,9 +152,9 @@ def binding_problems(policy: Policy, model: type[BaseModel], tool: str, *, where
             problems.append(problem(("args", path), f"a {'/'.join(sorted(rule.kinds))} constraint on {tool}.{path}, "
                                                     f"which is not text ({shown})"))
     for path, kinds in sorted(declared_kinds(model).items()):
-        rule = policy.args.get(path)
-        for kind in sorted(kinds - (rule.kinds if rule is not None else frozenset())):
-            problems.append(problem(("args", path) if rule is not None else ("tool",),
+        declared = policy.args.get(path)
+        for kind in sorted(kinds - (declared.kinds if declared is not None else frozenset())):
+            problems.append(problem(("args", path) if declared is not None else ("tool",),
                                     f"{tool}.{path} is a {kind} argument but the policy has no "
                                     f"[args.{path}] {kind} constraint"))
     return problems

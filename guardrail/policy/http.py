@@ -46,7 +46,8 @@ def _httpx() -> Any:
     try:
         import httpx  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
-        raise GuardrailError("the HTTP transport hook needs httpx: pip install 'guardrail[openai]' (or httpx)") from None
+        raise GuardrailError("the HTTP transport hook needs httpx: pip install 'guardrail[openai]' "
+                             "(or httpx)") from None
     return httpx
 
 

@@ -39,8 +39,8 @@ the base) and that value, not the model's spelling, is what the tool receives (s
 
 from __future__ import annotations
 
+import contextlib
 import os
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
@@ -164,10 +164,8 @@ class ArgRule(BaseModel):
         (a typo in ``allow``, an unknown dialect, a malformed host entry), which belongs at load time. Path
         bases are checked when a call comes (the directory may be created after the policy is loaded)."""
         if self.url is not None:
-            try:
+            with contextlib.suppress(Rejected):
                 self.url.canonical("https://example.invalid/")
-            except Rejected:
-                pass
             address_reason("192.0.2.1", self.url.connect_to)
         if self.sql is not None:
             check_sql("", allow=self.sql.allow, dialect=self.sql.dialect, tables=self.sql.tables,

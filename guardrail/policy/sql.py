@@ -66,9 +66,9 @@ from sqlglot.dialects.dialect import Dialect
 
 __all__ = [
     "ALWAYS_DENIED",
+    "DIALECT_FUNCTIONS",
     "KNOWN_KINDS",
     "MAX_SQL_CHARS",
-    "DIALECT_FUNCTIONS",
     "PURE_FUNCTIONS",
     "SEPARATION_DIALECTS",
     "STATEMENT_KINDS",

@@ -318,10 +318,7 @@ def _nested_reason(rest: str) -> str | None:
 
 
 def _canonical(scheme: str, host: str | _IP, port: int | None, rest: str) -> str:
-    if isinstance(host, ipaddress.IPv6Address):
-        host_text = f"[{host.compressed}]"
-    else:
-        host_text = str(host)
+    host_text = f"[{host.compressed}]" if isinstance(host, ipaddress.IPv6Address) else str(host)
     shown = "" if port is None or port == DEFAULT_PORTS.get(scheme) else f":{port}"
     return f"{scheme}://{host_text}{shown}{rest}"
 
@@ -393,7 +390,9 @@ def _host_allowed(host: str | _IP, port: int | None, scheme: str, hosts: _Hosts,
         raise _Denied(f"IP literal {host} not allowed" + ("" if port is None else f" on port {port}"))
 
 
-def _compiled(hosts: Collection[str], schemes: Collection[str], flags: tuple[object, ...]) -> tuple[_Hosts, frozenset[str]]:
+def _compiled(
+    hosts: Collection[str], schemes: Collection[str], flags: tuple[object, ...]
+) -> tuple[_Hosts, frozenset[str]]:
     compiled_hosts = _compile_hosts(_string_set(hosts, "hosts"))
     compiled_schemes = _compile_schemes(_string_set(schemes, "schemes"))
     if not all(isinstance(flag, bool) for flag in flags):
