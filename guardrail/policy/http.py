@@ -3,8 +3,8 @@ address it really connects to.
 
 Checking the URL the model proposed is not enough for a tool that fetches it: the server can redirect
 (``302 Location: http://169.254.169.254/``) and a permitted name can resolve, or be rebound after the check,
-to a private address (DNS rebinding). :class:`GuardedTransport` is an httpx transport (the ``httpx`` that
-the vendor SDKs bring, imported on first use) that
+to a private address (DNS rebinding). :class:`GuardedTransport` is an httpx transport (``httpx2``, which
+the vendor SDKs bring; imported on first use) that
 
 1. checks the URL of every request it sends (:meth:`UrlRule.canonical
    <guardrail.policy.model.UrlRule.canonical>`: hosts, schemes, ports, nested URLs), so each hop of
@@ -36,19 +36,13 @@ __all__ = ["GuardedTransport", "guarded_client"]
 
 
 def _httpx() -> Any:
-    """The httpx module the SDKs use (``httpx2`` where installed, else ``httpx``), imported on first use."""
+    """The httpx module the vendor SDKs use (``httpx2``), imported on first use."""
     try:
         import httpx2
-
-        return httpx2
     except ImportError:
-        pass
-    try:
-        import httpx  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise GuardrailError("the HTTP transport hook needs httpx: pip install 'guardrail[openai]' "
-                             "(or httpx)") from None
-    return httpx
+        raise GuardrailError("the HTTP transport hook needs httpx2: install the 'http' extra (or the openai or "
+                             "anthropic extra, which bring it)") from None
+    return httpx2
 
 
 class _CheckedBackend:
