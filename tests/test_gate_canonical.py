@@ -529,3 +529,28 @@ def test_the_transport_checks_the_address_it_connects_to(servers: tuple[Any, Any
     assert allowed.RequestHandlerClass.hits == []
     with pytest.raises(guardrail.GuardrailError, match="proxy"):
         GuardedTransport(_rule(port), proxy="http://127.0.0.1:1")
+
+
+_URL_PIECES = ["https://", "HTTPS://", "http://", "api.example.com", "API.EXAMPLE.COM", "x.docs.example.com", ".",
+               ":443", ":8443", "/", "?", "#", "a", "=", "%2F", "//", "http:", "@", "evil.example", "\uff0e"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_URL_PIECES), min_size=1, max_size=8).map("".join), min_size=1, max_size=3))
+def test_every_url_the_tool_receives_is_the_checked_canonical_url(values: list[str]) -> None:
+    recorder = Recorder()
+
+    def fetch_all(urls: list[UrlArg]) -> list[str]:
+        recorder.received.append(urls)
+        return urls
+
+    recorder.add(fetch_all, OPEN + f"[args.urls]\nurl = {{ hosts = {HOSTS} }}\n")
+    try:
+        expected = [canonical_url(value, hosts=["api.example.com", "*.docs.example.com"]) for value in values]
+    except Rejected:
+        recorder.denied("fetch_all", {"urls": values})
+        return
+    done = recorder.run("fetch_all", {"urls": values})
+    assert recorder.received == [expected] and done.arguments["urls"] == expected
+    assert all(check_url(url, hosts=["api.example.com", "*.docs.example.com"], allow_nested_urls=False) is None
+               for url in expected)
