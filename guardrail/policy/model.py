@@ -29,12 +29,15 @@ A policy file (TOML, one per tool, in ``policies/``) reads::
     spend = { arg = "amount", max = 2000, per_seconds = 86400 }
 
 Argument constraints: ``one_of``, ``min``/``max`` (numbers), ``min_length``/``max_length``, ``pattern`` (RE2:
-linear time), ``url`` (hosts, schemes), ``path`` (a base directory), ``sql`` (allowed statement kinds, tables,
-functions). ``[args.NAME]`` names a parameter of the tool; ``[args."NAME.FIELD"]`` a field of a nested model;
+linear time), ``url`` (hosts, schemes, ``allow_ip_literals``, ``allow_nested_urls``, ``connect_to``), ``path``
+(a base directory relative to the policy file, ``allow_absolute``, ``must_exist``), ``sql`` (allowed statement
+kinds, ``dialect``, ``tables``, extra ``functions``), ``required``, ``secret``. ``[args.NAME]`` names a parameter of the tool; ``[args."NAME.FIELD"]`` a field of a nested model;
 lists on the way are walked element by element (``[args.urls]`` on ``urls: list[str]`` checks every URL).
 
 The ``url`` and ``path`` checkers produce the *canonical* value (the normalised URL, the resolved path inside
 the base) and that value, not the model's spelling, is what the tool receives (see docs/tools-and-policies.md).
+Which arguments a policy may name, and which it must constrain, is checked against the tool's parameters by
+:mod:`guardrail.policy.binding`.
 """
 
 from __future__ import annotations
