@@ -554,3 +554,32 @@ def test_every_url_the_tool_receives_is_the_checked_canonical_url(values: list[s
     assert recorder.received == [expected] and done.arguments["urls"] == expected
     assert all(check_url(url, hosts=["api.example.com", "*.docs.example.com"], allow_nested_urls=False) is None
                for url in expected)
+
+
+def test_the_async_transport_checks_hops_and_addresses_too(servers: tuple[Any, Any]) -> None:
+    import asyncio
+
+    from guardrail.policy.http import guarded_async_client
+
+    allowed, other = servers
+    port, other_port = allowed.server_address[1], other.server_address[1]
+    allowed.RequestHandlerClass.redirects.update({"/out": f"http://localhost:{other_port}/stolen"})
+
+    async def main() -> list[str]:
+        outcomes = []
+        async with guarded_async_client(_rule(port)) as client:
+            outcomes.append((await client.get(f"http://localhost:{port}/ok")).text)
+            try:
+                await client.get(f"http://localhost:{port}/out")
+            except ConnectionDenied as refused:
+                outcomes.append(refused.reason)
+        async with guarded_async_client(_rule(port, connect_to="")) as client:
+            try:
+                await client.get(f"http://localhost:{port}/ok")
+            except ConnectionDenied as refused:
+                outcomes.append(refused.reason)
+        return outcomes
+
+    ok, hop, address = asyncio.run(main())
+    assert ok == "ok" and "not allowed" in hop and "loopback" in address
+    assert other.RequestHandlerClass.hits == [] and allowed.RequestHandlerClass.hits == ["/ok", "/out"]

@@ -31,8 +31,9 @@ A policy file (TOML, one per tool, in ``policies/``) reads::
 Argument constraints: ``one_of``, ``min``/``max`` (numbers), ``min_length``/``max_length``, ``pattern`` (RE2:
 linear time), ``url`` (hosts, schemes, ``allow_ip_literals``, ``allow_nested_urls``, ``connect_to``), ``path``
 (a base directory relative to the policy file, ``allow_absolute``, ``must_exist``), ``sql`` (allowed statement
-kinds, ``dialect``, ``tables``, extra ``functions``), ``required``, ``secret``. ``[args.NAME]`` names a parameter of the tool; ``[args."NAME.FIELD"]`` a field of a nested model;
-lists on the way are walked element by element (``[args.urls]`` on ``urls: list[str]`` checks every URL).
+kinds, ``dialect``, ``tables``, extra ``functions``), ``required``, ``secret``. ``[args.NAME]`` names a
+parameter of the tool; ``[args."NAME.FIELD"]`` a field of a nested model; lists on the way are walked element
+by element (``[args.urls]`` on ``urls: list[str]`` checks every URL).
 
 The ``url`` and ``path`` checkers produce the *canonical* value (the normalised URL, the resolved path inside
 the base) and that value, not the model's spelling, is what the tool receives (see docs/tools-and-policies.md).
