@@ -583,3 +583,19 @@ def test_the_async_transport_checks_hops_and_addresses_too(servers: tuple[Any, A
     ok, hop, address = asyncio.run(main())
     assert ok == "ok" and "not allowed" in hop and "loopback" in address
     assert other.RequestHandlerClass.hits == [] and allowed.RequestHandlerClass.hits == ["/ok", "/out"]
+
+
+def test_an_optional_url_left_out_passes_and_a_required_one_does_not() -> None:
+    recorder = Recorder()
+
+    def notify(text: str, callback: UrlArg | None = None) -> str:
+        recorder.received.append(callback)
+        return text
+
+    recorder.add(notify, OPEN + f"[args.callback]\nurl = {{ hosts = {HOSTS} }}\n")
+    recorder.run("notify", {"text": "hi"})
+    recorder.run("notify", {"text": "hi", "callback": "https://API.example.com/cb"})
+    assert recorder.received == [None, "https://api.example.com/cb"]
+    strict = Recorder()
+    strict.add(notify, OPEN + f"[args.callback]\nurl = {{ hosts = {HOSTS} }}\nrequired = true\n")
+    assert "URL must be a str" in strict.denied("notify", {"text": "hi"}).reason

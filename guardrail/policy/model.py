@@ -197,11 +197,15 @@ class ArgRule(BaseModel):
         """The value the tool must receive for ``value`` (the resolved path, the normalised URL; any other
         value unchanged), or :class:`Rejected` with the reason. ``one_of``, the bounds, the lengths and the
         pattern judge the value as written; the ``url``/``path``/``sql`` checkers then produce the canonical
-        value from it (no decoding on either side)."""
+        value from it (no decoding on either side). ``null`` (an optional argument left out) passes the
+        ``url``/``path``/``sql`` checkers unless the rule is ``required``: there is nothing to fetch, open or
+        run."""
         try:
             reason = self._plain_reason(value)
             if reason is not None:
                 raise Rejected(reason)
+            if value is None and not self.required:
+                return value
             if self.url is not None:
                 value = self._typed("url", self.url.canonical, value)
             if self.path is not None:
