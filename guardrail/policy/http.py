@@ -40,12 +40,9 @@ __all__ = ["AsyncGuardedTransport", "GuardedTransport", "guarded_async_client", 
 
 def _httpx() -> Any:
     """The httpx module the vendor SDKs use (``httpx2``), imported on first use."""
-    try:
-        import httpx2
-    except ImportError:
-        raise GuardrailError("the HTTP transport hook needs httpx2: install the 'http' extra (or the openai or "
-                             "anthropic extra, which bring it)") from None
-    return httpx2
+    from guardrail._optional import require
+
+    return require("httpx2", "http", "the guarded HTTP transport (guardrail.policy.http)")
 
 
 class _CheckedBackend:
