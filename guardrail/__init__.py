@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ApprovalRequired,
         BudgetExceeded,
         CallError,
+        ConnectionDenied,
         DeadlineExceeded,
         Declined,
         Denied,
@@ -85,10 +86,23 @@ if TYPE_CHECKING:
     from guardrail.retry import RetryPolicy
     from guardrail.schema.lower import CompileEntry, CompileReport
     from guardrail.streaming import AsyncStructuredStream, StructuredStream
-    from guardrail.tools import Tool, ToolRegistry, approve, execute_tool_call, execute_tool_calls, reject, tool
+    from guardrail.tools import (
+        Tool,
+        ToolRegistry,
+        ToolResult,
+        approve,
+        execute_tool_call,
+        execute_tool_calls,
+        reject,
+        run_tool_call,
+        tool,
+    )
 
 #: Public name -> the module that defines it.
 _LAZY: dict[str, str] = {
+    "ConnectionDenied": "guardrail.errors",
+    "run_tool_call": "guardrail.tools",
+    "ToolResult": "guardrail.tools",
     "JSONSyntaxError": "guardrail.errors",
     "DeadlineExceeded": "guardrail.errors",
     "SyncAsyncMismatch": "guardrail.errors",
@@ -207,6 +221,7 @@ __all__ = [
     "CompileEntry",
     "CompileReport",
     "Config",
+    "ConnectionDenied",
     "Contract",
     "DeadlineExceeded",
     "Decision",
@@ -261,6 +276,7 @@ __all__ = [
     "Tool",
     "ToolCallError",
     "ToolRegistry",
+    "ToolResult",
     "TruncatedError",
     "Uncertain",
     "Usage",
@@ -286,6 +302,7 @@ __all__ = [
     "reject",
     "reset_config",
     "rule",
+    "run_tool_call",
     "structured",
     "tool",
     "wrap",

@@ -12,7 +12,7 @@ request_id                the id of the request that triggered the call (given, 
 tool                      the tool name as proposed
 arguments                 the parsed arguments (redacted)
 identity                  tenant, user, roles from the trusted runtime (``None`` when anonymous)
-decision                  allowed, denied, pending_approval, invalid, executed, replayed, failed
+decision                  allowed, denied, pending_approval, invalid, executed, replayed, conflict, failed
 rule                      the rule that decided (``allow.<id>``, ``deny.<id>``, ``args.<name>``, ``limits.rate``...)
 reason                    the internal detail (never sent to the model)
 policy_version            the policy file's ``version``

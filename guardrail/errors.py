@@ -11,8 +11,9 @@ The tree::
     │   └── SchemaViolationError   kind "schema_violation": JSON was read but does not satisfy the contract
     │       └── InputLimitError    the text is larger or deeper than the configured limits (.limit, .value)
     ├── ToolCallError              a model-proposed tool call did not run (.request_id, .tool)
-    │   ├── Denied                 authorization said no; the message is generic, the audit record has why
+    │   ├── Denied                 authorization said no; the message is generic (.rule, .argument, .reason say why)
     │   └── ApprovalRequired       parked until a person approves this exact call (.token, .expires_at)
+    ├── ConnectionDenied           a guarded HTTP transport refused a request or an address (.url, .reason)
     └── CallError                  a vendor call ended without a value (.outcome: attempts, raw outputs, usage)
         ├── Refused                the model refused (.refusal, the vendor's text); never retried
         ├── VendorError            the vendor answered with an error retrying cannot fix (.status, .code): 400,
@@ -151,7 +152,16 @@ class ToolCallError(GuardrailError):
 
 class Denied(ToolCallError):
     """Authorization denied the call. The message is generic on purpose (it is fit to show the model); the
-    rule and the reason are in the audit record under ``.request_id``."""
+    application reads why in code: ``.rule`` (``args.path``, ``deny.big-refunds``, ``default-deny``...),
+    ``.argument`` (where a constraint failed: ``path``, ``urls[1]``, ``target.url``; ``""`` otherwise) and
+    ``.reason``; the audit record under ``.request_id`` has the same."""
+
+    def __init__(self, message: str, *, tool: str, request_id: str, rule: str = "", argument: str = "",
+                 reason: str = "") -> None:
+        super().__init__(message, tool=tool, request_id=request_id)
+        self.rule = rule
+        self.argument = argument
+        self.reason = reason
 
 
 class ApprovalRequired(ToolCallError):
@@ -319,6 +329,8 @@ class RuleError(GuardrailError):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(f"rule {rule!r}: {message}")
         self.rule = rule
+
+
 # -- stores and idempotency (guardrail.store) ------------------------------------------------------------------------
 
 
@@ -419,3 +431,17 @@ class ResultNotStorable(IdempotencyError):
 class NothingHappened(GuardrailError):
     """Raise this from a tool to say the call had no effect at all (e.g. the downstream refused it before acting):
     the idempotency key is released and a retry runs the tool again. Any other exception is recorded and replayed."""
+
+
+# -- policy: guarded HTTP transport (guardrail.policy.http) --------------------------------------------------
+
+
+class ConnectionDenied(GuardrailError):
+    """A guarded HTTP transport refused a request (its URL breaks the policy: a redirect out, a nested URL) or a
+    connection (the host resolves to a refused address); nothing was sent. ``.url`` and ``.reason`` say which
+    and why."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"request to {url} refused: {reason}")
+        self.url = url
+        self.reason = reason

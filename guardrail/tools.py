@@ -6,9 +6,13 @@ A model proposes a call; nothing runs until it has passed, in order::
       → approval (if required) → rate limit / quota / spend → idempotent execution → audit
 
 Each step that stops the call writes an audit record and raises a typed error: the parse layer's
-``ParseError`` (its ``.feedback`` can go back to the model), :class:`~guardrail.Denied` (a generic message),
-:class:`~guardrail.ApprovalRequired` (with the token), ``IdempotencyConflict``. The tool function is only
-ever called with a sealed positive :class:`~guardrail.gates.authz.Decision` for exactly those arguments.
+``ParseError`` (its ``.feedback`` can go back to the model), :class:`~guardrail.Denied` (a generic message;
+``.rule``, ``.argument`` and ``.reason`` for the application), :class:`~guardrail.ApprovalRequired` (with the
+token), ``IdempotencyConflict`` (audited as ``conflict``), ``PolicyError`` (the policy and the tool disagree).
+The tool function is only ever called with a sealed positive :class:`~guardrail.gates.authz.Decision` for
+exactly those arguments, and with the *checked* values: the resolved path, the normalised URL, the SQL that
+was parsed. :func:`run_tool_call` returns a :class:`ToolResult` that also says whether the tool ran or an
+idempotent replay answered.
 """
 
 from __future__ import annotations
@@ -26,17 +30,26 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
 from guardrail import approvals, audit
 from guardrail.config import get_config
-from guardrail.errors import ApprovalRequired, Denied, InputLimitError, NothingHappened, ParseError, SemanticViolation
+from guardrail.errors import (
+    ApprovalRequired,
+    Denied,
+    IdempotencyConflict,
+    InputLimitError,
+    NothingHappened,
+    ParseError,
+    SemanticViolation,
+)
 from guardrail.gates.authz import GENERIC_DENIAL, Decision, authorize
 from guardrail.gates.semantic import Rule, evaluate
 from guardrail.identity import Identity, current_identity, key_of
 from guardrail.parse.feedback import semantic_feedback
 from guardrail.parse.pipeline import parse
+from guardrail.policy.binding import bind
 from guardrail.policy.loader import PolicyError, load_policy
 from guardrail.policy.model import Policy
 from guardrail.store.base import Counter, Store
@@ -59,24 +72,35 @@ class Tool:
     rerun_safe: bool = False
     reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None
     _policy: Policy | None = field(default=None, repr=False)
+    _error: PolicyError | None = field(default=None, repr=False)
     _loaded: bool = field(default=False, repr=False)
 
     def policy(self) -> Policy | None:
-        """The policy (loaded on first use; a missing or invalid file means every call is denied)."""
+        """The policy, loaded and checked against the tool's parameters on first use; ``None`` when there is no
+        policy file (every call is then denied). An invalid file, or a policy that disagrees with the tool (an
+        argument the tool lacks, a path/URL/SQL argument without its checker), raises :class:`PolicyError`
+        naming the file, the line and the reason, on every call: never a silent drop."""
         if not self._loaded:
-            source = self.policy_source
-            if isinstance(source, Policy):
-                self._policy = source
-            else:
-                path = source or Path(get_config().policies or "policies") / f"{self.name}.toml"
-                try:
-                    self._policy = load_policy(path)
-                except (OSError, PolicyError):
-                    self._policy = None
-            if self._policy is not None and self._policy.argument_names() - set(self.arguments.model_fields):
-                self._policy = None  # a policy naming arguments the tool lacks would silently skip its checks
+            try:
+                self._policy = self._load()
+            except PolicyError as error:
+                self._error = error
             self._loaded = True
+        if self._error is not None:
+            raise self._error
         return self._policy
+
+    def _load(self) -> Policy | None:
+        source = self.policy_source
+        if isinstance(source, Policy):
+            policy = source
+        else:
+            path = source or Path(get_config().policies or "policies") / f"{self.name}.toml"
+            if not path.exists():
+                return None
+            policy = load_policy(path)
+        bind(policy, self.arguments, self.name, where=_where(self.fn))
+        return policy
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of the arguments (what a vendor gets as the tool's parameters)."""
@@ -141,6 +165,12 @@ def default_store() -> Store:
     return _default_store
 
 
+def _where(fn: Callable[..., Any]) -> str:
+    """``file:line`` of a function's definition, for error messages (empty when unknown)."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+
+
 def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     hints = typing.get_type_hints(fn, include_extras=True)  # resolves `from __future__ import annotations`
@@ -166,8 +196,10 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
     from trusted code; model-proposed calls go through :func:`execute_tool_call`).
 
     ``policy`` is a :class:`Policy`, a path to its TOML file, or ``None`` for ``<policies dir>/<name>.toml``.
-    ``rules`` are semantic rules over the validated arguments (a failure raises ``SemanticViolation``, whose
-    ``.feedback`` can go back to the model; it is checked before authorization).
+    A given policy (object or existing file) is loaded and checked against the function's parameters here:
+    :class:`PolicyError` (file, line, reason) when they disagree. ``rules`` are semantic rules over the
+    validated arguments (a failure raises ``SemanticViolation``, whose ``.feedback`` can go back to the model;
+    it is checked before authorization).
 
     Idempotent runs (see ``docs/idempotency.md``): ``rerun_safe=True`` says the tool may run again when an earlier
     run's outcome is unknown or it failed (no side effects worth guarding); ``reconcile(unknown, arguments)`` is
@@ -181,11 +213,36 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
                             "asyncio.run inside a sync function, or run execute_tool_call in a thread)")
         tool_name = name or function.__name__
         source = Path(policy) if isinstance(policy, (str, Path)) else policy
-        (registry or REGISTRY).add(Tool(tool_name, function, _arguments_model(function, tool_name), source,
-                                        inspect.getdoc(function) or "", tuple(rules), rerun_safe, reconcile))
+        found = Tool(tool_name, function, _arguments_model(function, tool_name), source,
+                     inspect.getdoc(function) or "", tuple(rules), rerun_safe, reconcile)
+        if isinstance(source, Policy) or (source is not None and source.exists()):
+            found.policy()  # fail loudly now, at registration, when policy and tool disagree
+        (registry or REGISTRY).add(found)
         return function
 
     return register(fn) if fn is not None else register
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What :func:`run_tool_call` returns: the tool's result and how it came about.
+
+    ``replayed`` is true when an idempotent replay answered (the stored result of an earlier run with the same
+    key and arguments) and the tool did not run; ``ran`` is its opposite. ``arguments`` are the checked
+    arguments the tool received (canonical paths and URLs in place); ``rule`` is the allow rule that admitted
+    the call.
+    """
+
+    value: Any
+    replayed: bool
+    request_id: str
+    rule: str
+    arguments: dict[str, Any]
+
+    @property
+    def ran(self) -> bool:
+        """Whether the tool function ran for this call."""
+        return not self.replayed
 
 
 def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_key: str | None = None,
@@ -193,7 +250,19 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
                       registry: ToolRegistry | None = None, store: Store | None = None,
                       context: Mapping[str, Any] | None = None, lease: float = DEFAULT_LEASE,
                       wait: float = 30.0) -> Any:
-    """Run one model-proposed call through every gate (see the module docstring) and return the tool's result.
+    """Run one model-proposed call through every gate and return the tool's result (:func:`run_tool_call`
+    says more: whether the tool ran or a replay answered, and with which checked arguments)."""
+    return run_tool_call(name, arguments, idempotency_key=idempotency_key, approval_token=approval_token,
+                         request_id=request_id, registry=registry, store=store, context=context, lease=lease,
+                         wait=wait).value
+
+
+def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_key: str | None = None,
+                  approval_token: str | None = None, request_id: str | None = None,
+                  registry: ToolRegistry | None = None, store: Store | None = None,
+                  context: Mapping[str, Any] | None = None, lease: float = DEFAULT_LEASE,
+                  wait: float = 30.0) -> ToolResult:
+    """Run one model-proposed call through every gate (see the module docstring): a :class:`ToolResult`.
 
     ``arguments`` is a dict or the raw JSON text the model produced. ``idempotency_key`` makes a
     side-effecting call run once (required by ``idempotency = "required"`` policies; derived from the call
@@ -209,8 +278,14 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
     if found is None:
         audit.record(request_id=request_id, tool=str(name)[:200], decision="denied", rule="unknown-tool",
                      reason="no tool registered under this exact name", identity=who)
-        raise Denied(GENERIC_DENIAL, tool=str(name)[:200], request_id=request_id)
-    policy = found.policy()
+        raise Denied(GENERIC_DENIAL, tool=str(name)[:200], request_id=request_id, rule="unknown-tool",
+                     reason="no tool registered under this exact name")
+    try:
+        policy = found.policy()
+    except PolicyError as error:
+        audit.record(request_id=request_id, tool=found.name, decision="denied", rule="policy-error",
+                     reason=str(error), identity=who, idempotency_key=idempotency_key)
+        raise
     secret = policy.secret_args if policy else frozenset()
     version = policy.version if policy else ""
     if policy is None or not any(rule.may_match(who) for rule in policy.allow):
@@ -219,7 +294,9 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
         audit.record(request_id=request_id, tool=found.name, decision="denied", identity=who, secret_args=secret,
                      rule="no-policy" if policy is None else "default-deny", policy_version=version,
                      reason="no allow rule can admit this caller", idempotency_key=idempotency_key)
-        raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id)
+        raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id,
+                     rule="no-policy" if policy is None else "default-deny",
+                     reason="no allow rule can admit this caller")
     model, args = _validated(found, arguments, request_id, who, secret, version, idempotency_key)
     if found.rules:
         try:
@@ -228,7 +305,8 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
             audit.record(request_id=request_id, tool=found.name, decision="denied", rule="semantic",
                          reason=f"a rule could not run: {type(error).__name__}: {error}", arguments=args,
                          identity=who, secret_args=secret, policy_version=version, idempotency_key=idempotency_key)
-            raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id) from None
+            raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id, rule="semantic",
+                         reason=f"a rule could not run: {type(error).__name__}") from None
         if not verdict.ok:
             violation = SemanticViolation(semantic_feedback(list(verdict.violations)), verdict.violations)
             audit.record(request_id=request_id, tool=found.name, decision="invalid", rule="semantic",
@@ -236,12 +314,19 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
                          policy_version=version, idempotency_key=idempotency_key)
             raise violation
     decision = authorize(policy, found.name, args, who)
-    _record = _recorder(request_id, found.name, json.loads(json.dumps(args)), who, decision, secret,
+    _record = _recorder(request_id, found.name, json.loads(json.dumps(decision.arguments)), who, decision, secret,
                         idempotency_key)
     if not decision.allowed:
         _record("denied")
-        raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id)
+        raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id, rule=decision.rule,
+                     argument=decision.argument, reason=decision.reason)
     assert policy is not None  # an allowed decision always has a policy
+    checked_model = _checked_model(found, model, args, decision.arguments)
+    if checked_model is None:
+        _record("denied", rule="canonical", reason="the checked value does not fit the parameter's type")
+        raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id, rule="canonical",
+                     reason="the checked value does not fit the parameter's type")
+    model, args = checked_model, decision.arguments
     store = store or default_store()
     key = idempotency_key
     if key is None and policy.idempotency == "required":
@@ -251,13 +336,16 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
     if idempotency is not None and scoped is not None and key is not None:
         try:  # this exact call already ran (approved, if approval was required): replay its outcome
             stored = idempotency.replay(scoped, decision.arguments_hash, label=key)
+        except IdempotencyConflict:
+            _record("conflict", rule="idempotency", reason="the key was already used with other arguments", key=key)
+            raise
         except Exception as error:  # a replayed failure or unstorable result, or the store is down
             _record("failed", error=error, key=key)
             raise
         if stored is not None:
             result = json.loads(stored)
             _record("replayed", result=result, key=key)
-            return result
+            return ToolResult(result, True, request_id, decision.rule, args)
     if policy.approval == "required":
         if approval_token is None:
             token, expires_at = approvals.park(store, found.name, decision.arguments_hash, who, policy.approval_ttl)
@@ -267,7 +355,7 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
         problem = approvals.redeem(store, approval_token, found.name, decision.arguments_hash, who)
         if problem is not None:
             _record("denied", rule="approval", reason=problem)
-            raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id)
+            raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id, rule="approval", reason=problem)
 
     def execute() -> Any:
         # Limits count executions: a replayed result costs nothing.
@@ -284,12 +372,16 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
             result = json.loads(text)
     except _LimitReached as limit:
         _record("denied", rule=limit.rule, reason="limit reached", key=key)
-        raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id) from None
+        raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id, rule=limit.rule,
+                     reason="limit reached") from None
+    except IdempotencyConflict as error:
+        _record("conflict", rule="idempotency", reason="the key was already used with other arguments", key=key)
+        raise error from None
     except Exception as error:
         _record("failed", error=error, key=key)
         raise
     _record("replayed" if replayed else "executed", result=result, key=key)
-    return result
+    return ToolResult(result, replayed, request_id, decision.rule, args)
 
 
 def _scoped_key(tool: str, who: Identity | None, key: str) -> str:
@@ -362,6 +454,21 @@ def _validated(found: Tool, arguments: Mapping[str, Any] | str, request_id: str,
     raise error
 
 
+def _checked_model(found: Tool, model: BaseModel, args: dict[str, Any], checked: dict[str, Any]) -> BaseModel | None:
+    """The argument model holding the checked values (the resolved path, the normalised URL), or ``None`` when
+    the parameter types would turn them into something else than what was checked. Unchanged parameters keep
+    their validated objects (a ``SecretStr`` stays unmasked)."""
+    if checked == args:
+        return model
+    values = {name: getattr(model, name) for name in type(model).model_fields}
+    values.update({name: checked[name] for name in values if checked.get(name) != args.get(name)})
+    try:
+        rebuilt = found.arguments.model_validate(values)
+    except ValidationError:
+        return None
+    return rebuilt if _canonical(rebuilt) == checked else None
+
+
 def _canonical(value: Any, depth: int = 0) -> Any:
     """JSON-like form with sets sorted (by their items' JSON), models as dicts of their fields."""
     if depth > 200:
@@ -421,7 +528,8 @@ def _run(found: Tool, model: BaseModel, args: dict[str, Any], decision: Decision
     """Call the tool function with the validated values; only with a sealed positive decision made for exactly
     these arguments (``args`` is the canonical form of ``model`` that the policy judged)."""
     if not decision.permits(found.name, args) or _canonical(model) != args:
-        raise Denied(GENERIC_DENIAL, tool=found.name, request_id="")
+        raise Denied(GENERIC_DENIAL, tool=found.name, request_id="", rule="unsealed",
+                     reason="no positive decision for exactly these arguments")
     return found.fn(**{name: getattr(model, name) for name in type(model).model_fields})
 
 
@@ -437,13 +545,20 @@ def reject(token: str, *, approver: str, store: Store | None = None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """One tool call from a vendor response, after :func:`execute_tool_calls`: its result or its error."""
+    """One tool call from a vendor response, after :func:`execute_tool_calls`: its result or its error, and
+    whether the tool ran (``replayed``: an idempotent replay answered instead)."""
 
     name: str
     call_id: str | None
     arguments: str
     result: Any = None
     error: BaseException | None = None
+    replayed: bool = False
+
+    @property
+    def ran(self) -> bool:
+        """Whether the tool function ran for this call (not on an error, not on a replay)."""
+        return self.error is None and not self.replayed
 
 
 def tool_calls_of(response: Any) -> list[tuple[str, str, str | None]]:
@@ -473,9 +588,9 @@ def execute_tool_calls(response: Any, *, registry: ToolRegistry | None = None, s
     outcomes = []
     for name, arguments, call_id in tool_calls_of(response):
         try:
-            result = execute_tool_call(name, arguments, registry=registry, store=store, request_id=request_id)
+            done = run_tool_call(name, arguments, registry=registry, store=store, request_id=request_id)
         except Exception as error:  # one call's failure never stops the others; the caller sees each
             outcomes.append(ToolOutcome(name, call_id, arguments, error=error))
             continue
-        outcomes.append(ToolOutcome(name, call_id, arguments, result=result))
+        outcomes.append(ToolOutcome(name, call_id, arguments, result=done.value, replayed=done.replayed))
     return outcomes

@@ -302,13 +302,15 @@ def test_policy_without_allow_rules_mismatched_tool_or_missing_file_denies(env: 
     env.add(lambda: env.ran("b", 1), 'tool = "not_b"\n' + OPEN, name="b")
     tool(name="c", policy=tmp_path / "missing.toml", registry=env.registry)(lambda: env.ran("c", 1))
     (tmp_path / "d.toml").write_bytes(b'tool = "d"\n\xff\xfe[[allow]]\nid = "x"\n')
-    tool(name="d", policy=tmp_path / "d.toml", registry=env.registry)(lambda: env.ran("d", 1))
+    # issue 13: a policy file that cannot be read is a load error at registration, not a silent "no-policy"
+    with pytest.raises(PolicyError, match=r"d\.toml.*not UTF-8"):
+        tool(name="d", policy=tmp_path / "d.toml", registry=env.registry)(lambda: env.ran("d", 1))
     with guardrail.identity(user="u", roles=["admin"]), capture_logs() as logs:
-        for name in "abcd":
+        for name in "abc":
             with pytest.raises(guardrail.Denied):
                 env.call(name, {})
     assert env.calls == []
-    assert [r["rule"] for r in audits(logs)] == ["default-deny", "policy-mismatch", "no-policy", "no-policy"]
+    assert [r["rule"] for r in audits(logs)] == ["default-deny", "policy-mismatch", "no-policy"]
 
 
 def test_two_policy_files_for_one_tool_are_a_problem(tmp_path: Path) -> None:
@@ -354,7 +356,9 @@ def test_deny_rules_apply_to_anonymous_callers(env: Env) -> None:
     OPEN + '[limits]\nspend = { arg = "ammount", max = 100, per_seconds = 60 }\n',
 ], ids=["args", "deny-when", "spend-arg"])
 def test_policy_naming_an_argument_the_tool_does_not_have_denies(env: Env, policy: str) -> None:
-    env.add(lambda amount: env.ran("pay", amount), policy, name="pay")
+    # issue 13: a load error naming the argument, at registration (the tool is never registered)
+    with pytest.raises(PolicyError, match="pay has no parameter ammount"):
+        env.add(lambda amount: env.ran("pay", amount), policy, name="pay")
     with guardrail.identity(user="u"), pytest.raises(guardrail.Denied):
         env.call("pay", {"amount": 5000})
     assert env.calls == []
@@ -394,7 +398,8 @@ def test_nan_bound_does_not_allow_everything(env: Env) -> None:
 
 def test_policy_file_that_cannot_be_parsed_denies_instead_of_crashing(env: Env, tmp_path: Path) -> None:
     (tmp_path / "deep.toml").write_text('tool = "deep"\n' + OPEN + "x = " + "[" * 5000 + "]" * 5000 + "\n")
-    tool(name="deep", policy=tmp_path / "deep.toml", registry=env.registry)(lambda: env.ran("deep", 1))
+    with pytest.raises(PolicyError, match=r"deep\.toml"):  # issue 13: a load error, not a crash or a silent drop
+        tool(name="deep", policy=tmp_path / "deep.toml", registry=env.registry)(lambda: env.ran("deep", 1))
     with guardrail.identity(user="u"), pytest.raises(guardrail.Denied):
         env.call("deep", {})
     _, problems = check_policies(tmp_path)

@@ -75,7 +75,9 @@ REFUND = {"order_id": "ORD-1", "amount": 25.0, "currency": "USD"}
 def test_every_example_policy_file_is_valid() -> None:
     policies = load_policies(POLICIES)
     assert sorted(policies) == ["fetch_url", "read_file", "refund_order", "run_query"]
-    assert policies["refund_order"].secret_args == {"card_token"}
+    # issue 13: the shipped refund policy no longer names card_token (the README's refund_order has no such
+    # parameter); card_token stays redacted by its name (the ``_token`` suffix)
+    assert policies["refund_order"].secret_args == frozenset()
 
 
 def test_the_full_path_runs_an_approved_refund_once(setup: Any) -> None:
@@ -118,10 +120,12 @@ def test_unknown_and_lookalike_tool_names_are_denied(setup: Any) -> None:
 
 
 def test_denials_are_generic_and_the_audit_record_has_the_rule(setup: Any) -> None:
-    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]), capture_logs() as logs:
-        with pytest.raises(guardrail.Denied) as caught:
-            call(setup, "refund_order", {**REFUND, "amount": 2500.0}, request_id="req-42")
+    with guardrail.identity(tenant="acme", user="u-1", roles=["support"]), capture_logs() as logs, \
+            pytest.raises(guardrail.Denied) as caught:
+        call(setup, "refund_order", {**REFUND, "amount": 2500.0}, request_id="req-42")
     assert str(caught.value) == "This action is not permitted." and "large" not in str(caught.value)
+    # issue 15: the application reads the same explanation in code
+    assert caught.value.rule == "deny.large-refunds-need-a-lead" and caught.value.reason == "a deny rule matched"
     record = next(entry for entry in logs if entry["event"] == "guardrail.audit")
     assert record["request_id"] == "req-42" and record["decision"] == "denied"
     assert record["rule"] == "deny.large-refunds-need-a-lead" and record["policy_version"] == "2026-11-30.1"
@@ -341,7 +345,7 @@ def test_read_file_policy_follows_symlinks_and_denies_escapes(tmp_path: Path) ->
     (tmp_path / "secret.txt").write_text("secret")
     (base / "link.csv").symlink_to(tmp_path / "secret.txt")
     registry = ToolRegistry()
-    text = (POLICIES / "read_file.toml").read_text().replace('base = "exports"', f'base = "{base}"')
+    text = (POLICIES / "read_file.toml").read_text().replace('base = "../exports"', f'base = "{base}"')
 
     @tool(policy=parse_policy(text), registry=registry)
     def read_file(path: str) -> str:

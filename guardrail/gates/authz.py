@@ -2,15 +2,19 @@
 
 Order (deny wins, default deny):
 
-1. any ``[[deny]]`` rule that matches → deny (that rule);
-2. any ``[args.*]`` constraint the arguments break → deny (``args.<name>``);
-3. the first ``[[allow]]`` rule that matches → allow (that rule);
-4. nothing matched → deny (``default-deny``).
+1. any ``[[deny]]`` rule that matches the arguments as proposed → deny (that rule);
+2. any ``[args.*]`` constraint the arguments break → deny (``args.<path>``); otherwise each constrained value
+   is replaced by its canonical form (the resolved path, the normalised URL): the *checked arguments*;
+3. any ``[[deny]]`` rule that matches the checked arguments → deny (so a deny pattern cannot be dodged by
+   a spelling that canonicalises to what it names);
+4. the first ``[[allow]]`` rule that matches → allow (that rule);
+5. nothing matched → deny (``default-deny``).
 
 Identity comes only from :func:`guardrail.identity` (the trusted runtime). A :class:`Decision` can only be
-made here; the tool executor refuses to run anything without a positive decision made for exactly the call
-it is about to run (complete mediation). ``Decision.reason`` is for the audit record: what the model is told
-is always the generic :data:`GENERIC_DENIAL`.
+made here; it carries the checked arguments, and the tool executor runs the tool with exactly those values
+and only with a positive decision made for exactly that call (complete mediation). ``Decision.rule``,
+``.argument`` and ``.reason`` explain a denial to the application and the audit record; what the model is
+told is always the generic :data:`GENERIC_DENIAL`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardrail.identity import Identity
+from guardrail.policy.arguments import canonicalize
 from guardrail.policy.model import Policy
+from guardrail.policy.verdict import Rejected
 
 GENERIC_DENIAL = "This action is not permitted."
 _SEAL = object()
@@ -36,7 +42,11 @@ def arguments_hash(tool: str, arguments: dict[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The gate's verdict on one call. Only :func:`authorize` makes sealed decisions the executor accepts."""
+    """The gate's verdict on one call. Only :func:`authorize` makes sealed decisions the executor accepts.
+
+    ``arguments`` are the checked arguments (canonical values in place) and ``arguments_hash`` covers them;
+    ``argument`` is where a constraint failed (``path``, ``urls[1]``, ``target.url``), ``""`` otherwise.
+    """
 
     allowed: bool
     tool: str
@@ -45,21 +55,25 @@ class Decision:
     policy_version: str
     identity: Identity | None
     arguments_hash: str
+    arguments: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    argument: str = ""
     _seal: object = field(default=None, repr=False, compare=False)
 
     def permits(self, tool: str, arguments: dict[str, Any]) -> bool:
-        """Whether this is a positive decision made by the gate for exactly this tool and these arguments."""
+        """Whether this is a positive decision made by the gate for exactly this tool and these (checked)
+        arguments."""
         return (self._seal is _SEAL and self.allowed and self.tool == tool
                 and self.arguments_hash == arguments_hash(tool, arguments))
 
 
 def authorize(policy: Policy | None, tool: str, arguments: dict[str, Any], who: Identity | None) -> Decision:
     """Decide one call (see the module docstring). No policy at all is a denial."""
-    digest = arguments_hash(tool, arguments)
+    checked = arguments
 
-    def decide(allowed: bool, rule: str, reason: str) -> Decision:
+    def decide(allowed: bool, rule: str, reason: str, argument: str = "") -> Decision:
         version = policy.version if policy is not None else ""
-        return Decision(allowed, tool, rule, reason, version, who, digest, _SEAL)
+        return Decision(allowed, tool, rule, reason, version, who, arguments_hash(tool, checked), checked,
+                        argument, _SEAL)
 
     if policy is None:
         return decide(False, "no-policy", f"no policy for tool {tool!r}")
@@ -68,14 +82,16 @@ def authorize(policy: Policy | None, tool: str, arguments: dict[str, Any], who: 
     for rule in policy.deny:
         if rule.matches(who, arguments, deny=True):
             return decide(False, f"deny.{rule.id}", "a deny rule matched")
-    for name, constraint in policy.args.items():
-        if name not in arguments:
-            if constraint.required:
-                return decide(False, f"args.{name}", "required argument missing")
-            continue
-        reason = constraint.check(arguments[name])
-        if reason is not None:
-            return decide(False, f"args.{name}", reason)
+    for path, constraint in policy.args.items():
+        try:
+            checked = canonicalize(checked, path, constraint)
+        except Rejected as rejected:
+            checked = arguments
+            return decide(False, f"args.{path}", rejected.reason, rejected.argument or path)
+    if checked != arguments:
+        for rule in policy.deny:
+            if rule.matches(who, checked, deny=True):
+                return decide(False, f"deny.{rule.id}", "a deny rule matched the checked arguments")
     for rule in policy.allow:
         if rule.matches(who, arguments):
             return decide(True, f"allow.{rule.id}", "an allow rule matched")

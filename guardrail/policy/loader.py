@@ -31,8 +31,13 @@ class PolicyError(GuardrailError):
         self.problems = problems
 
 
-def parse_policy(text: str, source: str = "<policy>") -> Policy:
-    """Parse and validate one policy's TOML text; :class:`PolicyError` on any problem."""
+def parse_policy(text: str, source: str = "<policy>", *, base_dir: str | Path | None = None) -> Policy:
+    """Parse and validate one policy's TOML text; :class:`PolicyError` on any problem.
+
+    A relative ``path`` base is anchored at ``base_dir`` (:func:`load_policy` passes the file's directory;
+    default: the current directory at the time of parsing, never at the time of a call).
+    """
+    anchor = Path(base_dir) if base_dir is not None else Path.cwd()
     try:
         data = tomllib.loads(text)
     except RecursionError:
@@ -41,7 +46,7 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
         line = getattr(error, "lineno", None) or _line_from_message(str(error))
         raise PolicyError([Problem(source, line, "", f"not valid TOML: {error}")]) from None
     try:
-        return Policy.model_validate(data)
+        return Policy.model_validate(data, context={"policy_dir": anchor.absolute()}).located(source, text)
     except RecursionError:
         raise PolicyError([Problem(source, None, "", "nested too deeply")]) from None
     except ValidationError as error:
@@ -55,13 +60,19 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
 def load_policy(path: str | Path) -> Policy:
     """Read and validate one policy file."""
     file = Path(path)
-    if file.stat().st_size > MAX_POLICY_BYTES:
+    try:
+        size = file.stat().st_size
+    except OSError as error:
+        raise PolicyError([Problem(str(file), None, "", f"cannot be read: {error.strerror or error}")]) from None
+    if size > MAX_POLICY_BYTES:
         raise PolicyError([Problem(str(file), None, "", f"larger than {MAX_POLICY_BYTES} bytes")])
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise PolicyError([Problem(str(file), None, "", f"not UTF-8: {error}")]) from None
-    return parse_policy(text, str(file))
+    except OSError as error:
+        raise PolicyError([Problem(str(file), None, "", f"cannot be read: {error.strerror or error}")]) from None
+    return parse_policy(text, str(file), base_dir=file.absolute().parent)
 
 
 def check_policies(directory: str | Path) -> tuple[dict[str, Policy], list[Problem]]:

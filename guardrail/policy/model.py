@@ -29,49 +29,114 @@ A policy file (TOML, one per tool, in ``policies/``) reads::
     spend = { arg = "amount", max = 2000, per_seconds = 86400 }
 
 Argument constraints: ``one_of``, ``min``/``max`` (numbers), ``min_length``/``max_length``, ``pattern`` (RE2:
-linear time), ``url`` (hosts, schemes), ``path`` (a base directory), ``sql`` (allowed statement kinds, tables).
+linear time), ``url`` (hosts, schemes, ``allow_ip_literals``, ``allow_nested_urls``, ``connect_to``), ``path``
+(a base directory relative to the policy file, ``allow_absolute``, ``must_exist``), ``sql`` (allowed statement
+kinds, ``dialect``, ``tables``, extra ``functions``), ``required``, ``secret``. ``[args.NAME]`` names a
+parameter of the tool; ``[args."NAME.FIELD"]`` a field of a nested model; lists on the way are walked element
+by element (``[args.urls]`` on ``urls: list[str]`` checks every URL).
+
+The ``url`` and ``path`` checkers produce the *canonical* value (the normalised URL, the resolved path inside
+the base) and that value, not the model's spelling, is what the tool receives (see docs/tools-and-policies.md).
+Which arguments a policy may name, and which it must constrain, is checked against the tool's parameters by
+:mod:`guardrail.policy.binding`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from guardrail.identity import Identity
-from guardrail.policy.paths import check_path
+from guardrail.policy.arguments import leaves
+from guardrail.policy.paths import resolve_path
 from guardrail.policy.regex import compile_pattern
 from guardrail.policy.sql import check_sql
-from guardrail.policy.urls import check_url
+from guardrail.policy.urls import address_reason, canonical_url
+from guardrail.policy.verdict import Rejected
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class UrlRule(BaseModel):
-    """A URL argument: only these hosts (``*.example.com`` for subdomains) and schemes."""
+    """A URL argument: only these hosts (``*.example.com`` for subdomains) and schemes; no URL nested in the
+    path, query or fragment unless ``allow_nested_urls``; ``connect_to`` lists the non-public networks the
+    HTTP transport hook (:mod:`guardrail.policy.http`) may still connect to."""
 
     model_config = _STRICT
     hosts: tuple[str, ...]
     schemes: tuple[str, ...] = ("https",)
     allow_ip_literals: bool = False
+    allow_nested_urls: bool = False
+    connect_to: tuple[str, ...] = ()
+
+    def canonical(self, value: object) -> str:
+        """The normalised URL (:func:`~guardrail.policy.urls.canonical_url`), or :class:`Rejected`."""
+        return canonical_url(value, hosts=self.hosts, schemes=self.schemes, allow_ip_literals=self.allow_ip_literals,
+                             allow_nested_urls=self.allow_nested_urls)
+
+    def address_reason(self, address: str) -> str | None:
+        """Why the transport must not connect to ``address`` (a resolved IP), else ``None``."""
+        return address_reason(address, self.connect_to)
 
 
 class PathRule(BaseModel):
-    """A file path argument: must resolve inside ``base`` (symlinks followed)."""
+    """A file path argument: must resolve inside ``base`` (symlinks followed).
+
+    A relative ``base`` is relative to the policy file's directory (to ``base_dir`` for policies parsed from
+    text), fixed when the policy is loaded; it need not exist until a call comes.
+    """
 
     model_config = _STRICT
     base: str
     allow_absolute: bool = False
     must_exist: bool = False
 
+    @field_validator("base")
+    @classmethod
+    def _anchored(cls, base: str, info: ValidationInfo) -> str:
+        if not base or "\x00" in base:
+            raise ValueError("base must be a non-empty path")
+        anchor = (info.context or {}).get("policy_dir")
+        expanded = os.path.expanduser(base) if base.startswith("~") else base
+        if os.path.isabs(expanded) or anchor is None:
+            return os.path.abspath(expanded)
+        return os.path.abspath(os.path.join(os.fspath(anchor), expanded))
+
+    def canonical(self, value: object) -> str:
+        """The resolved path inside the base (a str), or :class:`Rejected`; ``ValueError`` when the base is
+        unusable (it does not exist yet)."""
+        if not isinstance(value, str):
+            raise Rejected(f"path must be a str, not {type(value).__name__}")
+        try:
+            return str(resolve_path(value, base=self.base, allow_absolute=self.allow_absolute,
+                                    must_exist=self.must_exist))
+        except ValueError as error:
+            if str(error).startswith("path policy"):
+                raise  # the policy's own problem: judged "cannot be applied" by the caller
+            raise Rejected(str(error)) from None
+
 
 class SqlRule(BaseModel):
-    """A SQL argument: one statement, of the listed kinds only, on the listed tables (if given)."""
+    """A SQL argument: one statement, of the listed kinds only, on the listed tables (if given), calling only
+    the dialect's pure functions plus ``functions``."""
 
     model_config = _STRICT
     allow: tuple[str, ...]
     dialect: str | None = None
     tables: tuple[str, ...] | None = None
+    functions: tuple[str, ...] = ()
+
+    def canonical(self, value: object) -> str:
+        """The statement itself, unchanged (what was parsed is what runs), or :class:`Rejected`."""
+        reason = check_sql(value, allow=self.allow, dialect=self.dialect, tables=self.tables,
+                           functions=self.functions)
+        if reason is not None:
+            raise Rejected(reason)
+        assert isinstance(value, str)  # check_sql denies anything else
+        return value
 
 
 class ArgRule(BaseModel):
@@ -103,11 +168,18 @@ class ArgRule(BaseModel):
         (a typo in ``allow``, an unknown dialect, a malformed host entry), which belongs at load time. Path
         bases are checked when a call comes (the directory may be created after the policy is loaded)."""
         if self.url is not None:
-            check_url("https://example.invalid/", hosts=self.url.hosts, schemes=self.url.schemes,
-                      allow_ip_literals=self.url.allow_ip_literals)
+            with contextlib.suppress(Rejected):
+                self.url.canonical("https://example.invalid/")
+            address_reason("192.0.2.1", self.url.connect_to)
         if self.sql is not None:
-            check_sql("", allow=self.sql.allow, dialect=self.sql.dialect, tables=self.sql.tables)
+            check_sql("", allow=self.sql.allow, dialect=self.sql.dialect, tables=self.sql.tables,
+                      functions=self.sql.functions)
         return self
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The typed checkers this rule applies: a subset of ``{"path", "url", "sql"}``."""
+        return frozenset(kind for kind in ("path", "url", "sql") if getattr(self, kind) is not None)
 
     def check(self, value: Any) -> str | None:
         """``None`` when ``value`` meets every constraint, else the first reason it does not (internal).
@@ -116,11 +188,42 @@ class ArgRule(BaseModel):
         denies the call; it never raises.
         """
         try:
-            return self._check(value)
-        except ValueError as error:
-            return f"policy cannot be applied: {error}"
+            self.canonical(value)
+        except Rejected as rejected:
+            return rejected.reason
+        return None
 
-    def _check(self, value: Any) -> str | None:
+    def canonical(self, value: Any) -> Any:
+        """The value the tool must receive for ``value`` (the resolved path, the normalised URL; any other
+        value unchanged), or :class:`Rejected` with the reason. ``one_of``, the bounds, the lengths and the
+        pattern judge the value as written; the ``url``/``path``/``sql`` checkers then produce the canonical
+        value from it (no decoding on either side). ``null`` (an optional argument left out) passes the
+        ``url``/``path``/``sql`` checkers unless the rule is ``required``: there is nothing to fetch, open or
+        run."""
+        try:
+            reason = self._plain_reason(value)
+            if reason is not None:
+                raise Rejected(reason)
+            if value is None and not self.required:
+                return value
+            if self.url is not None:
+                value = self._typed("url", self.url.canonical, value)
+            if self.path is not None:
+                value = self._typed("path", self.path.canonical, value)
+            if self.sql is not None:
+                value = self._typed("sql", self.sql.canonical, value)
+        except ValueError as error:
+            raise Rejected(f"policy cannot be applied: {error}") from None
+        return value
+
+    @staticmethod
+    def _typed(kind: str, checker: Any, value: Any) -> Any:
+        try:
+            return checker(value)
+        except Rejected as rejected:
+            raise Rejected(f"{kind}: {rejected.reason}") from None
+
+    def _plain_reason(self, value: Any) -> str | None:
         if self.one_of is not None and not any(_same(value, x) for x in self.one_of):
             return "not one of the allowed values"
         if self.min is not None or self.max is not None:
@@ -137,21 +240,20 @@ class ArgRule(BaseModel):
         matches = self.pattern is None or (isinstance(value, str) and compile_pattern(self.pattern).fullmatch(value))
         if not matches:
             return "does not match the pattern"
-        if self.url is not None:
-            reason = check_url(value, hosts=self.url.hosts, schemes=self.url.schemes,
-                               allow_ip_literals=self.url.allow_ip_literals)
-            if reason:
-                return f"url: {reason}"
-        if self.path is not None:
-            reason = check_path(value, base=self.path.base, allow_absolute=self.path.allow_absolute,
-                                must_exist=self.path.must_exist)
-            if reason:
-                return f"path: {reason}"
-        if self.sql is not None:
-            reason = check_sql(value, allow=self.sql.allow, dialect=self.sql.dialect, tables=self.sql.tables)
-            if reason:
-                return f"sql: {reason}"
         return None
+
+    def length_reason(self, value: list[Any]) -> str | None:
+        """The length constraints on a list argument itself (the other constraints judge its elements)."""
+        if (self.min_length is not None and len(value) < self.min_length) or \
+                (self.max_length is not None and len(value) > self.max_length):
+            return "length out of range"
+        return None
+
+    def for_elements(self) -> ArgRule:
+        """This rule without its length constraints: what each element of a list argument must meet."""
+        if self.min_length is None and self.max_length is None:
+            return self
+        return self.model_copy(update={"min_length": None, "max_length": None})
 
 
 #: Reasons that mean "this constraint cannot judge this value" rather than "the value fails it".
@@ -183,17 +285,29 @@ class Match(BaseModel):
     anonymous: bool = False
     when: dict[str, ArgRule] = Field(default_factory=dict)
 
+    @field_validator("when")
+    @classmethod
+    def _argument_paths(cls, when: dict[str, ArgRule]) -> dict[str, ArgRule]:
+        for path in when:
+            if not all(part.isidentifier() for part in path.split(".")):
+                raise ValueError(f"{path!r} is not an argument path (parameter or parameter.field.field)")
+        return when
+
     def matches(self, who: Identity | None, arguments: dict[str, Any], *, deny: bool = False) -> bool:
         """Whether the rule applies. A deny rule fails closed: it applies to anonymous callers unless it names
         roles/tenants/users, and a ``when`` constraint that cannot judge a value (wrong type, missing) counts as
-        met; an allow rule needs every condition positively met."""
+        met; an allow rule needs every condition positively met. A ``when`` path that reaches a list judges
+        each element: a deny condition holds when any element meets it, an allow condition when all do."""
         if deny:
             if who is None and (self.roles or self.tenants or self.users):
                 return False
             if who is not None and not self._identity_matches(who):
                 return False
-            return all(name not in arguments or _met_or_unjudged(rule.check(arguments[name]))
-                       for name, rule in self.when.items())
+            for name, rule in self.when.items():
+                values = leaves(arguments, name)
+                if values is not None and not any(_met_or_unjudged(rule.check(value)) for value in values):
+                    return False
+            return True
         if who is None:
             if not self.anonymous:
                 return False
@@ -204,7 +318,11 @@ class Match(BaseModel):
                 return False
             if self.users and who.user not in self.users:
                 return False
-        return all(name in arguments and rule.check(arguments[name]) is None for name, rule in self.when.items())
+        for name, rule in self.when.items():
+            values = leaves(arguments, name)
+            if values is None or not all(rule.check(value) is None for value in values):
+                return False
+        return True
 
     def may_match(self, who: Identity | None) -> bool:
         """Whether the rule's identity conditions admit this caller (its ``when`` conditions aside)."""
@@ -260,6 +378,26 @@ class Policy(BaseModel):
     deny: tuple[Match, ...] = ()
     args: dict[str, ArgRule] = Field(default_factory=dict)
     limits: Limits = Field(default_factory=Limits)
+    _source: str = PrivateAttr(default="<policy>")
+    _text: str = PrivateAttr(default="")
+
+    @field_validator("args")
+    @classmethod
+    def _argument_paths(cls, args: dict[str, ArgRule]) -> dict[str, ArgRule]:
+        for path in args:
+            if not all(part.isidentifier() for part in path.split(".")):
+                raise ValueError(f"{path!r} is not an argument path (parameter or parameter.field.field)")
+        return args
+
+    @property
+    def source(self) -> tuple[str, str]:
+        """Where the policy came from (its file, or ``<policy>``) and its TOML text, for error messages."""
+        return self._source, self._text
+
+    def located(self, source: str, text: str) -> Policy:
+        """Remember the file and text this policy was read from (the loader calls this)."""
+        self._source, self._text = source, text
+        return self
 
     def argument_names(self) -> set[str]:
         """Every argument name the policy refers to (constraints, ``when`` conditions, the spend argument)."""
@@ -272,5 +410,7 @@ class Policy(BaseModel):
 
     @property
     def secret_args(self) -> frozenset[str]:
-        """Argument names whose values never appear in logs, spans or audit records."""
-        return frozenset(name for name, rule in self.args.items() if rule.secret)
+        """Argument names whose values never appear in logs, spans or audit records (for a nested path such
+        as ``card.number``, the whole path and its last field name)."""
+        return frozenset(name for path, rule in self.args.items() if rule.secret
+                         for name in {path, path.rsplit(".", 1)[-1]})

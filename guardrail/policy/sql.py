@@ -27,11 +27,17 @@ Rules, in order (the first failing one is the reason):
    ``Command`` passthrough such as ``EXEC``/``CALL``/``DO``/``VACUUM``, ``COPY``, ``ATTACH``, ``LOAD
    DATA``, ``SELECT ... INTO``, ``PRAGMA``, ...) are denied; every statement node must be of an allowed
    kind (:data:`STATEMENT_KINDS`; ``SELECT ... FOR UPDATE/SHARE`` takes row locks and counts as
-   ``"update"``; the ``INSERT``/``UPDATE`` actions of a ``MERGE`` count as their own kinds); calls to
-   functions with known side effects on the server (file access, network, sleeping, sequences,
-   SQL-in-a-string: :data:`SIDE_EFFECT_FUNCTIONS`) are denied, and so are table names with a ``.``,
-   ``/`` or ``:`` inside one part (DuckDB reads ``FROM 'data.csv'`` or ``FROM 's3://...'`` as a file).
-   The function list is best-effort: the real boundary is the database role the tool connects as;
+   ``"update"``; the ``INSERT``/``UPDATE`` actions of a ``MERGE`` count as their own kinds); table names
+   with a ``.``, ``/`` or ``:`` inside one part are denied (DuckDB reads ``FROM 'data.csv'`` or
+   ``FROM 's3://...'`` as a file); every function called must be on the **allow-list** of the dialect
+   (:func:`allowed_functions`): by default the pure scalar and aggregate functions of
+   :data:`PURE_FUNCTIONS` plus the dialect's own (:data:`DIALECT_FUNCTIONS`), and whatever the policy's
+   ``functions`` adds. Anything else (file access, advisory locks, replication and WAL control,
+   statistics resets, sleeping, sequences, user-defined functions, SQL in a string) is denied without
+   having to be known. Names are compared lower-case with ``_`` ignored, as written for calls sqlglot
+   does not know and as sqlglot names the others (``SUBSTR`` is ``substring``); a schema-qualified call
+   (``pg_catalog.pg_read_file``) is judged by its last part. The database role the tool connects as
+   stays the real boundary;
 6. with ``tables``, every table reference must be listed: names compared part by part (schema-qualified
    references in full: ``public.users`` matches only the entry ``public.users``), unquoted parts
    case-insensitively, quoted parts exactly as written in the entry; table-valued functions
@@ -60,11 +66,13 @@ from sqlglot.dialects.dialect import Dialect
 
 __all__ = [
     "ALWAYS_DENIED",
+    "DIALECT_FUNCTIONS",
     "KNOWN_KINDS",
     "MAX_SQL_CHARS",
+    "PURE_FUNCTIONS",
     "SEPARATION_DIALECTS",
-    "SIDE_EFFECT_FUNCTIONS",
     "STATEMENT_KINDS",
+    "allowed_functions",
     "check_sql",
 ]
 
@@ -136,31 +144,52 @@ ALWAYS_DENIED: tuple[type[exp.Expr], ...] = _classes(
     "Summarize",
 )
 
-#: Function names (lower-case, unqualified) denied wherever they are called: best-effort, per server.
-SIDE_EFFECT_FUNCTIONS = frozenset(
+#: Pure scalar and aggregate functions (and function-like syntax) every dialect may call: no side effects,
+#: no access outside the query's own rows. Lower-case; ``_`` is ignored when names are compared.
+PURE_FUNCTIONS = frozenset(
     {
-        # SQLite (extensions and the CLI's fileio)
-        "load_extension", "readfile", "writefile", "edit", "fts3_tokenizer",
-        # MySQL / MariaDB
-        "load_file", "sleep", "benchmark", "get_lock", "release_lock", "sys_exec", "sys_eval",
-        # PostgreSQL: files, large objects, other servers, backends, settings, sequences, SQL in strings
-        "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_ls_logdir", "pg_ls_waldir",
-        "pg_ls_tmpdir", "pg_ls_archive_statusdir", "lo_import", "lo_export", "lo_from_bytea", "lo_put",
-        "lo_get", "lo_unlink", "lo_create", "lo_creat", "dblink", "dblink_exec", "dblink_connect",
-        "dblink_send_query", "pg_sleep", "pg_sleep_for", "pg_sleep_until", "pg_terminate_backend",
-        "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile", "set_config", "pg_notify",
-        "pg_advisory_lock", "pg_advisory_xact_lock", "pg_logical_emit_message", "nextval", "setval",
-        "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml",
-        "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
-        "schema_to_xmlschema", "schema_to_xml_and_xmlschema", "database_to_xml", "database_to_xmlschema",
-        "database_to_xml_and_xmlschema",
-        # SQL Server
-        "xp_cmdshell", "openrowset", "opendatasource", "openquery",
-        # DuckDB
-        "read_csv", "read_csv_auto", "read_parquet", "parquet_scan", "read_json", "read_json_auto",
-        "read_ndjson", "read_json_objects", "read_text", "read_blob", "glob", "sniff_csv",
+        # syntax that sqlglot represents as a function
+        "case", "cast", "try_cast", "if", "iif", "coalesce", "nullif", "ifnull", "nvl", "decode_case", "extract",
+        "collate", "array", "struct", "exists", "and", "or", "xor", "regexp_like", "regexp_i_like",
+        "regexp_full_match", "json_extract", "json_extract_scalar", "jsonb_extract", "jsonb_extract_scalar",
+        # aggregates and window functions
+        "count", "count_if", "sum", "avg", "min", "max", "total", "group_concat", "string_agg", "array_agg",
+        "stddev", "stddev_pop", "stddev_samp", "variance", "variance_pop", "var_pop", "var_samp", "corr",
+        "covar_pop", "covar_samp", "median", "mode", "percentile_cont", "percentile_disc", "any_value",
+        "logical_and", "logical_or", "bool_and", "bool_or", "every", "row_number", "rank", "dense_rank",
+        "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value", "last_value", "nth_value",
+        # numbers
+        "abs", "sign", "round", "trunc", "ceil", "ceiling", "floor", "sqrt", "power", "pow", "exp", "ln", "log",
+        "log10", "log2", "mod", "greatest", "least", "pi", "degrees", "radians", "sin", "cos", "tan", "asin",
+        "acos", "atan", "atan2",
+        # text
+        "length", "char_length", "character_length", "octet_length", "lower", "upper", "initcap", "trim",
+        "ltrim", "rtrim", "btrim", "substring", "substr", "left", "right", "pad", "lpad", "rpad", "replace",
+        "translate", "reverse", "repeat", "concat", "concat_ws", "str_position", "strpos", "instr", "position",
+        "split_part", "ascii", "chr", "char", "unicode", "hex", "regexp_replace", "regexp_substr", "md5",
+        "sha", "sha2", "typeof", "format",
+        # dates and times (reading the clock is not a side effect)
+        "current_date", "current_time", "current_timestamp", "date", "time", "datetime", "date_add", "date_sub",
+        "datediff", "date_trunc", "timestamp_trunc", "date_part", "to_char", "time_to_str", "str_to_date",
+        "ts_or_ds_to_date", "ts_or_ds_to_timestamp", "unix_to_time",
+        # JSON values
+        "json_object", "json_array", "json_type", "json_valid", "json_array_length",
     }
 )  # fmt: skip
+
+#: Pure functions of one dialect only (``glob`` is a string match to SQLite and a file listing to DuckDB).
+DIALECT_FUNCTIONS: dict[str, frozenset[str]] = {
+    "sqlite": frozenset({"julianday", "strftime", "unixepoch", "printf", "quote", "glob", "like", "likely",
+                         "unlikely"}),
+    "postgres": frozenset({"age", "make_date", "make_time", "make_timestamp", "to_date", "to_timestamp", "now",
+                           "array_length", "cardinality", "json_extract_path_text", "jsonb_extract_path",
+                           "jsonb_extract_path_text", "jsonb_typeof", "json_typeof", "justify_days",
+                           "date_bin"}),
+    "mysql": frozenset({"now", "date_format", "from_unixtime", "unix_timestamp", "curdate", "curtime",
+                        "dayofweek", "dayofmonth", "dayofyear", "month", "year", "week", "hour", "minute",
+                        "second", "last_day", "field", "elt", "locate", "mid", "number_to_str"}),
+    "duckdb": frozenset({"strftime", "strptime", "epoch", "list_value", "array_length", "regexp_matches"}),
+}
 
 _PATH_CHARS = frozenset("./:")
 _CONTROL_OK = frozenset("\t\n")
@@ -269,11 +298,22 @@ def _kind_of(node: exp.Expr) -> str | None:
     return None
 
 
+def _key(name: str) -> str:
+    return name.lower().replace("_", "")
+
+
+def allowed_functions(dialect: str | None = None, extra: Collection[str] = ()) -> frozenset[str]:
+    """The function allow-list of ``dialect`` (:data:`PURE_FUNCTIONS` and :data:`DIALECT_FUNCTIONS`) plus
+    ``extra``, as comparison keys (lower-case, ``_`` removed)."""
+    names = PURE_FUNCTIONS | DIALECT_FUNCTIONS.get(dialect or "", frozenset()) | _string_set(extra, "functions")
+    return frozenset(_key(name) for name in names)
+
+
 def _function_names(node: exp.Func) -> set[str]:
-    names = {node.sql_name().lower()}
-    if isinstance(node, exp.Anonymous):
-        names.add(node.name.lower())
-    return names
+    """The names a call goes by: as written (calls sqlglot does not know) or as sqlglot names it."""
+    if type(node).__name__.startswith("Anonymous"):
+        return {_key(node.name)}
+    return {_key(node.sql_name()), _key(type(node).__name__)}
 
 
 def _identifier_key(identifier: exp.Expr) -> tuple[str, bool]:
@@ -316,7 +356,7 @@ def _table_allowed(table: exp.Table, allowed: frozenset[tuple[str, ...]]) -> boo
 
 
 def _statement_reason(
-    statement: exp.Expr, kinds: frozenset[str], tables: frozenset[tuple[str, ...]] | None
+    statement: exp.Expr, kinds: frozenset[str], tables: frozenset[tuple[str, ...]] | None, functions: frozenset[str]
 ) -> str | None:
     root = statement
     while isinstance(root, exp.Subquery | exp.Paren):  # "(SELECT 1)" is a SELECT
@@ -334,10 +374,9 @@ def _statement_reason(
         kind = _kind_of(node)
         if kind is not None and kind not in kinds:
             return f"statement kind {kind!r} not allowed"
-        if isinstance(node, exp.Func):
-            denied = _function_names(node) & SIDE_EFFECT_FUNCTIONS
-            if denied:
-                return f"function with side effects: {sorted(denied)[0]}"
+        if isinstance(node, exp.Func) and not _function_names(node) & functions:
+            written = node.name if type(node).__name__.startswith("Anonymous") else node.sql_name()
+            return f"function {written.lower()!r} is not on the allow-list"
         if isinstance(node, exp.Table) and any(set(part.name) & _PATH_CHARS for part in node.parts):
             return "table name looks like a file path or URL"  # DuckDB reads FROM 'x.csv' as a file
         if tables is not None and isinstance(node, exp.Table):
@@ -351,13 +390,17 @@ def _statement_reason(
 
 
 def check_sql(
-    value: object, *, allow: Collection[str], dialect: str | None = None, tables: Collection[str] | None = None
+    value: object, *, allow: Collection[str], dialect: str | None = None, tables: Collection[str] | None = None,
+    functions: Collection[str] = (),
 ) -> str | None:
     """``None`` when ``value`` is one SQL statement the policy allows, else the reason (module docs).
 
-    Raises :class:`ValueError` only for a bad policy (``allow``, ``dialect``, ``tables``).
+    ``functions`` adds names to the dialect's function allow-list. The text is judged as given and must be
+    passed to the database unchanged (nothing is rewritten). Raises :class:`ValueError` only for a bad
+    policy (``allow``, ``dialect``, ``tables``, ``functions``).
     """
     kinds = _allowed_kinds(allow)
+    allowed = allowed_functions(dialect, functions)
     allowed_tables = _allowed_tables(tables)
     parser_dialect = _dialect(dialect)
     if not isinstance(value, str):
@@ -381,6 +424,6 @@ def check_sql(
     if len(statements) != 1:
         return f"expected exactly one statement, found {len(statements)}"
     try:
-        return _statement_reason(statements[0], kinds, allowed_tables)
+        return _statement_reason(statements[0], kinds, allowed_tables, allowed)
     except Exception as error:  # a tree shape the rules did not foresee is denied, never raised
         return f"statement could not be judged ({type(error).__name__})"

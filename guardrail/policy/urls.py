@@ -38,11 +38,20 @@ Entries are lower-cased and IDNA-encoded (with UTS 46 mapping: they are trusted 
 that cannot be normalised, a bare ``*`` or a wildcard over a single label (``*.com``) raises
 :class:`ValueError`, as do a ``str`` passed where a collection is expected and a non-bool flag.
 
-Limits: the path, query and fragment are judged only by the character rules above (an open redirect on
-an allowed host, or ``?next=https://evil.com``, is the caller's concern). The host is judged by name
-only: DNS is not resolved, so a permitted name that resolves to a private address (or is rebound to one
-after the check: DNS rebinding) is not caught here; pin the resolved address at connection time and
-refuse private ranges there. Redirects must be checked again by the caller.
+Nested URLs: a URL carried in the path, query or fragment of the URL (the open-redirect pattern
+``https://allowed.example/redirect?to=http://169.254.169.254/``) is denied unless ``allow_nested_urls``: the
+path, query and fragment are percent-decoded (up to three rounds, for the search only) and searched for
+``scheme:/``, ``scheme:\\`` and, in the query and fragment, a special scheme followed by ``:`` (``http:evil``,
+``javascript:``) or a value that starts with ``//`` (protocol-relative).
+
+Canonical form: :func:`canonical_url` returns the URL the tool must receive: the scheme and host lower-case,
+the host as checked (ASCII/punycode, no trailing dot, an IPv6 literal compressed), the scheme's default port
+dropped, the rest unchanged. Nothing is decoded in it.
+
+Limits: the host is judged by name only: DNS is not resolved here, so a permitted name that resolves to a
+private address (or is rebound to one after the check: DNS rebinding) is not caught by this function;
+:mod:`guardrail.policy.http` offers an HTTP transport that checks every redirect hop and every address it
+connects to.
 """
 
 from __future__ import annotations
@@ -52,10 +61,13 @@ import ipaddress
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 import idna
 
-__all__ = ["DEFAULT_PORTS", "EXACT_ONLY_NAMES", "MAX_URL_CHARS", "check_url"]
+from guardrail.policy.verdict import Rejected
+
+__all__ = ["DEFAULT_PORTS", "EXACT_ONLY_NAMES", "MAX_URL_CHARS", "address_reason", "canonical_url", "check_url"]
 
 #: Longest URL accepted; longer values are denied without parsing.
 MAX_URL_CHARS = 8192
@@ -92,6 +104,12 @@ _ASCII_AUTHORITY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQR
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 _IP = ipaddress.IPv4Address | ipaddress.IPv6Address
+_NESTED_ANYWHERE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[/\\]")
+_NESTED_SPECIAL = re.compile(
+    r"(?i)(?:^|[^A-Za-z0-9+.\-])(?:https?|ftp|wss?|file|gopher|dict|ldap|data|javascript|vbscript|jar|smb|sftp|tftp)"
+    r"\s*:"
+)
+_PROTOCOL_RELATIVE = re.compile(r"(?:^|[=&;?#,])\s*[/\\]{2}")
 
 
 class _Denied(Exception):
@@ -281,7 +299,32 @@ def _exact_only(name: str) -> bool:
     return name in EXACT_ONLY_NAMES or name.endswith(".localhost") or "." not in name
 
 
-def _check(value: str, hosts: _Hosts, schemes: frozenset[str], allow_ip_literals: bool) -> None:
+def _nested_reason(rest: str) -> str | None:
+    """Why the path/query/fragment ``rest`` carries another URL, else ``None`` (searched decoded)."""
+    decoded = rest
+    for _ in range(3):
+        if "%" not in decoded:
+            break
+        decoded = unquote(decoded, errors="replace")
+    if unquote(decoded, errors="replace") != decoded:
+        return "percent-escapes nested more than three levels deep"
+    if _NESTED_ANYWHERE.search(decoded) is not None:
+        return "a URL inside the URL (open-redirect pattern)"
+    marks = [index for index in (decoded.find("?"), decoded.find("#")) if index >= 0]
+    tail = decoded[min(marks):] if marks else ""
+    if tail and (_NESTED_SPECIAL.search(tail) is not None or _PROTOCOL_RELATIVE.search(tail) is not None):
+        return "a URL inside the URL's query or fragment (open-redirect pattern)"
+    return None
+
+
+def _canonical(scheme: str, host: str | _IP, port: int | None, rest: str) -> str:
+    host_text = f"[{host.compressed}]" if isinstance(host, ipaddress.IPv6Address) else str(host)
+    shown = "" if port is None or port == DEFAULT_PORTS.get(scheme) else f":{port}"
+    return f"{scheme}://{host_text}{shown}{rest}"
+
+
+def _check(value: str, hosts: _Hosts, schemes: frozenset[str], allow_ip_literals: bool,
+           allow_nested_urls: bool = True) -> str:
     if not (value.isprintable() and " " not in value):
         raise _Denied("whitespace, control or format character in URL")
     if "\\" in value:
@@ -309,6 +352,16 @@ def _check(value: str, hosts: _Hosts, schemes: frozenset[str], allow_ip_literals
     host_text, bracketed, port_text = _split_authority(authority)
     port = _parse_port(port_text)
     host = _host(host_text, bracketed)
+    tail = rest[len(authority):]
+    _host_allowed(host, port, scheme, hosts, allow_ip_literals)
+    if not allow_nested_urls:
+        reason = _nested_reason(tail)
+        if reason is not None:
+            raise _Denied(reason)
+    return _canonical(scheme, host, port, tail)
+
+
+def _host_allowed(host: str | _IP, port: int | None, scheme: str, hosts: _Hosts, allow_ip_literals: bool) -> None:
     if isinstance(host, str):
         on_port = "its default port" if port is None else f"port {port}"
         ports = hosts.names.get(host)
@@ -337,28 +390,83 @@ def _check(value: str, hosts: _Hosts, schemes: frozenset[str], allow_ip_literals
         raise _Denied(f"IP literal {host} not allowed" + ("" if port is None else f" on port {port}"))
 
 
+def _compiled(
+    hosts: Collection[str], schemes: Collection[str], flags: tuple[object, ...]
+) -> tuple[_Hosts, frozenset[str]]:
+    compiled_hosts = _compile_hosts(_string_set(hosts, "hosts"))
+    compiled_schemes = _compile_schemes(_string_set(schemes, "schemes"))
+    if not all(isinstance(flag, bool) for flag in flags):
+        raise ValueError("URL policy allow_ip_literals and allow_nested_urls must be bool")
+    return compiled_hosts, compiled_schemes
+
+
+def canonical_url(
+    value: object,
+    *,
+    hosts: Collection[str],
+    schemes: Collection[str] = ("https",),
+    allow_ip_literals: bool = False,
+    allow_nested_urls: bool = False,
+) -> str:
+    """The canonical form of the model-proposed ``value`` (module docs), the URL a tool must be given.
+
+    Raises :class:`~guardrail.policy.verdict.Rejected` with the reason when the policy does not allow it, and
+    :class:`ValueError` only for a bad policy (``hosts``, ``schemes`` or a flag).
+    """
+    compiled_hosts, compiled_schemes = _compiled(hosts, schemes, (allow_ip_literals, allow_nested_urls))
+    if not isinstance(value, str):
+        raise Rejected(f"URL must be a str, not {type(value).__name__}")
+    if len(value) > MAX_URL_CHARS:
+        raise Rejected(f"URL longer than {MAX_URL_CHARS} characters")
+    try:
+        return _check(value, compiled_hosts, compiled_schemes, allow_ip_literals, allow_nested_urls)
+    except _Denied as denied:
+        raise Rejected(str(denied)) from None
+
+
 def check_url(
     value: object,
     *,
     hosts: Collection[str],
     schemes: Collection[str] = ("https",),
     allow_ip_literals: bool = False,
+    allow_nested_urls: bool = True,
 ) -> str | None:
     """``None`` when the model-proposed ``value`` is a URL the policy allows, else the reason (module docs).
 
-    Raises :class:`ValueError` only for a bad policy (``hosts``, ``schemes`` or the flag); the value itself
-    never raises.
+    Raises :class:`ValueError` only for a bad policy (``hosts``, ``schemes`` or a flag); the value itself
+    never raises. (Nested URLs are allowed by default here; policies deny them by default.)
     """
-    compiled_hosts = _compile_hosts(_string_set(hosts, "hosts"))
-    compiled_schemes = _compile_schemes(_string_set(schemes, "schemes"))
-    if not isinstance(allow_ip_literals, bool):
-        raise ValueError("URL policy allow_ip_literals must be a bool")
-    if not isinstance(value, str):
-        return f"URL must be a str, not {type(value).__name__}"
-    if len(value) > MAX_URL_CHARS:
-        return f"URL longer than {MAX_URL_CHARS} characters"
     try:
-        _check(value, compiled_hosts, compiled_schemes, allow_ip_literals)
-    except _Denied as denied:
-        return str(denied)
+        canonical_url(value, hosts=hosts, schemes=schemes, allow_ip_literals=allow_ip_literals,
+                      allow_nested_urls=allow_nested_urls)
+    except Rejected as rejected:
+        return rejected.reason
     return None
+
+
+def address_reason(address: str | _IP, allowed: Collection[str] = ()) -> str | None:
+    """Why a client must not connect to ``address`` (loopback, private, link-local, metadata, multicast,
+    reserved, unspecified), else ``None``. ``allowed`` lists networks (``10.0.0.0/8``, ``127.0.0.1``) that
+    are reachable all the same. Used at connect time by :mod:`guardrail.policy.http`."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0]) if isinstance(address, str) else address
+    except ValueError:
+        return f"not an IP address: {address!r}"
+    networks = _networks(frozenset(allowed))
+    inner = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    for candidate in (ip, inner):
+        if candidate is not None and any(candidate in network for network in networks):
+            return None
+    kind = _address_kind(ip)
+    if kind != "address" or not ip.is_global:
+        return f"{kind if kind != 'address' else 'non-global address'} {ip} not allowed"
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _networks(entries: frozenset[str]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    try:
+        return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
+    except ValueError as error:
+        raise ValueError(f"URL policy allowed address {error}") from None
