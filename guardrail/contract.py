@@ -3,7 +3,8 @@
 A contract is any type ``pydantic.TypeAdapter`` accepts: a ``BaseModel`` subclass, a dataclass, a
 ``TypedDict``, ``list[Segment]``, ``Literal[...]``, ``int``; or a JSON Schema document (a ``dict``),
 which compiles to a :class:`~guardrail.schema.jsonschema_contract.JsonSchemaContract` (same interface).
-Compiling builds the validator, the JSON Schema the repair stages walk, and a stable hash of that schema (what caches and audit records key on).
+Compiling builds the validator, the JSON Schema the repair stages walk, and a stable hash of that schema
+(what caches and audit records key on).
 Compiled contracts are cached per type, so calling ``guardrail.parse`` in a loop pays this once.
 """
 
