@@ -243,6 +243,9 @@ class Chain:
         """
         started = time.monotonic()
         all_rules = (*self.rules, *rules)
+        if isinstance(output_type, Mapping):  # a JSON Schema: its hashable, pydantic-compatible form for every tier
+            from guardrail.schema.jsonschema_contract import as_output_type
+            output_type = as_output_type(output_type)
         request = Request(output_type, system, user, dict(inputs or {}), dict(context or {}), all_rules)
         departures: list[Departure] = []
         used = Usage()

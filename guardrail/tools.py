@@ -48,11 +48,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass
 class Tool:
-    """A registered tool: the function, its argument model (from the signature) and its policy source."""
+    """A registered tool: the function, its argument contract and its policy source.
+
+    ``arguments`` is a pydantic model built from the signature, or the JSON Schema (an object schema) the
+    tool was declared with; then the function is called with the validated JSON values as keywords.
+    """
 
     name: str
     fn: Callable[..., Any]
-    arguments: type[BaseModel]
+    arguments: type[BaseModel] | dict[str, Any]
     policy_source: Policy | Path | None
     description: str = ""
     rules: tuple[Rule, ...] = ()
@@ -73,13 +77,22 @@ class Tool:
                     self._policy = load_policy(path)
                 except (OSError, PolicyError):
                     self._policy = None
-            if self._policy is not None and self._policy.argument_names() - set(self.arguments.model_fields):
+            if self._policy is not None and self._policy.argument_names() - self.argument_names():
                 self._policy = None  # a policy naming arguments the tool lacks would silently skip its checks
             self._loaded = True
         return self._policy
 
+    def argument_names(self) -> set[str]:
+        """The names of the arguments the tool declares."""
+        if isinstance(self.arguments, dict):
+            return set(self.arguments.get("properties") or ())
+        return set(self.arguments.model_fields)
+
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of the arguments (what a vendor gets as the tool's parameters)."""
+        if isinstance(self.arguments, dict):
+            copied: dict[str, Any] = json.loads(json.dumps(self.arguments))  # as declared; callers may edit theirs
+            return copied
         return self.arguments.model_json_schema()
 
 
@@ -141,6 +154,18 @@ def default_store() -> Store:
     return _default_store
 
 
+def _arguments_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's JSON Schema, checked now (an object schema the validator can honour); kept as declared."""
+    from guardrail.contract import compile_contract
+    from guardrail.errors import ContractError
+
+    contract = compile_contract(dict(schema))
+    if contract.root_shapes != "{":
+        raise ContractError('a tool\'s arguments must be declared by an object schema ("type": "object")',
+                            keyword="type", path="")
+    return contract.schema
+
+
 def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     hints = typing.get_type_hints(fn, include_extras=True)  # resolves `from __future__ import annotations`
@@ -158,10 +183,12 @@ def tool(fn: F, /) -> F: ...
 @overload
 def tool(*, name: str | None = None, policy: Policy | str | Path | None = None,
          registry: ToolRegistry | None = None, rules: Sequence[Rule] = (), rerun_safe: bool = False,
-         reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None) -> Callable[[F], F]: ...
+         reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None,
+         schema: Mapping[str, Any] | None = None) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | Path | None = None,
          registry: ToolRegistry | None = None, rules: Sequence[Rule] = (), rerun_safe: bool = False,
-         reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None) -> Any:
+         reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None,
+         schema: Mapping[str, Any] | None = None) -> Any:
     """Register a function as a guarded tool; the function itself is returned unchanged (call it directly
     from trusted code; model-proposed calls go through :func:`execute_tool_call`).
 
@@ -174,6 +201,10 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
     asked when an earlier run vanished mid-call and returns the result it had (replayed from then on),
     ``guardrail.store.NOT_EXECUTED`` (run it now) or ``None`` (still unknown: the caller gets
     :class:`~guardrail.errors.IdempotencyUnknown`).
+
+    ``schema`` declares the arguments by JSON Schema (an object schema, e.g. an MCP ``inputSchema``) instead
+    of the signature; the function then gets the validated JSON values as keywords. An unusable schema
+    raises :class:`~guardrail.errors.ContractError` here, at registration.
     """
     def register(function: F) -> F:
         if inspect.iscoroutinefunction(function):
@@ -181,8 +212,9 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
                             "asyncio.run inside a sync function, or run execute_tool_call in a thread)")
         tool_name = name or function.__name__
         source = Path(policy) if isinstance(policy, (str, Path)) else policy
-        (registry or REGISTRY).add(Tool(tool_name, function, _arguments_model(function, tool_name), source,
-                                        inspect.getdoc(function) or "", tuple(rules), rerun_safe, reconcile))
+        arguments = _arguments_model(function, tool_name) if schema is None else _arguments_schema(schema)
+        (registry or REGISTRY).add(Tool(tool_name, function, arguments, source, inspect.getdoc(function) or "",
+                                        tuple(rules), rerun_safe, reconcile))
         return function
 
     return register(fn) if fn is not None else register
@@ -341,7 +373,8 @@ class _LimitReached(NothingHappened):
 
 
 def _validated(found: Tool, arguments: Mapping[str, Any] | str, request_id: str, who: Identity | None,
-               secret: frozenset[str], version: str, key: str | None) -> tuple[BaseModel, dict[str, Any]]:
+               secret: frozenset[str], version: str,
+               key: str | None) -> tuple[BaseModel | dict[str, Any], dict[str, Any]]:
     """The validated argument model, and its canonical JSON-like form that policies judge and hashes cover
     (raw text goes through the parse layer's repairs; sets are sorted so equal sets hash equally)."""
     try:
@@ -417,11 +450,13 @@ def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], 
     return None if over is None else counters[over][0]
 
 
-def _run(found: Tool, model: BaseModel, args: dict[str, Any], decision: Decision) -> Any:
+def _run(found: Tool, model: BaseModel | dict[str, Any], args: dict[str, Any], decision: Decision) -> Any:
     """Call the tool function with the validated values; only with a sealed positive decision made for exactly
     these arguments (``args`` is the canonical form of ``model`` that the policy judged)."""
     if not decision.permits(found.name, args) or _canonical(model) != args:
         raise Denied(GENERIC_DENIAL, tool=found.name, request_id="")
+    if isinstance(model, dict):  # declared by JSON Schema: the validated JSON values
+        return found.fn(**model)
     return found.fn(**{name: getattr(model, name) for name in type(model).model_fields})
 
 

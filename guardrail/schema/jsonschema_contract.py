@@ -36,6 +36,7 @@ from pydantic_core import PydanticCustomError, ValidationError, core_schema, fro
 
 from guardrail.contract import Contract, compile_contract
 from guardrail.errors import ContractError
+from guardrail.parse.report import json_path
 from guardrail.schema.jsonschema_view import JsonSchemaView, holds_floats, root_shapes, subschemas
 from guardrail.schema.view import Schema
 
@@ -107,9 +108,10 @@ class JsonSchema:
         if _is_valid(self.validator, data):
             return data
         first = next(iter(_violations(self.validator, data)), None)
-        where = "/".join(str(part) for part in first["loc"]) if first else ""
+        where = json_path(list(first["loc"]))[1:] if first else ""  # relative to this value: "[1].name"
         message = first["ctx"]["message"] if first else "does not match the JSON Schema"
-        raise PydanticCustomError("json_schema", "{message}", {"message": f"{where}: {message}" if where else message})
+        raise PydanticCustomError("json_schema", "{message}",
+                                  {"message": f"at {where.lstrip('.')}: {message}" if where else message})
 
 
 def _as_json(value: Any) -> Any:
