@@ -36,6 +36,7 @@ from pydantic_core import PydanticCustomError, ValidationError, core_schema, fro
 
 from guardrail.contract import Contract, compile_contract
 from guardrail.errors import ContractError
+from guardrail.parse.lexicon import may_hold_nonfinite
 from guardrail.parse.report import json_path
 from guardrail.schema.jsonschema_view import JsonSchemaView, holds_floats, root_shapes, subschemas
 from guardrail.schema.view import Schema
@@ -166,15 +167,24 @@ class ExactJsonSchemaValidator:
     The text is read by pydantic-core's JSON parser (strict JSON: no ``NaN``; a lone surrogate is refused),
     then judged by the schema validator. ``strict``/``extra`` are accepted for the shared call signature;
     JSON Schema says itself which members are allowed, and the value is returned whole, so nothing is dropped.
+
+    A number beyond float range (``1e400``) would be read as infinity; where the schema admits floats, text
+    that may hold one (``may_hold_nonfinite``, which also fires on ``"123e4567"`` in a UUID) has its value
+    searched for an infinite float, which is refused. The check is on the value, not the text, so a valid
+    instance is never sent to the stages (and their key renaming) because of how its strings look.
     """
 
-    __slots__ = ("_is_valid",)
+    __slots__ = ("_is_valid", "_screen")
 
-    def __init__(self, validator: Any) -> None:
+    def __init__(self, validator: Any, screen: bool) -> None:
         self._is_valid = validator.is_valid
+        self._screen = screen
 
     def validate_json(self, payload: str | bytes, *, strict: bool | None = None, extra: Any = None) -> Any:
         data = from_json(payload, allow_inf_nan=False)  # ValueError on anything but strict JSON
+        if self._screen and may_hold_nonfinite(payload if isinstance(payload, str) else payload.decode(
+                "utf-8", "replace")) and _holds_infinity(data):
+            raise _Invalid
         try:
             valid = self._is_valid(data)
         except Exception:  # a value the validator cannot represent: not exact
@@ -185,10 +195,28 @@ class ExactJsonSchemaValidator:
 
     def validate_python(self, data: Any, *, strict: bool | None = None, extra: Any = None) -> Any:
         try:
-            payload = json.dumps(data, allow_nan=False)
+            payload = json.dumps(data, allow_nan=False)  # refuses infinity itself
         except (TypeError, ValueError, RecursionError):
             raise _Invalid from None
         return self.validate_json(payload)
+
+
+def _holds_infinity(data: Any) -> bool:
+    """Whether a decoded JSON value holds an infinite float anywhere (what ``1e400`` decodes to)."""
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, float):
+            if item in (_INFINITY, -_INFINITY):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+_INFINITY: Final = float("inf")
 
 
 @dataclass(frozen=True, eq=False)
@@ -204,10 +232,10 @@ class JsonSchemaContract(Contract[Any]):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        exact = ExactJsonSchemaValidator(self.validator)
+        exact = ExactJsonSchemaValidator(self.validator, self.holds_floats)
         object.__setattr__(self, "exact", exact)
         object.__setattr__(self, "exact_validator", exact)
-        object.__setattr__(self, "screen_nonfinite", self.holds_floats)
+        object.__setattr__(self, "screen_nonfinite", False)  # the exact validator checks the value itself
 
     def validate_exact(self, payload: str) -> Any:
         return self.exact.validate_json(payload)
@@ -217,7 +245,7 @@ class JsonSchemaContract(Contract[Any]):
             data = from_json(payload, allow_inf_nan=False)
         except ValueError as error:
             raise _json_invalid(error) from None
-        if _is_valid(self.validator, data):
+        if _is_valid(self.validator, data) and not (self.holds_floats and _holds_infinity(data)):
             return data
         raise _validation_error(self.validator, data)
 
