@@ -55,7 +55,9 @@ class JsonSchemaView(SchemaView):
     """A view over a walkable copy of a hand-written schema, with ``$ref`` resolved by a prebuilt table."""
 
     def __init__(self, document: Schema) -> None:
+        #: id of a node of ``document`` -> its walkable copy (the document is kept alive by the contract).
         self._copies: dict[int, Schema] = {}
+        self.document = document
         root = self._walkable(document, 0)
         super().__init__(root)
         self._targets: dict[int, Schema] = {}
@@ -142,7 +144,12 @@ class JsonSchemaView(SchemaView):
         return self._copies.get(id(target), ANY) if isinstance(target, dict) else ANY
 
     def resolve(self, schema: Schema) -> Schema:
-        """Follow ``$ref`` (by the prebuilt table) and single-member ``allOf`` wrappers."""
+        """Follow ``$ref`` (by the prebuilt table) and single-member ``allOf`` wrappers.
+
+        A node of the original document (the stages start from ``Contract.schema``, the schema as given)
+        is first replaced by its walkable copy.
+        """
+        schema = self._copies.get(id(schema), schema)
         for _ in range(64):
             target = self._targets.get(id(schema))
             if target is not None:
