@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Protocol, TypeVar
 
@@ -135,6 +135,8 @@ def compile_contract(output_type: Any) -> Contract[Any]:
     A plain dict, not ``lru_cache``: the lookup sits on the clean-JSON fast path. When it holds
     ``_CACHE_SIZE`` types the oldest entry is dropped.
     """
+    if output_type.__class__ is dict:  # a JSON Schema document: unhashable, cached by identity
+        return _json_schema_contract(output_type)
     try:
         return _CACHE[output_type]
     except KeyError:
@@ -143,13 +145,13 @@ def compile_contract(output_type: Any) -> Contract[Any]:
             _CACHE.pop(next(iter(_CACHE), None), None)  # another thread may have evicted it already
         _CACHE[output_type] = contract
         return contract
-    except TypeError:  # unhashable: a JSON Schema dict (cached by identity), or a type expression (not cached)
-        if isinstance(output_type, dict):
+    except TypeError:  # unhashable: another mapping given as a JSON Schema, or a type expression (not cached)
+        if isinstance(output_type, Mapping):
             return _json_schema_contract(output_type)
         return _compile(output_type)
 
 
-def _json_schema_contract(schema: dict[str, Any]) -> Contract[Any]:
+def _json_schema_contract(schema: Mapping[str, Any]) -> Contract[Any]:
     global _for_schema
     if _for_schema is None:
         try:

@@ -120,6 +120,17 @@ def test_non_finite_numbers_are_refused_where_the_schema_wants_a_number() -> Non
     assert not math.isinf(guardrail.parse('{"x": 1.5e308}', schema)["x"])
 
 
+@pytest.mark.parametrize("schema", [{}, {"type": "object"}, {"type": "array"}, {"properties": {"x": {"minimum": 0}}},
+                                    {"type": "object", "properties": {"x": {"type": "number"}}},
+                                    {"type": "object", "additionalProperties": {"not": {"type": "string"}}}])
+@pytest.mark.parametrize("text", ['{"x": 1e400}', '[{"x": -1E999}]', '{"id": "123e4567", "x": 1e400}'])
+def test_no_schema_lets_an_infinite_number_through(schema: dict[str, Any], text: str) -> None:
+    report = guardrail.parse_report(text, schema)
+    if report.error is None:
+        json.dumps(report.value, allow_nan=False)  # raises on infinity
+        assert report.fixes
+
+
 # -- drafts, references, booleans ------------------------------------------------------------------------
 
 def test_the_draft_is_2020_12_by_default_and_the_one_named_by_dollar_schema_otherwise() -> None:

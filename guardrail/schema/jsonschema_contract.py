@@ -168,21 +168,23 @@ class ExactJsonSchemaValidator:
     then judged by the schema validator. ``strict``/``extra`` are accepted for the shared call signature;
     JSON Schema says itself which members are allowed, and the value is returned whole, so nothing is dropped.
 
-    A number beyond float range (``1e400``) would be read as infinity; where the schema admits floats, text
+    A number beyond float range (``1e400``) is read as infinity. Where ``type`` says ``number`` the validator
+    refuses it (infinity is not a JSON number); where the schema has untyped slots (``{}``, ``true``), text
     that may hold one (``may_hold_nonfinite``, which also fires on ``"123e4567"`` in a UUID) has its value
     searched for an infinite float, which is refused. The check is on the value, not the text, so a valid
     instance is never sent to the stages (and their key renaming) because of how its strings look.
     """
 
-    __slots__ = ("_is_valid", "_screen")
+    __slots__ = ("_is_valid", "screen")
 
     def __init__(self, validator: Any, screen: bool) -> None:
         self._is_valid = validator.is_valid
-        self._screen = screen
+        #: Whether the schema has untyped slots, where only this screen keeps infinity out.
+        self.screen = screen
 
     def validate_json(self, payload: str | bytes, *, strict: bool | None = None, extra: Any = None) -> Any:
         data = from_json(payload, allow_inf_nan=False)  # ValueError on anything but strict JSON
-        if self._screen and may_hold_nonfinite(payload if isinstance(payload, str) else payload.decode(
+        if self.screen and may_hold_nonfinite(payload if isinstance(payload, str) else payload.decode(
                 "utf-8", "replace")) and _holds_infinity(data):
             raise _Invalid
         try:
@@ -232,7 +234,7 @@ class JsonSchemaContract(Contract[Any]):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        exact = ExactJsonSchemaValidator(self.validator, self.holds_floats)
+        exact = ExactJsonSchemaValidator(self.validator, holds_floats(self.schema, typed=False))
         object.__setattr__(self, "exact", exact)
         object.__setattr__(self, "exact_validator", exact)
         object.__setattr__(self, "screen_nonfinite", False)  # the exact validator checks the value itself
@@ -245,7 +247,7 @@ class JsonSchemaContract(Contract[Any]):
             data = from_json(payload, allow_inf_nan=False)
         except ValueError as error:
             raise _json_invalid(error) from None
-        if _is_valid(self.validator, data) and not (self.holds_floats and _holds_infinity(data)):
+        if _is_valid(self.validator, data) and not (self.exact.screen and _holds_infinity(data)):
             return data
         raise _validation_error(self.validator, data)
 

@@ -163,12 +163,15 @@ class JsonSchemaView(SchemaView):
         return ANY
 
 
-def holds_floats(document: Schema) -> bool:
+def holds_floats(document: Schema, *, typed: bool = True) -> bool:
     """Whether a non-integer number may appear anywhere in a valid value (conservative: unknown means yes).
 
     A node admits numbers unless its ``type`` excludes ``number`` or it lists its values (``enum``/``const``:
     ``NaN`` and infinity equal no listed value). Combinators and references are followed through the
-    document, so a node that is only ``{"$ref": ...}`` or ``{"anyOf": [...]}`` defers to what it names.
+    document, so a node that is only ``{"$ref": ...}`` or ``{"anyOf": [...]}`` defers to what it names. An
+    object without ``additionalProperties`` (or an array without ``items`` for the rest) has members nothing
+    describes: untyped slots. With ``typed=False`` only untyped slots count: where ``type`` says ``number``
+    the validator itself refuses an infinite float (it is not a JSON number).
     """
     pending: list[Any] = [document]
     seen = 0
@@ -179,10 +182,18 @@ def holds_floats(document: Schema) -> bool:
             return True
         if not isinstance(node, dict):
             continue
+        if node.get("enum") is not None or "const" in node:
+            continue  # only the listed values: never NaN or infinity
         declared = node.get("type")
-        if declared is None and not any(key in node for key in ("enum", "const", "$ref", "anyOf", "oneOf", "allOf")):
+        types = {declared} if isinstance(declared, str) else set(declared) if isinstance(declared, list) else set()
+        if not types and not any(key in node for key in ("$ref", "anyOf", "oneOf", "allOf")):
             return True
-        if declared == "number" or (isinstance(declared, list) and "number" in declared):
+        if typed and "number" in types:
+            return True
+        if "object" in types and "additionalProperties" not in node and "unevaluatedProperties" not in node:
+            return True
+        if "array" in types and "unevaluatedItems" not in node and (
+                "items" not in node or (isinstance(node["items"], list) and "additionalItems" not in node)):
             return True
         pending.extend(child for _, child in subschemas(node))
     return False
