@@ -127,6 +127,9 @@ _CACHE: dict[Any, Contract[Any]] = {}
 _CACHE_SIZE = 512
 #: ``guardrail.schema.jsonschema_contract.contract_for_schema``, bound on first use (that module imports this one).
 _for_schema: Callable[[Any], Contract[Any]] | None = None
+#: JSON Schema dicts by identity -> (the dict, its contract), filled by ``contract_for_schema``; read inline
+#: here (the clean fast path). The dict is kept so its id cannot be reused while cached.
+SCHEMAS_BY_IDENTITY: dict[int, tuple[Any, Contract[Any]]] = {}
 
 
 def compile_contract(output_type: Any) -> Contract[Any]:
@@ -136,6 +139,9 @@ def compile_contract(output_type: Any) -> Contract[Any]:
     ``_CACHE_SIZE`` types the oldest entry is dropped.
     """
     if output_type.__class__ is dict:  # a JSON Schema document: unhashable, cached by identity
+        entry = SCHEMAS_BY_IDENTITY.get(id(output_type))
+        if entry is not None and entry[0] is output_type:
+            return entry[1]
         return _json_schema_contract(output_type)
     try:
         return _CACHE[output_type]

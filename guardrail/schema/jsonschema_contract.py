@@ -34,6 +34,7 @@ import jsonschema_rs
 from pydantic import TypeAdapter
 from pydantic_core import PydanticCustomError, ValidationError, core_schema, from_json
 
+from guardrail.contract import SCHEMAS_BY_IDENTITY as _BY_IDENTITY
 from guardrail.contract import Contract, compile_contract
 from guardrail.errors import ContractError
 from guardrail.parse.report import json_path
@@ -313,8 +314,6 @@ def compile_json_schema(source: JsonSchema) -> JsonSchemaContract:
                               root_shapes(view), None, validator=source.validator)
 
 
-#: dict identity -> (the dict, its contract). The dict is kept so its id cannot be reused while cached.
-_BY_IDENTITY: dict[int, tuple[Mapping[str, Any], Contract[Any]]] = {}
 _IDENTITY_CACHE_SIZE: Final = 512
 
 
