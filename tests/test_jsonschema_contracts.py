@@ -291,6 +291,36 @@ def test_response_model_schema_with_a_non_object_root_on_anthropic() -> None:
         assert "email" in (result.attempts[0].feedback or "")
 
 
+def test_streaming_async_and_semantic_rules_with_a_schema() -> None:
+    import asyncio
+
+    from guardrail.gates.semantic import relation
+
+    span = {"type": "object", "required": ["start", "end"],
+            "properties": {"start": {"type": "string", "format": "date"}, "end": {"type": "string", "format": "date"}}}
+    with Emulator() as emu:
+        client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t"))
+        emu.script(reply.answer('{"start": "2026-12-01", "end": "2026-12-05"}'))
+        stream = client.chat.completions.create_partial(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                                                        response_model=span)
+        items = list(stream)
+        assert items[-1] == stream.result.value == {"start": "2026-12-01", "end": "2026-12-05"}
+        emu.script(reply.answer('{"start": "2026-12-05", "end": "2026-12-01"}'),
+                   reply.answer('{"start": "2026-12-01", "end": "2026-12-05"}'))
+        result = client.chat.completions.create_with_result(
+            model="gpt-4o", messages=[{"role": "user", "content": "x"}], response_model=span,
+            rules=[relation("start", "<", "end")])
+        assert result.value["start"] == "2026-12-01" and "$.start" in (result.attempts[0].feedback or "")
+        async_client = guardrail.wrap(openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="t"))
+        emu.script(reply.answer('{"start": "2026-12-01", "end": "2026-12-02"}'))
+
+        async def ask() -> Any:
+            return await async_client.chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": "x"}], response_model=span)
+
+        assert asyncio.run(ask()) == {"start": "2026-12-01", "end": "2026-12-02"}
+
+
 def test_structured_decorator_takes_a_schema_as_output() -> None:
     with Emulator() as emu:
         client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t"))
