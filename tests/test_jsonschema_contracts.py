@@ -216,6 +216,34 @@ def test_an_unusable_schema_is_a_contract_error_naming_keyword_and_path(schema: 
     assert not isinstance(caught.value, jsonschema_rs.ValidationError)
 
 
+_KEYWORDS = ["type", "properties", "items", "prefixItems", "additionalProperties", "required", "enum", "const",
+             "anyOf", "oneOf", "allOf", "not", "$ref", "$defs", "definitions", "minimum", "maximum", "pattern",
+             "format", "minItems", "$schema", "$id", "if", "then", "else", "additionalItems", "contains"]
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(
+    ["string", "integer", "object", "array", "number", "null", "#", "#/$defs/a", "email", "date", "^a+$", "(",
+     "http://json-schema.org/draft-07/schema#", "https://example.com/x"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from([*_KEYWORDS, "a", "b"]), inner,
+                                                                max_size=3), max_leaves=12)
+
+
+@given(st.dictionaries(st.sampled_from(_KEYWORDS), _JSON, max_size=4),
+       st.sampled_from(['{"a": 1}', '["x", 2]', '"email"', "```json\n{'a': [1,]}\n```", "{\"a\": 1e400}", "nope"]))
+def test_any_schema_compiles_or_is_a_contract_error_and_parsing_raises_only_guardrail_errors(
+        schema: dict[str, Any], text: str) -> None:
+    try:
+        contract = compile_contract(schema)
+    except ContractError as error:
+        assert isinstance(error.keyword, str) and isinstance(error.path, str)
+        return
+    try:
+        report = guardrail.parse_report(text, schema)
+    except guardrail.GuardrailError:
+        return
+    if report.error is None:
+        json.dumps(report.value, allow_nan=False)
+        assert jsonschema_rs.validator_for(contract.schema, validate_formats=True).is_valid(report.value)
+
+
 def test_a_schema_that_is_not_json_is_a_contract_error() -> None:
     with pytest.raises(ContractError):
         guardrail.parse("{}", {"enum": [{1, 2}]})
