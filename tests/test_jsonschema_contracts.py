@@ -303,6 +303,7 @@ def test_response_model_schema_on_a_wrapped_openai_client() -> None:
         assert len(result.attempts) == 2 and "$.urgency" in (result.attempts[0].feedback or "")
         sent = emu.requests[0].body["response_format"]["json_schema"]
         assert sent["name"] == "Ticket" and sent["schema"]["properties"]["urgency"]["maximum"] == 5
+        assert list(sent["schema"]["properties"]) == list(TICKET["properties"])  # the order given, not sorted
         assert result.schema_hash == compile_contract(TICKET).schema_hash
 
 

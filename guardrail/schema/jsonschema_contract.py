@@ -47,7 +47,10 @@ _NAME_BAD: Final = re.compile(r"[^a-zA-Z0-9_-]+")
 
 
 class JsonSchema:
-    """A JSON Schema document as an output type: a frozen copy, hashable by its canonical JSON.
+    """A JSON Schema document as an output type: a frozen copy, hashable by its JSON.
+
+    The copy keeps the document's key order (property order is what a vendor sees, and models answer in it),
+    so the hash does too: two schemas listing the same properties in another order are different contracts.
 
     ``JsonSchema(schema)`` raises :class:`ContractError` for a document that is not JSON (a set, ``NaN``) or
     a schema the validator cannot honour. It can be used as a pydantic type (``TypeAdapter(JsonSchema(s))``,
@@ -58,7 +61,7 @@ class JsonSchema:
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         try:
-            canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+            canonical = json.dumps(schema, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError, RecursionError) as error:
             raise ContractError(f"the schema is not a JSON document ({error})", keyword="", path="") from None
         self.schema: Schema = json.loads(canonical)
