@@ -26,6 +26,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -173,7 +174,8 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=300, help="MaskBench instances in the corpus set")
     args = parser.parse_args()
     repeats, loops = (3, 100) if args.quick else (7, 400)
-    print(f"python {sys.version.split()[0]}, jsonschema-rs {getattr(jsonschema_rs, '__version__', '?')}")
+    print(f"python {sys.version.split()[0]}, jsonschema-rs {version('jsonschema-rs')}, "
+          f"jsonschema {version('jsonschema')}")
     hand = suite(clean_inputs(), repeats, loops)
     show(f"clean, hand-written schemas ({len(clean_inputs())} inputs, total per pass)", hand,
          "jsonschema-rs + json.loads")
