@@ -160,12 +160,10 @@ def compile_contract(output_type: Any) -> Contract[Any]:
 def _json_schema_contract(schema: Mapping[str, Any]) -> Contract[Any]:
     global _for_schema
     if _for_schema is None:
-        try:
-            from guardrail.schema.jsonschema_contract import contract_for_schema
-        except ImportError as error:  # the optional validator is not installed
-            from guardrail.errors import ContractError
-            raise ContractError(f"JSON Schema contracts need jsonschema-rs: pip install 'guardrail[jsonschema]' "
-                                f"({error})", keyword="", path="") from None
+        from guardrail._optional import require
+
+        require("jsonschema_rs", "jsonschema", "JSON Schema contracts")  # MissingExtra names the extra
+        from guardrail.schema.jsonschema_contract import contract_for_schema
         _for_schema = contract_for_schema
     return _for_schema(schema)
 
