@@ -335,13 +335,13 @@ def _result_text(result: Any) -> str:
 
 
 def _idempotency(found: Tool, store: Store, policy: Policy, lease: float, wait: float,
-                 model: BaseModel | None) -> Idempotency:
+                 model: BaseModel | dict[str, Any] | None) -> Idempotency:
     """The at-most-once runner for one call of ``found`` (its reconcile hook sees the call's arguments)."""
     hook = found.reconcile
 
     def reconcile(unknown: IdempotencyUnknown) -> str | object | None:
         assert hook is not None and model is not None
-        verdict = hook(unknown, {name: getattr(model, name) for name in type(model).model_fields})
+        verdict = hook(unknown, _keywords(model))
         return verdict if verdict is None or verdict is NOT_EXECUTED else _result_text(verdict)
 
     return Idempotency(store, ttl=policy.idempotency_ttl, prefix=IDEMPOTENCY_PREFIX, lease=lease, wait=wait,
@@ -455,9 +455,14 @@ def _run(found: Tool, model: BaseModel | dict[str, Any], args: dict[str, Any], d
     these arguments (``args`` is the canonical form of ``model`` that the policy judged)."""
     if not decision.permits(found.name, args) or _canonical(model) != args:
         raise Denied(GENERIC_DENIAL, tool=found.name, request_id="")
-    if isinstance(model, dict):  # declared by JSON Schema: the validated JSON values
-        return found.fn(**model)
-    return found.fn(**{name: getattr(model, name) for name in type(model).model_fields})
+    return found.fn(**_keywords(model))
+
+
+def _keywords(model: BaseModel | dict[str, Any]) -> dict[str, Any]:
+    """The validated arguments by name: a model's fields, or the JSON values of a tool declared by JSON Schema."""
+    if isinstance(model, dict):
+        return dict(model)
+    return {name: getattr(model, name) for name in type(model).model_fields}
 
 
 def approve(token: str, *, approver: str, store: Store | None = None) -> bool:
