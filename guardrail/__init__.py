@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         BudgetExceeded,
         CallError,
         ConnectionDenied,
+        ContractError,
         DeadlineExceeded,
         Declined,
         Denied,
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
     from guardrail.policy.loader import PolicyError, load_policies, load_policy
     from guardrail.policy.model import Policy
     from guardrail.retry import RetryPolicy
+    from guardrail.schema.jsonschema_contract import JsonSchema
     from guardrail.schema.lower import CompileEntry, CompileReport
     from guardrail.streaming import AsyncStructuredStream, StructuredStream
     from guardrail.tools import (
@@ -100,6 +102,8 @@ if TYPE_CHECKING:
 
 #: Public name -> the module that defines it.
 _LAZY: dict[str, str] = {
+    "JsonSchema": "guardrail.schema.jsonschema_contract",
+    "ContractError": "guardrail.errors",
     "ConnectionDenied": "guardrail.errors",
     "run_tool_call": "guardrail.tools",
     "ToolResult": "guardrail.tools",
@@ -223,6 +227,7 @@ __all__ = [
     "Config",
     "ConnectionDenied",
     "Contract",
+    "ContractError",
     "DeadlineExceeded",
     "Decision",
     "Declined",
@@ -238,6 +243,7 @@ __all__ = [
     "Identity",
     "InputLimitError",
     "JSONSyntaxError",
+    "JsonSchema",
     "Limits",
     "LogprobBackend",
     "LogprobsUnavailable",

@@ -353,6 +353,10 @@ class Chain:
 
     def _request(self, output_type: Any, system: str, user: str, inputs: Mapping[str, Any] | None,
                  context: Mapping[str, Any] | None, rules: Sequence[Rule]) -> Request:
+        if isinstance(output_type, Mapping):  # a JSON Schema: its hashable, pydantic-compatible form for every tier
+            from guardrail.schema.jsonschema_contract import as_output_type
+
+            output_type = as_output_type(output_type)
         return Request(output_type, system, user, dict(inputs or {}), dict(context or {}), (*self.rules, *rules))
 
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,

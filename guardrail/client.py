@@ -110,7 +110,7 @@ class StructuredMethod:
         contract = compile_contract(response_model)
         model = str(kwargs.get("model", ""))
         caps = capabilities(self._endpoint.provider, model)
-        chosen = plans(contract.schema, schema_name(response_model), caps, forced=mode,
+        chosen = plans(contract.schema, schema_name(contract.output_type), caps, forced=mode,
                        thinking=self._endpoint.thinking(kwargs))
         settings = self._settings if max_attempts is None else \
             dataclasses.replace(self._settings, max_attempts=max_attempts)

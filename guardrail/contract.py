@@ -1,8 +1,10 @@
 """The contract: the output type a model must produce, compiled once for validation and schema walking.
 
 A contract is any type ``pydantic.TypeAdapter`` accepts: a ``BaseModel`` subclass, a dataclass, a
-``TypedDict``, ``list[Segment]``, ``Literal[...]``, ``int``. Compiling builds the validator, the JSON
-Schema the repair stages walk, and a stable hash of that schema (what caches and audit records key on).
+``TypedDict``, ``list[Segment]``, ``Literal[...]``, ``int``; or a JSON Schema document (a ``dict``),
+which compiles to a :class:`~guardrail.schema.jsonschema_contract.JsonSchemaContract` (same interface).
+Compiling builds the validator, the JSON Schema the repair stages walk, and a stable hash of that schema
+(what caches and audit records key on).
 Compiled contracts are cached per type, so calling ``guardrail.parse`` in a loop pays this once.
 """
 
@@ -11,8 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from pydantic import TypeAdapter
 from pydantic_core import SchemaValidator
@@ -20,6 +23,15 @@ from pydantic_core import SchemaValidator
 from guardrail.schema.view import Schema, SchemaView
 
 T = TypeVar("T")
+
+
+class ExactValidator(Protocol):
+    """What the fast paths call for an exact check: pydantic's ``SchemaValidator``, or a JSON Schema
+    contract's validator. Both raise a ``ValueError`` for anything not exactly valid."""
+
+    def validate_json(self, input: str | bytes, *, strict: bool | None = ..., extra: Any = ...) -> Any: ...
+
+    def validate_python(self, input: Any, *, strict: bool | None = ..., extra: Any = ...) -> Any: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,7 +75,7 @@ class Contract(Generic[T]):
     #: Derived in ``__post_init__``, read on every fast-path call: the validator for exact checks
     #: (:attr:`finite_validator`, else the adapter's) and whether text must be screened for NaN/infinity
     #: before one (a contract that holds floats but has no finite validator).
-    exact_validator: SchemaValidator = field(init=False, repr=False)
+    exact_validator: ExactValidator = field(init=False, repr=False)
     screen_nonfinite: bool = field(init=False, repr=False)
     #: :attr:`max_nesting`, with ``sys.maxsize`` for unbounded: one comparison on the fast path.
     nesting_bound: int = field(init=False, repr=False)
@@ -113,6 +125,11 @@ class Contract(Generic[T]):
 
 _CACHE: dict[Any, Contract[Any]] = {}
 _CACHE_SIZE = 512
+#: ``guardrail.schema.jsonschema_contract.contract_for_schema``, bound on first use (that module imports this one).
+_for_schema: Callable[[Any], Contract[Any]] | None = None
+#: JSON Schema dicts by identity -> (the dict, its contract), filled by ``contract_for_schema``; read inline
+#: here (the clean fast path). The dict is kept so its id cannot be reused while cached.
+SCHEMAS_BY_IDENTITY: dict[int, tuple[Any, Contract[Any]]] = {}
 
 
 def compile_contract(output_type: Any) -> Contract[Any]:
@@ -121,6 +138,11 @@ def compile_contract(output_type: Any) -> Contract[Any]:
     A plain dict, not ``lru_cache``: the lookup sits on the clean-JSON fast path. When it holds
     ``_CACHE_SIZE`` types the oldest entry is dropped.
     """
+    if output_type.__class__ is dict:  # a JSON Schema document: unhashable, cached by identity
+        entry = SCHEMAS_BY_IDENTITY.get(id(output_type))
+        if entry is not None and entry[0] is output_type:
+            return entry[1]
+        return _json_schema_contract(output_type)
     try:
         return _CACHE[output_type]
     except KeyError:
@@ -129,11 +151,29 @@ def compile_contract(output_type: Any) -> Contract[Any]:
             _CACHE.pop(next(iter(_CACHE), None), None)  # another thread may have evicted it already
         _CACHE[output_type] = contract
         return contract
-    except TypeError:  # unhashable type expression: compile without caching
+    except TypeError:  # unhashable: another mapping given as a JSON Schema, or a type expression (not cached)
+        if isinstance(output_type, Mapping):
+            return _json_schema_contract(output_type)
         return _compile(output_type)
 
 
+def _json_schema_contract(schema: Mapping[str, Any]) -> Contract[Any]:
+    global _for_schema
+    if _for_schema is None:
+        from guardrail._optional import require
+
+        require("jsonschema_rs", "jsonschema", "JSON Schema contracts")  # MissingExtra names the extra
+        from guardrail.schema.jsonschema_contract import contract_for_schema
+        _for_schema = contract_for_schema
+    return _for_schema(schema)
+
+
 def _compile(output_type: Any) -> Contract[Any]:
+    # An output type that compiles itself (guardrail.schema.jsonschema_contract.JsonSchema) says so here.
+    compile_self = getattr(output_type, "__guardrail_contract__", None)
+    if compile_self is not None and not isinstance(output_type, type):
+        compiled: Contract[Any] = compile_self()
+        return compiled
     adapter: TypeAdapter[Any] = TypeAdapter(output_type)
     try:
         schema: Schema = adapter.json_schema()

@@ -17,10 +17,11 @@ The prompt template (``default_prompt``), one system and one user message:
 * user: one line per argument, ``name = <JSON of the value>`` (pydantic models and dataclasses as JSON
   objects; ``self``/``cls`` left out).
 
-``prompt=`` replaces the user message: a callable taking the function's arguments by name and returning a
-string. ``async def`` functions use the configured ``async_client`` and return awaitables. Decorated
-functions also have ``.with_result(...)`` (the :class:`~guardrail.Result`) and ``.stream(...)`` (partial
-previews, then the value).
+``output=`` gives the contract explicitly instead of the return annotation: a type, or a JSON Schema ``dict``
+(the value is then plain JSON data). ``prompt=`` replaces the user message: a callable taking the function's
+arguments by name and returning a string. ``async def`` functions use the configured ``async_client`` and
+return awaitables. Decorated functions also have ``.with_result(...)`` (the :class:`~guardrail.Result`) and
+``.stream(...)`` (partial previews, then the value).
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ class StructuredFunction(Generic[P, R]):
 
     def __init__(self, fn: Callable[P, R], config: Config | None, overrides: dict[str, Any],
                  prompt: Callable[..., str] | None, instance: Any = None, rules: Sequence[Rule] = (),
-                 context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None) -> None:
+                 context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, *,
+                 output: Any = None) -> None:
         functools.update_wrapper(self, fn)
+        self._output = output
         self._rules = tuple(rules)
         self._context = context
         self._fn = fn
@@ -71,9 +74,10 @@ class StructuredFunction(Generic[P, R]):
         self._is_async = inspect.iscoroutinefunction(fn)
         self._signature = inspect.signature(fn)
         hints = typing.get_type_hints(fn, include_extras=True)
-        if "return" not in hints or hints["return"] is type(None):
-            raise TypeError(f"@structured needs a return annotation on {fn.__qualname__}: it is the contract")
-        self.output_type: Any = hints["return"]
+        if output is None and ("return" not in hints or hints["return"] is type(None)):
+            raise TypeError(f"@structured needs a return annotation (or output=) on {fn.__qualname__}: "
+                            "it is the contract")
+        self.output_type: Any = hints["return"] if output is None else output
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         result = self.with_result(*args, **kwargs)
@@ -172,7 +176,7 @@ class StructuredFunction(Generic[P, R]):
         if instance is None:
             return self
         return StructuredFunction(self._fn, self._config, self._overrides, self._prompt, instance, self._rules,
-                                  self._context)
+                                  self._context, output=self._output)
 
 
 @overload
@@ -184,25 +188,27 @@ def structured(*, config: Config | None = None, client: Any = None, async_client
                budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None,
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
-               chain: Any = None) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
+               chain: Any = None, output: Any = None) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
 def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
                model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
                aliases: Mapping[str, str] | None = None, max_attempts: int | None = None,
                budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None,
                rules: Sequence[Rule] = (),
-               context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, chain: Any = None) -> Any:
+               context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, chain: Any = None,
+               output: Any = None) -> Any:
     """Turn a typed function signature into a validated model call (see the module docstring).
 
     Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
     only; ``config=`` replaces the configuration it starts from. ``rules`` are semantic rules every answer must
     meet; ``context`` (a mapping, or a callable giving one per call) is the runtime facts they read.
     ``chain`` (a :class:`guardrail.chain.Chain`) replaces the single client with a degradation chain.
+    ``output`` is the contract when the return annotation is not (a JSON Schema ``dict``, say).
     """
     overrides = {"client": client, "async_client": async_client, "model": model, "api": api, "aliases": aliases,
                  "max_attempts": max_attempts, "budget": budget, "mode": mode, "max_tokens": max_tokens,
                  "chain": chain}
 
     def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
-        return StructuredFunction(function, config, overrides, prompt, None, rules, context)
+        return StructuredFunction(function, config, overrides, prompt, None, rules, context, output=output)
 
     return decorate(fn) if fn is not None else decorate

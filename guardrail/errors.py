@@ -40,6 +40,7 @@ The tree::
     ├── IdempotencyFailed          the key's one run raised; its error is replayed (.error_type, .message)
     └── ResultNotStorable          the key's one run returned a result that cannot be stored (.reason, .preview)
     NothingHappened                raised *by a tool* to say it had no effect, so its key may run again
+    ContractError                  a JSON Schema contract cannot be honoured (.keyword, .path), before any call
 
 ``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
 there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
@@ -444,4 +445,26 @@ class ConnectionDenied(GuardrailError):
     def __init__(self, url: str, reason: str) -> None:
         super().__init__(f"request to {url} refused: {reason}")
         self.url = url
+        self.reason = reason
+
+
+# --- JSON Schema contracts -------------------------------------------------------------------------------------
+
+
+class ContractError(GuardrailError):
+    """A JSON Schema given as a contract cannot be honoured: an invalid schema (an unknown ``type``, a
+    malformed keyword), a ``$ref`` that leaves the document, an unknown ``$schema``. Raised when the
+    contract is compiled, so before any vendor call.
+
+    Attributes:
+        keyword: the offending keyword (``"type"``, ``"$ref"``, ``"$schema"``...).
+        path: a JSON Pointer to the schema node holding it (``"/properties/age"``; ``""`` is the root).
+        reason: what is wrong, in the validator's words.
+    """
+
+    def __init__(self, reason: str, *, keyword: str, path: str) -> None:
+        where = path or "the root"
+        super().__init__(f"unusable JSON Schema: {keyword!r} at {where}: {reason}")
+        self.keyword = keyword
+        self.path = path
         self.reason = reason

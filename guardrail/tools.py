@@ -49,7 +49,7 @@ from guardrail.gates.semantic import Rule, evaluate
 from guardrail.identity import Identity, current_identity, key_of
 from guardrail.parse.feedback import semantic_feedback
 from guardrail.parse.pipeline import parse
-from guardrail.policy.binding import bind
+from guardrail.policy.binding import bind, bind_schema
 from guardrail.policy.loader import PolicyError, load_policy
 from guardrail.policy.model import Policy
 from guardrail.store.base import Counter, Store
@@ -61,11 +61,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass
 class Tool:
-    """A registered tool: the function, its argument model (from the signature) and its policy source."""
+    """A registered tool: the function, its argument contract and its policy source.
+
+    ``arguments`` is a pydantic model built from the signature, or the JSON Schema (an object schema) the
+    tool was declared with; then the function is called with the validated JSON values as keywords.
+    """
 
     name: str
     fn: Callable[..., Any]
-    arguments: type[BaseModel]
+    arguments: type[BaseModel] | dict[str, Any]
     policy_source: Policy | Path | None
     description: str = ""
     rules: tuple[Rule, ...] = ()
@@ -99,11 +103,23 @@ class Tool:
             if not path.exists():
                 return None
             policy = load_policy(path)
-        bind(policy, self.arguments, self.name, where=_where(self.fn))
+        if isinstance(self.arguments, dict):
+            bind_schema(policy, self.arguments, self.name, where=_where(self.fn))
+        else:
+            bind(policy, self.arguments, self.name, where=_where(self.fn))
         return policy
+
+    def argument_names(self) -> set[str]:
+        """The names of the arguments the tool declares."""
+        if isinstance(self.arguments, dict):
+            return set(self.arguments.get("properties") or ())
+        return set(self.arguments.model_fields)
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of the arguments (what a vendor gets as the tool's parameters)."""
+        if isinstance(self.arguments, dict):
+            copied: dict[str, Any] = json.loads(json.dumps(self.arguments))  # as declared; callers may edit theirs
+            return copied
         return self.arguments.model_json_schema()
 
 
@@ -171,6 +187,18 @@ def _where(fn: Callable[..., Any]) -> str:
     return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
 
 
+def _arguments_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's JSON Schema, checked now (an object schema the validator can honour); kept as declared."""
+    from guardrail.contract import compile_contract
+    from guardrail.errors import ContractError
+
+    contract = compile_contract(dict(schema))
+    if contract.root_shapes != "{":
+        raise ContractError('a tool\'s arguments must be declared by an object schema ("type": "object")',
+                            keyword="type", path="")
+    return contract.schema
+
+
 def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     hints = typing.get_type_hints(fn, include_extras=True)  # resolves `from __future__ import annotations`
@@ -188,10 +216,12 @@ def tool(fn: F, /) -> F: ...
 @overload
 def tool(*, name: str | None = None, policy: Policy | str | Path | None = None,
          registry: ToolRegistry | None = None, rules: Sequence[Rule] = (), rerun_safe: bool = False,
-         reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None) -> Callable[[F], F]: ...
+         reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None,
+         schema: Mapping[str, Any] | None = None) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | Path | None = None,
          registry: ToolRegistry | None = None, rules: Sequence[Rule] = (), rerun_safe: bool = False,
-         reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None) -> Any:
+         reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None,
+         schema: Mapping[str, Any] | None = None) -> Any:
     """Register a function as a guarded tool; the function itself is returned unchanged (call it directly
     from trusted code; model-proposed calls go through :func:`execute_tool_call`).
 
@@ -206,6 +236,10 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
     asked when an earlier run vanished mid-call and returns the result it had (replayed from then on),
     ``guardrail.store.NOT_EXECUTED`` (run it now) or ``None`` (still unknown: the caller gets
     :class:`~guardrail.errors.IdempotencyUnknown`).
+
+    ``schema`` declares the arguments by JSON Schema (an object schema, e.g. an MCP ``inputSchema``) instead
+    of the signature; the function then gets the validated JSON values as keywords. An unusable schema
+    raises :class:`~guardrail.errors.ContractError` here, at registration.
     """
     def register(function: F) -> F:
         if inspect.iscoroutinefunction(function):
@@ -213,8 +247,9 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
                             "asyncio.run inside a sync function, or run execute_tool_call in a thread)")
         tool_name = name or function.__name__
         source = Path(policy) if isinstance(policy, (str, Path)) else policy
-        found = Tool(tool_name, function, _arguments_model(function, tool_name), source,
-                     inspect.getdoc(function) or "", tuple(rules), rerun_safe, reconcile)
+        arguments = _arguments_model(function, tool_name) if schema is None else _arguments_schema(schema)
+        found = Tool(tool_name, function, arguments, source, inspect.getdoc(function) or "", tuple(rules),
+                     rerun_safe, reconcile)
         if isinstance(source, Policy) or (source is not None and source.exists()):
             found.policy()  # fail loudly now, at registration, when policy and tool disagree
         (registry or REGISTRY).add(found)
@@ -395,13 +430,13 @@ def _result_text(result: Any) -> str:
 
 
 def _idempotency(found: Tool, store: Store, policy: Policy, lease: float, wait: float,
-                 model: BaseModel | None) -> Idempotency:
+                 model: BaseModel | dict[str, Any] | None) -> Idempotency:
     """The at-most-once runner for one call of ``found`` (its reconcile hook sees the call's arguments)."""
     hook = found.reconcile
 
     def reconcile(unknown: IdempotencyUnknown) -> str | object | None:
         assert hook is not None and model is not None
-        verdict = hook(unknown, {name: getattr(model, name) for name in type(model).model_fields})
+        verdict = hook(unknown, _keywords(model))
         return verdict if verdict is None or verdict is NOT_EXECUTED else _result_text(verdict)
 
     return Idempotency(store, ttl=policy.idempotency_ttl, prefix=IDEMPOTENCY_PREFIX, lease=lease, wait=wait,
@@ -433,7 +468,8 @@ class _LimitReached(NothingHappened):
 
 
 def _validated(found: Tool, arguments: Mapping[str, Any] | str, request_id: str, who: Identity | None,
-               secret: frozenset[str], version: str, key: str | None) -> tuple[BaseModel, dict[str, Any]]:
+               secret: frozenset[str], version: str,
+               key: str | None) -> tuple[BaseModel | dict[str, Any], dict[str, Any]]:
     """The validated argument model, and its canonical JSON-like form that policies judge and hashes cover
     (raw text goes through the parse layer's repairs; sets are sorted so equal sets hash equally)."""
     try:
@@ -454,16 +490,27 @@ def _validated(found: Tool, arguments: Mapping[str, Any] | str, request_id: str,
     raise error
 
 
-def _checked_model(found: Tool, model: BaseModel, args: dict[str, Any], checked: dict[str, Any]) -> BaseModel | None:
+def _checked_model(found: Tool, model: BaseModel | dict[str, Any], args: dict[str, Any],
+                   checked: dict[str, Any]) -> BaseModel | dict[str, Any] | None:
     """The argument model holding the checked values (the resolved path, the normalised URL), or ``None`` when
     the parameter types would turn them into something else than what was checked. Unchanged parameters keep
     their validated objects (a ``SecretStr`` stays unmasked)."""
     if checked == args:
         return model
+    declared = found.arguments
+    if isinstance(model, dict) or isinstance(declared, dict):  # declared by JSON Schema: checked values must fit it
+        from guardrail.contract import compile_contract
+        from guardrail.errors import GuardrailError
+
+        try:
+            compile_contract(declared).validate_decoded(checked)
+        except GuardrailError:
+            return None
+        return dict(checked)
     values = {name: getattr(model, name) for name in type(model).model_fields}
     values.update({name: checked[name] for name in values if checked.get(name) != args.get(name)})
     try:
-        rebuilt = found.arguments.model_validate(values)
+        rebuilt = declared.model_validate(values)
     except ValidationError:
         return None
     return rebuilt if _canonical(rebuilt) == checked else None
@@ -524,13 +571,20 @@ def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], 
     return None if over is None else counters[over][0]
 
 
-def _run(found: Tool, model: BaseModel, args: dict[str, Any], decision: Decision) -> Any:
+def _run(found: Tool, model: BaseModel | dict[str, Any], args: dict[str, Any], decision: Decision) -> Any:
     """Call the tool function with the validated values; only with a sealed positive decision made for exactly
     these arguments (``args`` is the canonical form of ``model`` that the policy judged)."""
     if not decision.permits(found.name, args) or _canonical(model) != args:
         raise Denied(GENERIC_DENIAL, tool=found.name, request_id="", rule="unsealed",
                      reason="no positive decision for exactly these arguments")
-    return found.fn(**{name: getattr(model, name) for name in type(model).model_fields})
+    return found.fn(**_keywords(model))
+
+
+def _keywords(model: BaseModel | dict[str, Any]) -> dict[str, Any]:
+    """The validated arguments by name: a model's fields, or the JSON values of a tool declared by JSON Schema."""
+    if isinstance(model, dict):
+        return dict(model)
+    return {name: getattr(model, name) for name in type(model).model_fields}
 
 
 def approve(token: str, *, approver: str, store: Store | None = None) -> bool:

@@ -138,10 +138,13 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
         raise TypeError(f"text must be str, not {type(text).__name__}")
     # The hot path of the library, written out in one function: on a small answer each extra Python call
     # costs a few percent. The clean fast path, then the wrapped one (see the module docstring).
-    try:
-        contract = _COMPILED[output_type]  # compile_contract's cache, read inline
-    except (KeyError, TypeError):
+    if output_type.__class__ is dict:  # a JSON Schema: unhashable, cached by identity (no TypeError raised)
         contract = compile_contract(output_type)
+    else:
+        try:
+            contract = _COMPILED[output_type]  # compile_contract's cache, read inline
+        except (KeyError, TypeError):
+            contract = compile_contract(output_type)
     if limits is None:
         limits = DEFAULT_LIMITS
     if len(text) * 4 <= limits.max_bytes and not contract.float_keys:  # _fast_ok, inline

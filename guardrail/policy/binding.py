@@ -13,6 +13,10 @@ The rules:
 - every parameter (or nested field) whose type is a path, URL or SQL kind (:mod:`guardrail.policy.kinds`,
   ``pathlib.Path``, pydantic URL types) has an ``[args.PATH]`` with that checker;
 - a ``path``/``url``/``sql`` checker sits on text: a ``str`` (or ``Path``/URL) argument, not an ``int``.
+
+A tool declared by a JSON Schema (``@tool(schema=...)``) is held to the same rules by
+:func:`schema_binding_problems`: paths resolve through ``properties`` (arrays and ``anyOf``/``oneOf``/``allOf``
+members looked through), a checker sits on a ``string``, and a ``format: uri`` string needs a ``url`` checker.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from guardrail.policy.loader import PolicyError
 from guardrail.policy.model import Policy
 from guardrail.problems import Locator, Problem
 
-__all__ = ["bind", "binding_problems", "declared_kinds"]
+__all__ = ["bind", "bind_schema", "binding_problems", "declared_kinds", "schema_binding_problems"]
 
 _TEXT = (str, pathlib.PurePath)
 _CONTAINERS = (list, tuple, set, frozenset, Sequence, typing.Sequence, typing.List, typing.Tuple)  # noqa: UP006
@@ -163,5 +167,87 @@ def binding_problems(policy: Policy, model: type[BaseModel], tool: str, *, where
 def bind(policy: Policy, model: type[BaseModel], tool: str, *, where: str = "") -> None:
     """Raise :class:`~guardrail.policy.loader.PolicyError` listing every :func:`binding_problems` item."""
     problems = binding_problems(policy, model, tool, where=where)
+    if problems:
+        raise PolicyError(problems)
+
+
+_URL_FORMATS = frozenset({"uri", "uri-reference", "iri", "iri-reference", "url"})
+
+
+def _schema_members(node: Any) -> Iterator[dict[str, Any]]:
+    """``node`` and what it stands for: array items and the members of anyOf/oneOf/allOf, looked through."""
+    if not isinstance(node, dict):
+        return
+    yield node
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for member in node.get(key) or ():
+            yield from _schema_members(member)
+    if isinstance(node.get("items"), dict):
+        yield from _schema_members(node["items"])
+
+
+def _schema_resolve(schema: dict[str, Any], path: str) -> tuple[list[dict[str, Any]] | None, str]:
+    """The subschemas at ``path`` of a JSON Schema tool, or ``None`` and what is missing."""
+    current = [schema]
+    walked = ""
+    for index, segment in enumerate(path.split(".")):
+        members = [m for node in current for m in _schema_members(node)]
+        found = [m["properties"][segment] for m in members if segment in (m.get("properties") or {})]
+        if not found:
+            if index == 0:
+                return None, f"has no parameter {segment}"
+            return None, f"parameter {walked} has no field {segment}"
+        current = found
+        walked = f"{walked}.{segment}" if walked else segment
+    return [m for node in current for m in _schema_members(node)], ""
+
+
+def schema_binding_problems(policy: Policy, schema: dict[str, Any], tool: str, *, where: str = "") -> list[Problem]:
+    """:func:`binding_problems` for a tool whose arguments are a JSON Schema object."""
+    source, text = policy.source
+    locator = Locator(text) if text else None
+    suffix = f" (tool defined at {where})" if where else ""
+
+    def problem(loc: tuple[Any, ...], message: str) -> Problem:
+        key = ".".join(str(part) for part in loc)
+        return Problem(source, locator.line_of(loc) if locator else None, key, message + suffix)
+
+    problems: list[Problem] = []
+    for path, loc in _named(policy):
+        nodes, missing = _schema_resolve(schema, path)
+        if nodes is None:
+            problems.append(problem(loc, f"{tool} {missing}"))
+        elif loc[0] == "limits" and "." in path:
+            problems.append(problem(loc, "the spend argument must be a top-level parameter"))
+    for path, rule in policy.args.items():
+        nodes, _ = _schema_resolve(schema, path)
+        if nodes is None or not rule.kinds:
+            continue
+        types_ = {t for node in nodes for t in ([node["type"]] if isinstance(node.get("type"), str)
+                                               else node.get("type") or [])}
+        if types_ - {"string", "null", "array"}:
+            problems.append(problem(("args", path), f"a {'/'.join(sorted(rule.kinds))} constraint on {tool}.{path}, "
+                                                    f"which is not text ({', '.join(sorted(types_))})"))
+
+    def visit(node: dict[str, Any], prefix: str, depth: int) -> None:
+        for member in _schema_members(node):
+            for name, sub in (member.get("properties") or {}).items():
+                path = f"{prefix}{name}"
+                formats = {m.get("format") for m in _schema_members(sub)}
+                declared = policy.args.get(path)
+                if formats & _URL_FORMATS and (declared is None or "url" not in declared.kinds):
+                    problems.append(problem(("args", path) if declared is not None else ("tool",),
+                                            f"{tool}.{path} is a URL (format uri) but the policy has no url "
+                                            f"checker for it: add [args.{path}] url = {{...}}"))
+                if depth < 32 and isinstance(sub, dict):
+                    visit(sub, f"{path}.", depth + 1)
+
+    visit(schema, "", 0)
+    return problems
+
+
+def bind_schema(policy: Policy, schema: dict[str, Any], tool: str, *, where: str = "") -> None:
+    """Raise :class:`~guardrail.policy.loader.PolicyError` listing every :func:`schema_binding_problems` item."""
+    problems = schema_binding_problems(policy, schema, tool, where=where)
     if problems:
         raise PolicyError(problems)
