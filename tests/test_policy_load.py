@@ -205,3 +205,47 @@ def test_every_shipped_policy_loads_and_binds_to_its_reference_tool() -> None:
     for fn in (refund_order, fetch_url, read_file, run_query):
         tool(policy=POLICIES / f"{fn.__name__}.toml", registry=registry)(fn)
     assert registry.names() == sorted(load_policies(POLICIES))
+
+
+FETCH_SCHEMA = {"type": "object", "properties": {
+    "url": {"type": "string", "format": "uri"},
+    "headers": {"type": "object", "properties": {"accept": {"type": "string"}}},
+    "retries": {"type": "integer"}}, "required": ["url"]}
+
+
+@pytest.mark.parametrize(("policy", "message"), [
+    (OPEN + "[args.url]\nurl = { hosts = ['a.example'] }\n[args.timeout]\nmax = 5\n", "fetch has no parameter timeout"),
+    (OPEN + "[args.url]\nurl = { hosts = ['a.example'] }\n[args.\"headers.acept\"]\nmax_length = 5\n",
+     "parameter headers has no field acept"),
+    (OPEN + "[args.url]\nurl = { hosts = ['a.example'] }\n[args.retries]\nurl = { hosts = ['a.example'] }\n",
+     "url constraint on fetch.retries, which is not text"),
+    (OPEN, "fetch.url is a URL (format uri) but the policy has no url checker"),
+])
+def test_a_tool_declared_by_json_schema_is_bound_to_its_policy_like_any_tool(tmp_path: Path, policy: str,
+                                                                            message: str) -> None:
+    path = write(tmp_path, "fetch", 'tool = "fetch"\n' + policy)
+
+    def fetch(**arguments: Any) -> Any:
+        return arguments
+
+    with pytest.raises(PolicyError, match=re.escape(message)):
+        tool(name="fetch", policy=path, schema=FETCH_SCHEMA, registry=ToolRegistry())(fetch)
+
+
+def test_a_json_schema_tool_receives_the_checked_url(tmp_path: Path) -> None:
+    path = write(tmp_path, "fetch", 'tool = "fetch"\n' + OPEN + "[args.url]\nurl = { hosts = ['a.example'] }\n")
+    registry = ToolRegistry()
+    received: list[dict[str, Any]] = []
+
+    def fetch(**arguments: Any) -> str:
+        received.append(arguments)
+        return "ok"
+
+    tool(name="fetch", policy=path, schema=FETCH_SCHEMA, registry=registry)(fetch)
+    with guardrail.identity(user="u"):
+        result = guardrail.run_tool_call("fetch", {"url": "HTTPS://A.EXAMPLE/x"}, registry=registry,
+                                         store=MemoryStore())
+        with pytest.raises(guardrail.Denied):
+            execute_tool_call("fetch", {"url": "https://b.example/x"}, registry=registry, store=MemoryStore())
+    assert received == [result.arguments]  # exactly what the gate checked
+    assert received[0]["url"] != "HTTPS://A.EXAMPLE/x" and received[0]["url"].startswith("https://a.example")
