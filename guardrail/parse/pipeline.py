@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from guardrail.contract import _CACHE as _COMPILED
-from guardrail.contract import Contract, compile_contract
+from guardrail.contract import VALIDATION_CONTEXT, Contract, compile_contract
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite
 from guardrail.parse.report import ParseReport
 from guardrail.parse.stages import DEFAULT_STAGES, run_stages
@@ -104,7 +104,8 @@ def _exact(payload: str, contract: Contract[Any], limits: Limits) -> Any:
     if contract.screen_nonfinite and may_hold_nonfinite(payload):
         return _MISS
     try:
-        return contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
+        return contract.exact_validator.validate_json(payload, strict=True, extra="forbid",
+                                                      context=VALIDATION_CONTEXT.get())
     except ValueError:  # ValidationError is a ValueError
         return _MISS
 
@@ -180,7 +181,8 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
                          and payload.count("{") + payload.count("[") > max_depth)
                         or (contract.screen_nonfinite and may_hold_nonfinite(payload))):
                     try:
-                        return contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
+                        return contract.exact_validator.validate_json(payload, strict=True, extra="forbid",
+                                                      context=VALIDATION_CONTEXT.get())
                     except ValueError:  # ValidationError is a ValueError
                         pass
     return _run(text, contract, aliases, limits, None).unwrap()
