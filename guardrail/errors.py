@@ -24,6 +24,8 @@ The tree::
             ├── BudgetExceeded     another attempt would have passed the token or cost budget
             └── SemanticRejected   a semantic rule with on_fail="end" failed
     SemanticViolation              (an attempt's error, not raised alone) rules the answer broke (.violations)
+    UnsupportedCall                (also a TypeError) a call shape that cannot give a validated value, such as
+                                   response_model= under with_streaming_response; raised before any request
 
 ``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
 there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
@@ -232,3 +234,12 @@ class SemanticRejected(GaveUp):
     """A semantic rule whose failure ends the call (``on_fail="end"``) failed; no further attempt is made."""
 
     kind: str = "semantic"
+
+
+class UnsupportedCall(GuardrailError, TypeError):
+    """A wrapped-client call that cannot return a validated value in the shape asked for.
+
+    For example ``response_model=`` under ``with_streaming_response`` (whose point is not reading the body,
+    while validation needs all of it). Raised before any request is sent; the message names what to use
+    instead. Also a ``TypeError``, like any other misuse of a call's arguments.
+    """
