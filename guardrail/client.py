@@ -71,7 +71,8 @@ class Wrapped:
             return members[name]
         raw = self.__dict__["_raw"]
         if name in _FLAVORS:
-            flavored = Wrapped(getattr(raw, name), {key: getattr(member, name) for key, member in members.items()})
+            flavored = Wrapped(getattr(raw, name), {key: getattr(member, name) for key, member in members.items()
+                                                    if _has(member, name)})
             self.__dict__[name] = flavored  # made once, like the SDK's own cached flavors
             return flavored
         return getattr(raw, name)

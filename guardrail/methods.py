@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, Generic, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
 from guardrail._drivers import iterate_async, iterate_sync, run_async, run_sync
 from guardrail._engine import Call, Settings
@@ -30,6 +30,17 @@ from guardrail.outcome import Budget, Result
 from guardrail.retry import RetryPolicy
 from guardrail.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.vendors.base import Endpoint
+
+if TYPE_CHECKING:
+    from types import GenericAlias, UnionType
+    from typing import _SpecialForm
+
+    from typing_extensions import TypeAliasType
+
+    #: Type expressions that are not classes (``Literal[...]``, ``Ticket | None``, ``Annotated[...]``, type
+    #: aliases): accepted as ``response_model``, their values typed ``Any``. A class (``type[T]``, which
+    #: includes ``list[Ticket]``) gets the precise overload, so a mismatch there is an error, not ``Any``.
+    TypeForm = _SpecialForm | UnionType | GenericAlias | TypeAliasType
 
 T = TypeVar("T")
 
@@ -95,7 +106,7 @@ class StructuredMethod(_Method):
     @overload
     def create(self, *, response_model: type[T], **kwargs: Any) -> T: ...
     @overload
-    def create(self, *, response_model: Any, **kwargs: Any) -> Any: ...
+    def create(self, *, response_model: TypeForm, **kwargs: Any) -> Any: ...
     def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
                max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
@@ -119,7 +130,7 @@ class StructuredMethod(_Method):
     @overload
     def create_with_result(self, *, response_model: type[T], **kwargs: Any) -> Result[T]: ...
     @overload
-    def create_with_result(self, *, response_model: Any, **kwargs: Any) -> Result[Any]: ...
+    def create_with_result(self, *, response_model: TypeForm, **kwargs: Any) -> Result[Any]: ...
     def create_with_result(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
                            max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                            rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
@@ -131,7 +142,7 @@ class StructuredMethod(_Method):
     @overload
     def create_partial(self, *, response_model: type[T], **kwargs: Any) -> StructuredStream[T]: ...
     @overload
-    def create_partial(self, *, response_model: Any, **kwargs: Any) -> StructuredStream[Any]: ...
+    def create_partial(self, *, response_model: TypeForm, **kwargs: Any) -> StructuredStream[Any]: ...
     def create_partial(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
                        max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                        rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
@@ -164,7 +175,7 @@ class AsyncStructuredMethod(_Method):
     @overload
     def create(self, *, response_model: type[T], **kwargs: Any) -> Coroutine[Any, Any, T]: ...
     @overload
-    def create(self, *, response_model: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]: ...
+    def create(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, Any]: ...
     def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
                max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
@@ -183,7 +194,7 @@ class AsyncStructuredMethod(_Method):
     def create_with_result(self, *, response_model: type[T],
                            **kwargs: Any) -> Coroutine[Any, Any, Result[T]]: ...
     @overload
-    def create_with_result(self, *, response_model: Any, **kwargs: Any) -> Coroutine[Any, Any, Result[Any]]: ...
+    def create_with_result(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, Result[Any]]: ...
     def create_with_result(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
                            max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                            rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
@@ -195,7 +206,7 @@ class AsyncStructuredMethod(_Method):
     @overload
     def create_partial(self, *, response_model: type[T], **kwargs: Any) -> AsyncStructuredStream[T]: ...
     @overload
-    def create_partial(self, *, response_model: Any, **kwargs: Any) -> AsyncStructuredStream[Any]: ...
+    def create_partial(self, *, response_model: TypeForm, **kwargs: Any) -> AsyncStructuredStream[Any]: ...
     def create_partial(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
                        max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                        rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
@@ -267,7 +278,7 @@ class RawStructuredMethod(_Method):
     @overload
     def create(self, *, response_model: type[T], **kwargs: Any) -> RawStructured[T]: ...
     @overload
-    def create(self, *, response_model: Any, **kwargs: Any) -> RawStructured[Any]: ...
+    def create(self, *, response_model: TypeForm, **kwargs: Any) -> RawStructured[Any]: ...
     def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
                max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
@@ -294,7 +305,7 @@ class AsyncRawStructuredMethod(_Method):
     @overload
     def create(self, *, response_model: type[T], **kwargs: Any) -> Coroutine[Any, Any, RawStructured[T]]: ...
     @overload
-    def create(self, *, response_model: Any, **kwargs: Any) -> Coroutine[Any, Any, RawStructured[Any]]: ...
+    def create(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, RawStructured[Any]]: ...
     def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
                max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
