@@ -37,10 +37,12 @@ if TYPE_CHECKING:
 
     from typing_extensions import TypeAliasType
 
-    #: Type expressions that are not classes (``Literal[...]``, ``Ticket | None``, ``Annotated[...]``, type
-    #: aliases): accepted as ``response_model``, their values typed ``Any``. A class (``type[T]``, which
-    #: includes ``list[Ticket]``) gets the precise overload, so a mismatch there is an error, not ``Any``.
-    TypeForm = _SpecialForm | UnionType | GenericAlias | TypeAliasType
+    #: Contracts whose value type a checker cannot name: type expressions that are not classes
+    #: (``Literal[...]``, ``Ticket | None``, ``Annotated[...]``, type aliases) and JSON Schema documents (a
+    #: ``dict``; the value is plain JSON data). Accepted as ``response_model``, their values typed ``Any``.
+    #: A class (``type[T]``, which includes ``list[Ticket]``) gets the precise overload instead, so a
+    #: mismatch there is a type error rather than a silent ``Any``.
+    TypeForm = _SpecialForm | UnionType | GenericAlias | TypeAliasType | dict[str, Any]
 
 T = TypeVar("T")
 
@@ -80,7 +82,7 @@ class _Method:
         contract = compile_contract(response_model)
         model = str(kwargs.get("model", ""))
         caps = capabilities(self._endpoint.provider, model)
-        chosen = plans(contract.schema, schema_name(response_model), caps, forced=mode,
+        chosen = plans(contract.schema, schema_name(contract.output_type), caps, forced=mode,
                        thinking=self._endpoint.thinking(kwargs))
         settings = self._binding.settings
         if max_attempts is not None:

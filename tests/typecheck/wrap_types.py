@@ -109,7 +109,9 @@ def check_type_expressions(raw: openai.OpenAI) -> None:
                                                   response_model=Annotated[int, Field(ge=1)])
     pairs: dict[str, int] = client.chat.completions.create(model="gpt-4o", messages=MESSAGES,
                                                            response_model=dict[str, int])
-    print(label, maybe, optional, bounded, pairs)
+    schema: dict[str, Any] = {"type": "object", "properties": {"title": {"type": "string"}}}
+    data: Any = client.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=schema)
+    print(label, maybe, optional, bounded, pairs, data)
 
 
 def check_fallback(unknown: Any) -> None:
