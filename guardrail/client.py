@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from guardrail._engine import Settings
 from guardrail.methods import AsyncStructuredMethod, Binding, StructuredMethod
@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     import openai
 
     from guardrail.client_types import AnthropicClient, AsyncAnthropicClient, AsyncOpenAIClient, OpenAIClient
+
+    #: An already wrapped client, returned as it is.
+    W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient)
 
 __all__ = ["AsyncStructuredMethod", "StructuredMethod", "Wrapped", "wrap"]
 
@@ -105,6 +108,9 @@ def wrap(client: anthropic.AsyncAnthropic, *, server: str | None = None, setting
 @overload
 def wrap(client: anthropic.Anthropic, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None) -> AnthropicClient: ...
+@overload
+def wrap(client: W, *, server: str | None = None, settings: Settings | None = None,
+         retry: RetryPolicy | None = None) -> W: ...
 @overload
 def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None) -> Any: ...

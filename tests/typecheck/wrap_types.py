@@ -14,6 +14,7 @@ import openai
 from pydantic import BaseModel, Field
 
 import guardrail
+import guardrail.client_types
 from guardrail.methods import RawStructured
 from guardrail.streaming import AsyncStructuredStream, StructuredStream
 
@@ -52,8 +53,9 @@ def check_openai(raw: openai.OpenAI) -> None:
     streamed: Any = client.with_streaming_response.chat.completions.create(model="gpt-4o", messages=MESSAGES)
     models: Any = client.models.list()  # everything else is the SDK's own
     vendor: str = client.vendor
+    again: guardrail.client_types.OpenAIClient = guardrail.wrap(client.with_options(timeout=1))
     print(ticket, many, result, stream, from_responses, beta, beta_responses, faster, copied, parsed, headers,
-          status, method_raw, passthrough, streamed, models, vendor)
+          status, method_raw, passthrough, streamed, models, vendor, again)
 
 
 async def check_async_openai(raw: openai.AsyncOpenAI) -> None:
