@@ -24,6 +24,9 @@ The tree::
             ├── BudgetExceeded     another attempt would have passed the token or cost budget
             └── SemanticRejected   a semantic rule with on_fail="end" failed
     SemanticViolation              (an attempt's error, not raised alone) rules the answer broke (.violations)
+    MissingExtra                   an optional feature's package is not installed (.extra); also an ImportError
+    RuleError                      a semantic rule could not be evaluated (.rule): missing context, or the
+                                   rule's own code raised (the original is the __cause__); never retried
     UnsupportedCall                (also a TypeError) a call shape that cannot give a validated value, such as
                                    response_model= under with_streaming_response; raised before any request
 
@@ -234,6 +237,35 @@ class SemanticRejected(GaveUp):
     """A semantic rule whose failure ends the call (``on_fail="end"``) failed; no further attempt is made."""
 
     kind: str = "semantic"
+
+
+class MissingExtra(GuardrailError, ImportError):
+    """An optional feature needs a package that is not installed; the message names the extra that brings it.
+
+    Attributes:
+        extra: the extra of the ``guardrail-llm`` distribution to install (``"openai"``, ``"local"``, ...).
+        module: the module that could not be imported.
+    """
+
+    def __init__(self, module: str, extra: str, feature: str) -> None:
+        super().__init__(f"{feature} needs {module!r}, which is not installed: pip install 'guardrail-llm[{extra}]'",
+                         name=module)
+        self.extra = extra
+        self.module = module
+
+
+class RuleError(GuardrailError):
+    """A semantic rule could not be evaluated: it needs a ``context`` key the call did not pass, or the
+    rule's own code raised (that exception is the ``__cause__``). A fault of the program, not of the model's
+    answer, so it is never sent back to the model as feedback.
+
+    Attributes:
+        rule: the rule's name.
+    """
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(f"rule {rule!r}: {message}")
+        self.rule = rule
 
 
 class UnsupportedCall(GuardrailError, TypeError):

@@ -7,14 +7,16 @@ instead, at INFO, as ``event key=value ...`` with the fields also in ``record.gu
 unless the application enables those loggers (``logging.basicConfig(level=logging.INFO)``). Once structlog is
 configured, events go through the application's structlog pipeline with their fields as keywords. The choice
 is made per event, so configuring structlog after importing guardrail works.
+
+structlog is never imported here: an application that configured it has imported it already, so it is looked
+up in ``sys.modules`` per event. That keeps structlog (and the rich tracebacks it loads) off ``import guardrail``.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
-
-import structlog
 
 __all__ = ["EventLogger", "get_logger"]
 
@@ -24,7 +26,6 @@ class EventLogger:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._structlog = structlog.get_logger(name)
         self._stdlib = logging.getLogger(name)
 
     def debug(self, event: str, **fields: Any) -> None:
@@ -40,8 +41,9 @@ class EventLogger:
         self._emit(logging.ERROR, "error", event, fields)
 
     def _emit(self, level: int, method: str, event: str, fields: dict[str, Any]) -> None:
-        if structlog.is_configured():
-            getattr(self._structlog, method)(event, **fields)
+        structlog = sys.modules.get("structlog")
+        if structlog is not None and structlog.is_configured():
+            getattr(structlog.get_logger(self.name), method)(event, **fields)
         elif self._stdlib.isEnabledFor(level):
             rendered = " ".join(f"{key}={value!r}" for key, value in fields.items())
             self._stdlib.log(level, "%s %s", event, rendered, extra={"guardrail": dict(fields, event=event)})

@@ -20,6 +20,8 @@ that can carry the contract. A 400 for the schema at run time moves the call to 
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -93,18 +95,59 @@ class Plan:
 
 def plans(schema: dict[str, Any], name: str, caps: Capabilities, *, forced: Mode | None = None,
           thinking: bool = False) -> list[Plan]:
-    """The plans to try, strongest first; ``forced`` keeps only that mode (and raises if it cannot be used)."""
+    """The plans to try, strongest first; ``forced`` keeps only that mode (and raises if it cannot be used).
+
+    Plans depend only on the arguments, and lowering a large schema costs milliseconds, so they are cached
+    (see :class:`_PlanCache`): a call with the same contract, vendor profile and mode pays a dictionary lookup.
+    """
     if forced is not None and forced not in MODES:
         raise ValueError(f"unknown mode {forced!r}; expected one of {', '.join(MODES)}")
-    out: list[Plan] = []
-    wanted = (forced,) if forced else MODES
-    for mode in wanted:
-        plan = _plan(mode, schema, name, caps, thinking)
-        if plan is not None:
-            out.append(plan)
-    if not out:
+    key = (id(schema), name, caps, forced, thinking)
+    cached = _PLANS.get(key, schema)
+    if cached is None:
+        out: list[Plan] = []
+        for mode in (forced,) if forced else MODES:
+            plan = _plan(mode, schema, name, caps, thinking)
+            if plan is not None:
+                out.append(plan)
+        cached = tuple(out)
+        _PLANS.put(key, schema, cached)
+    if not cached:
         raise ValueError(f"mode {forced!r} is not available for this vendor/model and contract")
-    return out
+    return list(cached)
+
+
+class _PlanCache:
+    """A bounded LRU of plans keyed by the schema's identity (plus the other arguments).
+
+    Keying by identity avoids serialising the schema on every call. It is safe because each entry holds the
+    schema itself, so its ``id`` cannot be reused by another object while the entry lives, and the schemas
+    passed here are a compiled contract's, which are never mutated. The plans' schemas are shared between
+    calls and must not be mutated either (the vendor adapters only read them).
+    """
+
+    def __init__(self, size: int = 512) -> None:
+        self._size = size
+        self._entries: OrderedDict[tuple[Any, ...], tuple[dict[str, Any], tuple[Plan, ...]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...], schema: dict[str, Any]) -> tuple[Plan, ...] | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] is not schema:
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
+
+    def put(self, key: tuple[Any, ...], schema: dict[str, Any], value: tuple[Plan, ...]) -> None:
+        with self._lock:
+            self._entries[key] = (schema, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+
+_PLANS = _PlanCache()
 
 
 def _plan(mode: Mode, schema: dict[str, Any], name: str, caps: Capabilities, thinking: bool) -> Plan | None:

@@ -29,13 +29,13 @@ USER = [{"role": "user", "content": "Category?"}]
 
 
 @pytest.fixture
-def emu(vendor_emulator: Emulator) -> Emulator:
-    return vendor_emulator  # the pytest plugin's emulator and client (guardrail.testing.pytest_plugin)
+def emu(guardrail_emulator: Emulator) -> Emulator:
+    return guardrail_emulator  # the pytest plugin's emulator and client (guardrail.testing.pytest_plugin)
 
 
 @pytest.fixture
-def oai(openai_client: openai.OpenAI) -> openai.OpenAI:
-    return openai_client
+def oai(guardrail_openai: openai.OpenAI) -> openai.OpenAI:
+    return guardrail_openai
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from redis_server import redis_url  # noqa: F401  (session fixture that starts a
 from structlog.testing import capture_logs
 
 import guardrail
-from guardrail.errors import GuardrailError
+from guardrail.errors import GuardrailError, RuleError
 from guardrail.gates.semantic import evaluate, exit_status, in_range, member_of, relation, rule, select
 from guardrail.identity import current_identity
 from guardrail.policy.loader import PolicyError, check_policies, parse_policy
@@ -976,7 +976,7 @@ def test_exit_status_on_non_string_statuses() -> None:
 
 
 def test_member_of_with_missing_context_key_is_a_clear_error() -> None:
-    with pytest.raises(KeyError, match="context"):
+    with pytest.raises(RuleError, match="context"):
         evaluate([member_of("ids[*]", "retrieved")], {"ids": ["a"]}, {})
     assert not evaluate([member_of("ids[*]", "retrieved")], {"ids": ["a", "z"]}, {"retrieved": ["a"]}).ok
 

@@ -144,3 +144,45 @@ def test_select_paths() -> None:
     assert select(data, "$") == [("$", data)] and select(data, "missing.x") == []
     with pytest.raises(ValueError):
         relation("a", "=~", "b")
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_a_rule_that_cannot_be_evaluated_is_a_typed_error_after_one_request(emu: Emulator, api: str) -> None:
+    """A rule missing its context, or a rule whose own code raises, is a program fault: RuleError at once,
+    with the original exception chained, never a re-ask and never a builtin escaping."""
+    import asyncio
+    import re
+
+    from guardrail.errors import GuardrailError, RuleError
+
+    def broken(value: Any, context: Any) -> Any:
+        return 1 / 0
+
+    cases = [([member_of("evidence[*]", "retrieved")], None, "needs context['retrieved']"),
+             ([rule(broken)], ZeroDivisionError, "raised ZeroDivisionError")]
+    for rules, cause, message in cases:
+        emu.reset()
+        emu.script(reply.answer('{"status": "answered", "text": "x", "evidence": ["a"]}'))
+        with pytest.raises(RuleError, match=re.escape(message)) as caught:
+            if api == "sync":
+                ask(emu, Answer, rules=rules)
+            else:
+                client = guardrail.wrap(openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="test", timeout=5))
+                asyncio.run(client.chat.completions.create(
+                    model="gpt-4o", messages=[{"role": "user", "content": "go"}], response_model=Answer, rules=rules))
+        assert isinstance(caught.value, GuardrailError)
+        assert caught.value.rule in (rules[0].name,)
+        assert (type(caught.value.__cause__) is cause) if cause else caught.value.__cause__ is None
+        assert len(emu.requests) == 1  # not sent back to the model
+
+
+def test_evaluate_wraps_a_raising_rule_and_keeps_the_others_typed() -> None:
+    from guardrail.errors import RuleError
+
+    @rule(name="explodes")
+    def explodes(value: Any, context: Any) -> Any:
+        raise AttributeError("'NoneType' object has no attribute 'x'")
+
+    with pytest.raises(RuleError, match="explodes") as caught:
+        evaluate([relation("a", "<", "b"), explodes], {"a": 1, "b": 2}, {})
+    assert isinstance(caught.value.__cause__, AttributeError)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from guardrail.errors import RuleError
 from guardrail.parse.report import Violation, json_path
 
 __all__ = ["Rule", "Verdict", "Violation", "evaluate", "exit_status", "implies", "in_range", "member_of",
@@ -52,7 +53,14 @@ class Rule:
     kind: Literal["check", "exit"] = "check"
 
     def __call__(self, value: Any, context: Mapping[str, Any]) -> list[Violation]:
-        return _violations(self.check(value, context), self.name)
+        """The violations of ``value``; :class:`~guardrail.errors.RuleError` if the rule cannot be evaluated."""
+        try:
+            found = self.check(value, context)
+        except RuleError:
+            raise
+        except Exception as exc:
+            raise RuleError(self.name, f"raised {type(exc).__name__}: {exc}") from exc
+        return _violations(found, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +228,8 @@ def member_of(path: str, context_key: str, *, on_fail: OnFail = "feedback", what
     def check(value: Any, context: Mapping[str, Any]) -> list[Violation]:
         allowed = context.get(context_key)
         if allowed is None:
-            raise KeyError(f"the rule needs context[{context_key!r}] (pass context={{{context_key!r}: ...}})")
+            raise RuleError(f"{path} in context[{context_key!r}]",
+                            f"needs context[{context_key!r}]: pass context={{{context_key!r}: ...}} with the call")
         known = set(allowed) if not isinstance(allowed, (str, bytes)) else {allowed}
         return [Violation(where, f"{_show(item)} is not {what}; use only values given in the input")
                 for where, item in select(value, path) if not _known(_plain(item), known)]

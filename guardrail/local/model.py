@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from guardrail._optional import require
 from guardrail.contract import compile_contract
 from guardrail.errors import GuardrailError, TruncatedError
 from guardrail.local.decode import DeadEnd, Row, Sampling, Trace, decode
@@ -57,7 +58,8 @@ class LocalModel:
     def __init__(self, model: Any, tokenizer: Any, *, engine: str = "llguidance", device: str | None = None) -> None:
         if engine != "llguidance":
             raise ValueError(f"unknown engine {engine!r}; this build supports 'llguidance'")
-        import torch
+        torch = require("torch", "local", "guardrail.local.LocalModel")
+        require("llguidance", "local", "guardrail.local.LocalModel")
 
         self.model = model
         self.tokenizer = tokenizer

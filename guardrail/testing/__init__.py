@@ -4,7 +4,9 @@ The :class:`Emulator` is a real HTTP server on loopback that speaks OpenAI Chat 
 Responses and Anthropic Messages (JSON and SSE streaming) closely enough that the official SDK clients
 parse its answers. Script what the "model" does with :mod:`reply` behaviours, or set a responder such as
 :class:`FaultProfile`; assert on :class:`RecordedRequest` values. The pytest plugin (registered through the
-``pytest11`` entry point) provides ``vendor_emulator`` and SDK client fixtures.
+``pytest11`` entry point) provides the ``guardrail_emulator`` fixture and SDK client fixtures
+(``guardrail_openai``, ``guardrail_anthropic`` and their async twins); :func:`offline` runs a block of code
+against an emulator without pytest.
 
 Example::
 
@@ -17,29 +19,65 @@ Example::
         assert emu.requests[0].forced_tool == "output"
 """
 
-from guardrail.testing import reply
-from guardrail.testing.behaviours import (
-    Reply,
-    answer,
-    drop,
-    error,
-    logprobs,
-    overloaded,
-    rate_limited,
-    refusal,
-    schema_rejected,
-    server_error,
-    stream_error,
-    text,
-    timeout,
-    tool_call,
-    truncated,
-)
-from guardrail.testing.emulator import EXHAUSTED, Emulator, Responder
-from guardrail.testing.examples import example_instance
-from guardrail.testing.faults import FaultProfile
-from guardrail.testing.recording import RecordedRequest
-from guardrail.testing.strictness import anthropic_strict_problems, openai_strict_problems
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from guardrail.testing import reply
+    from guardrail.testing.behaviours import (
+        Reply,
+        answer,
+        drop,
+        error,
+        logprobs,
+        overloaded,
+        rate_limited,
+        refusal,
+        schema_rejected,
+        server_error,
+        stream_error,
+        text,
+        timeout,
+        tool_call,
+        truncated,
+    )
+    from guardrail.testing.emulator import EXHAUSTED, Emulator, Responder
+    from guardrail.testing.examples import example_instance
+    from guardrail.testing.faults import FaultProfile
+    from guardrail.testing.offline import offline
+    from guardrail.testing.recording import RecordedRequest
+    from guardrail.testing.strictness import anthropic_strict_problems, openai_strict_problems
+
+#: Public name -> the module that defines it; loaded on first use, so importing this package (the pytest plugin
+#: does) starts no server and imports no SDK.
+_LAZY: dict[str, str] = {
+    "EXHAUSTED": "guardrail.testing.emulator",
+    "Emulator": "guardrail.testing.emulator",
+    "FaultProfile": "guardrail.testing.faults",
+    "RecordedRequest": "guardrail.testing.recording",
+    "Reply": "guardrail.testing.behaviours",
+    "Responder": "guardrail.testing.emulator",
+    "answer": "guardrail.testing.behaviours",
+    "anthropic_strict_problems": "guardrail.testing.strictness",
+    "drop": "guardrail.testing.behaviours",
+    "error": "guardrail.testing.behaviours",
+    "example_instance": "guardrail.testing.examples",
+    "logprobs": "guardrail.testing.behaviours",
+    "offline": "guardrail.testing.offline",
+    "openai_strict_problems": "guardrail.testing.strictness",
+    "overloaded": "guardrail.testing.behaviours",
+    "rate_limited": "guardrail.testing.behaviours",
+    "refusal": "guardrail.testing.behaviours",
+    "schema_rejected": "guardrail.testing.behaviours",
+    "server_error": "guardrail.testing.behaviours",
+    "stream_error": "guardrail.testing.behaviours",
+    "text": "guardrail.testing.behaviours",
+    "timeout": "guardrail.testing.behaviours",
+    "tool_call": "guardrail.testing.behaviours",
+    "truncated": "guardrail.testing.behaviours",
+}
 
 __all__ = [
     "EXHAUSTED",
@@ -54,6 +92,7 @@ __all__ = [
     "error",
     "example_instance",
     "logprobs",
+    "offline",
     "openai_strict_problems",
     "overloaded",
     "rate_limited",
@@ -67,3 +106,18 @@ __all__ = [
     "tool_call",
     "truncated",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "reply":
+        return import_module("guardrail.testing.reply")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'guardrail.testing' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | {"reply"})

@@ -1,88 +1,94 @@
 """pytest fixtures for the vendor emulator, registered through the ``pytest11`` entry point ``guardrail``.
 
+Every fixture name starts with ``guardrail_`` so that none can shadow or collide with a fixture of the project
+that installed guardrail, and this module imports nothing but pytest when pytest loads it: the emulator and the
+SDKs are imported when a fixture is first used. An unrelated project's test run is not affected.
+
 Fixtures:
 
-- ``vendor_emulator``: a started :class:`~guardrail.testing.Emulator`, stopped after the test.
-- ``openai_client`` / ``async_openai_client``: ``openai.OpenAI`` / ``AsyncOpenAI`` pointed at it.
-- ``anthropic_client`` / ``async_anthropic_client``: ``anthropic.Anthropic`` / ``AsyncAnthropic`` pointed at it.
+- ``guardrail_emulator``: a started :class:`~guardrail.testing.Emulator`, stopped after the test.
+- ``guardrail_openai`` / ``guardrail_async_openai``: ``openai.OpenAI`` / ``AsyncOpenAI`` pointed at it.
+- ``guardrail_anthropic`` / ``guardrail_async_anthropic``: ``anthropic.Anthropic`` / ``AsyncAnthropic``
+  pointed at it.
 
 The clients use ``api_key="test"``, ``max_retries=0`` (a test scripts every attempt itself) and a
-:data:`CLIENT_TIMEOUT` second timeout. The SDKs are imported only when a client fixture is used, so the
-plugin costs nothing in projects without them.
+:data:`CLIENT_TIMEOUT` second timeout. A client fixture whose SDK is not installed skips the test, saying
+which extra to install.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
-
-from guardrail.testing.emulator import Emulator
 
 if TYPE_CHECKING:
     import anthropic
     import openai
 
+    from guardrail.testing.emulator import Emulator
+
 __all__ = [
     "CLIENT_TIMEOUT",
-    "anthropic_client",
-    "async_anthropic_client",
-    "async_openai_client",
-    "openai_client",
-    "vendor_emulator",
+    "guardrail_anthropic",
+    "guardrail_async_anthropic",
+    "guardrail_async_openai",
+    "guardrail_emulator",
+    "guardrail_openai",
 ]
 
 #: Seconds before a fixture client gives up on a request.
 CLIENT_TIMEOUT = 5.0
 
 
+def _sdk(name: str) -> Any:
+    """The vendor SDK module ``name``, or a skip naming the extra that brings it."""
+    return pytest.importorskip(name, reason=f"{name} is not installed: pip install 'guardrail-llm[{name}]'")
+
+
 @pytest.fixture
-def vendor_emulator() -> Iterator[Emulator]:
+def guardrail_emulator() -> Iterator[Emulator]:
     """A started vendor emulator (schema checks on, no latency), stopped after the test."""
+    from guardrail.testing.emulator import Emulator
+
     with Emulator() as emulator:
         yield emulator
 
 
 @pytest.fixture
-def openai_client(vendor_emulator: Emulator) -> Iterator[openai.OpenAI]:
-    """A real ``openai.OpenAI`` client talking to ``vendor_emulator``."""
-    import openai
-
-    client = openai.OpenAI(
-        base_url=vendor_emulator.openai_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
+def guardrail_openai(guardrail_emulator: Emulator) -> Iterator[openai.OpenAI]:
+    """A real ``openai.OpenAI`` client talking to ``guardrail_emulator``."""
+    client = _sdk("openai").OpenAI(
+        base_url=guardrail_emulator.openai_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
     )
     yield client
     client.close()
 
 
 @pytest.fixture
-def async_openai_client(vendor_emulator: Emulator) -> openai.AsyncOpenAI:
-    """A real ``openai.AsyncOpenAI`` client talking to ``vendor_emulator``."""
-    import openai
-
-    return openai.AsyncOpenAI(
-        base_url=vendor_emulator.openai_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
+def guardrail_async_openai(guardrail_emulator: Emulator) -> openai.AsyncOpenAI:
+    """A real ``openai.AsyncOpenAI`` client talking to ``guardrail_emulator``."""
+    client: openai.AsyncOpenAI = _sdk("openai").AsyncOpenAI(
+        base_url=guardrail_emulator.openai_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
     )
+    return client
 
 
 @pytest.fixture
-def anthropic_client(vendor_emulator: Emulator) -> Iterator[anthropic.Anthropic]:
-    """A real ``anthropic.Anthropic`` client talking to ``vendor_emulator``."""
-    import anthropic
-
-    client = anthropic.Anthropic(
-        base_url=vendor_emulator.anthropic_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
+def guardrail_anthropic(guardrail_emulator: Emulator) -> Iterator[anthropic.Anthropic]:
+    """A real ``anthropic.Anthropic`` client talking to ``guardrail_emulator``."""
+    client = _sdk("anthropic").Anthropic(
+        base_url=guardrail_emulator.anthropic_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
     )
     yield client
     client.close()
 
 
 @pytest.fixture
-def async_anthropic_client(vendor_emulator: Emulator) -> anthropic.AsyncAnthropic:
-    """A real ``anthropic.AsyncAnthropic`` client talking to ``vendor_emulator``."""
-    import anthropic
-
-    return anthropic.AsyncAnthropic(
-        base_url=vendor_emulator.anthropic_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
+def guardrail_async_anthropic(guardrail_emulator: Emulator) -> anthropic.AsyncAnthropic:
+    """A real ``anthropic.AsyncAnthropic`` client talking to ``guardrail_emulator``."""
+    client: anthropic.AsyncAnthropic = _sdk("anthropic").AsyncAnthropic(
+        base_url=guardrail_emulator.anthropic_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
     )
+    return client
