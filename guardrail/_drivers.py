@@ -1,7 +1,8 @@
 """The two drivers of the attempt loop: sync and async.
 
 Each steps the I/O-free generator from :mod:`guardrail._engine`, performing its :class:`~guardrail._engine.Send`
-effects with the SDK method under tenacity transport retries, inside the call's telemetry span. They
+effects with the SDK method under tenacity transport retries, inside the call's telemetry span; one HTTP
+try (shape checks, the wall-clock deadline while the answer arrives) is :mod:`guardrail._wire`'s. They
 differ only in ``await``; every decision is in the engine.
 
 ``iterate_sync``/``iterate_async`` yield :class:`~guardrail.Partial` previews while a streamed answer
@@ -19,13 +20,14 @@ from typing import Any
 
 from tenacity import AsyncRetrying, Retrying
 
-from guardrail._engine import Call, Received, Send, attempt_loop
+from guardrail._engine import DEADLINE, Call, Received, Send, attempt_loop
+from guardrail._wire import exchange_async, exchange_sync
 from guardrail.errors import CallError
 from guardrail.outcome import Partial, Result
 from guardrail.parse.partial import preview
-from guardrail.retry import RetryPolicy
+from guardrail.retry import RetryPolicy, timeout_seconds
 from guardrail.telemetry import call_span, finish_span
-from guardrail.vendors.base import Accumulator
+from guardrail.vendors.base import Accumulator, Completion
 from guardrail.vendors.failures import Failure, classify
 
 Item = Partial | Result[Any]
@@ -59,7 +61,7 @@ def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
     """Run the loop, yielding previews of streamed answers (if ``previews``) and the result last."""
     with call_span(call.endpoint.provider, call.model, dict(call.kwargs)) as (span, trace_id):
         call = dataclasses.replace(call, trace_id=trace_id)
-        deadline_at = _deadline(policy)
+        deadline_at = _deadline(policy, call)
         loop = attempt_loop(call)
         try:
             effect = next(loop)
@@ -86,7 +88,7 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], polic
     """The async twin of :func:`iterate_sync`."""
     with call_span(call.endpoint.provider, call.model, dict(call.kwargs)) as (span, trace_id):
         call = dataclasses.replace(call, trace_id=trace_id)
-        deadline_at = _deadline(policy)
+        deadline_at = _deadline(policy, call)
         loop = attempt_loop(call)
         try:
             effect = next(loop)
@@ -108,8 +110,11 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], polic
             raise
 
 
-def _deadline(policy: RetryPolicy) -> float | None:
-    return None if policy.deadline is None else time.monotonic() + policy.deadline
+def _deadline(policy: RetryPolicy, call: Call) -> float | None:
+    """The call's deadline as a ``time.monotonic()`` value (by default the call's or the client's timeout)."""
+    timeout = timeout_seconds(call.kwargs.get("timeout"))
+    seconds = policy.deadline_seconds(call.timeout if timeout is None else timeout)
+    return None if seconds is None else time.monotonic() + seconds
 
 
 def _with_timeout(kwargs: dict[str, Any], deadline_at: float | None, client_timeout: float | None
@@ -131,7 +136,7 @@ def _with_timeout(kwargs: dict[str, Any], deadline_at: float | None, client_time
 
 def _deadline_failure(calls: int, started: float) -> Received:
     error = TimeoutError("the call's deadline passed")
-    return Received(None, Failure("retryable", None, "deadline", str(error), None, error), calls,
+    return Received(None, Failure("retryable", None, DEADLINE, str(error), None, error), calls,
                     time.monotonic() - started)
 
 
@@ -167,21 +172,11 @@ def _send_sync(method: Callable[..., Any], call: Call, effect: Send, policy: Ret
                     yield _deadline_failure(calls, started)
                     return
                 calls += 1
-                response = method(**kwargs)
-                if effect.stream:
-                    accumulator = call.endpoint.accumulator(effect.tool)
-                    show = _Previewer(effect) if previews else None
-                    with response:
-                        for event in response:
-                            accumulator.feed(event)
-                            snapshot = show(accumulator) if show else None
-                            if snapshot is not None:
-                                yield snapshot
-                    completion = accumulator.completion()
-                else:
-                    completion = call.endpoint.read(response, effect.tool)
+                completion = yield from exchange_sync(
+                    method, call.endpoint, kwargs, stream=effect.stream, tool=effect.tool, deadline_at=deadline_at,
+                    show=_Previewer(effect) if previews and effect.stream else None)
     except Exception as error:
-        yield _failed(error, calls, started)
+        yield _failed(error, calls, started, deadline_at)
         return
     yield Received(completion, None, calls, time.monotonic() - started)
 
@@ -189,6 +184,7 @@ def _send_sync(method: Callable[..., Any], call: Call, effect: Send, policy: Ret
 async def _send_async(method: Callable[..., Awaitable[Any]], call: Call, effect: Send, policy: RetryPolicy,
                       deadline_at: float | None, previews: bool) -> AsyncGenerator[Partial | Received, None]:
     started, calls = time.monotonic(), 0
+    completion: Completion | None = None
     try:
         async for attempt in AsyncRetrying(**policy.tenacity_kwargs(deadline_at)):
             with attempt:
@@ -197,27 +193,27 @@ async def _send_async(method: Callable[..., Awaitable[Any]], call: Call, effect:
                     yield _deadline_failure(calls, started)
                     return
                 calls += 1
-                response = await method(**kwargs)
-                if effect.stream:
-                    accumulator = call.endpoint.accumulator(effect.tool)
-                    show = _Previewer(effect) if previews else None
-                    async with response:
-                        async for event in response:
-                            accumulator.feed(event)
-                            snapshot = show(accumulator) if show else None
-                            if snapshot is not None:
-                                yield snapshot
-                    completion = accumulator.completion()
-                else:
-                    completion = call.endpoint.read(response, effect.tool)
+                show = _Previewer(effect) if previews and effect.stream else None
+                async with aclosing(exchange_async(method, call.endpoint, kwargs, stream=effect.stream,
+                                                   tool=effect.tool, deadline_at=deadline_at, show=show)) as items:
+                    async for item in items:
+                        if isinstance(item, Completion):
+                            completion = item
+                        else:
+                            yield item
     except Exception as error:
-        yield _failed(error, calls, started)
+        yield _failed(error, calls, started, deadline_at)
         return
+    assert completion is not None
     yield Received(completion, None, calls, time.monotonic() - started)
 
 
-def _failed(error: Exception, calls: int, started: float) -> Received:
+def _failed(error: Exception, calls: int, started: float, deadline_at: float | None) -> Received:
+    """The failure left when transport tries end; a retryable one that ran into the deadline is the deadline's."""
     failure = classify(error)
     if failure is None:
         raise error
+    if failure.kind == "retryable" and deadline_at is not None and time.monotonic() >= deadline_at:
+        said = failure.message if "deadline" in failure.message else f"{failure.message} (the deadline passed)"
+        failure = dataclasses.replace(failure, code=DEADLINE, message=said)
     return Received(None, failure, calls, time.monotonic() - started)

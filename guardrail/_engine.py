@@ -12,7 +12,8 @@ Per attempt::
       truncated                 -> raise the token limit once within the ceiling, else OutputTruncated
       parse + validate fails    -> one feedback turn listing every problem, lower temperature, next attempt
       400 for the schema        -> next plan (mode) on the same vendor; not counted as an attempt
-      other vendor error        -> VendorError / VendorUnavailable
+      the deadline passed       -> DeadlineExceeded
+      other vendor error        -> VendorError / VendorUnavailable (an answer not in the API's shape included)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from guardrail.contract import Contract, validation_context
 from guardrail.errors import (
     BudgetExceeded,
     CallError,
+    DeadlineExceeded,
     Declined,
     GaveUp,
     NoJSONError,
@@ -128,6 +130,9 @@ class Received:
 
 Loop = Generator[Send, Received, Result[Any]]
 
+#: The :attr:`Failure.code` of a failure that is the call's deadline passing (it becomes DeadlineExceeded).
+DEADLINE = "deadline"
+
 
 def attempt_loop(call: Call) -> Loop:
     """The attempt loop (see module docstring); returns the :class:`Result` or raises a :class:`CallError`."""
@@ -215,7 +220,7 @@ class _State:
         """A vendor error after transport retries: next plan for a schema 400, else the matching error."""
         if failure.kind == "schema_rejected":
             self.record(attempt, error=VendorError(failure.message, status=failure.status, code=failure.code,
-                                                   outcome=self.outcome()))
+                                                   outcome=self.outcome(), snippet=failure.snippet))
             if self.plan_index + 1 < len(self.call.plans):
                 self.plan_index += 1
                 self.history.clear()  # replies in the old mode cannot be replayed in the new one
@@ -223,12 +228,17 @@ class _State:
                          to=self.call.plans[self.plan_index].mode, reason=failure.message)
                 return
         error: CallError
-        if failure.kind == "retryable":
+        if failure.code == DEADLINE:
+            error = DeadlineExceeded(f"deadline exceeded ({attempt.vendor_calls} HTTP tries): {failure.message}",
+                                     status=failure.status, outcome=self.outcome(),
+                                     code=failure.code, snippet=failure.snippet)
+        elif failure.kind == "retryable":
             error = VendorUnavailable(f"vendor unavailable after {attempt.vendor_calls} tries: {failure.message}",
-                                      status=failure.status, outcome=self.outcome())
+                                      status=failure.status, outcome=self.outcome(), code=failure.code,
+                                      snippet=failure.snippet)
         else:
             error = VendorError(f"vendor error {failure.status}: {failure.message}", status=failure.status,
-                                code=failure.code, outcome=self.outcome())
+                                code=failure.code, outcome=self.outcome(), snippet=failure.snippet)
         if failure.kind != "schema_rejected":
             self.record(attempt, error=error)
         error.outcome = self.outcome()

@@ -10,24 +10,34 @@ earlier tier was left; if every tier fails, :class:`ChainExhausted` carries ever
 
 The request is given once, vendor-neutrally: a system text, a user text and the call's inputs (a dict, for
 the rule engine). The decorator builds exactly that (``@structured(chain=...)``); ``Chain.run`` takes it
-directly. The deadline and the budget cover the whole chain: each tier gets what the earlier ones left.
+directly. The deadline and the budget cover the whole chain: each tier gets what the earlier ones left, and
+the deadline is wall-clock (a vendor answer still arriving when it passes is cut off).
+
+Sync and async: ``chain.run(...)`` for sync code, ``await chain.arun(...)`` for async code. Both drive one
+I/O-free core (``_walk``) that decides everything; ``arun`` awaits async tiers (vendors over
+``AsyncOpenAI``/``AsyncAnthropic``) and runs sync tiers in a worker thread. ``run`` refuses a chain with an
+async tier (:class:`~guardrail.SyncAsyncMismatch`) before sending anything, and no tier's value is ever an
+un-awaited coroutine.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from guardrail.client import Wrapped, wrap
-from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused
+from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused, SyncAsyncMismatch
 from guardrail.gates.semantic import Rule, evaluate
 from guardrail.outcome import Budget, Outcome, Result, Usage
-from guardrail.retry import RetryPolicy
+from guardrail.retry import RetryPolicy, timeout_seconds
 
 T = TypeVar("T")
 
@@ -161,12 +171,25 @@ class Request:
 
 @dataclass
 class Tier:
-    """One tier. Make them with :func:`vendor`, :func:`rules` and :func:`safe_default`."""
+    """One tier. Make them with :func:`vendor`, :func:`local`, :func:`rules` and :func:`safe_default`.
+
+    ``run(request, seconds_left)`` produces the value synchronously; ``arun`` (optional) is its async twin,
+    which :meth:`Chain.arun` awaits. A tier with only ``arun`` (a vendor over ``AsyncOpenAI`` or
+    ``AsyncAnthropic``) cannot serve :meth:`Chain.run`; one with only ``run`` is run in a worker thread by
+    :meth:`Chain.arun`. A coroutine function given as ``run`` is taken as ``arun``.
+    """
 
     name: str
     kind: str
-    run: Callable[[Request, float | None], Any]
+    run: Callable[[Request, float | None], Any] | None
     breaker: CircuitBreaker | SharedCircuitBreaker | None = None
+    arun: Callable[[Request, float | None], Awaitable[Any]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.arun is None and inspect.iscoroutinefunction(self.run):
+            self.run, self.arun = None, self.run
+        if self.run is None and self.arun is None:
+            raise ValueError(f"tier {self.name!r} needs run (sync) or arun (async)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,12 +239,106 @@ class _Degraded:
         self.value, self.notice, self.detail = value, notice, detail
 
 
-_ANSWERS: tuple[type[BaseException], ...] = (Refused, Declined, Denied)
+#: Errors that are answers (or a caller's mistake), never faults: they end the chain as they are.
+_ANSWERS: tuple[type[BaseException], ...] = (Refused, Declined, Denied, SyncAsyncMismatch)
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """Effect of the chain's core: run ``tier`` for ``request`` with ``left`` seconds (``None``: no deadline)."""
+
+    tier: Tier
+    request: Request
+    left: float | None
+
+
+#: What a driver sends back for a step: the tier's product, or the exception it raised.
+_Done = tuple[Any, Exception | None]
+
+
+def _walk(chain: Chain, request: Request) -> Generator[_Step, _Done, ChainResult[Any]]:
+    """The chain's I/O-free core, shared by :meth:`Chain.run` and :meth:`Chain.arun`: which tier next, with how
+    much time and budget, what its outcome means (value, departure, or an answer that ends the chain), and the
+    breakers' accounting. The drivers only run the tiers it yields, each in its own way."""
+    started = time.monotonic()
+    departures: list[Departure] = []
+    used = Usage()
+    for tier in chain.tiers:
+        if chain.budget is not None:
+            request = replace(request, budget=_remaining(chain.budget, used))
+        left = None if chain.deadline is None else chain.deadline - (time.monotonic() - started)
+        if left is not None and left <= 0 and tier.kind in ("vendor", "local"):
+            departures.append(Departure(tier.name, "deadline", TimeoutError("no time left for this tier")))
+            continue
+        if tier.breaker is not None and not tier.breaker.allow():
+            departures.append(Departure(tier.name, "circuit open", RuntimeError("circuit breaker is open")))
+            continue
+        try:
+            produced, error = yield _Step(tier, request, left)
+        except BaseException:
+            if tier.breaker is not None:
+                tier.breaker.release()  # cancelled or interrupted: no verdict on the vendor
+            raise
+        value: Any = None
+        if error is None:
+            try:
+                value = _judged(tier, produced, request, started)
+            except Exception as judged:
+                error = judged
+        if isinstance(error, SyncAsyncMismatch):
+            if tier.breaker is not None:
+                tier.breaker.release()  # nothing reached the vendor
+            raise error
+        if isinstance(error, _ANSWERS):
+            if tier.breaker is not None:
+                tier.breaker.record(True)  # the vendor worked: refusing is an answer, not a fault
+            raise error
+        if error is not None:
+            if tier.breaker is not None:
+                if isinstance(error, CallError) and error.outcome.vendor_calls == 0:
+                    tier.breaker.release()  # stopped before any request (budget): not the vendor's fault
+                else:
+                    tier.breaker.record(False)
+            if isinstance(error, CallError):
+                used = used + error.outcome.usage
+            departures.append(Departure(tier.name, _reason(error), error))
+            continue
+        if tier.breaker is not None:
+            tier.breaker.record(True)
+        degraded = isinstance(produced, _Degraded)
+        return ChainResult(value, tier.name, tuple(departures), degraded,
+                           produced.notice if degraded else None,
+                           produced.detail if degraded else produced if isinstance(produced, Result) else None,
+                           time.monotonic() - started)
+    raise ChainExhausted(departures)
+
+
+def _judged(tier: Tier, produced: Any, request: Request, started: float) -> Any:
+    """The value a tier produced, held to the chain's rules (vendor tiers met them inside their own loop)."""
+    if inspect.isawaitable(produced):
+        if inspect.iscoroutine(produced):
+            produced.close()  # never left un-awaited
+        raise SyncAsyncMismatch(f"tier {tier.name!r} returned an awaitable from its sync run; give an async "
+                                "function as the tier's arun and call `await chain.arun(...)`")
+    value = produced.value if isinstance(produced, (_Degraded, Result)) else produced
+    if not request.rules or tier.kind == "vendor":
+        return value
+    verdict = evaluate(request.rules, value, request.context)
+    if verdict.declined is not None:  # a typed non-answer, as from a vendor
+        raise Declined(verdict.declined, value=value, outcome=_tier_outcome(tier, started))
+    if not verdict.ok:
+        raise GuardrailError(f"the {tier.kind} tier's value broke the rules: "
+                             + "; ".join(f"{v.path}: {v.message}" for v in verdict.violations))
+    return value
 
 
 @dataclass
 class Chain:
-    """Tiers tried in order for one contract, within one ``deadline`` (seconds for the whole chain)."""
+    """Tiers tried in order for one contract, within one ``deadline`` (seconds for the whole chain).
+
+    :meth:`run` serves sync code; ``await`` :meth:`arun` serves async code (async tiers awaited, sync tiers in a
+    worker thread). Both walk the same core, so a tier is left, kept or refused for the same reasons.
+    """
 
     tiers: Sequence[Tier]
     deadline: float | None = 60.0
@@ -234,63 +351,60 @@ class Chain:
         self.tiers = [tier if isinstance(tier, Tier) else local(tier) if is_local_model(tier) else _not_a_tier(tier)
                       for tier in self.tiers]
 
+    def _request(self, output_type: Any, system: str, user: str, inputs: Mapping[str, Any] | None,
+                 context: Mapping[str, Any] | None, rules: Sequence[Rule]) -> Request:
+        return Request(output_type, system, user, dict(inputs or {}), dict(context or {}), (*self.rules, *rules))
+
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
         """Produce a value of ``output_type`` from the first tier that can (see the module docstring).
 
         ``rules`` (with the chain's own) hold every tier to the same semantic gate: vendor tiers get them as
-        feedback rules, and the rule engine's and safe default's values are checked by them too.
+        feedback rules, and the rule engine's and safe default's values are checked by them too. A chain with
+        an async tier raises :class:`~guardrail.SyncAsyncMismatch` before calling anything: use :meth:`arun`.
         """
-        started = time.monotonic()
-        all_rules = (*self.rules, *rules)
-        request = Request(output_type, system, user, dict(inputs or {}), dict(context or {}), all_rules)
-        departures: list[Departure] = []
-        used = Usage()
         for tier in self.tiers:
-            if self.budget is not None:
-                request = replace(request, budget=_remaining(self.budget, used))
-            left = None if self.deadline is None else self.deadline - (time.monotonic() - started)
-            if left is not None and left <= 0 and tier.kind in ("vendor", "local"):
-                departures.append(Departure(tier.name, "deadline", TimeoutError("no time left for this tier")))
-                continue
-            if tier.breaker is not None and not tier.breaker.allow():
-                departures.append(Departure(tier.name, "circuit open", RuntimeError("circuit breaker is open")))
-                continue
-            try:
-                produced = tier.run(request, left)
-                value = produced.value if isinstance(produced, (_Degraded, Result)) else produced
-                verdict = evaluate(all_rules, value, request.context) if all_rules and tier.kind != "vendor" else None
-                if verdict is not None and verdict.declined is not None:  # a typed non-answer, as from a vendor
-                    raise Declined(verdict.declined, value=value, outcome=_tier_outcome(tier, started))
-                if verdict is not None and not verdict.ok:
-                    raise GuardrailError(f"the {tier.kind} tier's value broke the rules: "
-                                         + "; ".join(f"{v.path}: {v.message}" for v in verdict.violations))
-            except _ANSWERS:
-                if tier.breaker is not None:
-                    tier.breaker.record(True)  # the vendor worked: refusing is an answer, not a fault
-                raise
-            except Exception as error:
-                if tier.breaker is not None:
-                    if isinstance(error, CallError) and error.outcome.vendor_calls == 0:
-                        tier.breaker.release()  # stopped before any request (budget): not the vendor's fault
+            if tier.run is None:
+                raise SyncAsyncMismatch(f"tier {tier.name!r} is async (an AsyncOpenAI/AsyncAnthropic client or an "
+                                        "async function): call `await chain.arun(...)` instead of chain.run(...)")
+        core = _walk(self, self._request(output_type, system, user, inputs, context, rules))
+        try:
+            step = next(core)
+            while True:
+                try:
+                    assert step.tier.run is not None
+                    done: _Done = (step.tier.run(step.request, step.left), None)
+                except Exception as error:
+                    done = (None, error)
+                except BaseException as stop:
+                    core.throw(stop)
+                    raise
+                step = core.send(done)
+        except StopIteration as finished:
+            return finished.value  # type: ignore[no-any-return]
+
+    async def arun(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
+                   context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+        """The async :meth:`run`: async tiers are awaited, sync tiers run in a worker thread (each still within
+        the time the chain has left, which its own deadline enforces)."""
+        core = _walk(self, self._request(output_type, system, user, inputs, context, rules))
+        try:
+            step = next(core)
+            while True:
+                try:
+                    if step.tier.arun is not None:
+                        produced = await step.tier.arun(step.request, step.left)
                     else:
-                        tier.breaker.record(False)
-                if isinstance(error, CallError):
-                    used = used + error.outcome.usage
-                departures.append(Departure(tier.name, _reason(error), error))
-                continue
-            except BaseException:
-                if tier.breaker is not None:
-                    tier.breaker.release()  # cancelled or interrupted: no verdict on the vendor
-                raise
-            if tier.breaker is not None:
-                tier.breaker.record(True)
-            degraded = isinstance(produced, _Degraded)
-            return ChainResult(value, tier.name, tuple(departures), degraded,
-                               produced.notice if degraded else None,
-                               produced.detail if degraded else produced if isinstance(produced, Result) else None,
-                               time.monotonic() - started)
-        raise ChainExhausted(departures)
+                        produced = await asyncio.to_thread(step.tier.run, step.request, step.left)  # type: ignore[arg-type]
+                    done: _Done = (produced, None)
+                except Exception as error:
+                    done = (None, error)
+                except BaseException as stop:
+                    core.throw(stop)
+                    raise
+                step = core.send(done)
+        except StopIteration as finished:
+            return finished.value  # type: ignore[no-any-return]
 
     def create(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
@@ -309,6 +423,22 @@ class Chain:
         system, user = _split_messages(messages)
         return self.run(response_model, system=system, user=user, inputs=inputs or {"input": user},
                         context=context, rules=rules)
+
+    async def acreate(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
+                      inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+                      rules: Sequence[Rule] = ()) -> Any:
+        """The async :meth:`create` (through :meth:`arun`)."""
+        result = await self.acreate_with_result(response_model=response_model, messages=messages, inputs=inputs,
+                                                context=context, rules=rules)
+        return result.value
+
+    async def acreate_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
+                                  inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+                                  rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+        """The async :meth:`create_with_result` (through :meth:`arun`)."""
+        system, user = _split_messages(messages)
+        return await self.arun(response_model, system=system, user=user, inputs=inputs or {"input": user},
+                               context=context, rules=rules)
 
 
 def _tier_outcome(tier: Tier, started: float) -> Outcome:
@@ -360,14 +490,21 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
            server: str | None = None) -> Tier:
     """A vendor tier: an OpenAI/Anthropic (or OpenAI-compatible self-hosted) client and a model.
 
-    It runs the full attempt loop; the chain's remaining time becomes its transport deadline.
+    It runs the full attempt loop; its deadline is the tighter of its own (``retry.deadline``, by default the
+    client's timeout) and what the chain has left. A sync client serves :meth:`Chain.run` (and
+    :meth:`Chain.arun`, in a worker thread); an ``AsyncOpenAI``/``AsyncAnthropic`` client serves
+    :meth:`Chain.arun` only.
     """
     base_retry = retry or RetryPolicy()
     wrapped: Wrapped = wrap(client, server=server, retry=base_retry)
+    own = base_retry.deadline_seconds(timeout_seconds(getattr(client, "timeout", None)))
 
-    def run(request: Request, left: float | None) -> Any:
-        policy = base_retry if left is None else replace(base_retry, deadline=min(left, base_retry.deadline or left))
-        target: Wrapped = wrap(client, server=server, retry=policy) if policy is not base_retry else wrapped
+    def call(request: Request, left: float | None) -> Any:
+        """The wrapped SDK call for this request: a Result (sync client) or an awaitable of one (async)."""
+        target: Wrapped = wrapped
+        if left is not None:  # the chain's deadline: the tighter of it and the tier's own
+            seconds = left if own is None else min(own, left)
+            target = wrap(client, server=server, retry=replace(base_retry, deadline=seconds))
         common: dict[str, Any] = {"response_model": request.output_type, "model": model,
                                   "max_attempts": max_attempts, "mode": mode,
                                   "budget": _tighter(request.budget, budget), "rules": request.rules,
@@ -382,8 +519,23 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
             messages=[{"role": "system", "content": request.system}, {"role": "user", "content": request.user}],
             max_completion_tokens=max_tokens, **common)
 
-    return Tier(name or f"{getattr(wrapped, 'vendor', 'vendor')}:{model}", "vendor", run,
-                breaker if breaker is not None else CircuitBreaker())
+    async def acall(request: Request, left: float | None) -> Any:
+        return await call(request, left)
+
+    tier_name = name or f"{getattr(wrapped, 'vendor', 'vendor')}:{model}"
+    chosen = breaker if breaker is not None else CircuitBreaker()
+    if _is_async_client(client):
+        return Tier(tier_name, "vendor", None, chosen, arun=acall)
+    return Tier(tier_name, "vendor", call, chosen)
+
+
+def _is_async_client(client: Any) -> bool:
+    """An ``AsyncOpenAI``/``AsyncAnthropic`` (or subclass) client; its SDK is imported if it is one."""
+    for module, name in (("openai", "AsyncOpenAI"), ("anthropic", "AsyncAnthropic")):
+        sdk = sys.modules.get(module)
+        if sdk is not None and isinstance(client, getattr(sdk, name)):
+            return True
+    return False
 
 
 def local(model: Any, *, name: str = "local", temperature: float = 1.0, max_new_tokens: int = 512,

@@ -25,7 +25,6 @@ previews, then the value).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import json
@@ -96,9 +95,9 @@ class StructuredFunction(Generic[P, R]):
         if chain is not None:
             system, user, arguments = self._prompt_parts(args, kwargs)
             context = self._context() if callable(self._context) else self._context
-            if self._is_async:
-                return asyncio.to_thread(chain.run, self.output_type, system=system, user=user, inputs=arguments,
-                                         context=context, rules=self._rules)
+            if self._is_async:  # async tiers awaited, sync ones in a worker thread
+                return chain.arun(self.output_type, system=system, user=user, inputs=arguments, context=context,
+                                  rules=self._rules)
             return chain.run(self.output_type, system=system, user=user, inputs=arguments, context=context,
                              rules=self._rules)
         method, request = self._request(args, kwargs, config)

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from guardrail._optional import require
 from guardrail.config import Config
 from guardrail.decorator import structured
 from guardrail.errors import CallError
@@ -141,20 +142,23 @@ def live_config() -> tuple[Config, str] | None:
 
 
 def emulated(vendor: str) -> tuple[Any, Config]:
-    """A started emulator replaying :func:`recorded_answers`, and a config pointing the chosen SDK at it."""
+    """A started emulator replaying :func:`recorded_answers`, and a config pointing the chosen SDK at it.
+
+    The SDK is imported first, so that a missing one (:class:`~guardrail.MissingExtra`) leaves no emulator
+    running.
+    """
     from guardrail.testing import Emulator
 
+    if vendor not in ("openai", "anthropic"):
+        raise ValueError(f"vendor must be 'openai' or 'anthropic', not {vendor!r}")
+    sdk: Any = require(vendor, vendor, "the demo")  # MissingExtra naming the extra, before anything starts
     emulator = Emulator().start()
     emulator.script(*recorded_answers())
     retry = RetryPolicy(initial_wait=0.05, max_wait=1.0, deadline=30)
     if vendor == "anthropic":
-        import anthropic
-
-        client: Any = anthropic.Anthropic(base_url=emulator.anthropic_base_url, api_key="emulator")
+        client = sdk.Anthropic(base_url=emulator.anthropic_base_url, api_key="emulator")
         return emulator, Config(client=client, model="claude-haiku-4-5", retry=retry)
-    import openai
-
-    client = openai.OpenAI(base_url=emulator.openai_base_url, api_key="emulator")
+    client = sdk.OpenAI(base_url=emulator.openai_base_url, api_key="emulator")
     return emulator, Config(client=client, model="gpt-4o-mini", retry=retry)
 
 

@@ -16,17 +16,28 @@ The tree::
         ├── Refused                the model refused (.refusal, the vendor's text); never retried
         ├── VendorError            the vendor answered with an error retrying cannot fix (.status, .code): 400,
         │                          401, 403, 404, a spend limit; never retried
-        ├── VendorUnavailable      transport retries (429, 5xx, 529, timeouts, dropped connections) ran out of
-        │                          tries or of time (.status)
+        ├── VendorUnavailable      transport retries (429, 5xx, 529, timeouts, dropped connections, answers not
+        │   │                      in the API's shape) ran out of tries or of time (.status, .code, .snippet)
+        │   └── DeadlineExceeded   the call's wall-clock deadline passed; the request in flight was cut off
         ├── Declined               the answer is a typed non-answer (status refused/unknown...) (.status, .value)
         └── GaveUp                 every attempt's output failed the contract (.errors: one per attempt)
             ├── OutputTruncated    the output hit the token limit even after it was raised once
             ├── BudgetExceeded     another attempt would have passed the token or cost budget
             └── SemanticRejected   a semantic rule with on_fail="end" failed
     SemanticViolation              (an attempt's error, not raised alone) rules the answer broke (.violations)
+    SyncAsyncMismatch              (also a TypeError) a sync call was given an async client, or the reverse
     MissingExtra                   an optional feature's package is not installed (.extra); also an ImportError
     RuleError                      a semantic rule could not be evaluated (.rule): missing context, or the
                                    rule's own code raised (the original is the __cause__); never retried
+    StoreError                     a store operation failed (.operation, .key, .claimed, .executed, .result_stored)
+    └── StoreUnavailable           the store could not be reached or written (down, stalled, locked, read-only)
+    IdempotencyError               an idempotent call did not run here (.key: the caller's key)
+    ├── IdempotencyConflict        the key was used with other arguments
+    ├── IdempotencyInFlight        still running elsewhere after waiting (.waited)
+    ├── IdempotencyUnknown         a run started (.started_at) and vanished; resolve it before the key runs again
+    ├── IdempotencyFailed          the key's one run raised; its error is replayed (.error_type, .message)
+    └── ResultNotStorable          the key's one run returned a result that cannot be stored (.reason, .preview)
+    NothingHappened                raised *by a tool* to say it had no effect, so its key may run again
     UnsupportedCall                (also a TypeError) a call shape that cannot give a validated value, such as
                                    response_model= under with_streaming_response; raised before any request
 
@@ -174,20 +185,39 @@ class Refused(CallError):
 
 
 class VendorError(CallError):
-    """The vendor answered with an error that retrying cannot fix (bad request, auth, not found, spend limit)."""
+    """The vendor answered with an error that retrying cannot fix (bad request, auth, not found, spend limit).
 
-    def __init__(self, message: str, *, status: int | None, code: str | None, outcome: Outcome) -> None:
+    ``.snippet`` is the start of the response body, secrets redacted (``None`` when there was none).
+    """
+
+    def __init__(self, message: str, *, status: int | None, code: str | None, outcome: Outcome,
+                 snippet: str | None = None) -> None:
         super().__init__(message, outcome=outcome)
         self.status = status
         self.code = code
+        self.snippet = snippet
 
 
 class VendorUnavailable(CallError):
-    """Transport retries ran out (count or deadline) on rate limits, server errors, timeouts or drops."""
+    """Transport retries ran out (count or deadline) on rate limits, server errors, timeouts, drops, or answers
+    that were not in the API's shape (an HTML page from a proxy, a body or stream event that is not JSON).
 
-    def __init__(self, message: str, *, status: int | None, outcome: Outcome) -> None:
+    ``.status`` is the last HTTP status (``None`` when no response came), ``.code`` what went wrong when it is
+    known (the vendor's error code, ``"not_json"``, ``"content_type"``, ``"shape"``, ``"deadline"``) and
+    ``.snippet`` the start of the last response body, secrets redacted.
+    """
+
+    def __init__(self, message: str, *, status: int | None, outcome: Outcome, code: str | None = None,
+                 snippet: str | None = None) -> None:
         super().__init__(message, outcome=outcome)
         self.status = status
+        self.code = code
+        self.snippet = snippet
+
+
+class DeadlineExceeded(VendorUnavailable):
+    """The call's wall-clock deadline (``RetryPolicy.deadline``, or what a chain had left) passed before a
+    usable answer came; a request still in flight, a slowly arriving body or stream included, was cut off."""
 
 
 class Declined(CallError):
@@ -239,6 +269,15 @@ class SemanticRejected(GaveUp):
     kind: str = "semantic"
 
 
+class SyncAsyncMismatch(GuardrailError, TypeError):
+    """A synchronous call met an async client or tier (or the reverse): nothing was sent.
+
+    For example ``chain.run(...)`` with an ``AsyncOpenAI`` tier: use ``await chain.arun(...)``, which awaits
+    async tiers and runs sync ones in a worker thread. Also a ``TypeError``, as calling a function the wrong
+    way is.
+    """
+
+
 class MissingExtra(GuardrailError, ImportError):
     """An optional feature needs a package that is not installed; the message names the extra that brings it.
 
@@ -266,6 +305,106 @@ class RuleError(GuardrailError):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(f"rule {rule!r}: {message}")
         self.rule = rule
+# -- stores and idempotency (guardrail.store) ------------------------------------------------------------------------
+
+
+class StoreError(GuardrailError):
+    """A store operation failed; the driver's exception is the ``__cause__``.
+
+    Attributes:
+        operation: the store operation (``"put_if_absent"``, ``"get"``...).
+        key: the caller's idempotency key when the failure happened inside an idempotent call, else ``None``.
+        claimed: whether this caller held the key's claim (``None``: unknown, e.g. a claim write that timed out).
+        executed: whether the action ran (``False``: it certainly did not).
+        result_stored: whether its outcome was recorded (``None`` when nothing ran).
+    """
+
+    def __init__(self, message: str, *, operation: str, key: str | None = None, claimed: bool | None = False,
+                 executed: bool = False, result_stored: bool | None = None) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.key = key
+        self.claimed = claimed
+        self.executed = executed
+        self.result_stored = result_stored
+
+
+class StoreUnavailable(StoreError):
+    """The store could not be reached or written: connection refused or lost, a stall past the timeout, a SQLite
+    file locked past its busy timeout, read-only or deleted. Nothing was run unless ``.executed`` says so."""
+
+
+class IdempotencyError(GuardrailError):
+    """An idempotent call did not run here; ``.key`` is the key the caller gave."""
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class IdempotencyConflict(IdempotencyError):
+    """The key was already used with different arguments (another fingerprint); the action was not run."""
+
+    def __init__(self, key: str, detail: str = "was already used with different arguments") -> None:
+        super().__init__(f"idempotency key {key!r} {detail}", key=key)
+
+
+class IdempotencyInFlight(IdempotencyError):
+    """The same key and arguments were still executing elsewhere after waiting ``.waited`` seconds."""
+
+    def __init__(self, key: str, waited: float) -> None:
+        super().__init__(f"idempotency key {key!r} is still executing elsewhere after waiting {waited:g} s", key=key)
+        self.waited = waited
+
+
+class IdempotencyUnknown(IdempotencyError):
+    """A run of this key started at ``.started_at`` (Unix time) and its runner vanished (crash, kill, lost lease)
+    before recording an outcome: the side effect may or may not have happened, so the key is not run again.
+
+    Resolve it with ``guardrail.tools.resolve(...)`` (or ``Idempotency.resolve``) once the application knows, or
+    give the tool a ``reconcile`` hook that asks the downstream system. ``.attempt`` counts runs of the key.
+    """
+
+    def __init__(self, key: str, started_at: float, attempt: int = 1) -> None:
+        super().__init__(f"idempotency key {key!r}: a run started at {started_at:.3f} (Unix time) ended without "
+                         "an outcome; it may have taken effect, so it is not run again until resolved", key=key)
+        self.started_at = started_at
+        self.attempt = attempt
+
+
+class IdempotencyFailed(IdempotencyError):
+    """The key's one run raised; the failure was recorded and is replayed instead of running again.
+
+    Attributes:
+        error_type: the class name of the original exception.
+        message: its message, redacted.
+    """
+
+    def __init__(self, key: str, error_type: str, message: str) -> None:
+        super().__init__(f"idempotency key {key!r}: its run failed with {error_type}: {message}", key=key)
+        self.error_type = error_type
+        self.message = message
+
+
+class ResultNotStorable(IdempotencyError):
+    """The key's one run completed but its result could not be stored (not serializable, or larger than the
+    limit); every caller of the key gets this error, and the action is never run again for it.
+
+    Attributes:
+        reason: why the result was not stored.
+        preview: a short redacted ``repr`` of the result.
+    """
+
+    def __init__(self, key: str, reason: str, preview: str) -> None:
+        super().__init__(f"idempotency key {key!r}: the run completed but its result is not storable ({reason})",
+                         key=key)
+        self.reason = reason
+        self.preview = preview
+
+
+class NothingHappened(GuardrailError):
+    """Raise this from a tool to say the call had no effect at all (e.g. the downstream refused it before acting):
+    the idempotency key is released and a retry runs the tool again. Any other exception is recorded and replayed."""
 
 
 class UnsupportedCall(GuardrailError, TypeError):

@@ -7,9 +7,10 @@ written on.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TextIO
 
 
 class Problem(NamedTuple):
@@ -107,3 +108,33 @@ class Locator:
             else:
                 parts.append(str(part))
         return self.line(".".join(parts))
+
+
+def print_check(
+    found: Sequence[str],
+    problems: Sequence[Problem],
+    *,
+    noun: tuple[str, str],
+    key: str,
+    as_json: bool,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Print a check's result the way ``guardrail policy check`` and ``guardrail rules check`` both do; the exit code.
+
+    Each problem goes to ``err`` as ``file:line: key: message`` and a summary to ``out``
+    (``2 valid policies (a, b); 1 problem``); with ``as_json``, one object ``{"ok", key: found, "problems"}`` goes
+    to ``out`` instead. ``noun`` is the singular and plural of what was found (``("policy", "policies")``).
+    Returns 1 when there is any problem, else 0.
+    """
+    if as_json:
+        report = {"ok": not problems, key: sorted(found), "problems": [problem._asdict() for problem in problems]}
+        print(json.dumps(report, indent=2, ensure_ascii=False), file=out)
+    else:
+        for problem in problems:
+            print(str(problem), file=err)
+        names = ", ".join(sorted(found)) or "none"
+        valid = noun[0] if len(found) == 1 else noun[1]
+        trouble = "problem" if len(problems) == 1 else "problems"
+        print(f"{len(found)} valid {valid} ({names}); {len(problems)} {trouble}", file=out)
+    return 1 if problems else 0

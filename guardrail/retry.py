@@ -6,18 +6,26 @@ is the server's ``retry-after-ms``/``retry-after`` when it sent one (capped at `
 jitter (``wait_random_exponential``). Tries stop at ``max_tries`` or when the next wait would pass the
 call's deadline, whichever comes first. The SDK's own retries are switched off on the client guardrail uses,
 so nothing is retried twice.
+
+The deadline is wall-clock and covers the whole call: every attempt, retry and wait, and the time the
+answer takes to arrive (a body or stream that trickles in is cut off when it passes). By default it follows
+the wrapped client's own timeout (the call's ``timeout=`` when given), so guardrail never cuts a request
+the SDK itself would let finish; a number sets it, ``None`` removes it.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal
 
 from tenacity import RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 from tenacity.stop import stop_base
 
 from guardrail.vendors.failures import classify
+
+#: ``RetryPolicy.deadline`` value meaning "as long as the client's own timeout" (the default).
+CLIENT_TIMEOUT: Final = "client"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,17 +36,27 @@ class RetryPolicy:
         max_tries: HTTP tries per attempt, the first included.
         initial_wait: the full-jitter base (seconds); waits grow as ``initial_wait * 2**n`` up to ``max_wait``.
         max_wait: the cap on any one wait, ``Retry-After`` included.
-        deadline: seconds for the whole call (all attempts and retries); ``None`` for no deadline.
+        deadline: wall-clock seconds for the whole call (all attempts, retries and the answer arriving);
+            ``"client"`` (the default): the wrapped client's own timeout, or the call's ``timeout=``;
+            ``None``: no deadline.
     """
 
     max_tries: int = 4
     initial_wait: float = 0.5
     max_wait: float = 20.0
-    deadline: float | None = 120.0
+    deadline: float | Literal["client"] | None = CLIENT_TIMEOUT
 
     def __post_init__(self) -> None:
         if self.max_tries < 1:
             raise ValueError("max_tries must be at least 1")
+        if isinstance(self.deadline, str) and self.deadline != CLIENT_TIMEOUT:
+            raise ValueError(f"deadline must be seconds, {CLIENT_TIMEOUT!r} or None, not {self.deadline!r}")
+
+    def deadline_seconds(self, timeout: float | None) -> float | None:
+        """The call's deadline in seconds, given the client's (or the call's) timeout in seconds."""
+        if self.deadline == CLIENT_TIMEOUT:
+            return timeout
+        return None if self.deadline is None else float(self.deadline)
 
     def tenacity_kwargs(self, deadline_at: float | None) -> dict[str, Any]:
         """Keyword arguments for ``tenacity.Retrying``/``AsyncRetrying`` for one attempt's HTTP tries."""
@@ -66,6 +84,14 @@ class StopAtDeadline(stop_base):
 
     def __call__(self, retry_state: RetryCallState) -> bool:
         return self.deadline_at is not None and time.monotonic() + retry_state.upcoming_sleep > self.deadline_at
+
+
+def timeout_seconds(timeout: Any) -> float | None:
+    """An SDK timeout in seconds: a number, or an httpx ``Timeout`` (its read timeout counts); else ``None``."""
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        return float(timeout)
+    read = getattr(timeout, "read", None)
+    return float(read) if isinstance(read, (int, float)) and not isinstance(read, bool) else None
 
 
 def _error(state: RetryCallState) -> BaseException:

@@ -16,11 +16,13 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import math
 import threading
 import typing
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -29,7 +31,7 @@ from pydantic_core import to_jsonable_python
 
 from guardrail import approvals, audit
 from guardrail.config import get_config
-from guardrail.errors import ApprovalRequired, Denied, InputLimitError, ParseError, SemanticViolation
+from guardrail.errors import ApprovalRequired, Denied, InputLimitError, NothingHappened, ParseError, SemanticViolation
 from guardrail.gates.authz import GENERIC_DENIAL, Decision, authorize
 from guardrail.gates.semantic import Rule, evaluate
 from guardrail.identity import Identity, current_identity, key_of
@@ -37,8 +39,8 @@ from guardrail.parse.feedback import semantic_feedback
 from guardrail.parse.pipeline import parse
 from guardrail.policy.loader import PolicyError, load_policy
 from guardrail.policy.model import Policy
-from guardrail.store.base import Store
-from guardrail.store.idempotency import Idempotency
+from guardrail.store.base import Counter, Store
+from guardrail.store.idempotency import DEFAULT_LEASE, NOT_EXECUTED, Idempotency, IdempotencyUnknown
 from guardrail.store.memory import MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,6 +56,8 @@ class Tool:
     policy_source: Policy | Path | None
     description: str = ""
     rules: tuple[Rule, ...] = ()
+    rerun_safe: bool = False
+    reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None
     _policy: Policy | None = field(default=None, repr=False)
     _loaded: bool = field(default=False, repr=False)
 
@@ -153,15 +157,23 @@ def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
 def tool(fn: F, /) -> F: ...
 @overload
 def tool(*, name: str | None = None, policy: Policy | str | Path | None = None,
-         registry: ToolRegistry | None = None, rules: Sequence[Rule] = ()) -> Callable[[F], F]: ...
+         registry: ToolRegistry | None = None, rules: Sequence[Rule] = (), rerun_safe: bool = False,
+         reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | Path | None = None,
-         registry: ToolRegistry | None = None, rules: Sequence[Rule] = ()) -> Any:
+         registry: ToolRegistry | None = None, rules: Sequence[Rule] = (), rerun_safe: bool = False,
+         reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None) -> Any:
     """Register a function as a guarded tool; the function itself is returned unchanged (call it directly
     from trusted code; model-proposed calls go through :func:`execute_tool_call`).
 
     ``policy`` is a :class:`Policy`, a path to its TOML file, or ``None`` for ``<policies dir>/<name>.toml``.
     ``rules`` are semantic rules over the validated arguments (a failure raises ``SemanticViolation``, whose
     ``.feedback`` can go back to the model; it is checked before authorization).
+
+    Idempotent runs (see ``docs/idempotency.md``): ``rerun_safe=True`` says the tool may run again when an earlier
+    run's outcome is unknown or it failed (no side effects worth guarding); ``reconcile(unknown, arguments)`` is
+    asked when an earlier run vanished mid-call and returns the result it had (replayed from then on),
+    ``guardrail.store.NOT_EXECUTED`` (run it now) or ``None`` (still unknown: the caller gets
+    :class:`~guardrail.errors.IdempotencyUnknown`).
     """
     def register(function: F) -> F:
         if inspect.iscoroutinefunction(function):
@@ -170,7 +182,7 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
         tool_name = name or function.__name__
         source = Path(policy) if isinstance(policy, (str, Path)) else policy
         (registry or REGISTRY).add(Tool(tool_name, function, _arguments_model(function, tool_name), source,
-                                        inspect.getdoc(function) or "", tuple(rules)))
+                                        inspect.getdoc(function) or "", tuple(rules), rerun_safe, reconcile))
         return function
 
     return register(fn) if fn is not None else register
@@ -179,14 +191,17 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
 def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_key: str | None = None,
                       approval_token: str | None = None, request_id: str | None = None,
                       registry: ToolRegistry | None = None, store: Store | None = None,
-                      context: Mapping[str, Any] | None = None) -> Any:
+                      context: Mapping[str, Any] | None = None, lease: float = DEFAULT_LEASE,
+                      wait: float = 30.0) -> Any:
     """Run one model-proposed call through every gate (see the module docstring) and return the tool's result.
 
     ``arguments`` is a dict or the raw JSON text the model produced. ``idempotency_key`` makes a
     side-effecting call run once (required by ``idempotency = "required"`` policies; derived from the call
     when not given). ``approval_token`` is the token from an earlier :class:`ApprovalRequired`, after
     ``guardrail.approve``; it comes from the application, never from the model. ``context`` holds runtime
-    facts for the tool's semantic rules (ids that must exist...).
+    facts for the tool's semantic rules (ids that must exist...). ``lease`` (seconds a claim lives without a
+    heartbeat) and ``wait`` (seconds to wait for a concurrent run of the same key) tune idempotent runs; results
+    are kept for the policy's ``idempotency_ttl``. What a retry may see is in ``docs/idempotency.md``.
     """
     request_id = request_id or uuid.uuid4().hex
     who = current_identity()
@@ -231,14 +246,18 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
     key = idempotency_key
     if key is None and policy.idempotency == "required":
         key = "derived:" + decision.arguments_hash
-    # Keys are scoped to the tool and the caller, and hashed (any length, no collisions across tenants).
-    scoped = None if key is None else found.name[:64] + ":" + hashlib.sha256(
-        json.dumps([found.name, key_of(who), key]).encode()).hexdigest()
-    stored = _stored_result(store, scoped, decision.arguments_hash) if scoped else None
-    if stored is not None:  # this exact call already ran (approved, if approval was required): replay it
-        result = json.loads(stored)
-        _record("replayed", result=result, key=key)
-        return result
+    scoped = None if key is None else _scoped_key(found.name, who, key)
+    idempotency = _idempotency(found, store, policy, lease, wait, model) if scoped else None
+    if idempotency is not None and scoped is not None and key is not None:
+        try:  # this exact call already ran (approved, if approval was required): replay its outcome
+            stored = idempotency.replay(scoped, decision.arguments_hash, label=key)
+        except Exception as error:  # a replayed failure or unstorable result, or the store is down
+            _record("failed", error=error, key=key)
+            raise
+        if stored is not None:
+            result = json.loads(stored)
+            _record("replayed", result=result, key=key)
+            return result
     if policy.approval == "required":
         if approval_token is None:
             token, expires_at = approvals.park(store, found.name, decision.arguments_hash, who, policy.approval_ttl)
@@ -258,11 +277,10 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
         return _run(found, model, args, decision)
 
     try:
-        if scoped is None:
+        if idempotency is None or scoped is None:
             result, replayed = execute(), False
         else:
-            text, replayed = Idempotency(store, ttl=policy.idempotency_ttl, prefix=IDEMPOTENCY_PREFIX).run(
-                scoped, decision.arguments_hash, lambda: json.dumps(to_jsonable_python(execute(), fallback=str)))
+            text, replayed = idempotency.run(scoped, decision.arguments_hash, execute, _result_text, label=key)
             result = json.loads(text)
     except _LimitReached as limit:
         _record("denied", rule=limit.rule, reason="limit reached", key=key)
@@ -274,25 +292,48 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
     return result
 
 
-def _stored_result(store: Store, scoped: str, fingerprint: str) -> str | None:
-    """The stored result of a finished call under this key with these arguments, else ``None`` (a peek at the
-    record :class:`~guardrail.store.Idempotency` keeps; it never claims the key)."""
-    raw = store.get(IDEMPOTENCY_PREFIX + scoped)
-    if raw is None:
-        return None
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        return None
-    if isinstance(record, dict) and record.get("state") == "done" and record.get("fingerprint") == fingerprint \
-            and isinstance(record.get("result"), str):
-        result: str = record["result"]
-        return result
-    return None
+def _scoped_key(tool: str, who: Identity | None, key: str) -> str:
+    """Keys are scoped to the tool and the caller, and hashed (any length, no collisions across tenants)."""
+    return tool[:64] + ":" + hashlib.sha256(json.dumps([tool, key_of(who), key]).encode()).hexdigest()
 
 
-class _LimitReached(Exception):
-    """Internal: a rate limit, quota or spend budget stopped the execution (``rule`` names it)."""
+def _result_text(result: Any) -> str:
+    """A tool result as the JSON text that is stored and replayed (what the model gets back)."""
+    return json.dumps(to_jsonable_python(result, fallback=str), ensure_ascii=False, allow_nan=False)
+
+
+def _idempotency(found: Tool, store: Store, policy: Policy, lease: float, wait: float,
+                 model: BaseModel | None) -> Idempotency:
+    """The at-most-once runner for one call of ``found`` (its reconcile hook sees the call's arguments)."""
+    hook = found.reconcile
+
+    def reconcile(unknown: IdempotencyUnknown) -> str | object | None:
+        assert hook is not None and model is not None
+        verdict = hook(unknown, {name: getattr(model, name) for name in type(model).model_fields})
+        return verdict if verdict is None or verdict is NOT_EXECUTED else _result_text(verdict)
+
+    return Idempotency(store, ttl=policy.idempotency_ttl, prefix=IDEMPOTENCY_PREFIX, lease=lease, wait=wait,
+                       rerun_safe=found.rerun_safe, reconcile=None if hook is None else reconcile)  # type: ignore[arg-type]
+
+
+def resolve(name: str, idempotency_key: str, *, result: Any = None, failed: bool = False,
+            registry: ToolRegistry | None = None, store: Store | None = None) -> bool:
+    """Settle a call whose outcome is unknown (:class:`~guardrail.errors.IdempotencyUnknown`) for the current
+    identity: ``result=`` it took effect with this result (replayed from now on), or ``failed=True`` it took no
+    effect (the next call with the key runs the tool). ``False`` if there was nothing unknown to settle."""
+    found = (registry or REGISTRY).get(name)
+    policy = found.policy() if found else None
+    if found is None or policy is None:
+        raise ValueError(f"no tool with a policy is registered as {name!r}")
+    idempotency = _idempotency(found, store or default_store(), policy, DEFAULT_LEASE, 0.0, None)
+    scoped = _scoped_key(found.name, current_identity(), idempotency_key)
+    return idempotency.resolve(scoped, result=None if failed else _result_text(result), failed=failed,
+                               label=idempotency_key)
+
+
+class _LimitReached(NothingHappened):
+    """Internal: a rate limit, quota or spend budget stopped the execution (``rule`` names it). The tool did not
+    run, so the idempotency key is released (a later call with it may run once the limit allows)."""
 
     def __init__(self, rule: str) -> None:
         super().__init__(rule)
@@ -349,27 +390,31 @@ def _recorder(request_id: str, tool: str, args: dict[str, Any], who: Identity | 
 
 
 def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], who: Identity | None) -> str | None:
-    """The limit a call would pass (``limits.rate``/``quota``/``spend``), else ``None`` (counting the call)."""
-    whose = key_of(who)
+    """The limit a call would pass (``limits.rate``/``quota``/``spend``), else ``None`` (counting the call).
+
+    Every counter of the call is updated in one atomic step (:meth:`Store.add_within_limits`): a call refused by
+    one limit consumes none of the others. Spend is exact: amounts and budgets are :class:`~decimal.Decimal` (a
+    float amount by its shortest repr, so ``0.1`` counts as exactly one tenth). The keys share one Redis hash tag.
+    """
+    tag = "{" + hashlib.sha256(json.dumps([tool, key_of(who)]).encode()).hexdigest()[:32] + "}"
     limits = policy.limits
+    counters: list[tuple[str, Counter]] = []
     for label, rate in (("rate", limits.rate), ("quota", limits.quota)):
         if rate is not None:
-            allowed, _ = store.add_within_limit(f"{label}:{tool}:{whose}", 1, rate.calls, rate.per_seconds)
-            if not allowed:
-                return f"limits.{label}"
+            counters.append((f"limits.{label}", Counter(f"limits:{tag}:{label}", Decimal(1), Decimal(rate.calls),
+                                                        rate.per_seconds)))
     if limits.spend is not None:
         amount = args.get(limits.spend.arg, 0)
-        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0 \
+                or (isinstance(amount, float) and not math.isfinite(amount)):
             return "limits.spend"
-        try:
-            spend = float(amount)
-        except OverflowError:
-            return "limits.spend"
-        allowed, _ = store.add_within_limit(f"spend:{tool}:{whose}", spend, limits.spend.max,
-                                            limits.spend.per_seconds)
-        if not allowed:
-            return "limits.spend"
-    return None
+        exact = Decimal(amount) if isinstance(amount, int) else Decimal(repr(amount))
+        counters.append(("limits.spend", Counter(f"limits:{tag}:spend", exact,
+                                                 Decimal(repr(limits.spend.max)), limits.spend.per_seconds)))
+    if not counters:
+        return None
+    over = store.add_within_limits([counter for _, counter in counters])
+    return None if over is None else counters[over][0]
 
 
 def _run(found: Tool, model: BaseModel, args: dict[str, Any], decision: Decision) -> Any:

@@ -421,7 +421,7 @@ def test_chain_from_many_threads_opens_the_breaker_once_and_every_result_is_vali
         barrier.wait()
         try:
             results.append(chain.run(Ticket, system=SYSTEM, user=USER))
-        except BaseException as error:  # noqa: BLE001
+        except BaseException as error:
             errors.append(error)
 
     threads = [threading.Thread(target=work) for _ in range(8)]

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 import anthropic
+import httpx2
 import openai
 import pytest
 from anthropic.types.file_expired_error import FileExpiredError
@@ -767,26 +768,27 @@ def test_slips_are_repairable(form: str) -> None:
 # -- plugin fixtures and the command line ---------------------------------------------------------------
 
 
-def test_plugin_fixtures(vendor_emulator: Emulator, openai_client: openai.OpenAI, anthropic_client: Any) -> None:
-    vendor_emulator.script(reply.answer("a"), reply.answer("b"))
-    assert openai_client.chat.completions.create(model="m", messages=USER).choices[0].message.content == "a"
-    assert anthropic_client.messages.create(model="m", max_tokens=5, messages=USER).content[0].text == "b"
-    assert openai_client.max_retries == 0 and anthropic_client.max_retries == 0
+def test_plugin_fixtures(guardrail_emulator: Emulator, guardrail_openai: openai.OpenAI,
+                         guardrail_anthropic: Any) -> None:
+    guardrail_emulator.script(reply.answer("a"), reply.answer("b"))
+    assert guardrail_openai.chat.completions.create(model="m", messages=USER).choices[0].message.content == "a"
+    assert guardrail_anthropic.messages.create(model="m", max_tokens=5, messages=USER).content[0].text == "b"
+    assert guardrail_openai.max_retries == 0 and guardrail_anthropic.max_retries == 0
 
 
 def test_async_plugin_fixtures(
-    vendor_emulator: Emulator, async_openai_client: openai.AsyncOpenAI, async_anthropic_client: Any
+    guardrail_emulator: Emulator, guardrail_async_openai: openai.AsyncOpenAI, guardrail_async_anthropic: Any
 ) -> None:
     async def main() -> tuple[str | None, str]:
         try:
-            completion = await async_openai_client.chat.completions.create(model="m", messages=USER)
-            message = await async_anthropic_client.messages.create(model="m", max_tokens=5, messages=USER)
+            completion = await guardrail_async_openai.chat.completions.create(model="m", messages=USER)
+            message = await guardrail_async_anthropic.messages.create(model="m", max_tokens=5, messages=USER)
             return completion.choices[0].message.content, message.content[0].text
         finally:
-            await async_openai_client.close()
-            await async_anthropic_client.close()
+            await guardrail_async_openai.close()
+            await guardrail_async_anthropic.close()
 
-    vendor_emulator.script(reply.answer("a"), reply.answer("b"))
+    guardrail_emulator.script(reply.answer("a"), reply.answer("b"))
     assert asyncio.run(main()) == ("a", "b")
 
 
@@ -811,3 +813,90 @@ def test_command_line_serves_until_interrupted() -> None:
         assert process.wait(timeout=5) == 0
     finally:
         process.kill()
+
+
+# -- faults of the wire itself: pages, bodies that are not JSON, malformed events, cut and trickled bodies ----
+def post(emu: Emulator, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+    """A plain HTTP POST (no SDK), so the test sees exactly the bytes the emulator sent."""
+    request = urllib.request.Request(emu.base_url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status, answer.headers.get("content-type", ""), answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers.get("content-type", ""), error.read()
+
+
+CHAT_BODY = {"model": "m", "messages": USER}
+
+
+def test_raw_bodies_are_sent_verbatim_to_plain_and_streaming_requests(emu: Emulator) -> None:
+    emu.script(reply.html_page(), reply.raw("upstream hiccup", status=502, content_type="text/plain"),
+               reply.not_json(), reply.html_page(status=200))
+    status, kind, body = post(emu, "/v1/chat/completions", CHAT_BODY)
+    assert (status, kind) == (200, "text/html; charset=utf-8") and body.startswith(b"<!DOCTYPE html>")
+    assert post(emu, "/v1/messages", CHAT_BODY) == (502, "text/plain", b"upstream hiccup")
+    status, kind, body = post(emu, "/v1/responses", {"model": "m", "input": "x"})
+    assert kind == "application/json"
+    with pytest.raises(ValueError):
+        json.loads(body)
+    status, kind, body = post(emu, "/v1/chat/completions", {**CHAT_BODY, "stream": True})
+    assert kind.startswith("text/html") and b"<html>" in body
+
+
+def test_a_malformed_event_sits_in_the_middle_of_a_good_stream(emu: Emulator) -> None:
+    emu.script(reply.malformed_event(GOOD), reply.malformed_event(GOOD), reply.malformed_event(GOOD, line="data: ["))
+    _, kind, body = post(emu, "/v1/chat/completions", {**CHAT_BODY, "stream": True})
+    assert kind.startswith("text/event-stream")
+    frames = body.split(b"\n\n")
+    bad = frames.index(b"data: {not json")
+    assert 0 < bad < len(frames) - 2 and frames[-2] == b"data: [DONE]"
+    _, _, body = post(emu, "/v1/messages", {**CHAT_BODY, "max_tokens": 10, "stream": True})
+    assert b"event: content_block_delta\ndata: {not json\n\n" in body  # named: the SDK reads it
+    assert post(emu, "/v1/chat/completions", CHAT_BODY) == (200, "application/json", b"data: [")
+
+
+def test_a_cut_body_falls_short_of_its_length_and_the_connection_closes(emu: Emulator, oai: openai.OpenAI) -> None:
+    emu.script(reply.cut(GOOD, fraction=0.5), reply.cut(GOOD, fraction=0.3))
+    with pytest.raises(openai.APIConnectionError):
+        chat(oai)
+    with pytest.raises(httpx2.RemoteProtocolError), chat(oai, stream=True) as events:  # the SDK lets it through
+        list(events)
+
+
+def test_a_trickled_body_arrives_whole_and_unchanged(emu: Emulator, oai: openai.OpenAI) -> None:
+    emu.script(reply.answer(GOOD).trickled(0.001, piece=64), reply.answer(GOOD).trickled(0.001, piece=16))
+    assert chat(oai).choices[0].message.content == GOOD
+    with chat(oai, stream=True) as events:
+        assert "".join(e.choices[0].delta.content or "" for e in events if e.choices) == GOOD
+    assert emu.closed_early == 0
+
+
+def test_a_client_that_hangs_up_on_a_trickle_is_counted(emu: Emulator) -> None:
+    import socket
+
+    emu.script(reply.answer(GOOD).trickled(0.02))
+    host, port = emu.base_url.removeprefix("http://").split(":")
+    payload = json.dumps(CHAT_BODY).encode()
+    with socket.create_connection((host, int(port)), timeout=5) as connection:
+        connection.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                           b"content-length: %d\r\n\r\n%s" % (len(payload), payload))
+        assert connection.recv(4096).startswith(b"HTTP/1.1 200")  # headers at once, then a byte at a time
+    assert emu.wait_closed_early(1)
+    assert emu.closed_early == 1
+    emu.reset()
+    assert emu.closed_early == 0
+
+
+def test_scripts_name_the_fault_behaviours_and_trickle() -> None:
+    from guardrail.testing.script import parse_script
+
+    parsed = parse_script([{"html_page": {"status": 502}}, {"not_json": {}}, {"cut": {"text": "{}", "fraction": 0.2}},
+                           {"malformed_event": {"text": "{}"}}, {"raw": {"body": "x", "content_type": "text/plain"}},
+                           {"answer": "{}", "trickle": {"every": 0.1, "piece": 4}}])
+    assert [p.kind for p in parsed] == ["raw", "raw", "cut", "malformed_event", "raw", "answer"]
+    assert parsed[0].status == 502 and (parsed[-1].every, parsed[-1].piece) == (0.1, 4)
+    with pytest.raises(ValueError, match="trickle"):
+        parse_script([{"answer": "{}", "trickle": {"every": -1}}])
+    with pytest.raises(ValueError):
+        reply.cut("{}", fraction=1.0)

@@ -43,10 +43,11 @@ def _find_suite() -> Path:
 
 SUITE = _find_suite()
 INDEX = SUITE / "index.jsonl"
-PER_FILE_BOUND_S = 1.0
 KINDS = {"no_json", "truncated", "ambiguous", "schema_violation"}
 
 pytestmark = pytest.mark.skipif(not INDEX.is_file(), reason=f"JSONTestSuite corpus not found at {SUITE}")
+if not INDEX.is_file() and os.environ.get("CI"):  # CI must not lose this coverage silently
+    pytest.fail(f"JSONTestSuite corpus not found at {SUITE} and CI is set", pytrace=False)
 
 
 class _Model(BaseModel):
@@ -142,9 +143,7 @@ def test_no_file_raises_anything_but_parse_error(row: dict[str, Any], jsontestsu
         assert isinstance(error.feedback, str) and error.feedback
         assert error.text == text
     # Anything else (RecursionError, ValueError, UnicodeError, ...) propagates and fails the test.
-    elapsed = time.perf_counter() - start
-    jsontestsuite_times[row["id"]] = elapsed
-    assert elapsed < PER_FILE_BOUND_S, f"{row['id']} took {elapsed:.3f}s"
+    jsontestsuite_times[row["id"]] = time.perf_counter() - start  # reported in the summary; speed is bench/'s
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r["id"])

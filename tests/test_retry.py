@@ -9,8 +9,10 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from guardrail.vendors.failures import StreamError, classify, retry_after
+from guardrail.vendors.failures import SNIPPET_CHARS, BadResponse, StreamError, classify, retry_after, snippet
 
 
 def response(status: int, headers: dict[str, str] | None = None) -> httpx2.Response:
@@ -87,3 +89,45 @@ def test_connection_errors_and_timeouts_retry_and_other_exceptions_are_not_vendo
     assert classify(openai.APITimeoutError(request=request)).kind == "retryable"  # type: ignore[union-attr]
     assert classify(anthropic.APIConnectionError(request=request)).kind == "retryable"  # type: ignore[union-attr]
     assert classify(ValueError("bug")) is None
+
+
+# ------------------------------------------------------------------ answers not in the API's shape (issue 15 item 6)
+SECRET = "sk-" + "q" * 32
+
+
+def test_a_bad_response_is_retryable_and_keeps_status_code_and_a_redacted_snippet() -> None:
+    error = BadResponse("not the API's", status=200, content_type="text/html", code="content_type",
+                        body=f"<html>\n\n  <p>key {SECRET}</p></html>")
+    failure = classify(error)
+    assert failure is not None and failure.kind == "retryable"
+    assert (failure.status, failure.code) == (200, "content_type")
+    assert failure.snippet == "<html> <p>key [REDACTED]</p></html>"
+
+
+@pytest.mark.parametrize(("status", "kind"), [(200, "retryable"), (502, "retryable"), (404, "fatal"),
+                                              (403, "fatal"), (429, "retryable")])
+def test_an_error_status_with_a_page_instead_of_the_apis_error_json(status: int, kind: str) -> None:
+    page = f"<html><title>{status}</title><body>proxy says no; token {SECRET}</body></html>"
+    client = openai.OpenAI(api_key="test", base_url="http://127.0.0.1:9/v1")
+    http = httpx2.Response(status, headers={"content-type": "text/html"}, text=page,
+                           request=httpx2.Request("POST", "http://127.0.0.1/v1/x"))
+    failure = classify(client._make_status_error_from_response(http))
+    assert failure is not None and failure.kind == kind and failure.status == status
+    assert failure.snippet is not None and "proxy says no" in failure.snippet
+    assert SECRET not in failure.snippet and SECRET not in failure.message
+    assert "<html>" not in failure.message  # the page is in the snippet, not pasted whole into the message
+
+
+@given(st.text(max_size=300), st.text(max_size=300), st.sampled_from(["sk-", "Bearer ", "AKIA"]))
+def test_a_snippet_never_shows_a_secret_and_stays_short(before: str, after: str, kind: str) -> None:
+    secret = {"sk-": "sk-" + "A1b2" * 8, "Bearer ": "Bearer " + "x" * 24, "AKIA": "AKIA" + "Q" * 16}[kind]
+    shown = snippet(before + secret + after)
+    assert shown is not None
+    assert len(shown) <= SNIPPET_CHARS
+    assert secret not in shown
+    assert secret[:12] not in shown.replace("[REDACTED]", "")  # not even half of it, whatever the cut
+
+
+def test_snippet_of_nothing_and_of_bytes() -> None:
+    assert snippet(None) is None
+    assert snippet(b"\xff<p>ok</p>") == "\ufffd<p>ok</p>"

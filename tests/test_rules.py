@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import itertools
 import json
-import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
+from guardrail.policy.regex import LinearPattern
 from guardrail.rules import (
     Fired,
     RuleEngine,
@@ -178,10 +178,11 @@ def test_lone_surrogates_do_not_break_the_summary(triage: RuleEngine) -> None:
 def test_100kb_input_is_fast(triage: RuleEngine) -> None:
     inquiry = ("a" * 30 + "! 배송 " + "x" * 50 + " ") * 1200  # ~100 KB, backtracking bait for a naive engine
     assert len(inquiry.encode()) > 100_000
-    triage.run({"inquiry": inquiry}, Ticket)  # warm caches
-    start = time.perf_counter()
+    # Linear time is a property of the engine, checked without a clock: every pattern runs on RE2 (no
+    # backtracking); keywords are substring searches. Speed itself is measured in bench/, not asserted here.
+    patterns = [rule.when.pattern for rule in triage.rule_set.rules if rule.when.pattern is not None]
+    assert patterns and all(isinstance(pattern, LinearPattern) for pattern in patterns)
     ticket, _ = triage.run({"inquiry": inquiry + "urgent"}, Ticket)
-    assert time.perf_counter() - start < 0.2
     assert (ticket.category, ticket.urgency) == ("shipping", 5)
 
 
@@ -319,7 +320,7 @@ def test_check_rule_sets_with_contracts(tmp_path: Path) -> None:
     assert by_key["rules[1].set.urgency"].line == 20
     assert by_key["function"].file.endswith("broken.toml")
     assert all(str(p) for p in problems)
-    assert check_rule_sets(tmp_path / "missing") == [(str(tmp_path / "missing"), None, "", "not a directory")]
+    assert check_rule_sets(tmp_path / "missing") == [(str(tmp_path / "missing"), None, "", "does not exist")]
 
 
 def test_registered_functions(tmp_path: Path) -> None:

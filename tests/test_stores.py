@@ -14,21 +14,28 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis_server import redis_url  # noqa: F401  (registers the session fixture that starts redis-server)
 
 from guardrail.errors import GuardrailError
 from guardrail.store import (
+    NOT_EXECUTED,
     Idempotency,
     IdempotencyConflict,
+    IdempotencyFailed,
     IdempotencyInFlight,
+    IdempotencyUnknown,
     MemoryStore,
+    NothingHappened,
     RedisStore,
+    ResultNotStorable,
     SQLiteStore,
     Store,
 )
 from guardrail.store.base import MAX_KEY_BYTES
+from guardrail.store.idempotency import LEASE_SUFFIX
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -348,39 +355,67 @@ def test_conflict_is_immediate_while_in_flight(store: Store) -> None:
     thread = threading.Thread(target=idem.run, args=("k", "fp-1", slow))
     thread.start()
     started.wait(10)
-    begin = time.monotonic()
+    # wait=0: had the second caller waited for the first instead of refusing, it would get IdempotencyInFlight
     with pytest.raises(IdempotencyConflict):
-        idem.run("k", "fp-2", _never)
-    assert time.monotonic() - begin < 2
+        Idempotency(store, wait=0).run("k", "fp-2", _never)
     release.set()
     thread.join()
 
 
-def test_a_failed_execution_stores_nothing(store: Store) -> None:
+def test_a_failed_execution_is_recorded_and_replayed(store: Store) -> None:
     idem = Idempotency(store)
+    runs = []
 
     def boom() -> str:
-        raise RuntimeError("tool failed")
+        runs.append(1)
+        raise RuntimeError("tool failed sk-secretSECRETsecret0123456789")
 
     with pytest.raises(RuntimeError, match="tool failed"):
         idem.run("k", "fp", boom)
-    assert store.get("idempotency:k") is None
-    assert idem.run("k", "fp", lambda: "2") == ("2", False)
+    with pytest.raises(IdempotencyFailed) as caught:
+        idem.run("k", "fp", boom)
+    assert caught.value.key == "k" and caught.value.error_type == "RuntimeError"
+    assert "secretSECRET" not in caught.value.message, "the recorded message is redacted"
+    assert runs == [1], "a failure after the action may have acted: never run twice"
 
     async def aboom() -> str:
+        runs.append(2)
         raise RuntimeError("async tool failed")
 
     with pytest.raises(RuntimeError, match="async tool failed"):
         asyncio.run(idem.arun("ak", "fp", aboom))
-    assert store.get("idempotency:ak") is None
+    with pytest.raises(IdempotencyFailed):
+        asyncio.run(idem.arun("ak", "fp", aboom))
+    with pytest.raises(IdempotencyFailed):
+        idem.run("ak", "fp", _never)
+    assert runs == [1, 2]
+
+
+def test_nothing_happened_and_rerun_safe_release_the_key(store: Store) -> None:
+    idem = Idempotency(store)
+
+    def refused() -> str:
+        raise NothingHappened("the bank refused before charging")
+
+    with pytest.raises(NothingHappened):
+        idem.run("k", "fp", refused)
+    assert store.get("idempotency:k") is None
+    assert idem.run("k", "fp", lambda: "2") == ("2", False)
+
+    safe = Idempotency(store, rerun_safe=True)
+    with pytest.raises(RuntimeError):
+        safe.run("s", "fp", _boom)
+    assert safe.run("s", "fp", lambda: "ran") == ("ran", False), "rerun_safe keeps today's retry-on-failure"
 
     async def two() -> str:
         return "2"
 
-    assert asyncio.run(idem.arun("ak", "fp", two)) == ("2", False)
+    with pytest.raises(RuntimeError):
+        asyncio.run(safe.arun("as", "fp", _aboom))
+    assert asyncio.run(safe.arun("as", "fp", two)) == ("2", False)
 
 
-def test_a_cancelled_async_execution_releases_its_claim(store: Store) -> None:
+def test_a_cancelled_async_execution_leaves_an_unknown_outcome(store: Store) -> None:
     idem = Idempotency(store)
 
     async def main() -> None:
@@ -398,25 +433,54 @@ def test_a_cancelled_async_execution_releases_its_claim(store: Store) -> None:
             await task
 
     asyncio.run(main())
-    assert store.get("idempotency:k") is None
+    with pytest.raises(IdempotencyUnknown) as caught:
+        idem.run("k", "fp", _never)
+    assert caught.value.key == "k" and caught.value.attempt == 1 and caught.value.started_at > 0
+    assert idem.resolve("k", failed=True) is True, "the application says it took no effect"
     assert idem.run("k", "fp", lambda: "ran") == ("ran", False)
 
 
-def test_a_non_text_result_is_refused_and_stores_nothing(store: Store) -> None:
+def test_a_non_text_result_is_recorded_as_not_storable(store: Store) -> None:
     idem = Idempotency(store)
-    with pytest.raises(TypeError, match="JSON text"):
-        idem.run("k", "fp", lambda: {"not": "text"})  # type: ignore[arg-type,return-value]
-    assert store.get("idempotency:k") is None
+    runs = []
+
+    def returns_a_dict() -> Any:
+        runs.append(1)
+        return {"not": "text"}
+
+    with pytest.raises(ResultNotStorable, match="not storable") as caught:
+        idem.run("k", "fp", returns_a_dict)
+    assert "TypeError" in caught.value.reason and "'not'" in caught.value.preview
+    with pytest.raises(ResultNotStorable):
+        idem.run("k", "fp", returns_a_dict)
+    assert runs == [1]
 
 
-def test_a_waiter_takes_over_when_the_executor_fails(store: Store) -> None:
+def test_results_over_the_size_limit_are_not_storable(store: Store) -> None:
+    idem = Idempotency(store, max_result_bytes=1000)
+    runs = []
+
+    def big() -> str:
+        runs.append(1)
+        return json.dumps("é" * 600, ensure_ascii=False)  # 1202 bytes of UTF-8
+
+    with pytest.raises(ResultNotStorable, match="limit is 1000"):
+        idem.run("k", "fp", big)
+    with pytest.raises(ResultNotStorable):
+        idem.run("k", "fp", big)
+    assert runs == [1]
+    fits = json.dumps("é" * 400, ensure_ascii=False)  # 802 bytes
+    assert idem.run("fits", "fp", lambda: fits) == (fits, False)
+
+
+def test_a_waiter_replays_the_failure_of_the_executor(store: Store) -> None:
     idem = Idempotency(store, wait=10)
-    started = threading.Event()
+    started, go = threading.Event(), threading.Event()
     failure: list[BaseException] = []
 
     def fails_later() -> str:
         started.set()
-        time.sleep(0.2)
+        go.wait(10)
         raise RuntimeError("first executor failed")
 
     def first() -> None:
@@ -428,16 +492,21 @@ def test_a_waiter_takes_over_when_the_executor_fails(store: Store) -> None:
     thread = threading.Thread(target=first)
     thread.start()
     started.wait(10)
-    execute = Executions()
-    assert idem.run("k", "fp", execute) == ('{"execution": 1}', False), "the waiter ran it itself"
+    def wait_for_it() -> None:
+        with pytest.raises(IdempotencyFailed) as caught:
+            idem.run("k", "fp", _never)  # a waiter never takes over a failed run
+        failure.append(caught.value)
+
+    waiter = threading.Thread(target=wait_for_it)
+    waiter.start()
+    go.set()
     thread.join()
-    assert len(failure) == 1
-    assert execute.count == 1
+    waiter.join()
+    assert sorted(type(error).__name__ for error in failure) == ["IdempotencyFailed", "RuntimeError"]
 
 
 def test_a_result_expires_after_ttl(store: Store) -> None:
     idem = Idempotency(store, ttl=TTL)
-    assert idem.in_flight_ttl == TTL
     execute = Executions()
     assert idem.run("k", "fp", execute)[1] is False
     assert idem.run("k", "fp", execute)[1] is True
@@ -448,27 +517,71 @@ def test_a_result_expires_after_ttl(store: Store) -> None:
     assert idem.run("k", "other", execute) == ('{"execution": 3}', False)
 
 
+class Ticks:
+    """A fake monotonic clock that moves one second per reading: waits end after a counted number of looks."""
+
+    def __init__(self) -> None:
+        self.readings = 0
+
+    def __call__(self) -> float:
+        self.readings += 1
+        return float(self.readings)
+
+
 def test_in_flight_elsewhere_raises_after_wait(store: Store) -> None:
-    idem = Idempotency(store, wait=0.2)
-    claim = json.dumps({"state": "in_flight", "fingerprint": "fp", "owner": "elsewhere"})
+    clock = Ticks()
+    idem = Idempotency(store, wait=5, poll=0.001, clock=clock)
+    claim = json.dumps({"state": "started", "fingerprint": "fp", "owner": "elsewhere", "attempt": 1,
+                        "started_at": 1.0})
     store.put_if_absent("idempotency:k", claim, 60)
-    begin = time.monotonic()
+    store.put_if_absent("idempotency:k" + LEASE_SUFFIX, "elsewhere", 60)
     with pytest.raises(IdempotencyInFlight) as caught:
         idem.run("k", "fp", _never)
-    assert 0.2 <= time.monotonic() - begin < 5
-    assert caught.value.key == "k"
+    assert caught.value.key == "k" and caught.value.waited == 5
+    assert clock.readings == 6, "one reading for the deadline, then one per look until it passed"
     with pytest.raises(IdempotencyInFlight):
         asyncio.run(idem.arun("k", "fp", _never_async))
-    assert store.get("idempotency:k") == claim, "the other executor's claim is untouched"
+    assert store.get("idempotency:k") == claim, "the other executor's record is untouched"
+    assert store.get("idempotency:k" + LEASE_SUFFIX) == "elsewhere", "and so is its lease"
 
 
-def test_a_crashed_executors_claim_expires(store: Store) -> None:
+def test_a_vanished_executor_leaves_an_unknown_outcome_until_resolved(store: Store) -> None:
+    claim = json.dumps({"state": "started", "fingerprint": "fp", "owner": "crashed", "attempt": 1,
+                        "started_at": 1234.5})
+    store.put_if_absent("idempotency:k", claim, 60)
+    store.put_if_absent("idempotency:k" + LEASE_SUFFIX, "crashed", TTL)  # its lease runs out, nobody renews it
     idem = Idempotency(store, wait=10)
-    claim = json.dumps({"state": "in_flight", "fingerprint": "fp", "owner": "crashed"})
-    store.put_if_absent("idempotency:k", claim, TTL)
-    begin = time.monotonic()
-    assert idem.run("k", "fp", lambda: "ran") == ("ran", False)
-    assert time.monotonic() - begin >= TTL * 0.9
+    with pytest.raises(IdempotencyUnknown) as caught:
+        idem.run("k", "fp", _never)
+    assert caught.value.started_at == 1234.5 and caught.value.key == "k"
+    with pytest.raises(IdempotencyConflict):
+        idem.run("k", "other-args", _never)
+    assert idem.resolve("k", result='"it did happen"') is True
+    assert idem.run("k", "fp", _never) == ('"it did happen"', True)
+    assert idem.resolve("k", failed=True) is False, "nothing unknown left to settle"
+
+
+def test_a_reconcile_hook_settles_an_unknown_outcome(store: Store) -> None:
+    for key in ("yes", "no", "unsure"):
+        claim = json.dumps({"state": "started", "fingerprint": "fp", "owner": "gone", "attempt": 1,
+                            "started_at": 1.0})
+        store.put_if_absent("idempotency:" + key, claim, 60)
+    asked: list[IdempotencyUnknown] = []
+
+    def reconcile(unknown: IdempotencyUnknown) -> str | object | None:
+        asked.append(unknown)
+        return {"yes": '"charged"', "no": NOT_EXECUTED, "unsure": None}[unknown.key]
+
+    idem = Idempotency(store, reconcile=reconcile)  # type: ignore[arg-type]
+    assert idem.run("yes", "fp", _never) == ('"charged"', True)
+    assert idem.run("yes", "fp", _never) == ('"charged"', True)
+    assert idem.run("no", "fp", lambda: '"ran now"') == ('"ran now"', False)
+    with pytest.raises(IdempotencyUnknown):
+        idem.run("unsure", "fp", _never)
+    assert [unknown.key for unknown in asked] == ["yes", "no", "unsure"]
+    rerun = Idempotency(store, rerun_safe=True)
+    assert rerun.run("unsure", "fp", lambda: '"again"') == ('"again"', False)
+    assert json.loads(store.get("idempotency:unsure") or "")["state"] == "done"
 
 
 def test_a_foreign_value_under_the_key_is_a_conflict(store: Store) -> None:
@@ -486,8 +599,20 @@ def test_idempotency_arguments_are_checked() -> None:
     with pytest.raises(ValueError):
         Idempotency(store, poll=0)
     with pytest.raises(ValueError):
-        Idempotency(store, in_flight_ttl=float("nan"))
-    assert Idempotency(store).in_flight_ttl == 300.0
+        Idempotency(store, lease=float("nan"))
+    with pytest.raises(ValueError):
+        Idempotency(store, max_result_bytes=0)
+    with pytest.raises(ValueError):
+        Idempotency(store).resolve("k")
+    assert Idempotency(store).lease == 30.0
+
+
+def _boom() -> str:
+    raise RuntimeError("boom")
+
+
+async def _aboom() -> str:
+    raise RuntimeError("boom")
 
 
 def _never() -> str:

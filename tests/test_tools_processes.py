@@ -77,11 +77,10 @@ def test_two_processes_sharing_a_sqlite_file_execute_each_key_once(tmp_path: Pat
 
 @pytest.mark.parametrize("kind", ["redis"])
 def test_idempotency_with_different_arguments_is_a_conflict_across_processes(redis_url: str, kind: str) -> None:  # noqa: F811
-    from guardrail.store import IdempotencyConflict, RedisStore
-    from guardrail.tools import ToolRegistry, execute_tool_call, tool
-
     import guardrail
     from guardrail.policy.loader import parse_policy
+    from guardrail.store import IdempotencyConflict, RedisStore
+    from guardrail.tools import ToolRegistry, execute_tool_call, tool
 
     registry = ToolRegistry()
 

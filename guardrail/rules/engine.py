@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import re
 import sys
 from collections.abc import Mapping
@@ -26,7 +25,7 @@ from typing import Annotated, Any, TextIO, TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from guardrail.errors import Declined, Denied, Refused
-from guardrail.problems import Locator
+from guardrail.problems import Locator, print_check
 from guardrail.rules.functions import get_rule_function, strip_surrogates
 from guardrail.rules.model import Condition, Derived, Problem, RulesError, RuleSet, parse_rule_set
 
@@ -273,6 +272,9 @@ def _check_contract(rule_set: RuleSet, contract: Any) -> list[Problem]:
 def check_rule_sets(directory: str | Path, contracts: Mapping[str, Any] | None = None) -> list[Problem]:
     """Every problem in the ``*.toml`` rule sets of ``directory`` (all files are read; empty list: all good).
 
+    ``directory`` may also be one rule-set file (of any name). A path that does not exist, and a directory
+    without any ``*.toml`` file, are problems: a check that read nothing does not pass.
+
     ``contracts`` maps rule-set names to contract types; for a pydantic model, ``defaults``, ``derived`` and every
     rule's ``set`` are checked against its fields (unknown fields, values the field refuses, required fields
     nothing always sets). A contract name without a rule set is a problem too; two files with one name are.
@@ -283,11 +285,14 @@ def check_rule_sets(directory: str | Path, contracts: Mapping[str, Any] | None =
 def _check(directory: str | Path, contracts: Mapping[str, Any] | None) -> tuple[dict[str, str], list[Problem]]:
     """The valid rule sets found (name -> file) and every problem; see :func:`check_rule_sets`."""
     folder = Path(directory)
-    if not folder.is_dir():
-        return {}, [Problem(str(folder), None, "", "not a directory")]
+    if not folder.exists():
+        return {}, [Problem(str(folder), None, "", "does not exist")]
+    files = sorted(folder.glob("*.toml")) if folder.is_dir() else [folder]
+    if not files:
+        return {}, [Problem(str(folder), None, "", "no rule sets (*.toml) in this directory; nothing to check")]
     problems: list[Problem] = []
     found: dict[str, str] = {}
-    for file in sorted(folder.glob("*.toml")):
+    for file in files:
         try:
             rule_set = load_rule_set(file)
         except RulesError as error:
@@ -327,7 +332,7 @@ def rules_check(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    """What ``guardrail rules check [DIRECTORY] [--contract NAME=MODULE:Type ...] [--json]`` does; the exit code.
+    """What ``guardrail rules check [PATH] [--contract NAME=MODULE:Type ...] [--json]`` does; the exit code.
 
     Prints every problem (file:line: key: message) on ``err`` and a summary line on ``out`` (or one JSON object
     on ``out`` with ``as_json``); returns 1 when there is any problem, else 0. ``contracts`` values may be types
@@ -345,16 +350,5 @@ def rules_check(
             problems.append(Problem("<contracts>", None, name, f"cannot load contract {target!r}: {error}"))
     found, found_problems = _check(directory, resolved)
     problems.extend(found_problems)
-    if as_json:
-        report = {
-            "ok": not problems,
-            "rule_sets": sorted(found),
-            "problems": [problem._asdict() for problem in problems],
-        }
-        print(json.dumps(report, indent=2, ensure_ascii=False), file=out)
-    else:
-        for problem in problems:
-            print(str(problem), file=err)
-        names = ", ".join(sorted(found)) or "none"
-        print(f"{len(found)} valid rule sets ({names}); {len(problems)} problems", file=out)
-    return 1 if problems else 0
+    return print_check(list(found), problems, noun=("rule set", "rule sets"), key="rule_sets", as_json=as_json,
+                       out=out, err=err)

@@ -321,8 +321,8 @@ def _rules(out: _Collector, value: Any, input_name: str | None) -> tuple[Rule, .
                     pattern = compile_pattern(raw) if isinstance(raw, str) and raw else None
                     if pattern is None:
                         out.add(f"{prefix}when.pattern", "must be a non-empty string")
-                except ValueError as error:
-                    out.add(f"{prefix}when.pattern", str(error))
+                except ValueError as error:  # the shared RE2 compiler words it for policies
+                    out.add(f"{prefix}when.pattern", re.sub(r"^(?:policy )?regex", "rule set regex", str(error)))
             condition = Condition(
                 any_keywords=_keywords(out, when, "any_keywords", f"{prefix}when."),
                 all_keywords=_keywords(out, when, "all_keywords", f"{prefix}when."),

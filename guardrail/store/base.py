@@ -28,24 +28,53 @@ Atomicity, backend by backend:
   talks to the server. Each operation touches one key, so it also works on Redis Cluster. Expiry uses the
   server's clock, with millisecond resolution (at least 1 ms). Needs Redis >= 6.0 (``KEEPTTL``).
 
-Backend errors (a locked SQLite file past the busy timeout, a lost Redis connection) propagate as the driver's
-own exceptions; no operation is retried or swallowed here, so a caller never mistakes "unknown" for "absent".
+Backend errors never surface as the driver's own exceptions: a store that cannot be reached or written (a lost or
+stalled Redis connection, a SQLite file locked past the busy timeout, read-only or deleted) raises
+:class:`~guardrail.errors.StoreUnavailable`, any other driver failure :class:`~guardrail.errors.StoreError`, with
+the driver's exception as ``__cause__`` (:func:`translated`). No operation is retried or swallowed here, so a
+caller never mistakes "unknown" for "absent". Argument mistakes (a bad key or ttl) stay ``TypeError``/``ValueError``.
+
+Counters come in two kinds: :meth:`Store.add_within_limit` (one float counter, kept for compatibility) and
+:meth:`Store.add_within_limits`, several exact :class:`~decimal.Decimal` counters updated all or nothing (what
+rate limits, quotas and spend budgets use, so a call refused by one limit consumes none of the others).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from decimal import Context, Decimal, InvalidOperation
 from typing import Protocol, runtime_checkable
+
+from guardrail.errors import StoreError, StoreUnavailable
 
 __all__ = [
     "MAX_KEY_BYTES",
+    "Counter",
     "Store",
+    "add_exact",
     "check_counter",
+    "check_counters",
     "check_key",
     "check_ttl",
     "format_number",
+    "parse_decimal",
     "parse_number",
+    "translated",
 ]
+
+@dataclass(frozen=True, slots=True)
+class Counter:
+    """One fixed-window counter of :meth:`Store.add_within_limits`: add ``amount`` to ``key`` if the window's total
+    stays ``<= limit``; the window starts at the first accepted add and lasts ``window`` seconds."""
+
+    key: str
+    amount: Decimal
+    limit: Decimal
+    window: float
+
 
 #: Longest key accepted, in bytes of UTF-8 (Redis's own limit is far higher; this keeps records and indexes small).
 MAX_KEY_BYTES = 512
@@ -77,6 +106,16 @@ class Store(Protocol):
         Returns ``(True, new_total)`` when added, ``(False, current_total)`` when not (nothing is added). The
         window starts at the first accepted add and the counter resets ``window`` seconds later. An ``amount`` of
         0 reads the total without starting a window.
+        """
+        ...
+
+    def add_within_limits(self, counters: Sequence[Counter]) -> int | None:
+        """Add every counter's amount if *every* total stays within its limit, else add nothing.
+
+        Returns ``None`` when added, else the index of the first counter whose total would pass its limit.
+
+        Totals are exact decimals (stored as their text), so ``0.1`` three times is exactly ``0.3``. Distinct keys
+        only. On Redis the keys must hash to one slot on a cluster (give them one ``{hash tag}``).
         """
         ...
 
@@ -130,3 +169,54 @@ def parse_number(key: str, text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"store key {key!r} holds a value that is not a counter")
     return value
+
+
+def check_counters(counters: Sequence[Counter]) -> None:
+    """Refuse counters with a bad key or window, a non-finite or negative amount, a non-finite limit, or repeats."""
+    seen: set[str] = set()
+    for counter in counters:
+        check_key(counter.key)
+        check_ttl(counter.window, "window")
+        if not isinstance(counter.amount, Decimal) or not counter.amount.is_finite() or counter.amount < 0:
+            raise ValueError(f"amount must be a finite Decimal >= 0, got {counter.amount!r}")
+        if not isinstance(counter.limit, Decimal) or not counter.limit.is_finite():
+            raise ValueError(f"limit must be a finite Decimal, got {counter.limit!r}")
+        if counter.key in seen:
+            raise ValueError(f"counter key {counter.key!r} appears twice")
+        seen.add(counter.key)
+
+
+_EXACT = Context(prec=400)
+
+
+def add_exact(a: Decimal, b: Decimal) -> Decimal:
+    """``a + b`` without rounding for any amount a budget can hold (400 significant digits)."""
+    return _EXACT.add(a, b)
+
+
+def parse_decimal(key: str, text: str) -> Decimal:
+    """Read an exact counter's stored text; a key holding something else is a :class:`ValueError`."""
+    try:
+        value = Decimal(text)
+    except (InvalidOperation, ValueError):
+        raise ValueError(f"store key {key!r} holds a value that is not a counter") from None
+    if not value.is_finite():
+        raise ValueError(f"store key {key!r} holds a value that is not a counter")
+    return value
+
+
+@contextmanager
+def translated(operation: str, unavailable: tuple[type[BaseException], ...],
+               failed: tuple[type[BaseException], ...]) -> Iterator[None]:
+    """Turn a driver's exceptions into typed ones: ``unavailable`` kinds become :class:`StoreUnavailable`, other
+    ``failed`` kinds :class:`StoreError`; the driver's exception stays as ``__cause__``."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except unavailable as error:
+        raise StoreUnavailable(f"store unavailable during {operation}: {type(error).__name__}: {error}",
+                               operation=operation) from error
+    except failed as error:
+        raise StoreError(f"store failed during {operation}: {type(error).__name__}: {error}",
+                         operation=operation) from error

@@ -7,14 +7,34 @@ guardrail works without it.
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from guardrail.store.base import check_counter, check_key, check_ttl
+from guardrail.store.base import (
+    Counter,
+    add_exact,
+    check_counter,
+    check_counters,
+    check_key,
+    check_ttl,
+    parse_decimal,
+    translated,
+)
 
 if TYPE_CHECKING:
     import redis as redis_py
 
-__all__ = ["RedisStore"]
+from guardrail._optional import require
+
+__all__ = ["RedisStore", "VolatileRedisWarning"]
+
+
+class VolatileRedisWarning(UserWarning):
+    """The Redis server keeps nothing on disk (no AOF, no RDB snapshots): a restart forgets every idempotency
+    record, so a retry after a restart can run a side effect a second time. Use ``appendonly yes``."""
 
 # Lua compares the stored string with ARGV byte for byte; a missing key reads as false, never equal to a string.
 _COMPARE_AND_SET = """
@@ -84,15 +104,22 @@ class RedisStore:
             :meth:`close` closes it), or a ``redis.Redis`` you created (shared; :meth:`close` leaves it open).
             Either ``decode_responses`` setting works.
         prefix: prepended to every key, so several applications (or tests) can share one database.
+        timeout: socket timeout (seconds) of a client created from a URL: a stalled server raises
+            :class:`~guardrail.errors.StoreUnavailable` after this long instead of hanging the caller.
+        check_persistence: ask the server at start-up whether it persists data and warn
+            (:class:`VolatileRedisWarning`) if it does not; an unreachable server is not an error here.
+
+    Driver failures are typed: connection and timeout errors raise :class:`~guardrail.errors.StoreUnavailable`,
+    other server errors :class:`~guardrail.errors.StoreError`.
     """
 
-    def __init__(self, client: str | redis_py.Redis, *, prefix: str = "guardrail:") -> None:
-        try:
-            import redis as redis_py
-        except ImportError as error:  # pragma: no cover - depends on the environment
-            raise ImportError("RedisStore needs the redis package: pip install redis") from error
+    def __init__(self, client: str | redis_py.Redis, *, prefix: str = "guardrail:", timeout: float = 5.0,
+                 check_persistence: bool = True) -> None:
+        driver = require("redis", "redis", "guardrail.store.RedisStore")
         if isinstance(client, str):
-            self._client: redis_py.Redis = redis_py.Redis.from_url(client)
+            check_ttl(timeout, "timeout")
+            self._client: redis_py.Redis = driver.Redis.from_url(
+                client, socket_timeout=timeout, socket_connect_timeout=timeout)
             self._owned = True
         else:
             self._client = client
@@ -101,28 +128,56 @@ class RedisStore:
         self._cas = self._client.register_script(_COMPARE_AND_SET)
         self._delete_if = self._client.register_script(_DELETE_IF)
         self._add = self._client.register_script(_ADD_WITHIN_LIMIT)
-        self._response_error: type[Exception] = redis_py.ResponseError
+        self._response_error: type[Exception] = driver.ResponseError
+        self._watch_error: type[Exception] = driver.WatchError
+        self._unavailable: tuple[type[BaseException], ...] = (
+            driver.ConnectionError, driver.TimeoutError, driver.BusyLoadingError, OSError)
+        self._failed: tuple[type[BaseException], ...] = (driver.RedisError, UnicodeDecodeError)
+        if check_persistence:
+            self._warn_if_volatile()
+
+    def _translated(self, operation: str) -> AbstractContextManager[None]:
+        return translated(operation, self._unavailable, self._failed)
+
+    def _warn_if_volatile(self) -> None:
+        """Warn when the server reports neither AOF nor RDB snapshots (or say nothing if it cannot be asked)."""
+        try:
+            persistence = self._client.info("persistence")
+            save = self._client.config_get("save").get("save", "")
+        except Exception:  # unreachable, or CONFIG disabled (managed Redis): the check is best effort
+            return
+        save_text = save.decode() if isinstance(save, bytes) else str(save)
+        if not int(persistence.get("aof_enabled", 0)) and not save_text.strip():
+            warnings.warn("the Redis server keeps no data on disk (appendonly no, no save points): after a restart "
+                          "idempotency records are gone and a retried call can run again; enable appendonly",
+                          VolatileRedisWarning, stacklevel=3)
 
     def _key(self, key: str) -> str:
         check_key(key)
         return self.prefix + key
 
     def get(self, key: str) -> str | None:
-        value = self._client.get(self._key(key))
+        full = self._key(key)
+        with self._translated("get"):
+            value = self._client.get(full)
         return None if value is None else _text(value)
 
     def put_if_absent(self, key: str, value: str, ttl: float) -> bool:
         full = self._key(key)
         check_ttl(ttl)
-        return bool(self._client.set(full, value, nx=True, px=_ms(ttl)))
+        with self._translated("put_if_absent"):
+            return bool(self._client.set(full, value, nx=True, px=_ms(ttl)))
 
     def compare_and_set(self, key: str, expected: str, value: str, ttl: float) -> bool:
         full = self._key(key)
         check_ttl(ttl)
-        return bool(self._cas(keys=[full], args=[expected, value, _ms(ttl)]))
+        with self._translated("compare_and_set"):
+            return bool(self._cas(keys=[full], args=[expected, value, _ms(ttl)]))
 
     def delete_if(self, key: str, expected: str) -> bool:
-        return bool(self._delete_if(keys=[self._key(key)], args=[expected]))
+        full = self._key(key)
+        with self._translated("delete_if"):
+            return bool(self._delete_if(keys=[full], args=[expected]))
 
     def add_within_limit(self, key: str, amount: float, limit: float, window: float) -> tuple[bool, float]:
         full = self._key(key)
@@ -130,15 +185,47 @@ class RedisStore:
         check_counter(amount, limit)
         # repr() of a float reads back exactly in Lua's tonumber (strtod).
         args: list[str | int] = [repr(float(amount)), repr(float(limit)), _ms(window)]
-        try:
-            accepted, total = self._add(keys=[full], args=args)
-        except self._response_error as error:
-            if "not a counter" in str(error):
-                raise ValueError(f"store key {key!r} holds a value that is not a counter") from None
-            raise
+        with self._translated("add_within_limit"):
+            try:
+                accepted, total = self._add(keys=[full], args=args)
+            except self._response_error as error:
+                if "not a counter" in str(error):
+                    raise ValueError(f"store key {key!r} holds a value that is not a counter") from None
+                raise
         return bool(accepted), float(_text(total))
+
+    def add_within_limits(self, counters: Sequence[Counter]) -> int | None:
+        """Optimistic transaction: ``WATCH`` the keys, read them, decide in exact decimals, ``MULTI``/``EXEC`` the
+        new totals; a concurrent change to any watched key aborts ``EXEC`` and the whole decision is retried."""
+        check_counters(counters)
+        keys = [self._key(counter.key) for counter in counters]
+        with self._translated("add_within_limits"), self._client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    pipe.watch(*keys)  # type: ignore[no-untyped-call]
+                    updates = []
+                    for index, (counter, full) in enumerate(zip(counters, keys, strict=True)):
+                        stored = pipe.get(full)
+                        current = Decimal(0) if stored is None else parse_decimal(counter.key, _text(stored))
+                        total = add_exact(current, counter.amount)
+                        if total > counter.limit:
+                            pipe.unwatch()
+                            return index
+                        if counter.amount > 0:
+                            updates.append((full, str(total), stored is None, counter.window))
+                    pipe.multi()
+                    for full, text, fresh, window in updates:
+                        if fresh:
+                            pipe.set(full, text, px=_ms(window))
+                        else:
+                            pipe.set(full, text, keepttl=True)
+                    pipe.execute()
+                    return None
+                except self._watch_error:
+                    continue
 
     def close(self) -> None:
         """Close the client if this store created it (from a URL); a client passed in is left to its owner."""
         if self._owned:
-            self._client.close()
+            with self._translated("close"):
+                self._client.close()

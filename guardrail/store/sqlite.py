@@ -6,11 +6,25 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from decimal import Decimal
 from pathlib import Path
 from typing import TypeVar
 
-from guardrail.store.base import check_counter, check_key, check_ttl, format_number, parse_number
+from guardrail.errors import StoreUnavailable
+from guardrail.store.base import (
+    Counter,
+    add_exact,
+    check_counter,
+    check_counters,
+    check_key,
+    check_ttl,
+    format_number,
+    parse_decimal,
+    parse_number,
+    translated,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -38,7 +52,14 @@ class SQLiteStore:
 
     Expiry uses the wall clock because rows outlive the process. ``synchronous=NORMAL``: a commit survives a crash of
     the process; after a power loss or OS crash the last commits may be lost (never a corrupt file).
-    Use a local disk, not a network file system.
+    Use a local disk, not a network file system, and a stable path: the file *is* the idempotency memory.
+
+    Failures are typed: a file locked past the timeout, read-only, unopenable or full raises
+    :class:`~guardrail.errors.StoreUnavailable`; other SQLite errors :class:`~guardrail.errors.StoreError`. Each
+    operation first checks that the path still names the file this process opened: a file deleted or replaced under
+    a running process raises :class:`~guardrail.errors.StoreUnavailable` instead of writing into the unlinked file.
+    New files use ``auto_vacuum = INCREMENTAL``, and the periodic sweep of expired rows returns freed pages to the
+    file system, so the file shrinks as entries expire.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
@@ -50,10 +71,29 @@ class SQLiteStore:
         self._pid = 0
         self._writes = 0
         self._closed = False
-        with self._lock:
+        self._identity: tuple[int, int] | None = None
+        with self._lock, self._translated("open"):
             conn = self._connection()
             # Creating the table twice at once from two processes is harmless: IF NOT EXISTS under the write lock.
             self._transaction(conn, lambda: [conn.execute(statement) for statement in _SCHEMA])
+
+    @staticmethod
+    def _translated(operation: str) -> AbstractContextManager[None]:
+        # OperationalError covers "database is locked", "attempt to write a readonly database", "unable to open",
+        # "disk I/O error" and "database or disk is full": the store cannot be used right now.
+        return translated(operation, (sqlite3.OperationalError, OSError), (sqlite3.Error,))
+
+    def _check_file(self) -> None:
+        """Refuse to go on if the path no longer names the file this process opened (deleted or replaced)."""
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            current = None
+        else:
+            current = (stat.st_dev, stat.st_ino)
+        if current != self._identity:
+            raise StoreUnavailable(f"the SQLite file {str(self.path)!r} was deleted or replaced while in use; its "
+                                   "records (idempotency claims, counters) may be lost", operation="check")
 
     def _connection(self) -> sqlite3.Connection:
         """This process's connection (opened on first use, and again after a fork). Call with the lock held."""
@@ -63,7 +103,13 @@ class SQLiteStore:
             return self._conn
         # isolation_level=None: no implicit transactions, every one is the explicit BEGIN IMMEDIATE below.
         conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
+        if self._identity is None:
+            stat = os.stat(self.path)
+            self._identity = (stat.st_dev, stat.st_ino)
+        else:
+            self._check_file()
         conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only takes effect on a new, empty file
         conn.execute("PRAGMA synchronous = NORMAL")
         self._set_wal(conn)
         self._conn, self._pid = conn, os.getpid()
@@ -93,10 +139,11 @@ class SQLiteStore:
         conn.execute("COMMIT")
         return result
 
-    def _write(self, body: Callable[[sqlite3.Connection, float], _T]) -> _T:
+    def _write(self, operation: str, body: Callable[[sqlite3.Connection, float], _T]) -> _T:
         """Run ``body(conn, now)`` as one ``BEGIN IMMEDIATE`` transaction; sweep expired rows now and then."""
-        with self._lock:
+        with self._lock, self._translated(operation):
             conn = self._connection()
+            self._check_file()
 
             def run() -> _T:
                 now = time.time()
@@ -105,7 +152,20 @@ class SQLiteStore:
                     conn.execute(f"DELETE FROM {_TABLE} WHERE expires_at <= ?", (now,))
                 return body(conn, now)
 
-            return self._transaction(conn, run)
+            result = self._transaction(conn, run)
+            if self._writes % _SWEEP_EVERY == 0:
+                conn.executescript("PRAGMA incremental_vacuum;")  # runs to completion (execute() steps once)
+            return result
+
+    def sweep(self) -> int:
+        """Delete every expired row now and return freed pages to the file system; how many rows were deleted."""
+        def body(conn: sqlite3.Connection, now: float) -> int:
+            return conn.execute(f"DELETE FROM {_TABLE} WHERE expires_at <= ?", (now,)).rowcount
+
+        deleted = self._write("sweep", body)
+        with self._lock, self._translated("sweep"):
+            self._connection().executescript("PRAGMA incremental_vacuum;")
+        return deleted
 
     @staticmethod
     def _live(conn: sqlite3.Connection, key: str, now: float) -> tuple[str, float] | None:
@@ -116,8 +176,9 @@ class SQLiteStore:
 
     def get(self, key: str) -> str | None:
         check_key(key)
-        with self._lock:
+        with self._lock, self._translated("get"):
             conn = self._connection()
+            self._check_file()
             # One SELECT is its own (read) transaction: it sees one committed state.
             found = self._live(conn, key, time.time())
         return None if found is None else found[0]
@@ -132,7 +193,7 @@ class SQLiteStore:
             conn.execute(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?, ?)", (key, value, now + ttl))
             return True
 
-        return self._write(body)
+        return self._write("put_if_absent", body)
 
     def compare_and_set(self, key: str, expected: str, value: str, ttl: float) -> bool:
         check_key(key)
@@ -145,7 +206,7 @@ class SQLiteStore:
             )
             return cursor.rowcount == 1
 
-        return self._write(body)
+        return self._write("compare_and_set", body)
 
     def delete_if(self, key: str, expected: str) -> bool:
         check_key(key)
@@ -156,7 +217,7 @@ class SQLiteStore:
             )
             return cursor.rowcount == 1
 
-        return self._write(body)
+        return self._write("delete_if", body)
 
     def add_within_limit(self, key: str, amount: float, limit: float, window: float) -> tuple[bool, float]:
         check_key(key)
@@ -176,7 +237,26 @@ class SQLiteStore:
                 )
             return True, total
 
-        return self._write(body)
+        return self._write("add_within_limit", body)
+
+    def add_within_limits(self, counters: Sequence[Counter]) -> int | None:
+        check_counters(counters)
+
+        def body(conn: sqlite3.Connection, now: float) -> int | None:
+            updates = []
+            for index, counter in enumerate(counters):
+                found = self._live(conn, counter.key, now)
+                current = Decimal(0) if found is None else parse_decimal(counter.key, found[0])
+                total = add_exact(current, counter.amount)
+                if total > counter.limit:
+                    return index
+                expires_at = now + counter.window if found is None else found[1]
+                if counter.amount > 0:
+                    updates.append((counter.key, str(total), expires_at))
+            conn.executemany(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?, ?)", updates)
+            return None
+
+        return self._write("add_within_limits", body)
 
     def close(self) -> None:
         """Close this process's connection; later operations raise ``sqlite3.ProgrammingError``."""

@@ -20,11 +20,16 @@ __all__ = [
     "Reply",
     "ReplyKind",
     "answer",
+    "cut",
     "drop",
     "error",
+    "html_page",
     "logprobs",
+    "malformed_event",
+    "not_json",
     "overloaded",
     "rate_limited",
+    "raw",
     "refusal",
     "schema_rejected",
     "server_error",
@@ -35,7 +40,8 @@ __all__ = [
     "truncated",
 ]
 
-ReplyKind = Literal["answer", "text", "tool_call", "truncated", "refusal", "error", "timeout", "drop", "stream_error"]
+ReplyKind = Literal["answer", "text", "tool_call", "truncated", "refusal", "error", "timeout", "drop", "stream_error",
+                    "raw", "malformed_event", "cut"]
 #: Error flavours the wire modules render per vendor (a plain ``error`` is rendered as given).
 ErrorVariant = Literal["plain", "schema_rejected", "rate_limited", "spend_limit", "server_error", "overloaded"]
 
@@ -66,6 +72,11 @@ class Reply:
         delay: seconds to wait before answering (added to the emulator's ``latency``); see :meth:`after`.
         tokens: for :func:`logprobs`, the generated tokens with the alternatives (and logprobs) at each position;
             ``None``: a request that asks for logprobs gets the text split into words, each certain.
+        content_type: the ``content-type`` of a :func:`raw` body.
+        line: the bad line a :func:`malformed_event` puts in the middle of a stream.
+        fraction: how much of the body :func:`cut` sends before closing the connection.
+        every, piece: trickle the body out ``piece`` bytes at a time, ``every`` seconds apart (see
+            :meth:`trickled`); ``every == 0`` sends it at once.
     """
 
     kind: ReplyKind
@@ -83,10 +94,27 @@ class Reply:
     then: Reply | None = None
     delay: float = 0.0
     tokens: tuple[TokenStep, ...] | None = None
+    content_type: str = ""
+    line: str = ""
+    fraction: float = 1.0
+    every: float = 0.0
+    piece: int = 1
 
     def after(self, seconds: float) -> Reply:
         """The same behaviour, answered ``seconds`` later (simulated model latency)."""
         return dataclasses.replace(self, delay=seconds)
+
+    def trickled(self, every: float, piece: int = 1) -> Reply:
+        """The same behaviour with its body sent ``piece`` bytes at a time, ``every`` seconds apart.
+
+        Each read the client makes returns within ``every`` seconds, so a per-read timeout never fires while
+        the whole body takes as long as its length says: the case only a wall-clock deadline bounds. The
+        status line and headers go out at once; JSON bodies and streams trickle alike. When the client closes
+        the connection before the body is finished, :attr:`Emulator.closed_early` counts it.
+        """
+        if every < 0 or piece < 1:
+            raise ValueError("trickled() needs every >= 0 and piece >= 1")
+        return dataclasses.replace(self, every=float(every), piece=int(piece))
 
 
 def _usage(usage: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -254,6 +282,44 @@ def timeout(seconds: float, then: Reply | None = None) -> Reply:
 def drop() -> Reply:
     """Close the connection without any response (the SDKs raise ``APIConnectionError``)."""
     return Reply(kind="drop")
+
+
+def raw(body: str, *, status: int = 200, content_type: str = "text/html; charset=utf-8",
+        headers: Mapping[str, str] | None = None) -> Reply:
+    """Send ``body`` verbatim with this status and content type, to streaming requests as well: what a proxy,
+    gateway or captive portal in front of the vendor sends instead of the API's answer."""
+    return Reply(kind="raw", text=body, status=status, content_type=content_type,
+                 headers=tuple((headers or {}).items()))
+
+
+def html_page(status: int = 200, title: str = "Service temporarily unavailable") -> Reply:
+    """An HTML page (as a proxy sends it) with ``status``, 200 by default."""
+    page = (f"<!DOCTYPE html>\n<html><head><title>{title}</title></head>\n"
+            f"<body><h1>{title}</h1><p>The upstream server did not answer. Please try again later.</p></body></html>\n")
+    return raw(page, status=status)
+
+
+def not_json(body: str = '{"id": "chatcmpl-emulator", "choices": [{"index": 0, "mess', *, status: int = 200) -> Reply:
+    """A body labelled ``application/json`` that is not JSON (by default an answer cut off mid-way, with an
+    honest ``content-length``)."""
+    return raw(body, status=status, content_type="application/json")
+
+
+def malformed_event(text: str = "{}", line: str = "data: {not json") -> Reply:
+    """For a streaming request: the answer ``text`` streamed as usual, with ``line`` (a data line that is not
+    JSON, by default) in the middle of the events; on the Anthropic endpoint a line without an ``event:`` field
+    goes out as a ``content_block_delta`` event (the anthropic SDK skips unnamed events). For a non-streaming
+    request: ``line`` as a body labelled ``application/json``."""
+    return Reply(kind="malformed_event", text=text, line=line)
+
+
+def cut(text: str = "{}", fraction: float = 0.5) -> Reply:
+    """The answer ``text`` rendered as usual, but only its first ``fraction`` of bytes are sent before the
+    connection closes: a JSON body falls short of its ``content-length``, a stream stops mid-event without
+    the end of its chunked encoding."""
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError("cut() needs 0 <= fraction < 1")
+    return Reply(kind="cut", text=text, fraction=fraction)
 
 
 def stream_error(

@@ -63,6 +63,8 @@ class Emulator:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
+        self._closed_early = 0
+        self._closed_early_changed = threading.Condition(self._lock)
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> Emulator:
@@ -150,12 +152,25 @@ class Emulator:
         with self._lock:
             return self._billed[0], self._billed[1]
 
+    @property
+    def closed_early(self) -> int:
+        """How many answers the client cut off: it closed the connection before the body was finished."""
+        with self._lock:
+            return self._closed_early
+
+    def wait_closed_early(self, count: int = 1, timeout: float = 10.0) -> bool:
+        """Wait until :attr:`closed_early` reaches ``count`` (the server notices a closed connection at its next
+        write, up to one trickle interval later); ``False`` if ``timeout`` seconds pass first."""
+        with self._closed_early_changed:
+            return self._closed_early_changed.wait_for(lambda: self._closed_early >= count, timeout)
+
     def reset(self) -> None:
-        """Clear the queue, the responder, the recorded requests and the tokens served."""
+        """Clear the queue, the responder, the recorded requests, the tokens served and :attr:`closed_early`."""
         with self._lock:
             self._queue.clear()
             self._requests.clear()
             self._billed = [0, 0]
+            self._closed_early = 0
             self.responder = None
 
     # -- used by the handler ---------------------------------------------------------------------------
@@ -163,6 +178,11 @@ class Emulator:
         with self._lock:
             self._billed[0] += input_tokens
             self._billed[1] += output_tokens
+
+    def _closed_early_by_client(self) -> None:
+        with self._closed_early_changed:
+            self._closed_early += 1
+            self._closed_early_changed.notify_all()
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:

@@ -44,10 +44,11 @@ class Output:
 
 
 def resolve(reply: Reply, request: RecordedRequest) -> Output:
-    """Turn a content behaviour (answer, text, tool_call, truncated, refusal, stream_error) into an Output."""
+    """Turn a content behaviour (answer, text, tool_call, truncated, refusal, stream_error, and the answers that
+    malformed_event and cut spoil) into an Output."""
     forced = request.forced_tool
     kind: Literal["text", "tool", "refusal"]
-    if reply.kind in ("answer", "truncated"):
+    if reply.kind in ("answer", "truncated", "malformed_event", "cut"):
         kind = "tool" if forced else "text"
     elif reply.kind == "tool_call":
         kind = "tool"

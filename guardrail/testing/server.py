@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
 import socket
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -124,6 +125,13 @@ class Handler(BaseHTTPRequestHandler):
         if behaviour.kind == "error":
             self._send_error(behaviour, request)
             return
+        if behaviour.kind == "raw":
+            self._send(behaviour.status, behaviour.content_type, behaviour.text.encode(), list(behaviour.headers),
+                       behaviour)
+            return
+        if behaviour.kind == "malformed_event" and not request.stream:
+            self._send(200, "application/json", behaviour.line.encode(), _id_headers(request), behaviour)
+            return
         if behaviour.kind == "stream_error" and not request.stream:
             self._send_error(Reply(kind="error", status=529, variant="overloaded"), request)
             return
@@ -138,7 +146,13 @@ class Handler(BaseHTTPRequestHandler):
                 frames = responses_stream(request, out, failure)
             else:
                 frames = messages_stream(out, failure)
-            self._send_stream(frames, request)
+            if behaviour.kind == "malformed_event":
+                line = behaviour.line
+                if request.api == "messages" and not line.startswith("event:"):
+                    line = f"event: content_block_delta\n{line}"  # the anthropic SDK skips unnamed events
+                middle = len(frames) // 2
+                frames = [*frames[:middle], line.encode() + b"\n\n", *frames[middle:]]
+            self._send_stream(frames, request, behaviour)
             return
         if request.api == "chat":
             body = chat_body(out)
@@ -146,7 +160,7 @@ class Handler(BaseHTTPRequestHandler):
             body = responses_body(request, out)
         else:
             body = messages_body(out)
-        self._send_json(200, body, _id_headers(request))
+        self._send(200, "application/json", json.dumps(body).encode(), _id_headers(request), behaviour)
 
     # -- I/O -------------------------------------------------------------------------------------------
     def _read_body(self) -> bytes:
@@ -168,17 +182,21 @@ class Handler(BaseHTTPRequestHandler):
         self._send_json(status, body, headers)
 
     def _send_json(self, status: int, body: dict[str, Any], headers: list[tuple[str, str]]) -> None:
-        payload = json.dumps(body).encode()
+        self._send(status, "application/json", json.dumps(body).encode(), headers, None)
+
+    def _send(self, status: int, content_type: str, payload: bytes, headers: list[tuple[str, str]],
+              behaviour: Reply | None) -> None:
+        """One whole body with its length announced (a ``cut`` behaviour sends less than announced)."""
         self._answered = True
         self.send_response(status, _REASONS.get(status))
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(payload)))
         for name, value in headers:
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(payload)
+        self._deliver(payload, behaviour, chunked=False)
 
-    def _send_stream(self, frames: list[bytes], request: RecordedRequest) -> None:
+    def _send_stream(self, frames: list[bytes], request: RecordedRequest, behaviour: Reply) -> None:
         self._answered = True
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
@@ -187,11 +205,41 @@ class Handler(BaseHTTPRequestHandler):
         for name, value in _id_headers(request):
             self.send_header(name, value)
         self.end_headers()
+        if behaviour.every > 0 or behaviour.kind == "cut":
+            self._deliver(b"".join(frames), behaviour, chunked=True)
+            return
         for frame in frames:
             if self.server.emulator._stopping.is_set():
                 raise _Drop
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
         self.wfile.write(b"0\r\n\r\n")
+
+    def _deliver(self, data: bytes, behaviour: Reply | None, *, chunked: bool) -> None:
+        """Write a body: at once, or trickled (``behaviour.every``), or cut short (``cut``, then the connection
+        closes). A client that closes the connection before the body is finished is counted."""
+        emulator = self.server.emulator
+        end = int(len(data) * behaviour.fraction) if behaviour is not None and behaviour.kind == "cut" else len(data)
+        every = behaviour.every if behaviour is not None else 0.0
+        size = behaviour.piece if behaviour is not None and every > 0 else max(end, 1)
+        sent = 0
+        try:
+            while sent < end:
+                if every > 0:
+                    if emulator._sleep(every):
+                        raise _Drop
+                    if _peer_closed(self.connection):
+                        raise ConnectionResetError("the client closed the connection")
+                piece = data[sent:min(end, sent + size)]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+                sent += len(piece)
+            if end < len(data):
+                raise _Drop
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            if not emulator._stopping.is_set():
+                emulator._closed_early_by_client()
+            raise
 
     def _abort(self) -> None:
         self.close_connection = True
@@ -200,6 +248,15 @@ class Handler(BaseHTTPRequestHandler):
 
 
 _REASONS = {529: "Overloaded"}
+
+
+def _peer_closed(connection: socket.socket) -> bool:
+    """Whether the client has closed its end (mid-answer it sends nothing, so readable means end of file)."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 def _id_headers(request: RecordedRequest) -> list[tuple[str, str]]:

@@ -32,6 +32,7 @@ class Messages(Endpoint):
     provider = "anthropic"
     api = "messages"
     max_tokens_key = "max_tokens"
+    list_fields = ("content",)
 
     def thinking(self, kwargs: Mapping[str, Any]) -> bool:
         thinking = kwargs.get("thinking")

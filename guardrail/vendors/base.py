@@ -77,6 +77,9 @@ class Endpoint(ABC):
     api: str = ""
     #: The SDK keyword that carries the output-token limit on this endpoint.
     max_tokens_key: str = "max_tokens"
+    #: Fields every answer of this API carries as a list; an answer without them is not the API's (the SDKs
+    #: build their models without validation, so a missing field reads as ``None``, not as an error).
+    list_fields: tuple[str, ...] = ()
 
     def __init__(self, server: str | None = None) -> None:
         self.server = server

@@ -5,14 +5,22 @@ so this reads them by shape and needs neither SDK imported. Retryable: 408, 409,
 529, timeouts, dropped connections, and an overload sent as an error event in the middle of a stream.
 Never retryable: other 4xx (bad request, auth, not found) and spend-limit/quota errors that waiting
 cannot fix. A 400 about the JSON schema is its own kind: the caller moves to the next mode.
+
+A response that is not in the API's shape (an HTML page from a proxy, a JSON content type over a body that
+is not JSON, a stream event that is not JSON or lacks the API's fields) arrives as a :class:`BadResponse`
+raised by the drivers; it is retryable (the proxy, gateway or network that spoiled it may not spoil the
+next one). Every failure carries a :func:`snippet` of the body: the start of it, secrets redacted.
 """
 
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from guardrail.redact import redact_text
 
 FailureKind = Literal["retryable", "schema_rejected", "fatal"]
 
@@ -44,25 +52,73 @@ class Failure:
     message: str
     retry_after: float | None
     error: BaseException
+    #: The start of the response body (secrets redacted), when there was one to show.
+    snippet: str | None = None
+
+
+#: Characters of a response body kept in a snippet (after redaction), and how much of it is scanned.
+SNIPPET_CHARS = 200
+_SCAN_CHARS = 4096
+_SPACES = re.compile(r"\s+")
+
+
+def snippet(body: str | bytes | None) -> str | None:
+    """The start of a response body for an error message: whitespace collapsed, secrets redacted, at most
+    :data:`SNIPPET_CHARS` characters. Redaction runs before the cut, so a secret is never half-shown."""
+    if body is None:
+        return None
+    text = body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else str(body)
+    text = redact_text(_SPACES.sub(" ", text[:_SCAN_CHARS]).strip())
+    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "\u2026"
+
+
+class BadResponse(Exception):
+    """A response that is not in the API's shape, raised by the drivers in place of whatever the SDK or the
+    adapter tripped over (``AttributeError``, ``JSONDecodeError``, a validation error).
+
+    Attributes:
+        status: the HTTP status of the response (``None`` when the SDK did not show it).
+        content_type: its ``content-type`` header.
+        code: what was wrong: ``"not_json"`` (the body or an event is not JSON), ``"content_type"`` (not the
+            content type the API sends), ``"shape"`` (JSON without the API's fields).
+        snippet: the start of the body or event, redacted (:func:`snippet`).
+    """
+
+    def __init__(self, message: str, *, status: int | None, content_type: str | None, code: str,
+                 body: str | bytes | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.content_type = content_type
+        self.code = code
+        self.snippet = snippet(body)
 
 
 def classify(error: BaseException) -> Failure | None:
     """Classify an exception raised by an SDK call; ``None`` means it is not a vendor error at all."""
+    if isinstance(error, BadResponse):
+        return Failure("retryable", error.status, error.code, str(error), None, error, error.snippet)
     status = getattr(error, "status_code", None)
     if isinstance(status, int):
         body = getattr(error, "body", None)
+        shown = _body_snippet(body, error)
+        if body is not None and not isinstance(body, dict):  # not the API's error JSON: a proxy's page, say
+            # (a 2xx here is an error event inside a stream whose data is not JSON: spoiled, so retryable)
+            status_kind_: FailureKind = "retryable" if status in RETRYABLE_STATUS or status >= 500 or status < 300 \
+                else "fatal"
+            return Failure(status_kind_, status, None, f"status {status} with a body that is not the API's error "
+                           f"JSON ({_content_type(error)})", retry_after(_headers(error)), error, shown)
         code, etype, message = _error_fields(body, error)
         headers = _headers(error)
         markers = " ".join(x for x in (code, etype) if x).lower()
         if etype == "overloaded_error" or (status == 200 and etype in {"api_error", "overloaded_error"}):
             # Anthropic reports an overload that arrives mid-stream as a 200 with an error event.
-            return Failure("retryable", status, code or etype, message, retry_after(headers), error)
+            return Failure("retryable", status, code or etype, message, retry_after(headers), error, shown)
         if any(m in markers for m in _SPEND_MARKERS):
-            return Failure("fatal", status, code or etype, message, None, error)
+            return Failure("fatal", status, code or etype, message, None, error, shown)
         if status == 400 and (code in _SCHEMA_CODES or any(p in message.lower() for p in _SCHEMA_PHRASES)):
-            return Failure("schema_rejected", status, code or etype, message, None, error)
+            return Failure("schema_rejected", status, code or etype, message, None, error, shown)
         status_kind: FailureKind = "retryable" if status in RETRYABLE_STATUS or status >= 500 else "fatal"
-        return Failure(status_kind, status, code or etype, message, retry_after(headers), error)
+        return Failure(status_kind, status, code or etype, message, retry_after(headers), error, shown)
     body = getattr(error, "body", None)
     if isinstance(body, dict):  # an error event in the middle of a stream (no HTTP status of its own)
         code, etype, message = _error_fields(body, error)
@@ -87,6 +143,22 @@ def _error_fields(body: Any, error: BaseException) -> tuple[str | None, str | No
     etype = inner.get("type")
     message = inner.get("message") or str(error)
     return (str(code) if code is not None else None, str(etype) if etype is not None else None, str(message))
+
+
+def _body_snippet(body: Any, error: BaseException) -> str | None:
+    """The redacted start of an error response's body (the SDK keeps it on ``.response``)."""
+    response = getattr(error, "response", None)
+    try:
+        text = response.text if response is not None else None
+    except Exception:  # a streamed response whose body was never read: nothing to show
+        text = None
+    if text is None and isinstance(body, str):
+        text = body
+    return snippet(text)
+
+
+def _content_type(error: BaseException) -> str:
+    return str(_headers(error).get("content-type") or "no content type")
 
 
 def _headers(error: BaseException) -> Any:

@@ -32,6 +32,7 @@ class ChatCompletions(Endpoint):
     """``client.chat.completions.create``."""
 
     api = "chat"
+    list_fields = ("choices",)
 
     def __init__(self, server: str | None = None) -> None:
         super().__init__(server)

@@ -26,6 +26,7 @@ class Responses(Endpoint):
     provider = "openai"
     api = "responses"
     max_tokens_key = "max_output_tokens"
+    list_fields = ("output",)
 
     def build(self, kwargs: Mapping[str, Any], plan: Plan, history: list[Exchange], *,
               max_tokens: int | None, temperature: float | None) -> dict[str, Any]:

@@ -1,0 +1,94 @@
+"""``guardrail schema MODULE:Type``: the JSON Schema a vendor would get for a contract, and its CompileReport."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from guardrail.cli import common
+from guardrail.cli.common import CommandError, import_target, is_type_expression, target
+
+VENDORS = ("openai", "anthropic", "vllm", "sglang", "llamacpp", "ollama")
+
+DESCRIPTION = """\
+Print the JSON Schema guardrail would send for a contract type, and the CompileReport: which keywords the
+vendor enforces, which guardrail lowers or checks after the answer (post_validated), and which make a mode
+unusable (rejected). MODULE is imported from the current directory or the installed packages.
+
+exit status: 0 the chosen mode can carry the contract; 1 it cannot (rejected), or MODULE:Type cannot be
+imported or is not a type; 2 usage error.
+"""
+
+
+def register(commands: Any) -> None:
+    """Add ``schema`` to the subcommands."""
+    parser = commands.add_parser("schema", help="show the lowered schema and CompileReport for a contract",
+                                 description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("target", metavar="MODULE:Type", type=target, help="the contract, e.g. myapp.models:Ticket")
+    parser.add_argument("--vendor", choices=VENDORS, default="openai", help="the vendor to lower for (default: openai)")
+    parser.add_argument("--model", default="", help="model name (capabilities differ by model family)")
+    parser.add_argument("--mode", choices=("native", "tool", "json", "prompt"), default=None,
+                        help="the mode to lower for (default: the strongest that works)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.set_defaults(run=run, prog=parser.prog)
+
+
+def contract_type(text: str) -> Any:
+    """The type named by ``MODULE:Type``; :class:`CommandError` if it is missing or not a type."""
+    value = import_target(text)
+    if not is_type_expression(value):
+        raise CommandError(f"{text!r} is a {type(value).__name__}, not a type (a pydantic model, dataclass, "
+                           "TypedDict or a typing form such as list[Item])")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the lowered schema and report; 1 when the mode cannot carry the contract."""
+    from guardrail.contract import compile_contract
+    from guardrail.modes import capabilities, plans, schema_name
+    from guardrail.schema.lower import lower
+
+    output_type = contract_type(args.target)
+    try:
+        contract = compile_contract(output_type)
+        name = schema_name(output_type)
+    except Exception as error:  # pydantic cannot build a schema for it (an arbitrary class, a forward reference)
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CommandError(f"{args.target!r} cannot be a contract: {first_line}") from None
+    caps = capabilities(args.vendor, args.model)
+    chosen = plans(contract.schema, name, caps)
+    mode = args.mode or chosen[0].mode
+    if mode == "native":
+        lowered = lower(contract.schema, caps.native_dialect)
+    elif mode == "tool" and caps.strict_tool:
+        lowered = lower(contract.schema, caps.native_dialect)
+        if not lowered.report.ok:
+            lowered = lower(contract.schema, "advisory", wrap_root=True)
+    else:
+        lowered = lower(contract.schema, "advisory", wrap_root=mode in {"tool", "json"})
+    payload: dict[str, Any] = {"target": args.target, "vendor": args.vendor, "mode": mode,
+                               "modes_available": [p.mode for p in chosen], "schema": lowered.schema,
+                               "wrapped": lowered.wrapped, "report": lowered.report.to_dict()}
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+    else:
+        _print_table(payload, lowered.report)
+    return 0 if lowered.report.ok else 1
+
+
+def _print_table(payload: dict[str, Any], report: Any) -> None:
+    from rich.table import Table
+
+    console = common.console()
+    console.print(f"[bold]{payload['target']}[/bold] for {payload['vendor']}, mode [bold]{payload['mode']}[/bold] "
+                  f"(guardrail would try: {', '.join(payload['modes_available'])})")
+    console.print_json(json.dumps(payload["schema"], ensure_ascii=False))
+    table = Table(title=f"CompileReport ({report.dialect}): "
+                  f"{'ok' if report.ok else 'REJECTED - this mode cannot carry the contract'}")
+    for column in ("path", "keyword", "action", "detail"):
+        table.add_column(column, overflow="fold")
+    colours = {"enforced": "green", "lowered": "yellow", "post_validated": "cyan", "rejected": "red"}
+    for entry in report.entries:
+        table.add_row(entry.path or "/", entry.keyword, f"[{colours[entry.action]}]{entry.action}[/]", entry.detail)
+    console.print(table)
