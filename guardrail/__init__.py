@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         SyncAsyncMismatch,
         ToolCallError,
         TruncatedError,
+        UnsupportedCall,
         VendorError,
         VendorUnavailable,
     )
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     from guardrail.identity import Identity, current_identity
     from guardrail.local.choose import Choice, NoOptionMatched, Uncertain, achoose, choose
     from guardrail.local.choose_api import LogprobBackend, LogprobsUnavailable
+    from guardrail.methods import RawStructured
     from guardrail.modes import Capabilities, Mode, Plan
     from guardrail.outcome import Attempt, Budget, Outcome, Partial, Price, Result, Usage
     from guardrail.parse import (
@@ -102,6 +104,8 @@ if TYPE_CHECKING:
 
 #: Public name -> the module that defines it.
 _LAZY: dict[str, str] = {
+    "RawStructured": "guardrail.methods",
+    "UnsupportedCall": "guardrail.errors",
     "JsonSchema": "guardrail.schema.jsonschema_contract",
     "ContractError": "guardrail.errors",
     "ConnectionDenied": "guardrail.errors",
@@ -262,6 +266,7 @@ __all__ = [
     "Policy",
     "PolicyError",
     "Price",
+    "RawStructured",
     "Refused",
     "Result",
     "ResultNotStorable",
@@ -285,6 +290,7 @@ __all__ = [
     "ToolResult",
     "TruncatedError",
     "Uncertain",
+    "UnsupportedCall",
     "Usage",
     "VendorError",
     "VendorUnavailable",

@@ -28,7 +28,7 @@ from typing import Any
 
 import pydantic
 
-from guardrail.contract import Contract
+from guardrail.contract import Contract, validation_context
 from guardrail.errors import (
     BudgetExceeded,
     CallError,
@@ -253,9 +253,10 @@ class _State:
         if done.finish == "length":
             return self.on_truncated(done, attempt)
         plan = self.call.plans[self.plan_index]
-        report = parse_report(done.text or "", _parse_type(self.call.contract.output_type, plan.wrapped),
-                              aliases=self.call.aliases,
-                              stages=ABSENT_AS_NULL_STAGES if plan.absent_as_null else None)
+        with validation_context(self.call.context or None):  # pydantic validators see it as info.context
+            report = parse_report(done.text or "", _parse_type(self.call.contract.output_type, plan.wrapped),
+                                  aliases=self.call.aliases,
+                                  stages=ABSENT_AS_NULL_STAGES if plan.absent_as_null else None)
         if report.error is None:
             value = getattr(report.value, plan.wrapped) if plan.wrapped else report.value
             return self.judge(value, done, attempt, tuple(report.fixes))

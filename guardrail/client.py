@@ -9,128 +9,62 @@ with the value, every attempt's raw output, fixes, usage, mode, timing and trace
     ticket = client.chat.completions.create(model="gpt-4o", messages=[...], response_model=Ticket)
     result = client.chat.completions.create_with_result(model="gpt-4o", messages=[...], response_model=Ticket)
 
+The SDK's other ways in keep the wrapper: ``client.with_options(...)`` (and ``copy``) wrap the new client
+with the same settings; ``beta`` namespaces have the same structured methods (``client.beta.chat.completions``,
+``client.beta.responses``, ``client.beta.messages``); ``with_raw_response`` (on the client, a namespace or a
+method) returns a :class:`~guardrail.methods.RawStructured`, the value with the HTTP responses; and
+``with_streaming_response`` refuses ``response_model=`` with :class:`~guardrail.errors.UnsupportedCall`.
+See :mod:`guardrail.methods` for the flavors and :mod:`guardrail.client_types` for what type checkers see.
+
 guardrail sends requests through a copy of the client with the SDK's own retries switched off
 (``with_options(max_retries=0)``) and retries transport failures itself, so nothing is retried twice.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from guardrail._drivers import iterate_async, iterate_sync, run_async, run_sync
-from guardrail._engine import Call, Settings
-from guardrail.contract import compile_contract
-from guardrail.gates.semantic import Rule
-from guardrail.modes import SERVER_KINDS, Mode, capabilities, plans, schema_name
-from guardrail.outcome import Budget, Result
+from guardrail._engine import Settings
+from guardrail.methods import AsyncStructuredMethod, Binding, StructuredMethod
+from guardrail.modes import SERVER_KINDS
 from guardrail.retry import RetryPolicy
-from guardrail.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.vendors.anthropic_messages import Messages
 from guardrail.vendors.base import Endpoint
 from guardrail.vendors.openai_chat import ChatCompletions
 from guardrail.vendors.openai_responses import Responses
 
+if TYPE_CHECKING:
+    import anthropic
+    import openai
 
-class StructuredMethod:
-    """One SDK ``create`` method with ``response_model=`` support; other attributes pass through."""
+    from guardrail.client_types import AnthropicClient, AsyncAnthropicClient, AsyncOpenAIClient, OpenAIClient
 
-    def __init__(self, endpoint: Endpoint, raw: Any, quiet: Any, *, is_async: bool, settings: Settings,
-                 retry: RetryPolicy, timeout: float | None = None) -> None:
-        self._timeout = timeout  # the client's own request timeout, in seconds
-        self._endpoint = endpoint
-        self._raw = raw          # the caller's SDK resource (passthrough calls)
-        self._quiet = quiet      # the same resource on the client copy with max_retries=0
-        self._is_async = is_async
-        self._settings = settings
-        self._retry = retry
+    #: An already wrapped client, returned as it is.
+    W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient)
 
-    def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
-               max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
-        """The SDK's ``create``; with ``response_model`` it returns the validated value (async: an awaitable).
+__all__ = ["AsyncStructuredMethod", "StructuredMethod", "Wrapped", "wrap"]
 
-        Args:
-            response_model: the output type (a pydantic model or any type ``TypeAdapter`` accepts).
-            aliases: drifted field name -> contract field name, applied at any depth.
-            max_attempts: model attempts before :class:`~guardrail.GaveUp` (default ``Settings.max_attempts``).
-            mode: force ``"native"``, ``"tool"``, ``"json"`` or ``"prompt"`` instead of the strongest available.
-            budget: a token/cost cap across all attempts (:class:`~guardrail.Budget`).
-            rules: semantic rules (:mod:`guardrail.gates.semantic`) every validated answer must meet.
-            context: runtime facts the rules read (ids that must exist, retrieved evidence).
-            **kwargs: the SDK's own arguments, passed on.
-        """
-        if response_model is None:
-            return self._raw.create(**kwargs)
-        call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
-        if self._is_async:
-            return self._value_async(call)
-        return run_sync(call, self._quiet.create, self._retry).value
-
-    def create_with_result(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
-                           max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-                           rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
-                           **kwargs: Any) -> Any:
-        """Like :meth:`create` but returns the :class:`~guardrail.Result` (async: an awaitable of it)."""
-        call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
-        if self._is_async:
-            return run_async(call, self._quiet.create, self._retry)
-        return run_sync(call, self._quiet.create, self._retry)
-
-    def create_partial(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
-                       max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-                       rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
-                       **kwargs: Any) -> Any:
-        """Stream: iterate :class:`~guardrail.Partial` previews while the answer arrives, then the validated value.
-
-        Returns a :class:`~guardrail.StructuredStream` (async clients: an :class:`AsyncStructuredStream` to use
-        with ``async for``); after the loop its ``.result`` holds the :class:`~guardrail.Result`. Previews are
-        never validated; only the last item, the value, is.
-        """
-        call = self._call(response_model, aliases, max_attempts, mode, budget, {**kwargs, "stream": True}, rules,
-                          context)
-        if self._is_async:
-            return AsyncStructuredStream(iterate_async(call, self._quiet.create, self._retry, previews=True))
-        return StructuredStream(iterate_sync(call, self._quiet.create, self._retry, previews=True))
-
-    async def _value_async(self, call: Call) -> Any:
-        result: Result[Any] = await run_async(call, self._quiet.create, self._retry)
-        return result.value
-
-    def _call(self, response_model: Any, aliases: Mapping[str, str] | None, max_attempts: int | None,
-              mode: Mode | None, budget: Budget | None, kwargs: dict[str, Any], rules: Sequence[Rule] = (),
-              context: Mapping[str, Any] | None = None) -> Call:
-        taken = _CONFLICTS[self._endpoint.api] & _given(kwargs)
-        if taken:
-            raise TypeError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
-                            "for the mode it chooses (use mode= to choose one)")
-        contract = compile_contract(response_model)
-        model = str(kwargs.get("model", ""))
-        caps = capabilities(self._endpoint.provider, model)
-        chosen = plans(contract.schema, schema_name(contract.output_type), caps, forced=mode,
-                       thinking=self._endpoint.thinking(kwargs))
-        settings = self._settings if max_attempts is None else \
-            dataclasses.replace(self._settings, max_attempts=max_attempts)
-        return Call(self._endpoint, kwargs, contract, chosen, caps, aliases, budget, settings, timeout=self._timeout,
-                    rules=tuple(rules), context=dict(context or {}))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._raw, name)
+#: The SDK's flavors of a namespace or method that keep the wrapper (each member is asked for its own).
+_FLAVORS = frozenset({"with_raw_response", "with_streaming_response"})
 
 
 class Wrapped:
     """An SDK namespace (``client``, ``client.chat``) whose structured methods are replaced, the rest passed on.
 
-    ``vendor`` is ``"openai"`` or ``"anthropic"`` on the client itself (``None`` on inner namespaces).
+    ``vendor`` is ``"openai"`` or ``"anthropic"`` on the client itself (``None`` on inner namespaces). Asked
+    for ``with_raw_response`` or ``with_streaming_response``, a namespace answers with the SDK's flavor of
+    itself whose members are the same flavor of its own members, so ``response_model=`` is never dropped.
     """
 
-    def __init__(self, raw: Any, members: Mapping[str, Any], vendor: str | None = None) -> None:
+    def __init__(self, raw: Any, members: Mapping[str, Any], vendor: str | None = None,
+                 rewrap: Callable[[Any], Wrapped] | None = None) -> None:
         self._raw = raw
         self._members = dict(members)
         self.vendor = vendor
+        self._rewrap = rewrap  # wraps another client like this one (with_options, copy); clients only
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -138,20 +72,55 @@ class Wrapped:
         members = self.__dict__.get("_members", {})
         if name in members:
             return members[name]
-        return getattr(self.__dict__["_raw"], name)
+        raw = self.__dict__["_raw"]
+        if name in _FLAVORS:
+            flavored = Wrapped(getattr(raw, name), {key: getattr(member, name) for key, member in members.items()
+                                                    if _has(member, name)})
+            self.__dict__[name] = flavored  # made once, like the SDK's own cached flavors
+            return flavored
+        return getattr(raw, name)
+
+    def with_options(self, **options: Any) -> Any:
+        """The SDK's ``with_options`` (a client copy with other options), wrapped like this client."""
+        if self._rewrap is None:
+            return self._raw.with_options(**options)
+        return self._rewrap(self._raw.with_options(**options))
+
+    def copy(self, **options: Any) -> Any:
+        """The SDK's ``copy`` (the same as ``with_options``), wrapped like this client."""
+        if self._rewrap is None:
+            return self._raw.copy(**options)
+        return self._rewrap(self._raw.copy(**options))
 
     def __repr__(self) -> str:
         return f"guardrail.wrap({self._raw!r})"
 
 
+@overload
+def wrap(client: openai.AsyncOpenAI, *, server: str | None = None, settings: Settings | None = None,
+         retry: RetryPolicy | None = None) -> AsyncOpenAIClient: ...
+@overload
+def wrap(client: openai.OpenAI, *, server: str | None = None, settings: Settings | None = None,
+         retry: RetryPolicy | None = None) -> OpenAIClient: ...
+@overload
+def wrap(client: anthropic.AsyncAnthropic, *, server: str | None = None, settings: Settings | None = None,
+         retry: RetryPolicy | None = None) -> AsyncAnthropicClient: ...
+@overload
+def wrap(client: anthropic.Anthropic, *, server: str | None = None, settings: Settings | None = None,
+         retry: RetryPolicy | None = None) -> AnthropicClient: ...
+@overload
+def wrap(client: W, *, server: str | None = None, settings: Settings | None = None,
+         retry: RetryPolicy | None = None) -> W: ...
+@overload
+def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
+         retry: RetryPolicy | None = None) -> Any: ...
 def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None) -> Any:
-    # Returns Any: the wrapper has the SDK client's whole surface, which only the SDK's own types describe.
     """Wrap an official ``openai`` (sync or async) or ``anthropic`` (sync or async) client.
 
     Args:
         client: ``openai.OpenAI``/``AsyncOpenAI`` (also any OpenAI-compatible server via ``base_url``) or
-            ``anthropic.Anthropic``/``AsyncAnthropic``.
+            ``anthropic.Anthropic``/``AsyncAnthropic``. An already wrapped client is returned as it is.
         server: for an OpenAI-compatible self-hosted server, its kind (``"vllm"``, ``"sglang"``,
             ``"llamacpp"``, ``"ollama"``), so its own constrained-decoding fields are sent.
         settings: attempt-loop settings (attempts, token ceiling, temperature, content capture).
@@ -159,8 +128,10 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
 
     Returns:
         An object with the client's call shape: ``chat.completions.create`` and ``responses.create``
-        (OpenAI) or ``messages.create`` (Anthropic) accept ``response_model=`` and friends, and each has a
-        ``create_with_result`` twin; everything else is the client's own.
+        (OpenAI) or ``messages.create`` (Anthropic), and the same under ``beta``, accept ``response_model=``
+        and friends, and each has ``create_with_result`` and ``create_partial`` twins; ``with_options``,
+        ``with_raw_response`` and ``with_streaming_response`` keep the wrapper; everything else is the
+        client's own. Type checkers see one protocol per client class (:mod:`guardrail.client_types`).
     """
     if isinstance(client, Wrapped):
         return client
@@ -169,15 +140,51 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     kind, is_async = _kind(client)
     if server is not None and kind != "openai":
         raise ValueError("server= applies to OpenAI-compatible clients (openai.OpenAI(base_url=...)) only")
+    settings = settings or Settings()
+    retry = retry or RetryPolicy()
     quiet = _quiet(client)
-    make = _structured_factory(is_async, settings or Settings(), retry or RetryPolicy(), _seconds(client.timeout))
+    method = AsyncStructuredMethod if is_async else StructuredMethod
+    timeout = _seconds(client.timeout)
+
+    def make(endpoint: Endpoint, path: str) -> StructuredMethod | AsyncStructuredMethod:
+        return method(Binding(endpoint, _at(client, path), _at(quiet, path), settings, retry, timeout))
+
+    def rewrap(other: Any) -> Wrapped:
+        wrapped: Wrapped = wrap(other, server=server, settings=settings, retry=retry)
+        return wrapped
+
     if kind == "openai":
-        completions = make(ChatCompletions(server), client.chat.completions, quiet.chat.completions)
-        members: dict[str, Any] = {"chat": Wrapped(client.chat, {"completions": completions})}
-        if server is None:
-            members["responses"] = make(Responses(), client.responses, quiet.responses)
-        return Wrapped(client, members, "openai")
-    return Wrapped(client, {"messages": make(Messages(), client.messages, quiet.messages)}, "anthropic")
+        chat = ChatCompletions(server)
+        members: dict[str, Any] = {"chat": Wrapped(client.chat, {"completions": make(chat, "chat.completions")})}
+        beta: dict[str, Any] = {}
+        if _has(client, "beta.chat.completions"):
+            beta["chat"] = Wrapped(client.beta.chat, {"completions": make(chat, "beta.chat.completions")})
+        if server is None:  # self-hosted OpenAI-compatible servers have no Responses API
+            members["responses"] = make(Responses(), "responses")
+            if _has(client, "beta.responses"):
+                beta["responses"] = make(Responses(), "beta.responses")
+    else:
+        members = {"messages": make(Messages(), "messages")}
+        beta = {"messages": make(Messages(), "beta.messages")} if _has(client, "beta.messages") else {}
+    if beta:
+        members["beta"] = Wrapped(client.beta, beta)
+    return Wrapped(client, members, kind, rewrap)
+
+
+def _has(root: Any, path: str) -> bool:
+    """Whether this SDK version has the resource at ``path`` (beta namespaces come and go between versions)."""
+    try:
+        _at(root, path)
+    except AttributeError:
+        return False
+    return True
+
+
+def _at(root: Any, path: str) -> Any:
+    """The SDK resource at a dotted path (``"beta.chat.completions"``) of a client."""
+    for name in path.split("."):
+        root = getattr(root, name)
+    return root
 
 
 _QUIET: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -197,32 +204,6 @@ def _quiet(client: Any) -> Any:
         with _QUIET_LOCK:
             found = _QUIET.setdefault(client, found)
     return found
-
-
-def _structured_factory(is_async: bool, settings: Settings, retry: RetryPolicy,
-                        timeout: float | None) -> Callable[[Endpoint, Any, Any], StructuredMethod]:
-    def make(endpoint: Endpoint, raw: Any, quiet: Any) -> StructuredMethod:
-        return StructuredMethod(endpoint, raw, quiet, is_async=is_async, settings=settings, retry=retry,
-                                timeout=timeout)
-    return make
-
-
-#: Request fields guardrail sets for its modes; the caller giving them too is a conflict, not a merge.
-_CONFLICTS: dict[str, frozenset[str]] = {
-    "chat": frozenset({"response_format", "tool_choice"}),
-    "responses": frozenset({"tool_choice", "text.format"}),
-    "messages": frozenset({"tool_choice", "output_config.format"}),
-}
-
-
-def _given(kwargs: Mapping[str, Any]) -> set[str]:
-    """The caller's keywords, with ``text.format``/``output_config.format`` named when those are set."""
-    names = set(kwargs)
-    for outer in ("text", "output_config"):
-        inner = kwargs.get(outer)
-        if isinstance(inner, Mapping) and inner.get("format") is not None:
-            names.add(f"{outer}.format")
-    return names
 
 
 def _seconds(timeout: Any) -> float | None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Protocol, TypeVar
 
@@ -24,14 +26,31 @@ from guardrail.schema.view import Schema, SchemaView
 
 T = TypeVar("T")
 
+#: What pydantic validators see as ``ValidationInfo.context`` while guardrail validates: the ``context=`` of
+#: the call whose answer is being parsed (set by the attempt loop with :func:`validation_context`), else
+#: ``None``. Every strict validation (these methods, the parse fast paths, the stages) passes it on.
+VALIDATION_CONTEXT: ContextVar[Any] = ContextVar("guardrail_validation_context", default=None)
+
+
+@contextmanager
+def validation_context(context: Any) -> Iterator[None]:
+    """Within the block, pydantic validators run by guardrail see ``context`` as ``info.context``."""
+    token = VALIDATION_CONTEXT.set(context)
+    try:
+        yield
+    finally:
+        VALIDATION_CONTEXT.reset(token)
+
 
 class ExactValidator(Protocol):
     """What the fast paths call for an exact check: pydantic's ``SchemaValidator``, or a JSON Schema
     contract's validator. Both raise a ``ValueError`` for anything not exactly valid."""
 
-    def validate_json(self, input: str | bytes, *, strict: bool | None = ..., extra: Any = ...) -> Any: ...
+    def validate_json(self, input: str | bytes, *, strict: bool | None = ..., extra: Any = ...,
+                      context: Any = ...) -> Any: ...
 
-    def validate_python(self, input: Any, *, strict: bool | None = ..., extra: Any = ...) -> Any: ...
+    def validate_python(self, input: Any, *, strict: bool | None = ..., extra: Any = ...,
+                        context: Any = ...) -> Any: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,7 +111,8 @@ class Contract(Generic[T]):
     def validate_exact(self, payload: str) -> T:
         """Strict JSON validation with unknown keys forbidden and, with a finite validator, NaN and infinity
         refused in float slots. Raises ``ValidationError`` (a ``ValueError``) when the text is not exact."""
-        result: T = self.exact_validator.validate_json(payload, strict=True, extra="forbid")
+        result: T = self.exact_validator.validate_json(payload, strict=True, extra="forbid",
+                                                       context=VALIDATION_CONTEXT.get())
         return result
 
     def validate_json(self, payload: str, *, forbid_extra: bool = False) -> T:
@@ -104,9 +124,10 @@ class Contract(Generic[T]):
         # The core validator directly: TypeAdapter.validate_json adds call overhead that shows on the fast path.
         validator = self.adapter.validator
         if forbid_extra:
-            result: T = validator.validate_json(payload, strict=True, extra="forbid")
+            result: T = validator.validate_json(payload, strict=True, extra="forbid",
+                                                context=VALIDATION_CONTEXT.get())
         else:
-            result = validator.validate_json(payload, strict=True)
+            result = validator.validate_json(payload, strict=True, context=VALIDATION_CONTEXT.get())
         return result
 
     def validate_decoded(self, data: Any) -> T:
@@ -119,7 +140,8 @@ class Contract(Generic[T]):
         """
         if not self.python_equivalent:
             return self.validate_json(json.dumps(data, ensure_ascii=True, allow_nan=False), forbid_extra=True)
-        result: T = self.adapter.validator.validate_python(data, strict=True, extra="forbid")
+        result: T = self.adapter.validator.validate_python(data, strict=True, extra="forbid",
+                                                           context=VALIDATION_CONTEXT.get())
         return result
 
 

@@ -41,6 +41,8 @@ The tree::
     └── ResultNotStorable          the key's one run returned a result that cannot be stored (.reason, .preview)
     NothingHappened                raised *by a tool* to say it had no effect, so its key may run again
     ContractError                  a JSON Schema contract cannot be honoured (.keyword, .path), before any call
+    UnsupportedCall                (also a TypeError) a call shape that cannot give a validated value, such as
+                                   response_model= under with_streaming_response; raised before any request
 
 ``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
 there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
@@ -468,3 +470,10 @@ class ContractError(GuardrailError):
         self.keyword = keyword
         self.path = path
         self.reason = reason
+class UnsupportedCall(GuardrailError, TypeError):
+    """A wrapped-client call that cannot return a validated value in the shape asked for.
+
+    For example ``response_model=`` under ``with_streaming_response`` (whose point is not reading the body,
+    while validation needs all of it). Raised before any request is sent; the message names what to use
+    instead. Also a ``TypeError``, like any other misuse of a call's arguments.
+    """

@@ -10,23 +10,25 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from guardrail.outcome import Partial, Result
 
+T = TypeVar("T")
 
-class StructuredStream:
-    """A sync stream of previews then the value (see the module docstring)."""
+
+class StructuredStream(Generic[T]):
+    """A sync stream of previews then the value (see the module docstring); ``T`` is the value's type."""
 
     def __init__(self, items: Generator[Partial | Result[Any], None, None]) -> None:
         self._items = items
-        self.result: Result[Any] | None = None
+        self.result: Result[T] | None = None
 
     def close(self) -> None:
         """Stop early: end the HTTP stream and the call's span (also done on leaving a ``with`` block)."""
         self._items.close()
 
-    def __enter__(self) -> StructuredStream:
+    def __enter__(self) -> StructuredStream[T]:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
@@ -41,25 +43,25 @@ class StructuredStream:
                 yield item
 
     @property
-    def value(self) -> Any:
+    def value(self) -> T:
         """The validated value, once the stream has been read to the end."""
         if self.result is None:
             raise RuntimeError("the stream has not been read to the end yet")
         return self.result.value
 
 
-class AsyncStructuredStream:
+class AsyncStructuredStream(Generic[T]):
     """The async twin of :class:`StructuredStream` (``async for``)."""
 
     def __init__(self, items: AsyncGenerator[Partial | Result[Any], None]) -> None:
         self._items = items
-        self.result: Result[Any] | None = None
+        self.result: Result[T] | None = None
 
     async def aclose(self) -> None:
         """Stop early: end the HTTP stream and the call's span (also done on leaving an ``async with`` block)."""
         await self._items.aclose()
 
-    async def __aenter__(self) -> AsyncStructuredStream:
+    async def __aenter__(self) -> AsyncStructuredStream[T]:
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -75,7 +77,7 @@ class AsyncStructuredStream:
                 yield item
 
     @property
-    def value(self) -> Any:
+    def value(self) -> T:
         """The validated value, once the stream has been read to the end."""
         if self.result is None:
             raise RuntimeError("the stream has not been read to the end yet")

@@ -7,9 +7,10 @@ from typing import Any
 
 import anthropic
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationInfo, field_validator
 
 import guardrail
+import guardrail.errors
 from guardrail.testing import Emulator, reply
 
 
@@ -169,3 +170,92 @@ def test_async_anthropic(emu: Emulator) -> None:
 
     first, second = asyncio.run(main())
     assert first == second.value == Invoice(number="INV-7", total=12.5, paid=True)
+
+
+# -- SDK fidelity: context= reaches validators; with_options, beta and raw responses keep the wrapper -------
+
+class Payment(BaseModel):
+    """Its validator reads the call's context (``ValidationInfo.context``)."""
+
+    invoice: str
+
+    @field_validator("invoice")
+    @classmethod
+    def open_invoice(cls, invoice: str, info: ValidationInfo) -> str:
+        if invoice not in (info.context or {}).get("open", ()):
+            raise ValueError(f"{invoice} is not an open invoice")
+        return invoice
+
+
+def raw_client(emu: Emulator) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="test", max_retries=0)
+
+
+def test_context_reaches_pydantic_validators(emu: Emulator) -> None:
+    emu.script(reply.answer('{"invoice": "INV-1"}'), reply.answer('{"invoice": "INV-7"}'))
+    result = create_payment(guardrail.wrap(raw_client(emu), retry=FAST).messages, context={"open": {"INV-7"}})
+    assert result.value.invoice == "INV-7" and len(result.attempts) == 2
+    assert "INV-1 is not an open invoice" in str(emu.requests[1].body["messages"])
+
+
+def create_payment(method: Any, **kwargs: Any) -> Any:
+    return method.create_with_result(model="claude-sonnet-5-5", max_tokens=256, messages=MESSAGES,
+                                     response_model=Payment, **kwargs)
+
+
+def test_beta_messages_keep_the_wrapper(emu: Emulator) -> None:
+    emu.script(reply.answer('{"invoice": "INV-7"}'))
+    result = create_payment(guardrail.wrap(raw_client(emu), retry=FAST).beta.messages, context={"open": {"INV-7"}})
+    assert result.value.invoice == "INV-7"
+    assert emu.requests[0].body["output_config"]["format"]["type"] == "json_schema"  # guardrail built the request
+
+
+def test_with_options_keeps_the_wrapper(emu: Emulator) -> None:
+    client = guardrail.wrap(raw_client(emu), retry=FAST)
+    emu.script(reply.answer(GOOD))
+    other = client.with_options(default_headers={"X-Team": "finance"})
+    invoice = other.messages.create(model="claude-sonnet-5-5", max_tokens=256, messages=MESSAGES,
+                                    response_model=Invoice)
+    assert invoice.number == "INV-7" and emu.requests[0].headers["x-team"] == "finance"
+    assert other.vendor == "anthropic"
+
+
+@pytest.mark.parametrize("route", ["client", "method", "beta"])
+def test_with_raw_response_gives_the_value_and_the_http_responses(emu: Emulator, route: str) -> None:
+    client = guardrail.wrap(raw_client(emu), retry=FAST)
+    method = {"client": lambda: client.with_raw_response.messages,
+              "method": lambda: client.messages.with_raw_response,
+              "beta": lambda: client.with_raw_response.beta.messages}[route]()
+    emu.script(reply.answer('{"number": 7}'), reply.answer(GOOD))
+    raw = method.create(model="claude-sonnet-5-5", max_tokens=256, messages=MESSAGES, response_model=Invoice)
+    assert raw.parse() == Invoice(number="INV-7", total=12.5, paid=True)
+    assert raw.status_code == 200 and raw.headers["request-id"].startswith("req_")
+    assert len(raw.responses) == 2 and len(raw.result.attempts) == 2
+
+
+def test_with_streaming_response_refuses_response_model(emu: Emulator) -> None:
+    client = guardrail.wrap(raw_client(emu))
+    with pytest.raises(guardrail.errors.UnsupportedCall):
+        client.with_streaming_response.messages.create(model="claude-sonnet-5-5", max_tokens=256,
+                                                       messages=MESSAGES, response_model=Invoice)
+    with pytest.raises(guardrail.GuardrailError):
+        client.beta.messages.with_streaming_response.create_partial(model="claude-sonnet-5-5", max_tokens=256,
+                                                                    messages=MESSAGES, response_model=Invoice)
+    assert emu.requests == []
+
+
+def test_async_raw_response_awaits_the_sdks_parse(emu: Emulator) -> None:
+    """anthropic's async raw response parses with ``await``; the wrapper does that, the caller gets a value."""
+    client = guardrail.wrap(anthropic.AsyncAnthropic(base_url=emu.anthropic_base_url, api_key="test",
+                                                     max_retries=0), retry=FAST)
+    emu.script(reply.answer(GOOD), reply.answer('{"invoice": "INV-7"}'))
+
+    async def main() -> tuple[Any, Any]:
+        raw = await client.with_raw_response.messages.create(model="claude-sonnet-5-5", max_tokens=256,
+                                                             messages=MESSAGES, response_model=Invoice)
+        beta = await client.beta.messages.create(model="claude-sonnet-5-5", max_tokens=256, messages=MESSAGES,
+                                                 response_model=Payment, context={"open": {"INV-7"}})
+        return raw, beta
+
+    raw, beta = asyncio.run(main())
+    assert raw.parse() == Invoice(number="INV-7", total=12.5, paid=True) and beta.invoice == "INV-7"

@@ -8,9 +8,11 @@ from typing import Any
 
 import openai
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 import guardrail
+import guardrail.errors
+import guardrail.methods
 from guardrail.testing import Emulator, reply
 
 
@@ -466,3 +468,190 @@ def test_feedback_also_names_the_formatting_slips_that_were_repaired(emu: Emulat
     feedback = emu.requests[1].last_user_text
     assert "$.priority" in feedback
     assert "trailing comma" in feedback and "formatting slips" in feedback
+
+
+# -- SDK fidelity: context= reaches pydantic validators; the SDK's other ways in keep the wrapper -------------
+
+class Booking(BaseModel):
+    """A contract whose validators read the call's context (``ValidationInfo.context``)."""
+
+    room: str
+    guests: int
+
+    @field_validator("room")
+    @classmethod
+    def room_exists(cls, room: str, info: ValidationInfo) -> str:
+        known = (info.context or {}).get("rooms")
+        if known is None:
+            raise ValueError("no room list in the context")
+        if room not in known:
+            raise ValueError(f"unknown room {room!r}; known rooms: {', '.join(sorted(known))}")
+        return room
+
+    @model_validator(mode="after")
+    def fits(self, info: ValidationInfo) -> Booking:
+        seats = (info.context or {}).get("seats", {})
+        if self.guests > seats.get(self.room, 0):
+            raise ValueError(f"room {self.room} seats {seats.get(self.room, 0)}, not {self.guests}")
+        return self
+
+
+ROOMS = {"rooms": {"Ada", "Turing"}, "seats": {"Ada": 4, "Turing": 10}}
+
+
+def raw_client(emu: Emulator, **options: Any) -> openai.OpenAI:
+    return openai.OpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0, **options)
+
+
+@pytest.mark.parametrize("text", [
+    '{"room": "Turing", "guests": 8}',                                  # clean JSON: the fast path
+    'Booked:\n```json\n{"room": "Turing", "guests": 8,}\n```\nDone.',   # fenced, trailing comma: the stages
+    '{"room": "Turing", "guests": "8"}',                                # coerced by the stages
+])
+def test_context_reaches_pydantic_validators_on_every_parse_path(emu: Emulator, text: str) -> None:
+    emu.script(reply.answer(text))
+    client = guardrail.wrap(raw_client(emu), retry=FAST)
+    booking = client.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Booking,
+                                             context=ROOMS)
+    assert booking == Booking.model_validate({"room": "Turing", "guests": 8}, context=ROOMS)
+    assert len(emu.requests) == 1
+
+
+def test_a_validator_failing_on_context_sends_its_message_back_and_the_next_answer_passes(emu: Emulator) -> None:
+    emu.script(reply.answer('{"room": "Lovelace", "guests": 2}'), reply.answer('{"room": "Ada", "guests": 2}'))
+    client = guardrail.wrap(raw_client(emu), retry=FAST)
+    result = client.chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES, response_model=Booking,
+                                                        context=ROOMS)
+    assert result.value.room == "Ada" and len(result.attempts) == 2
+    feedback = json.dumps(emu.requests[1].body["messages"])
+    assert "unknown room 'Lovelace'" in feedback and "Ada, Turing" in feedback
+
+
+def test_without_context_validators_see_none(emu: Emulator) -> None:
+    emu.script(reply.answer('{"room": "Ada", "guests": 2}'))
+    client = guardrail.wrap(raw_client(emu), retry=FAST)
+    with pytest.raises(guardrail.GaveUp) as caught:
+        client.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Booking, max_attempts=1)
+    assert "no room list in the context" in str(caught.value)
+
+
+def test_context_is_the_callers_object_and_rules_read_the_same_one(emu: Emulator) -> None:
+    """Validators may collect into the context (a pydantic idiom); rules see the same mapping."""
+
+    class Noted(BaseModel):
+        name: str
+
+        @field_validator("name")
+        @classmethod
+        def note(cls, name: str, info: ValidationInfo) -> str:
+            info.context["seen"].append(name)
+            return name
+
+    seen_by_rule: list[Any] = []
+
+    @guardrail.rule
+    def remember(value: Noted, context: Any) -> bool:
+        seen_by_rule.append(context)
+        return True
+
+    emu.script(reply.answer('{"name": "x"}'))
+    context: dict[str, Any] = {"seen": []}
+    client = guardrail.wrap(raw_client(emu), retry=FAST)
+    client.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Noted, context=context,
+                                   rules=[remember])
+    assert context["seen"] == ["x"] and seen_by_rule == [context]
+
+
+def test_with_options_keeps_the_wrapper_and_the_new_options(emu: Emulator) -> None:
+    client = guardrail.wrap(raw_client(emu), retry=FAST)
+    tagged = client.with_options(default_headers={"X-Team": "billing"})
+    assert tagged.vendor == "openai" and guardrail.wrap(tagged) is tagged
+    emu.script(reply.answer(GOOD), reply.answer(GOOD))
+    ticket = tagged.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    assert ticket.priority == 5 and emu.requests[-1].headers["x-team"] == "billing"
+    copied = client.copy(default_headers={"X-Team": "sales"})
+    assert copied.responses.create(model="gpt-4o", input="x", response_model=Ticket).title == "Printer on fire"
+    assert emu.requests[-1].headers["x-team"] == "sales"
+    assert "x-team" not in {k.lower() for k in client.with_options().default_headers}  # the original is unchanged
+
+
+def test_with_options_timeout_bounds_the_structured_call(emu: Emulator) -> None:
+    """A client copy with a short timeout gives up on a slow answer as the copy's SDK would (no retry here)."""
+    emu.script(reply.timeout(2.0, then=reply.answer(GOOD)))
+    client = guardrail.wrap(raw_client(emu, timeout=30),
+                            retry=guardrail.RetryPolicy(max_tries=1, initial_wait=0.01, max_wait=0.01, deadline=30))
+    with pytest.raises(guardrail.VendorUnavailable):
+        client.with_options(timeout=0.2).chat.completions.create(model="gpt-4o", messages=MESSAGES,
+                                                                 response_model=Ticket)
+
+
+@pytest.mark.parametrize("path", ["beta.chat.completions", "beta.responses"])
+def test_beta_namespaces_keep_the_wrapper(emu: Emulator, path: str) -> None:
+    emu.script(reply.answer('{"title": "x", "priority": 9}'), reply.answer(GOOD))
+    method: Any = guardrail.wrap(raw_client(emu), retry=FAST)
+    for name in path.split("."):
+        method = getattr(method, name)
+    request = {"messages": MESSAGES} if path.endswith("completions") else {"input": "File a ticket."}
+    result = method.create_with_result(model="gpt-4o", response_model=Ticket, **request)
+    assert result.value.priority == 5 and len(result.attempts) == 2  # validated and repaired, not passed through
+    assert emu.requests[0].path.endswith("/chat/completions" if path.endswith("completions") else "/responses")
+
+
+@pytest.mark.parametrize("route", ["client", "namespace", "method"])
+def test_with_raw_response_gives_the_value_and_every_http_response(emu: Emulator, route: str) -> None:
+    client = guardrail.wrap(raw_client(emu), retry=FAST)
+    create = {"client": lambda: client.with_raw_response.chat.completions.create,
+              "namespace": lambda: client.chat.with_raw_response.completions.create,
+              "method": lambda: client.chat.completions.with_raw_response.create}[route]()
+    emu.script(reply.answer('{"title": "x", "priority": 9}'), reply.answer(GOOD))
+    raw = create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    assert isinstance(raw, guardrail.methods.RawStructured)
+    assert raw.parse() == raw.value == Ticket(title="Printer on fire", priority=5, tags=["hw"])
+    assert raw.status_code == 200 and raw.headers["x-request-id"].startswith("req_")
+    assert len(raw.responses) == 2 and len(raw.result.attempts) == 2
+    ids = [r.headers["x-request-id"] for r in raw.responses]
+    assert ids[0] != ids[1] and raw.http_response is raw.responses[-1].http_response
+
+
+def test_with_raw_response_without_response_model_is_the_sdks_own(emu: Emulator) -> None:
+    emu.script(reply.answer(GOOD))
+    raw = guardrail.wrap(raw_client(emu)).with_raw_response.chat.completions.create(model="gpt-4o",
+                                                                                     messages=MESSAGES)
+    assert isinstance(raw, openai._legacy_response.LegacyAPIResponse)
+    assert raw.parse().choices[0].message.content == GOOD
+
+
+def test_with_streaming_response_refuses_response_model_before_sending(emu: Emulator) -> None:
+    client = guardrail.wrap(raw_client(emu))
+    for method in (client.with_streaming_response.chat.completions,
+                   client.chat.completions.with_streaming_response,
+                   client.with_streaming_response.beta.chat.completions):
+        with pytest.raises(guardrail.errors.UnsupportedCall, match="with_raw_response"):
+            method.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+        with pytest.raises(TypeError):  # also a TypeError, like any misused argument
+            method.create_with_result(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    assert emu.requests == []
+    emu.script(reply.answer(GOOD))
+    with client.with_streaming_response.chat.completions.create(model="gpt-4o", messages=MESSAGES) as response:
+        assert json.loads(response.read())["choices"][0]["message"]["content"] == GOOD
+
+
+def test_async_client_flavors_keep_the_wrapper(emu: Emulator) -> None:
+    import asyncio
+
+    client = guardrail.wrap(openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0),
+                            retry=FAST)
+
+    async def main() -> tuple[Any, Any, Any]:
+        raw = await client.with_raw_response.responses.create(model="gpt-4o", input="x", response_model=Ticket)
+        beta = await client.beta.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Booking,
+                                                         context=ROOMS)
+        other = await client.with_options(timeout=9).chat.completions.create(model="gpt-4o", messages=MESSAGES,
+                                                                             response_model=Ticket)
+        return raw, beta, other
+
+    emu.script(reply.answer(GOOD), reply.answer('{"room": "Ada", "guests": 3}'), reply.answer(GOOD))
+    raw, beta, other = asyncio.run(main())
+    assert raw.parse().priority == 5 and raw.headers["x-request-id"].startswith("req_")
+    assert beta == Booking.model_validate({"room": "Ada", "guests": 3}, context=ROOMS)
+    assert other.title == "Printer on fire"

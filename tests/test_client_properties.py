@@ -15,7 +15,7 @@ import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
 import guardrail
 from guardrail.testing import Emulator, reply
@@ -70,3 +70,46 @@ def test_wrapped_valid_answers_come_back_equal_in_one_call(setup: tuple[Emulator
     result = ask(setup, [text])
     assert result.value == value
     assert result.vendor_calls == 1
+
+
+class Reserved(BaseModel):
+    """A contract whose validator depends on the call's context: the code must be one the caller allows."""
+
+    code: str
+    seats: int = Field(ge=1)
+
+    @field_validator("code")
+    @classmethod
+    def allowed(cls, code: str, info: ValidationInfo) -> str:
+        if code not in (info.context or {}).get("codes", ()):
+            raise ValueError(f"code {code!r} is not allowed here")
+        return code
+
+
+codes = st.text(alphabet="ABCDEFGH", min_size=1, max_size=3)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(codes, st.integers(min_value=-2, max_value=9), st.sets(codes, max_size=4), wrappers)
+def test_with_context_the_wrapper_agrees_with_pydantic_given_the_same_context(
+        setup: tuple[Emulator, Any], code: str, seats: int, allowed: set[str], wrapper: str) -> None:
+    """On every parse path (clean, fenced, in prose, tagged) the call accepts exactly what pydantic accepts
+    with the same context, and returns the same value; the with_raw_response flavor agrees too."""
+    emu, client = setup
+    payload = json.dumps({"code": code, "seats": seats})
+    context = {"codes": allowed}
+    try:
+        expected: Reserved | None = Reserved.model_validate_json(payload, context=context)
+    except ValidationError:
+        expected = None
+    for method in (client.chat.completions, client.with_raw_response.chat.completions):
+        emu.reset()
+        emu.script(reply.answer(wrapper.replace("{}", payload, 1)))
+        try:
+            got = method.create(model="gpt-4o", messages=[{"role": "user", "content": "go"}],
+                                response_model=Reserved, max_attempts=1, context=context)
+        except guardrail.GaveUp:
+            assert expected is None
+            continue
+        value = got if isinstance(got, Reserved) else got.parse()
+        assert expected is not None and value == expected

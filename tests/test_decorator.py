@@ -11,7 +11,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 import guardrail
 from guardrail.testing import Emulator, reply
@@ -204,3 +204,62 @@ def test_config_from_the_environment() -> None:
         guardrail.Config.from_env({"GUARDRAIL_VENDOR": "gemini"})
     with pytest.raises(ValueError):
         guardrail.Config.from_env({"GUARDRAIL_MAX_ATTEMPTS": "many"})
+
+
+class Assignment(BaseModel):
+    """Its validator reads the call's context (``ValidationInfo.context``)."""
+
+    agent: str
+
+    @field_validator("agent")
+    @classmethod
+    def on_shift(cls, agent: str, info: ValidationInfo) -> str:
+        if agent not in (info.context or {}).get("on_shift", ()):
+            raise ValueError(f"{agent} is not on shift")
+        return agent
+
+
+def test_decorator_context_reaches_validators_and_rules_alike(emu: Emulator) -> None:
+    on_shift = {"ana"}
+    seen: list[Any] = []
+
+    @guardrail.rule
+    def still_on_shift(value: Assignment, context: Any) -> bool:
+        seen.append(sorted(context["on_shift"]))
+        return value.agent in context["on_shift"]
+
+    @guardrail.structured(client=openai_client(emu), model="gpt-4o", rules=[still_on_shift],
+                          context=lambda: {"on_shift": set(on_shift)})
+    def assign(ticket: str) -> Assignment:
+        """Pick an agent on shift."""
+        raise AssertionError
+
+    emu.script(reply.answer('{"agent": "bo"}'), reply.answer('{"agent": "ana"}'))
+    result = assign.with_result("late parcel")
+    assert result.value.agent == "ana" and len(result.attempts) == 2  # the validator refused "bo"
+    assert "bo is not on shift" in str(emu.requests[1].body["messages"])
+    assert seen == [["ana"]]  # the rule ran once, on the value the validator let through, with the same context
+    on_shift.add("bo")  # the callable is read per call
+    emu.script(reply.answer('{"agent": "bo"}'))
+    assert assign("late parcel").agent == "bo"
+
+
+def test_decorator_context_reaches_validators_in_async_functions_and_streams(emu: Emulator) -> None:
+    client = openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0)
+
+    @guardrail.structured(async_client=client, client=openai_client(emu), model="gpt-4o",
+                          context={"on_shift": {"cy"}})
+    async def assign(ticket: str) -> Assignment:
+        """Pick an agent on shift."""
+        raise AssertionError
+
+    emu.script(reply.answer('{"agent": "cy"}'))
+    assert asyncio.run(assign("x")).agent == "cy"
+
+    @guardrail.structured(client=openai_client(emu), model="gpt-4o", context={"on_shift": {"di"}})
+    def assign_sync(ticket: str) -> Assignment:
+        """Pick an agent on shift."""
+        raise AssertionError
+
+    emu.script(reply.answer('{"agent": "di"}'))
+    assert list(assign_sync.stream("x"))[-1].agent == "di"

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from guardrail.contract import _CACHE as _COMPILED
-from guardrail.contract import Contract, compile_contract
+from guardrail.contract import VALIDATION_CONTEXT, Contract, compile_contract
 from guardrail.parse.candidates import MEMBER_AFTER
 from guardrail.parse.dupes import may_repeat_key
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite
@@ -109,7 +109,8 @@ def _exact(payload: str, contract: Contract[Any], limits: Limits) -> Any:
     if contract.screen_nonfinite and may_hold_nonfinite(payload):
         return _MISS
     try:
-        value = contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
+        value = contract.exact_validator.validate_json(payload, strict=True, extra="forbid",
+                                                       context=VALIDATION_CONTEXT.get())
     except ValueError:  # ValidationError is a ValueError
         return _MISS
     return _MISS if may_repeat_key(payload) else value
@@ -190,7 +191,8 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
                          and payload.count("{") + payload.count("[") > max_depth)
                         or (contract.screen_nonfinite and may_hold_nonfinite(payload))):
                     try:
-                        value = contract.exact_validator.validate_json(payload, strict=True, extra="forbid")
+                        value = contract.exact_validator.validate_json(payload, strict=True, extra="forbid",
+                                                                       context=VALIDATION_CONTEXT.get())
                     except ValueError:  # ValidationError is a ValueError
                         pass
                     else:

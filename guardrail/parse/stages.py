@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from guardrail.contract import VALIDATION_CONTEXT
 from guardrail.errors import (
     AmbiguousError,
     InputLimitError,
@@ -107,6 +108,7 @@ def accept_exact(state: ParseState) -> ParseState:
     contract = state.contract
     exact = contract.exact_validator
     screen = contract.screen_nonfinite
+    context = VALIDATION_CONTEXT.get()  # the call's context= for pydantic validators (ValidationInfo.context)
     for cand in state.candidates:
         if cand.status != "invalid":
             continue
@@ -119,12 +121,12 @@ def accept_exact(state: ParseState) -> ParseState:
             continue  # NaN, Infinity or a number beyond float range: the contract decides, in the stages
         try:
             if cand.json_text:
-                cand.value = exact.validate_json(source, strict=True, extra="forbid")
+                cand.value = exact.validate_json(source, strict=True, extra="forbid", context=context)
             elif contract.python_equivalent and not may_hold_surrogate(source):
-                cand.value = exact.validate_python(cand.data, strict=True, extra="forbid")
+                cand.value = exact.validate_python(cand.data, strict=True, extra="forbid", context=context)
             else:
                 payload = json.dumps(cand.data, ensure_ascii=True, allow_nan=False, default=_not_json)
-                cand.value = exact.validate_json(payload, strict=True, extra="forbid")
+                cand.value = exact.validate_json(payload, strict=True, extra="forbid", context=context)
         except (ValueError, TypeError):  # ValidationError is a ValueError; NaN markers are TypeErrors
             continue
         cand.status = "valid"

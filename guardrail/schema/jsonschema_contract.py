@@ -185,7 +185,8 @@ class ExactJsonSchemaValidator:
         #: Whether the schema has untyped slots, where only this screen keeps infinity out.
         self.screen = screen
 
-    def validate_json(self, payload: str | bytes, *, strict: bool | None = None, extra: Any = None) -> Any:
+    def validate_json(self, payload: str | bytes, *, strict: bool | None = None, extra: Any = None,
+                      context: Any = None) -> Any:
         data = from_json(payload, allow_inf_nan=False)  # ValueError on anything but strict JSON
         try:
             valid = self._is_valid(data) and (not self.screen or _finite(data))
@@ -195,7 +196,8 @@ class ExactJsonSchemaValidator:
             return data
         raise _Invalid
 
-    def validate_python(self, data: Any, *, strict: bool | None = None, extra: Any = None) -> Any:
+    def validate_python(self, data: Any, *, strict: bool | None = None, extra: Any = None,
+                        context: Any = None) -> Any:
         try:
             payload = json.dumps(data, allow_nan=False)  # refuses infinity itself
         except (TypeError, ValueError, RecursionError):

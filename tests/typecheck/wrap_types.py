@@ -1,0 +1,122 @@
+"""Checked by mypy in CI (not run): ``guardrail.wrap`` keeps the types of structured calls, per client class.
+
+Every line here must type-check as written (no ``type: ignore``): the annotations say what a user's type
+checker infers. tests/test_client_types.py checks the other half, that mistakes are reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Optional
+
+import anthropic
+import openai
+from pydantic import BaseModel, Field
+
+import guardrail
+import guardrail.client_types
+from guardrail.methods import RawStructured
+from guardrail.streaming import AsyncStructuredStream, StructuredStream
+
+
+class Ticket(BaseModel):
+    title: str
+    priority: int
+
+
+MESSAGES: list[dict[str, str]] = [{"role": "user", "content": "File a ticket."}]
+
+
+def check_openai(raw: openai.OpenAI) -> None:
+    client = guardrail.wrap(raw)
+    ticket: Ticket = client.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    many: list[Ticket] = client.chat.completions.create(model="gpt-4o", messages=MESSAGES,
+                                                        response_model=list[Ticket])
+    result: guardrail.Result[Ticket] = client.chat.completions.create_with_result(
+        model="gpt-4o", messages=MESSAGES, response_model=Ticket, max_attempts=2, mode="json")
+    stream: StructuredStream[Ticket] = client.chat.completions.create_partial(
+        model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    from_responses: Ticket = client.responses.create(model="gpt-4o", input="x", response_model=Ticket)
+    beta: Ticket = client.beta.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    beta_responses: Ticket = client.beta.responses.create(model="gpt-4o", input="x", response_model=Ticket)
+    faster: Ticket = client.with_options(timeout=5).chat.completions.create(
+        model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    copied: Ticket = client.copy(max_retries=1).responses.create(model="gpt-4o", input="x", response_model=Ticket)
+    raw_call: RawStructured[Ticket] = client.with_raw_response.chat.completions.create(
+        model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    parsed: Ticket = raw_call.parse()
+    headers: Mapping[str, str] = raw_call.headers
+    status: int = raw_call.status_code
+    method_raw: RawStructured[Ticket] = client.chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    passthrough: Any = client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    streamed: Any = client.with_streaming_response.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    models: Any = client.models.list()  # everything else is the SDK's own
+    vendor: str = client.vendor
+    again: guardrail.client_types.OpenAIClient = guardrail.wrap(client.with_options(timeout=1))
+    print(ticket, many, result, stream, from_responses, beta, beta_responses, faster, copied, parsed, headers,
+          status, method_raw, passthrough, streamed, models, vendor, again)
+
+
+async def check_async_openai(raw: openai.AsyncOpenAI) -> None:
+    client = guardrail.wrap(raw)
+    ticket: Ticket = await client.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    result: guardrail.Result[Ticket] = await client.responses.create_with_result(
+        model="gpt-4o", input="x", response_model=Ticket)
+    stream: AsyncStructuredStream[Ticket] = client.chat.completions.create_partial(
+        model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    raw_call: RawStructured[Ticket] = await client.with_raw_response.chat.completions.create(
+        model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    beta: Ticket = await client.with_options(max_retries=0).beta.chat.completions.create(
+        model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    print(ticket, result, stream, raw_call, beta)
+
+
+def check_anthropic(raw: anthropic.Anthropic) -> None:
+    client = guardrail.wrap(raw)
+    ticket: Ticket = client.messages.create(model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES,
+                                            response_model=Ticket)
+    result: guardrail.Result[Ticket] = client.messages.create_with_result(
+        model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES, response_model=Ticket)
+    beta: Ticket = client.beta.messages.create(model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES,
+                                               response_model=Ticket)
+    raw_call: RawStructured[Ticket] = client.with_raw_response.messages.create(
+        model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES, response_model=Ticket)
+    again: Ticket = client.with_options(timeout=30).messages.create(
+        model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES, response_model=Ticket)
+    print(ticket, result, beta, raw_call, again)
+
+
+async def check_async_anthropic(raw: anthropic.AsyncAnthropic) -> None:
+    client = guardrail.wrap(raw)
+    ticket: Ticket = await client.messages.create(model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES,
+                                                  response_model=Ticket)
+    result: guardrail.Result[Ticket] = await client.beta.messages.create_with_result(
+        model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES, response_model=Ticket)
+    raw_call: RawStructured[Ticket] = await client.messages.with_raw_response.create(
+        model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES, response_model=Ticket)
+    print(ticket, result, raw_call)
+
+
+def check_type_expressions(raw: openai.OpenAI) -> None:
+    """Type expressions that are not classes are accepted; what they give is typed as far as mypy can."""
+    client = guardrail.wrap(raw)
+    label: Any = client.chat.completions.create(model="gpt-4o", messages=MESSAGES,
+                                                response_model=Literal["bug", "feature"])
+    maybe: Ticket | None = client.chat.completions.create(model="gpt-4o", messages=MESSAGES,
+                                                          response_model=Ticket | None)
+    optional: Ticket | None = client.chat.completions.create(model="gpt-4o", messages=MESSAGES,
+                                                             response_model=Optional[Ticket])  # noqa: UP045
+    bounded: int = client.chat.completions.create(model="gpt-4o", messages=MESSAGES,
+                                                  response_model=Annotated[int, Field(ge=1)])
+    pairs: dict[str, int] = client.chat.completions.create(model="gpt-4o", messages=MESSAGES,
+                                                           response_model=dict[str, int])
+    schema: dict[str, Any] = {"type": "object", "properties": {"title": {"type": "string"}}}
+    data: Any = client.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=schema)
+    print(label, maybe, optional, bounded, pairs, data)
+
+
+def check_fallback(unknown: Any) -> None:
+    client = guardrail.wrap(unknown)  # not an SDK client the checker knows: Any, as before
+    value: int = client.anything()
+    print(value)
