@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
+from tenacity import RetryCallState
+
+from guardrail.retry import RetryPolicy
 
 
 def same(a: Any, b: Any) -> bool:
@@ -21,3 +25,22 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, BaseModel):
         return same(a.__dict__, b.__dict__) and a.model_fields_set == b.model_fields_set
     return bool(a == b)
+
+
+@dataclass(frozen=True)
+class RecordingRetry(RetryPolicy):
+    """A :class:`~guardrail.RetryPolicy` that records every wait tenacity *asked for* before a retry.
+
+    The waits are still computed by the real policy (``Retry-After``, its cap, full jitter, the deadline stop)
+    and still slept: tenacity's ``before_sleep`` hook only writes ``upcoming_sleep`` into :attr:`waits`. Tests
+    assert those numbers ("the server's Retry-After was honoured", "capped at max_wait", "no wait at all")
+    instead of measuring elapsed time. ``dataclasses.replace`` (a chain's deadline) keeps the same list.
+    """
+
+    waits: list[float] = field(default_factory=list, compare=False)
+
+    def tenacity_kwargs(self, deadline_at: float | None) -> dict[str, Any]:
+        def record(state: RetryCallState) -> None:
+            self.waits.append(state.upcoming_sleep)
+
+        return {**super().tenacity_kwargs(deadline_at), "before_sleep": record}
