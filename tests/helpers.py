@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from tenacity import RetryCallState
 
 from guardrail.retry import RetryPolicy
+
+T = TypeVar("T")
 
 
 def same(a: Any, b: Any) -> bool:
@@ -44,3 +48,29 @@ class RecordingRetry(RetryPolicy):
             self.waits.append(state.upcoming_sleep)
 
         return {**super().tenacity_kwargs(deadline_at), "before_sleep": record}
+
+
+#: How long a hang guard waits: generous, so that it only ever turns a hang into a failure (speed is bench/'s).
+HANG_GUARD_S = 60.0
+
+
+def finishes(fn: Callable[[], T], what: str, within: float = HANG_GUARD_S) -> T:
+    """``fn()``'s value (or its exception, re-raised here), failing with a clear message if it still runs after
+    ``within`` seconds. A hang guard, not a speed claim: it runs ``fn`` in a daemon thread and joins it."""
+    done: list[T] = []
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(fn())
+        except BaseException as error:  # handed back to the test's thread below
+            raised.append(error)
+
+    worker = threading.Thread(target=run, daemon=True, name=f"hang guard: {what}")
+    worker.start()
+    worker.join(within)
+    if worker.is_alive():
+        raise AssertionError(f"{what} still running after {within:.0f} s: it hangs (or is quadratic or worse)")
+    if raised:
+        raise raised[0]
+    return done[0]
