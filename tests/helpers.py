@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -74,3 +75,13 @@ def finishes(fn: Callable[[], T], what: str, within: float = HANG_GUARD_S) -> T:
     if raised:
         raise raised[0]
     return done[0]
+
+
+def until(condition: Callable[[], bool], what: str, within: float = HANG_GUARD_S) -> None:
+    """Poll ``condition`` (every 10 ms) until it holds; fail with ``what`` if it still does not after ``within``
+    seconds. For waiting on another thread's progress instead of sleeping a guessed time."""
+    give_up = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > give_up:
+            raise AssertionError(f"{what}: still not true after {within:.0f} s")
+        time.sleep(0.01)
