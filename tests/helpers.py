@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable
@@ -57,13 +58,15 @@ HANG_GUARD_S = 60.0
 
 def finishes(fn: Callable[[], T], what: str, within: float = HANG_GUARD_S) -> T:
     """``fn()``'s value (or its exception, re-raised here), failing with a clear message if it still runs after
-    ``within`` seconds. A hang guard, not a speed claim: it runs ``fn`` in a daemon thread and joins it."""
+    ``within`` seconds. A hang guard, not a speed claim: it runs ``fn`` in a daemon thread (in a copy of the
+    caller's context, so ``guardrail.identity`` and other context variables hold there too) and joins it."""
     done: list[T] = []
     raised: list[BaseException] = []
+    context = contextvars.copy_context()
 
     def run() -> None:
         try:
-            done.append(fn())
+            done.append(context.run(fn))
         except BaseException as error:  # handed back to the test's thread below
             raised.append(error)
 
