@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+import contextvars
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
+from tenacity import RetryCallState
+
+from guardrail.retry import RetryPolicy
+
+T = TypeVar("T")
 
 
 def same(a: Any, b: Any) -> bool:
@@ -21,3 +31,60 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, BaseModel):
         return same(a.__dict__, b.__dict__) and a.model_fields_set == b.model_fields_set
     return bool(a == b)
+
+
+@dataclass(frozen=True)
+class RecordingRetry(RetryPolicy):
+    """A :class:`~guardrail.RetryPolicy` that records every wait tenacity *asked for* before a retry.
+
+    The waits are still computed by the real policy (``Retry-After``, its cap, full jitter, the deadline stop)
+    and still slept: tenacity's ``before_sleep`` hook only writes ``upcoming_sleep`` into :attr:`waits`. Tests
+    assert those numbers ("the server's Retry-After was honoured", "capped at max_wait", "no wait at all")
+    instead of measuring elapsed time. ``dataclasses.replace`` (a chain's deadline) keeps the same list.
+    """
+
+    waits: list[float] = field(default_factory=list, compare=False)
+
+    def tenacity_kwargs(self, deadline_at: float | None) -> dict[str, Any]:
+        def record(state: RetryCallState) -> None:
+            self.waits.append(state.upcoming_sleep)
+
+        return {**super().tenacity_kwargs(deadline_at), "before_sleep": record}
+
+
+#: How long a hang guard waits: generous, so that it only ever turns a hang into a failure (speed is bench/'s).
+HANG_GUARD_S = 60.0
+
+
+def finishes(fn: Callable[[], T], what: str, within: float = HANG_GUARD_S) -> T:
+    """``fn()``'s value (or its exception, re-raised here), failing with a clear message if it still runs after
+    ``within`` seconds. A hang guard, not a speed claim: it runs ``fn`` in a daemon thread (in a copy of the
+    caller's context, so ``guardrail.identity`` and other context variables hold there too) and joins it."""
+    done: list[T] = []
+    raised: list[BaseException] = []
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            done.append(context.run(fn))
+        except BaseException as error:  # handed back to the test's thread below
+            raised.append(error)
+
+    worker = threading.Thread(target=run, daemon=True, name=f"hang guard: {what}")
+    worker.start()
+    worker.join(within)
+    if worker.is_alive():
+        raise AssertionError(f"{what} still running after {within:.0f} s: it hangs (or is quadratic or worse)")
+    if raised:
+        raise raised[0]
+    return done[0]
+
+
+def until(condition: Callable[[], bool], what: str, within: float = HANG_GUARD_S) -> None:
+    """Poll ``condition`` (every 10 ms) until it holds; fail with ``what`` if it still does not after ``within``
+    seconds. For waiting on another thread's progress instead of sleeping a guessed time."""
+    give_up = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > give_up:
+            raise AssertionError(f"{what}: still not true after {within:.0f} s")
+        time.sleep(0.01)

@@ -15,6 +15,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from helpers import RecordingRetry, finishes
 from pydantic import BaseModel, Field
 
 import guardrail
@@ -217,34 +218,38 @@ def test_half_open_breaker_admits_one_probe_under_asyncio_gather(emus: tuple[Emu
 
 def test_stalled_tier_longer_than_the_deadline_with_a_lax_sdk_timeout(emus: tuple[Emulator, Emulator]) -> None:
     primary, _ = emus
-    primary.script(reply.timeout(8))
+    # a good answer after an 8 s stall, well within the 60 s SDK timeout: only the chain's deadline can cut it
+    primary.script(reply.timeout(8, then=reply.answer(GOOD)))
     chain = Chain([primary_tier(primary, timeout=60), default()], deadline=1.0)
-    started = time.monotonic()
     result = chain.run(Ticket, system=SYSTEM, user=USER)
-    assert time.monotonic() - started < 2.0 and result.tier == "safe-default"
+    assert result.tier == "safe-default"
+    assert isinstance(result.departures[0].error, guardrail.DeadlineExceeded)
+    assert len(primary.requests) == 1  # cut in flight, not retried after the deadline
 
 
 def test_the_deadline_covers_all_attempts_of_a_tier(emus: tuple[Emulator, Emulator]) -> None:
     primary, _ = emus
     primary.script(reply.answer('{"urgency": 9}').after(0.7), reply.answer(GOOD).after(0.7))
     chain = Chain([primary_tier(primary), default()], deadline=1.0)
-    started = time.monotonic()
     result = chain.run(Ticket, system=SYSTEM, user=USER)
-    elapsed = time.monotonic() - started
-    assert elapsed < 1.3, elapsed
+    # each attempt alone fits in the deadline (0.7 s), both together do not: a deadline per attempt would
+    # have let the repair return the good answer
     assert result.tier == "safe-default"
+    assert isinstance(result.departures[0].error, guardrail.DeadlineExceeded)
+    assert 1 <= len(primary.requests) <= 2
 
 
 def test_429_with_retry_after_beyond_what_is_left_leaves_at_once(emus: tuple[Emulator, Emulator]) -> None:
     primary, backup = emus
-    patient = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=30, deadline=30)
+    patient = RecordingRetry(max_tries=3, initial_wait=0.01, max_wait=30, deadline=30)
     primary.script(reply.rate_limited(retry_after=4), reply.answer(GOOD))
     backup.script(reply.answer(GOOD))
     chain = Chain([primary_tier(primary, retry=patient), backup_tier(backup), default()], deadline=2.0)
-    started = time.monotonic()
     result = chain.run(Ticket, system=SYSTEM, user=USER)
-    assert time.monotonic() - started < 1.0
     assert result.tier == "backup" and isinstance(result.departures[0].error, guardrail.VendorUnavailable)
+    assert result.departures[0].error.status == 429
+    # the tier's own policy would wait the 4 s; the chain's 2 s left made it leave without starting the wait
+    assert patient.waits == [] and len(primary.requests) == 1 and len(backup.requests) == 1
 
 
 # ---------------------------------------------------------------------------------------------------- budget
@@ -443,12 +448,11 @@ def test_chain_from_many_threads_opens_the_breaker_once_and_every_result_is_vali
 # ------------------------------------------------------------------------------------------- hostile rule input
 
 
-def test_rule_engine_on_100kb_korean_text_is_fast_and_typed() -> None:
+def test_rule_engine_on_100kb_korean_text_finishes_typed() -> None:
     text = ("배송이 2주째 안 와요. 환불해 주세요! " * 5000)[:100_000]
     chain = Chain([rules(triage_engine())])
-    started = time.monotonic()
-    result = chain.run(DemoTicket, system="", user="", inputs={"inquiry": text})
-    assert time.monotonic() - started < 1.0
+    result = finishes(lambda: chain.run(DemoTicket, system="", user="", inputs={"inquiry": text}),
+                      "the rule engine on 100 KB of Korean text")
     assert isinstance(result.value, DemoTicket) and len(result.value.summary) <= 120
     assert result.value.urgency >= 3
 
@@ -469,9 +473,9 @@ def test_video_segments_with_surrogates_and_100kb() -> None:
 
     engine = RuleEngine(load_rule_set(ROOT / "fallbacks" / "video_segments.toml"))
     transcript = ("오늘은 김치를 만듭니다. 배추를 절여요! \ud800 " * 3000)[:100_000]
-    started = time.monotonic()
-    result = Chain([rules(engine)]).run(list[Segment], system="", user="",
-                                        inputs={"transcript": transcript, "duration_seconds": 600.0,
-                                                "segment_seconds": 30.0})
-    assert time.monotonic() - started < 2.0
+    result = finishes(lambda: Chain([rules(engine)]).run(list[Segment], system="", user="",
+                                                         inputs={"transcript": transcript,
+                                                                 "duration_seconds": 600.0,
+                                                                 "segment_seconds": 30.0}),
+                      "the rule engine on a 100 KB transcript")
     assert abs(sum(s.durationSeconds for s in result.value) - 600.0) < 1e-6

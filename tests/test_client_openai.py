@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import openai
 import pytest
+from helpers import RecordingRetry
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 import guardrail
@@ -222,19 +222,19 @@ def test_reasoning_models_get_no_temperature_changes(emu: Emulator) -> None:
 
 def test_rate_limits_are_retried_honouring_retry_after(emu: Emulator) -> None:
     emu.script(reply.rate_limited(retry_after=0.3), reply.answer(GOOD))
-    started = time.monotonic()
-    result = wrapped(emu).chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES,
-                                                               response_model=Ticket)
-    assert time.monotonic() - started >= 0.3
-    assert result.vendor_calls == 2 and len(result.attempts) == 1
+    policy = RecordingRetry(max_tries=2, initial_wait=0.01, max_wait=0.5, deadline=10)
+    result = wrapped(emu, retry=policy).chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES,
+                                                                            response_model=Ticket)
+    assert policy.waits == [0.3]  # the server's Retry-After, not the 10 ms jitter
+    assert result.vendor_calls == 2 and len(result.attempts) == 1 and len(emu.requests) == 2
 
 
 def test_retry_after_is_capped(emu: Emulator) -> None:
     emu.script(reply.rate_limited(retry_after=30), reply.answer(GOOD))
-    policy = guardrail.RetryPolicy(max_tries=2, initial_wait=0.01, max_wait=0.2, deadline=10)
-    started = time.monotonic()
+    policy = RecordingRetry(max_tries=2, initial_wait=0.01, max_wait=0.2, deadline=10)
     wrapped(emu, retry=policy).chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
-    assert time.monotonic() - started < 5
+    assert policy.waits == [0.2]  # Retry-After: 30 capped at max_wait
+    assert len(emu.requests) == 2
 
 
 def test_a_spend_limit_429_is_not_retried(emu: Emulator) -> None:
@@ -277,13 +277,15 @@ def test_retries_stop_at_max_tries_and_the_sdk_does_not_retry_on_its_own(emu: Em
 
 def test_the_deadline_bounds_the_whole_call(emu: Emulator) -> None:
     emu.script(*(reply.rate_limited(retry_after=0.4) for _ in range(10)))
-    policy = guardrail.RetryPolicy(max_tries=10, initial_wait=0.01, max_wait=1, deadline=1.0)
-    started = time.monotonic()
-    with pytest.raises(guardrail.VendorUnavailable):
+    policy = RecordingRetry(max_tries=10, initial_wait=0.01, max_wait=1, deadline=1.0)
+    with pytest.raises(guardrail.VendorUnavailable) as caught:
         wrapped(emu, retry=policy).chat.completions.create(model="gpt-4o", messages=MESSAGES,
                                                            response_model=Ticket)
-    assert time.monotonic() - started < 1.5
-    assert len(emu.requests) <= 3
+    # 10 tries were allowed, but a wait that would end past the 1 s deadline is never started:
+    # the 0.4 s waits asked for fit at most twice, so at most 3 requests went out
+    assert caught.value.status == 429
+    assert policy.waits and all(w == 0.4 for w in policy.waits) and sum(policy.waits) < 1.0
+    assert len(emu.requests) == len(policy.waits) + 1 <= 3
 
 
 # -- budget ------------------------------------------------------------------------------------------------

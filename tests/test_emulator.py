@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -24,6 +23,7 @@ import httpx2
 import openai
 import pytest
 from anthropic.types.file_expired_error import FileExpiredError
+from helpers import HANG_GUARD_S, finishes, until
 from pydantic import BaseModel, Field
 
 from guardrail.testing import (
@@ -293,9 +293,11 @@ def test_timeout_drop_and_prompt_stop() -> None:
         chat(client)
     assert not isinstance(dropped.value, openai.APITimeoutError)
     assert chat(client).choices[0].message.content == "late"
-    emu.script(reply.timeout(30))
-    slow = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0, timeout=10)
+    # a stall that would end in an answer after 600 s; the client would give up after 30 s with a timeout
+    emu.script(reply.timeout(600, then=reply.answer("too late")))
+    slow = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0, timeout=30)
     outcome: list[BaseException] = []
+    before = len(emu.requests)
 
     def call() -> None:
         try:
@@ -305,13 +307,13 @@ def test_timeout_drop_and_prompt_stop() -> None:
 
     worker = threading.Thread(target=call, daemon=True)
     worker.start()
-    time.sleep(0.1)
-    started = time.monotonic()
-    emu.stop()  # a 30 s stall is in flight: stop must not wait for it
-    assert time.monotonic() - started < 1.5
-    worker.join(2)
+    until(lambda: len(emu.requests) == before + 1, "the stalled request reaching the emulator")
+    finishes(emu.stop, "Emulator.stop() with a 600 s stall in flight")  # stop must not wait for the stall
+    worker.join(HANG_GUARD_S)
     assert not worker.is_alive()
+    # the server closed the connection: neither the stall's answer nor the client's own 30 s timeout ended it
     assert len(outcome) == 1 and isinstance(outcome[0], openai.APIConnectionError)
+    assert not isinstance(outcome[0], openai.APITimeoutError)
     client.close()
     slow.close()
 
@@ -324,12 +326,16 @@ def test_latency_and_responder(emu: Emulator, oai: openai.OpenAI) -> None:
         return reply.answer(f"echo {request.last_user_text}")
 
     emu.responder = responder
-    emu.latency = 0.2
-    emu.script(reply.answer("scripted first"))
-    started = time.monotonic()
-    assert chat(oai).choices[0].message.content == "scripted first"
-    assert time.monotonic() - started >= 0.2
+    # latency holds every answer back: 5 s of it outlasts a 0.5 s read timeout, whatever the machine's load
+    emu.latency = 5.0
+    emu.script(reply.answer("held back"))
+    impatient = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0, timeout=0.5)
+    with pytest.raises(openai.APITimeoutError):
+        chat(impatient)
+    impatient.close()
     emu.latency = 0.0
+    emu.script(reply.answer("scripted first"))
+    assert chat(oai).choices[0].message.content == "scripted first"
     assert chat(oai, messages=[{"role": "user", "content": "ping"}]).choices[0].message.content == "echo ping"
     assert seen == ["gpt-test"]
     emu.responder = lambda request: 1 / 0  # type: ignore[assignment,return-value]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import finishes
 from pydantic import SecretStr
 from redis_server import redis_url  # noqa: F401  (session fixture that starts a real redis-server)
 from structlog.testing import capture_logs
@@ -929,18 +930,16 @@ def test_a_tool_that_raises_does_not_stop_the_other_calls(env: Env) -> None:
 # -- hostile argument JSON ----------------------------------------------------------------------------------
 
 
-def test_hostile_argument_text_gives_typed_errors_quickly(env: Env) -> None:
+def test_hostile_argument_text_gives_typed_errors(env: Env) -> None:
     env.add(lambda x: "ok", OPEN, name="t")
     env.add(lambda s: len(s), OPEN, name="s")
     cases = ['{"x": ' + "[" * 100_000 + "]" * 100_000 + "}", '{"x": ' + '{"a":' * 50_000 + "1" + "}" * 50_000 + "}",
              '{"x": "' + "a" * 5_000_000 + '"}', '{"x": 1' + "0" * 100_000 + "}",
              '{"x": {' + ",".join(f'"k{i}":1' for i in range(300_000)) + "}}", "", "[1,2]", "\x00" * 1000, "{" * 10]
     with guardrail.identity(user="u"):
-        for text in cases:
-            start = time.monotonic()
+        for number, text in enumerate(cases):
             with pytest.raises(guardrail.ParseError):
-                env.call("t", text)
-            assert time.monotonic() - start < 2.0
+                finishes(lambda text=text: env.call("t", text), f"hostile argument text #{number}")
         assert env.call("s", '{"s": "' + "a" * 1_000_000 + '"}') == 1_000_000
 
 

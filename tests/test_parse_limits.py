@@ -1,9 +1,8 @@
 """Adversarial inputs and the input limits of guardrail's parse layer.
 
 Every adversarial text must come back as a :class:`guardrail.ParseError` - never a ``RecursionError``,
-``MemoryError`` or a hang. Each call is timed with ``time.perf_counter`` purely as a hang guard against a
-generous bound (``HANG_GUARD_S``); the documented design is linear time, so honest runs take well under a
-second.
+``MemoryError`` or a hang. Each call runs under ``helpers.finishes``, purely a hang guard with a generous
+bound (``HANG_GUARD_S``, 60 s) that turns a hang into a failure; how fast the parser is belongs in ``bench/``.
 
 Limits: nesting deeper than ``Limits.max_depth`` is an :class:`InputLimitError` with ``.limit ==
 "max_depth"``; text longer than ``Limits.max_bytes`` *UTF-8 bytes* is one with ``.limit == "max_bytes"``;
@@ -13,11 +12,11 @@ Limits: nesting deeper than ``Limits.max_depth`` is an :class:`InputLimitError` 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from helpers import finishes
 from pydantic import BaseModel
 
 from guardrail import (
@@ -30,7 +29,6 @@ from guardrail import (
     parse_report,
 )
 
-HANG_GUARD_S = 5.0
 MB = 1_000_000
 
 
@@ -43,14 +41,11 @@ CONTRACTS: list[Any] = [Any, Answer, list[int]]
 CONTRACT_IDS = ["Any", "Answer", "list_int"]
 
 
-def timed_parse_error(text: str, contract: Any, limits: Limits | None = None) -> ParseError:
+def guarded_parse_error(text: str, contract: Any, limits: Limits | None = None) -> ParseError:
     """Parse ``text``; it must raise a ParseError (nothing else) and finish within the hang guard."""
-    start = time.perf_counter()
     try:
-        value = parse(text, contract, limits=limits)
+        value = finishes(lambda: parse(text, contract, limits=limits), "parse")
     except ParseError as error:
-        elapsed = time.perf_counter() - start
-        assert elapsed < HANG_GUARD_S, f"parse took {elapsed:.2f}s (hang guard {HANG_GUARD_S}s)"
         assert error.text == text  # the whole raw reply, whichever segment the error came from
         return error
     raise AssertionError(f"expected a ParseError, got the value {value!r:.200}")
@@ -136,14 +131,14 @@ NAMED_IN_ISSUE = [
 @pytest.mark.parametrize("name", list(ADVERSARIAL))
 def test_adversarial_text_is_a_parse_error_quickly(name: str) -> None:
     text = ADVERSARIAL[name]()
-    error = timed_parse_error(text, Any)
+    error = guarded_parse_error(text, Any)
     assert error.kind in ("no_json", "syntax_error", "truncated", "ambiguous", "schema_violation")
 
 
 @pytest.mark.parametrize("contract", CONTRACTS[1:], ids=CONTRACT_IDS[1:])
 @pytest.mark.parametrize("name", NAMED_IN_ISSUE)
 def test_adversarial_text_is_a_parse_error_quickly_with_contract(name: str, contract: Any) -> None:
-    error = timed_parse_error(ADVERSARIAL[name](), contract)
+    error = guarded_parse_error(ADVERSARIAL[name](), contract)
     assert error.kind in ("no_json", "syntax_error", "truncated", "ambiguous", "schema_violation")
 
 
@@ -167,7 +162,7 @@ def test_adversarial_text_is_a_parse_error_quickly_with_contract(name: str, cont
 ])
 def test_adversarial_text_error_kind(name: str, kind: str, limit: str | None) -> None:
     """Where the right answer is clear: deep nesting is the depth limit; text cut inside a value is truncated."""
-    error = timed_parse_error(ADVERSARIAL[name](), Any)
+    error = guarded_parse_error(ADVERSARIAL[name](), Any)
     assert error.kind == kind, f"{name}: {error!r}"
     if limit is None:
         assert not isinstance(error, InputLimitError)
@@ -180,9 +175,7 @@ def test_adversarial_text_error_kind(name: str, kind: str, limit: str | None) ->
 @pytest.mark.parametrize("name", NAMED_IN_ISSUE)
 def test_parse_report_does_not_raise_on_adversarial_text(name: str) -> None:
     text = ADVERSARIAL[name]()
-    start = time.perf_counter()
-    report = parse_report(text, Any)
-    assert time.perf_counter() - start < HANG_GUARD_S
+    report = finishes(lambda: parse_report(text, Any), f"parse_report on {name}")
     assert not report.ok
     assert isinstance(report.error, ParseError)
     assert report.error.report is report
@@ -191,9 +184,7 @@ def test_parse_report_does_not_raise_on_adversarial_text(name: str) -> None:
 def test_valid_json_after_a_long_adversarial_preamble_is_still_found() -> None:
     """Adversarial prose before the answer costs time, not the answer."""
     text = "Pick { or [ " * 20_000 + '\n```json\n{"a": 7, "tags": ["x"]}\n```'
-    start = time.perf_counter()
-    value = parse(text, Answer)
-    assert time.perf_counter() - start < HANG_GUARD_S
+    value = finishes(lambda: parse(text, Answer), "parse after an adversarial preamble")
     assert value == Answer(a=7, tags=["x"])
 
 
@@ -372,10 +363,8 @@ def test_default_byte_limit_is_2_mib() -> None:
     assert Limits().max_bytes == 2 * 1024 * 1024
     assert Limits().max_depth == 200
     over = "[" + " " * (2 * 1024 * 1024) + "1]"
-    start = time.perf_counter()
     with pytest.raises(InputLimitError) as info:
-        parse(over, Any)
-    assert time.perf_counter() - start < HANG_GUARD_S
+        finishes(lambda: parse(over, Any), "parse of a text over the byte limit")
     assert info.value.limit == "max_bytes"
     assert info.value.value == 2 * 1024 * 1024
     korean_over = '"' + "가" * (700 * 1024) + '"'  # 700 Ki characters, 2.05 MiB + 2 bytes
@@ -435,7 +424,7 @@ def test_input_limit_error_is_a_schema_violation_parse_error() -> None:
 
 def test_more_values_than_max_candidates_is_a_limit_error() -> None:
     text = " ".join(f'{{"a": {i}}}' for i in range(1001))
-    error = timed_parse_error(text, Answer)
+    error = guarded_parse_error(text, Answer)
     assert isinstance(error, InputLimitError)
     assert error.limit == "max_candidates" and error.value == 1000
     assert "1000" in error.feedback
@@ -444,7 +433,7 @@ def test_more_values_than_max_candidates_is_a_limit_error() -> None:
 def test_failed_attempts_count_towards_max_candidates() -> None:
     # Openers that start like JSON but fail are read too; a flood of them is refused the same way.
     # ("[1. " no longer fails: "1." is read as a number; each "[1x]" fails and closes, so the search goes on.)
-    error = timed_parse_error("[1x] " * 5000, Answer, Limits(max_candidates=50))
+    error = guarded_parse_error("[1x] " * 5000, Answer, Limits(max_candidates=50))
     assert isinstance(error, InputLimitError) and error.limit == "max_candidates"
 
 
@@ -461,13 +450,13 @@ def test_values_up_to_max_candidates_are_weighed_normally() -> None:
 def test_custom_max_candidates() -> None:
     text = '{"a": 1} {"a": 1} {"a": 1}'
     assert parse(text, Answer, limits=Limits(max_candidates=3)) == Answer(a=1)
-    error = timed_parse_error(text, Answer, Limits(max_candidates=2))
+    error = guarded_parse_error(text, Answer, Limits(max_candidates=2))
     assert isinstance(error, InputLimitError) and error.limit == "max_candidates"
 
 
 def test_more_fenced_blocks_than_max_candidates_is_a_limit_error() -> None:
     text = "```json\n{\"a\": 1}\n```\n" * 3
-    error = timed_parse_error(text, Answer, Limits(max_candidates=2))
+    error = guarded_parse_error(text, Answer, Limits(max_candidates=2))
     assert isinstance(error, InputLimitError) and error.limit == "max_candidates"
 
 
@@ -488,4 +477,4 @@ def test_brace_heavy_prose_is_skipped_without_losing_the_answer(text: str, expec
 
 @pytest.mark.parametrize("text", ["The answer is {answ", 'Result: {"a', "List: [tr"])
 def test_a_cut_off_start_after_prose_is_still_truncated(text: str) -> None:
-    assert isinstance(timed_parse_error(text, Answer), TruncatedError)
+    assert isinstance(guarded_parse_error(text, Answer), TruncatedError)
