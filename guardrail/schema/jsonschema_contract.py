@@ -169,8 +169,9 @@ class ExactJsonSchemaValidator:
     """What the fast paths call as ``contract.exact_validator``: strict JSON text in, plain data or ValueError.
 
     The text is read by jiter (pydantic-core's JSON parser; strict JSON: no ``NaN``, a lone surrogate refused,
-    a key given twice in one object refused), then judged by the schema validator. ``strict``/``extra`` are accepted for the shared call signature;
-    JSON Schema says itself which members are allowed, and the value is returned whole, so nothing is dropped.
+    a key given twice in one object refused), then judged by the schema validator. ``strict``/``extra`` are
+    accepted for the shared call signature; JSON Schema says itself which members are allowed, and the value
+    is returned whole, so nothing is dropped.
 
     A number beyond float range (``1e400``) is read as infinity. Where ``type`` says ``number`` the validator
     refuses it (infinity is not a JSON number); where the schema has untyped slots (``{}``, ``true``, an
