@@ -94,10 +94,10 @@ def _plan(tp: Any, plans: dict[type[BaseModel], Any]) -> Any:
             return inner
         return lambda v: sum(map(inner, v))
     if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) != 1:
+        members = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(members) != 1:
             return _REFUSED  # a union of several types: left to jiter
-        inner = _plan(args[0], plans)
+        inner = _plan(members[0], plans)
         if inner is None or inner is _REFUSED:
             return inner
         return lambda v: 0 if v is None else inner(v)
