@@ -83,8 +83,11 @@ def _plan(tp: Any, plans: dict[type[BaseModel], Any]) -> Any:
         if not all(_is_constraint(m) for m in args[1:]):
             return _REFUSED
         return _plan(args[0], plans)
-    if tp in _LEAVES or (isinstance(tp, type) and issubclass(tp, enum.Enum)) or origin is typing.Literal:
+    if tp in _LEAVES or origin is typing.Literal:
         return None
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        # An enum with its own core schema could be validated into anything: not counted.
+        return _REFUSED if hasattr(tp, "__get_pydantic_core_schema__") else None
     if isinstance(tp, type) and issubclass(tp, BaseModel) and origin is None:
         return _model_plan(tp, plans)
     if origin is list:
@@ -105,8 +108,12 @@ def _plan(tp: Any, plans: dict[type[BaseModel], Any]) -> Any:
 
 
 def _model_plan(model: type[BaseModel], plans: dict[type[BaseModel], Any]) -> Any:
-    """Counter for a plain model: no validators or post-init (which could set fields no key gave), no
-    constructed values (``RootModel``), and every key spelling (name, alias) naming one field only."""
+    """Counter for a plain model: no validators, post-init or own core schema (which could set fields no key
+    gave), no ``RootModel``, and every key spelling (name, alias) naming one field only.
+
+    Soundness does not rest on the plan matching the value: whatever it counts is the ``fields_set`` of
+    distinct instances the text's distinct objects made, so the count never exceeds the members.
+    """
     if model in plans:
         known = plans[model]
         return _REFUSED if known is _REFUSED else (lambda v: plans[model](v))  # recursive: bound late
@@ -114,7 +121,9 @@ def _model_plan(model: type[BaseModel], plans: dict[type[BaseModel], Any]) -> An
     decorators = model.__pydantic_decorators__
     if (decorators.validators or decorators.field_validators or decorators.root_validators
             or decorators.model_validators or model.__pydantic_post_init__ is not None
-            or getattr(model, "__pydantic_root_model__", False)):
+            or getattr(model, "__pydantic_root_model__", False)
+            or model.__get_pydantic_core_schema__.__func__  # type: ignore[attr-defined]
+            is not BaseModel.__get_pydantic_core_schema__.__func__):  # type: ignore[attr-defined]
         plans[model] = _REFUSED
         return _REFUSED
     spellings: set[str] = set()
