@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     runs = parser.parse_args().runs
     times: dict[str, list[float]] = {name: [] for name in CASES}
-    for name, code in CASES.items():  # warm the file cache once
+    for code in CASES.values():  # warm the file cache once
         once(code)
     for _ in range(runs):
         for name, code in CASES.items():

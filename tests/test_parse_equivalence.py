@@ -536,7 +536,8 @@ def reference_find_candidates(state: Any) -> Any:
     up to where its brackets balance); after a syntax error at its first token (an opener in prose) at
     max(error end, start + 1), keeping it only if it read a token; after any other syntax error, the broken
     value spans to where its brackets balance (the search resumes there) or to the end of the segment;
-    a truncated scan ends the segment. Whole-segment scalars are read by the library's own ``_whole``."""
+    a truncated scan ends the segment. Whole-segment scalars are read by the library's own ``_whole``, and a
+    reply with no value at all by its own ``_bare_reply`` (bare and quoted scalars, not about skipping)."""
     text = state.text
     budget = Budget()
     for seg in state.segments:
@@ -582,6 +583,10 @@ def reference_find_candidates(state: Any) -> Any:
                 if span < 0:
                     break
                 pos = span
+    if not state.candidates:  # a whole reply that is one bare scalar: the library's own reading, as there
+        bare = S._bare_reply(state)
+        if bare is not None:
+            state.candidates.append(bare)
     return state
 
 
@@ -646,6 +651,7 @@ random_texts = st.lists(st.sampled_from(RANDOM_PIECES), max_size=18).map("".join
 @given(random_texts)
 @example('see {note here}, {{ and [Note] then {"a": 1} and [1, {"b": 2}')
 @example('{"a\\\n": 1}')
+@example("```}```")  # a whole reply in triple backticks: inline code, read as the string "}" by both
 def test_skipping_matches_reference_where_the_skip_claim_holds(text: str) -> None:
     """Everything in the library's finder but the skip (C decoder first, patched decoding, resume rules,
     fences, whole-segment scalars) gives the reference outcome, for texts where every skipped opener is one

@@ -25,7 +25,7 @@ import os
 import pathlib
 import types
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -128,9 +128,8 @@ def _named(policy: Policy) -> Iterator[tuple[str, tuple[Any, ...]]]:
         yield policy.limits.spend.arg, ("limits", "spend", "arg")
 
 
-def binding_problems(policy: Policy, model: type[BaseModel], tool: str, *, where: str = "") -> list[Problem]:
-    """Every disagreement between ``policy`` and the tool's argument ``model`` (module docstring).
-    ``where`` (the tool function's file:line) is added to the messages."""
+def _reporter(policy: Policy, where: str) -> Callable[[tuple[Any, ...], str], Problem]:
+    """Makes the :class:`Problem` for a location in the policy file (its line) and a message."""
     source, text = policy.source
     locator = Locator(text) if text else None
     suffix = f" (tool defined at {where})" if where else ""
@@ -139,6 +138,13 @@ def binding_problems(policy: Policy, model: type[BaseModel], tool: str, *, where
         key = ".".join(str(part) for part in loc)
         return Problem(source, locator.line_of(loc) if locator else None, key, message + suffix)
 
+    return problem
+
+
+def binding_problems(policy: Policy, model: type[BaseModel], tool: str, *, where: str = "") -> list[Problem]:
+    """Every disagreement between ``policy`` and the tool's argument ``model`` (module docstring).
+    ``where`` (the tool function's file:line) is added to the messages."""
+    problem = _reporter(policy, where)
     problems: list[Problem] = []
     for path, loc in _named(policy):
         leaves, missing = _resolve(model, path)
@@ -204,14 +210,7 @@ def _schema_resolve(schema: dict[str, Any], path: str) -> tuple[list[dict[str, A
 
 def schema_binding_problems(policy: Policy, schema: dict[str, Any], tool: str, *, where: str = "") -> list[Problem]:
     """:func:`binding_problems` for a tool whose arguments are a JSON Schema object."""
-    source, text = policy.source
-    locator = Locator(text) if text else None
-    suffix = f" (tool defined at {where})" if where else ""
-
-    def problem(loc: tuple[Any, ...], message: str) -> Problem:
-        key = ".".join(str(part) for part in loc)
-        return Problem(source, locator.line_of(loc) if locator else None, key, message + suffix)
-
+    problem = _reporter(policy, where)
     problems: list[Problem] = []
     for path, loc in _named(policy):
         nodes, missing = _schema_resolve(schema, path)

@@ -28,19 +28,24 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import jiter
-import jsonschema_rs
 from pydantic import TypeAdapter
 from pydantic_core import PydanticCustomError, ValidationError, core_schema, from_json
 
+from guardrail._optional import require
 from guardrail.contract import SCHEMAS_BY_IDENTITY as _BY_IDENTITY
 from guardrail.contract import Contract, compile_contract
 from guardrail.errors import ContractError
 from guardrail.parse.report import json_path
 from guardrail.schema.jsonschema_view import JsonSchemaView, holds_floats, root_shapes, subschemas
 from guardrail.schema.view import Schema
+
+if TYPE_CHECKING:
+    import jsonschema_rs
+else:  # the [jsonschema] extra: this module is imported only when a JSON Schema contract is compiled
+    jsonschema_rs = require("jsonschema_rs", "jsonschema", "JSON Schema contracts")
 
 #: At most this many violations are gathered for one value's feedback (the feedback shows 12).
 _MAX_VIOLATIONS: Final = 20
