@@ -100,6 +100,9 @@ class Contract(Generic[T]):
     nesting_bound: int = field(init=False, repr=False)
     #: Whether the root accepts only objects and arrays (:attr:`root_shapes` is not empty).
     container_root: bool = field(init=False, repr=False)
+    #: Whether :attr:`exact_validator` itself refuses JSON text that gives a key twice in one object, so the
+    #: fast paths need no separate duplicate-key screen (``parse.dupes``). False here; a subclass may say so.
+    exact_unique_keys: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         exact = self.finite_validator or self.adapter.validator
@@ -107,6 +110,7 @@ class Contract(Generic[T]):
         object.__setattr__(self, "screen_nonfinite", self.holds_floats and self.finite_validator is None)
         object.__setattr__(self, "nesting_bound", sys.maxsize if self.max_nesting is None else self.max_nesting)
         object.__setattr__(self, "container_root", bool(self.root_shapes))
+        object.__setattr__(self, "exact_unique_keys", False)
 
     def validate_exact(self, payload: str) -> T:
         """Strict JSON validation with unknown keys forbidden and, with a finite validator, NaN and infinity

@@ -113,7 +113,7 @@ def _exact(payload: str, contract: Contract[Any], limits: Limits) -> Any:
                                                        context=VALIDATION_CONTEXT.get())
     except ValueError:  # ValidationError is a ValueError
         return _MISS
-    return _MISS if may_repeat_key(payload) else value
+    return _MISS if not contract.exact_unique_keys and may_repeat_key(payload, value, contract.output_type) else value
 
 
 def _fast_ok(text: str, contract: Contract[Any], limits: Limits) -> bool:
@@ -196,6 +196,6 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
                     except ValueError:  # ValidationError is a ValueError
                         pass
                     else:
-                        if not may_repeat_key(payload):
+                        if contract.exact_unique_keys or not may_repeat_key(payload, value, contract.output_type):
                             return value
     return _run(text, contract, aliases, limits, None).unwrap()

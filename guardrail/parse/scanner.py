@@ -407,7 +407,8 @@ class _Scanner:
                     m = None
                 if m is not None and self.take(m, state == _KEY):
                     pos = m.end()
-                    if m.group(m.re.groups):  # the trailing comma group
+                    # The match ends with its optional comma group; nothing else in it can end with ",".
+                    if text[pos - 1] == ",":
                         after_comma = True
                     else:
                         state = _AFTER
@@ -533,26 +534,34 @@ class _Scanner:
         """Store a whole member (``FAST_MEMBER``) or element (``FAST_ELEMENT``), recording its slips.
 
         False (and nothing stored) for a number too long for ``int()``, which the token path reports.
+        The hottest step of a dirty answer: groups are read once (``groups()``), and a clean
+        double-quoted string value (the common case) skips :func:`fast_scalar`.
         """
         first = MEMBER_SCALAR if is_member else ELEMENT_SCALAR  # double-quoted, single-quoted, number, literal
-        value, value_fix = fast_scalar(m, first)
-        if value is NO_SCALAR:
-            return False
+        groups = m.groups()
+        string = groups[first - 1]
+        if string is not None:
+            value, value_fix = string, ""
+        else:
+            value, value_fix = fast_scalar(m, first)
+            if value is NO_SCALAR:
+                return False
         if is_member:
-            double, single, bare = m.group(1), m.group(2), m.group(3)
+            double, single, bare = groups[0], groups[1], groups[2]
             key = double if double is not None else single if single is not None else bare
             if single is not None:
                 self.fix("single_quotes", f"'{single}'"[:80], single[:80], key=key)
             elif bare is not None:
                 self.fix("unquoted_key", bare, f'"{bare}"', key=key)
             self.stack[-1][1] = key
+            self.tokens += 2
+        else:
             self.tokens += 1
         if value_fix:
-            raw = f"'{value}'" if value_fix == "single_quotes" else m.group(first + 3)
+            raw = f"'{value}'" if value_fix == "single_quotes" else groups[first + 2]
             self.fix(value_fix, raw[:80], value[:80] if isinstance(value, str) else value)
-        self.tokens += 1
         self.attach(value)
-        self.last_str = m.start(first) - 1 if m.group(first) is not None else -1
+        self.last_str = m.start(first) - 1 if string is not None else -1
         return True
 
     def word_value(self, word: str, start: int, end: int) -> Any:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+import jiter
 from pydantic import TypeAdapter
 from pydantic_core import PydanticCustomError, ValidationError, core_schema, from_json
 
@@ -172,9 +173,10 @@ class _Invalid(ValueError):
 class ExactJsonSchemaValidator:
     """What the fast paths call as ``contract.exact_validator``: strict JSON text in, plain data or ValueError.
 
-    The text is read by pydantic-core's JSON parser (strict JSON: no ``NaN``; a lone surrogate is refused),
-    then judged by the schema validator. ``strict``/``extra`` are accepted for the shared call signature;
-    JSON Schema says itself which members are allowed, and the value is returned whole, so nothing is dropped.
+    The text is read by jiter (pydantic-core's JSON parser; strict JSON: no ``NaN``, a lone surrogate refused,
+    a key given twice in one object refused), then judged by the schema validator. ``strict``/``extra`` are
+    accepted for the shared call signature; JSON Schema says itself which members are allowed, and the value
+    is returned whole, so nothing is dropped.
 
     A number beyond float range (``1e400``) is read as infinity. Where ``type`` says ``number`` the validator
     refuses it (infinity is not a JSON number); where the schema has untyped slots (``{}``, ``true``, an
@@ -192,7 +194,11 @@ class ExactJsonSchemaValidator:
 
     def validate_json(self, payload: str | bytes, *, strict: bool | None = None, extra: Any = None,
                       context: Any = None) -> Any:
-        data = from_json(payload, allow_inf_nan=False)  # ValueError on anything but strict JSON
+        if isinstance(payload, str):
+            payload = payload.encode("utf-8", "surrogatepass")  # a lone surrogate: invalid UTF-8, refused
+        # ValueError on anything but strict JSON, and on a key given twice in one object (which json would
+        # let the last one win silently): one Rust pass, so the fast paths need no second duplicate screen.
+        data = jiter.from_json(payload, allow_inf_nan=False, catch_duplicate_keys=True)
         try:
             valid = self._is_valid(data) and (not self.screen or _finite(data))
         except Exception:  # a value the validator cannot represent: not exact
@@ -237,6 +243,7 @@ class JsonSchemaContract(Contract[Any]):
         object.__setattr__(self, "exact", exact)
         object.__setattr__(self, "exact_validator", exact)
         object.__setattr__(self, "screen_nonfinite", False)  # the exact validator checks the value itself
+        object.__setattr__(self, "exact_unique_keys", True)  # and refuses a repeated key while parsing
 
     def validate_exact(self, payload: str) -> Any:
         return self.exact.validate_json(payload)
