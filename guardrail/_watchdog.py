@@ -12,15 +12,14 @@ as slowly as a good answer. So the connection is learned as soon as it exists: :
 :class:`Cut` in a context variable, and two inert hooks installed once on the SDK's synchronous httpx client
 (:func:`install_hooks`) tell it the connection: a request hook adds httpcore's ``trace`` extension, whose
 ``connect_tcp``/``start_tls`` events carry a new connection's stream, and a response hook gives the stream of
-every response (a reused connection's too) the moment its headers are in, before the SDK reads an error body.
-The hooks do nothing outside a guardrail try. A deadline that rings before the connection is known cuts it the
-moment it becomes known.
+every response the moment its headers are in, before the SDK reads an error body. A request sent on a kept-alive
+connection has no such event; its stream is found on the connection that traces ``send_request_headers``
+(:func:`_sending_stream`). The hooks do nothing outside a guardrail try. A deadline that rings before the
+connection is known cuts it the moment it becomes known.
 
 One daemon thread serves every alarm of the process (a heap of due times), started on first use; a forked
 child starts afresh. When no socket is ever exposed (a custom transport), nothing is cut and the per-read
-timeout, itself never longer than the time left, still bounds each read; the same holds for the status line
-and headers of a request sent on a *reused* keep-alive connection (httpcore names no stream for it before
-the response exists).
+timeout, itself never longer than the time left, still bounds each read.
 """
 
 from __future__ import annotations
@@ -32,8 +31,10 @@ import heapq
 import itertools
 import os
 import socket
+import sys
 import threading
 import time
+import types
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -133,6 +134,11 @@ class Cut:
         self._due = False
         self._lock = threading.Lock()
 
+    @property
+    def known(self) -> bool:
+        """Whether a connection has been attached."""
+        return bool(self._streams)
+
     def attach(self, stream: Any) -> None:
         """Note the try's connection; shut it now if the deadline has already rung."""
         if stream is None:
@@ -169,6 +175,10 @@ _HOOKED: weakref.WeakSet[Any] = weakref.WeakSet()
 _HOOK_LOCK = threading.Lock()
 #: httpcore trace events whose ``return_value`` is the connection's (new) network stream.
 _STREAM_EVENTS = ("connect_tcp.complete", "start_tls.complete", "connect_unix_socket.complete")
+#: The trace event of a request about to be written on its connection (new or kept alive).
+_SENDING = "send_request_headers.started"
+#: How many frames above the tracer :func:`_sending_stream` looks for the connection.
+_FRAMES = 6
 
 
 @contextlib.contextmanager
@@ -227,8 +237,29 @@ class _Tracer:
     def __call__(self, name: str, info: dict[str, Any]) -> None:
         if name.endswith(_STREAM_EVENTS):
             self.cut.attach(info.get("return_value"))
+        elif name.endswith(_SENDING) and not self.cut.known:
+            self.cut.attach(_sending_stream())
         if self.previous is not None:
             self.previous(name, info)
+
+
+def _sending_stream() -> Any:
+    """The stream of the kept-alive connection that is sending this request, or ``None``.
+
+    httpcore names a connection's stream in its trace events only when it opens the connection. A request
+    sent on a kept-alive one is traced from the connection's own ``handle_request``, whose ``self`` holds the
+    stream: so look a few frames up for it. Nothing found (another httpcore layout): no cut before the
+    response, and the per-read timeout bounds the headers, as the module docstring says.
+    """
+    frame: types.FrameType | None = sys._getframe(2)
+    for _ in range(_FRAMES):
+        if frame is None:
+            return None
+        stream = getattr(frame.f_locals.get("self"), "_network_stream", None)
+        if stream is not None and callable(getattr(stream, "get_extra_info", None)):
+            return stream
+        frame = frame.f_back
+    return None
 
 
 def _shut_stream(stream: Any) -> None:

@@ -174,3 +174,26 @@ def test_trickled_headers_in_the_emulator_still_make_a_whole_answer(emu: Emulato
     answer = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
     assert answer.choices[0].message.content == '{"urgency": 2, "summary": "s"}'
     assert emu.closed_early == 0
+
+
+@pytest.mark.parametrize("slow", ["headers trickle", "4xx body trickles"])
+@pytest.mark.parametrize("api", APIS)
+def test_a_kept_alive_connection_is_cut_too(emu: Emulator, api: str, slow: str) -> None:
+    """The second call of a client goes out on the first call's kept-alive connection, which httpcore names
+    no stream for before the response exists; its deadline still cuts it."""
+    make, _ = SLOW[slow]
+    emu.script(reply.answer('{"urgency": 3, "summary": "s"}'), make(), make(), make())
+    client = guardrail.wrap(client_for(emu, api, False),
+                            retry=RetryPolicy(max_tries=3, initial_wait=0.01, deadline=0.5))
+    if api == "messages":
+        method, kwargs = client.messages, {"model": "claude-haiku-4-5", "max_tokens": 200,
+                                           "messages": [{"role": "user", "content": "triage"}]}
+    elif api == "responses":
+        method, kwargs = client.responses, {"model": "gpt-4o", "input": "triage"}
+    else:
+        method, kwargs = client.chat.completions, {"model": "gpt-4o",
+                                                   "messages": [{"role": "user", "content": "triage"}]}
+    assert method.create(response_model=Ticket, **kwargs).urgency == 3
+    with pytest.raises(DeadlineExceeded):
+        bounded(lambda: method.create(response_model=Ticket, **kwargs))
+    assert emu.wait_closed_early(1, 10)
