@@ -6,21 +6,37 @@ driver reads an answer, an :class:`Alarm` is armed for the call's deadline; when
 response's socket down (``shutdown(SHUT_RDWR)``), which wakes the blocked read with an error at once, and
 the driver reports the deadline. Asynchronous drivers need none of this: they cancel with ``asyncio``.
 
+The alarm is armed *before* the request is sent, because the SDK itself reads before handing a response
+over: the status line and headers, and the whole body of an error status (4xx/5xx), which a server can trickle
+as slowly as a good answer. So the connection is learned as soon as it exists: :func:`watching` puts the try's
+:class:`Cut` in a context variable, and two inert hooks installed once on the SDK's synchronous httpx client
+(:func:`install_hooks`) tell it the connection: a request hook adds httpcore's ``trace`` extension, whose
+``connect_tcp``/``start_tls`` events carry a new connection's stream, and a response hook gives the stream of
+every response the moment its headers are in, before the SDK reads an error body. A request sent on a kept-alive
+connection has no such event; its stream is found on the connection that traces ``send_request_headers``
+(:func:`_sending_stream`). The hooks do nothing outside a guardrail try. A deadline that rings before the
+connection is known cuts it the moment it becomes known.
+
 One daemon thread serves every alarm of the process (a heap of due times), started on first use; a forked
-child starts afresh. When the response exposes no socket (a custom transport), nothing is cut and the per-read
+child starts afresh. When no socket is ever exposed (a custom transport), nothing is cut and the per-read
 timeout, itself never longer than the time left, still bounds each read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import heapq
 import itertools
 import os
 import socket
+import sys
 import threading
 import time
-from collections.abc import Callable
+import types
+import weakref
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -107,14 +123,149 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_WATCHDOG._after_fork)
 
 
+class Cut:
+    """Shuts one try's connection down when called (the alarm's action), as soon as the connection is known.
+
+    :meth:`attach` tells it a connection (an httpcore network stream); a cut already due shuts it at once.
+    """
+
+    def __init__(self) -> None:
+        self._streams: list[Any] = []
+        self._due = False
+        self._lock = threading.Lock()
+
+    @property
+    def known(self) -> bool:
+        """Whether a connection has been attached."""
+        return bool(self._streams)
+
+    def attach(self, stream: Any) -> None:
+        """Note the try's connection; shut it now if the deadline has already rung."""
+        if stream is None:
+            return
+        with self._lock:
+            self._streams.append(stream)
+            due = self._due
+        if due:
+            _shut_stream(stream)
+
+    def __call__(self) -> None:
+        with self._lock:
+            self._due = True
+            streams = list(self._streams)
+        for stream in streams:
+            _shut_stream(stream)
+
+
+def arm(deadline_at: float, cut: Cut) -> Alarm:
+    """Arm an alarm that runs ``cut`` at ``deadline_at`` (a ``time.monotonic()`` value)."""
+    return _WATCHDOG.arm(deadline_at, cut)
+
+
 def cut_at(deadline_at: float, http_response: Any) -> Alarm:
     """Arm an alarm that shuts ``http_response``'s connection down at ``deadline_at``."""
-    return _WATCHDOG.arm(deadline_at, lambda: _shut(http_response))
+    cut = Cut()
+    cut.attach(getattr(http_response, "extensions", {}).get("network_stream"))
+    return arm(deadline_at, cut)
 
 
-def _shut(http_response: Any) -> None:
-    stream = getattr(http_response, "extensions", {}).get("network_stream")
-    sock = stream.get_extra_info("socket") if stream is not None else None
+# -- learning the connection while the SDK sends and reads ----------------------------------------------------
+_CURRENT: contextvars.ContextVar[Cut | None] = contextvars.ContextVar("guardrail_cut", default=None)
+_HOOKED: weakref.WeakSet[Any] = weakref.WeakSet()
+_HOOK_LOCK = threading.Lock()
+#: httpcore trace events whose ``return_value`` is the connection's (new) network stream.
+_STREAM_EVENTS = ("connect_tcp.complete", "start_tls.complete", "connect_unix_socket.complete")
+#: The trace event of a request about to be written on its connection (new or kept alive).
+_SENDING = "send_request_headers.started"
+#: How many frames above the tracer :func:`_sending_stream` looks for the connection.
+_FRAMES = 6
+
+
+@contextlib.contextmanager
+def watching(cut: Cut) -> Iterator[None]:
+    """While inside, the installed hooks report this thread's (context's) connections to ``cut``."""
+    token = _CURRENT.set(cut)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def install_hooks(http_client: Any) -> bool:
+    """Install the two inert hooks on a synchronous httpx client once; ``False`` when it cannot take them
+    (an async client, whose hooks must be coroutines, or no ``event_hooks``)."""
+    hooks = getattr(http_client, "event_hooks", None)
+    send = getattr(http_client, "send", None)
+    if not isinstance(hooks, dict) or send is None or asyncio.iscoroutinefunction(send):
+        return False
+    requests, responses = hooks.get("request"), hooks.get("response")
+    if not isinstance(requests, list) or not isinstance(responses, list):
+        return False
+    with _HOOK_LOCK:
+        with contextlib.suppress(TypeError):  # not weak-referenceable: the membership checks below suffice
+            if http_client in _HOOKED:
+                return True
+            _HOOKED.add(http_client)
+        if _on_request not in requests:
+            requests.append(_on_request)
+        if _on_response not in responses:
+            responses.append(_on_response)
+    return True
+
+
+def _on_request(request: Any) -> None:
+    cut = _CURRENT.get()
+    extensions = getattr(request, "extensions", None)
+    if cut is None or not isinstance(extensions, dict):
+        return
+    extensions["trace"] = _Tracer(cut, extensions.get("trace"))
+
+
+def _on_response(response: Any) -> None:
+    cut = _CURRENT.get()
+    if cut is not None:
+        cut.attach(getattr(response, "extensions", {}).get("network_stream"))
+
+
+class _Tracer:
+    """httpcore's ``trace`` callback: passes each new connection's stream to the cut, then any earlier tracer."""
+
+    def __init__(self, cut: Cut, previous: Any) -> None:
+        self.cut = cut
+        self.previous = previous
+
+    def __call__(self, name: str, info: dict[str, Any]) -> None:
+        if name.endswith(_STREAM_EVENTS):
+            self.cut.attach(info.get("return_value"))
+        elif name.endswith(_SENDING) and not self.cut.known:
+            self.cut.attach(_sending_stream())
+        if self.previous is not None:
+            self.previous(name, info)
+
+
+def _sending_stream() -> Any:
+    """The stream of the kept-alive connection that is sending this request, or ``None``.
+
+    httpcore names a connection's stream in its trace events only when it opens the connection. A request
+    sent on a kept-alive one is traced from the connection's own ``handle_request``, whose ``self`` holds the
+    stream: so look a few frames up for it. Nothing found (another httpcore layout): no cut before the
+    response, and the per-read timeout bounds the headers, as the module docstring says.
+    """
+    frame: types.FrameType | None = sys._getframe(2)
+    for _ in range(_FRAMES):
+        if frame is None:
+            return None
+        stream = getattr(frame.f_locals.get("self"), "_network_stream", None)
+        if stream is not None and callable(getattr(stream, "get_extra_info", None)):
+            return stream
+        frame = frame.f_back
+    return None
+
+
+def _shut_stream(stream: Any) -> None:
+    sock = None
+    with contextlib.suppress(Exception):
+        sock = stream.get_extra_info("socket")
     if isinstance(sock, socket.socket):
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)

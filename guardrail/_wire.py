@@ -9,9 +9,10 @@ content type are known before a byte of the body is read, and the body is read u
   not JSON, a stream event that is not JSON, an answer without ``choices``) raises
   :class:`~guardrail.vendors.failures.BadResponse` with the status, the content type and a redacted snippet,
   never the ``AttributeError``/``JSONDecodeError`` the SDK or an adapter tripped over.
-- **Deadline.** The whole try ends by the call's deadline, however slowly the body arrives. Sync: a
-  :mod:`watchdog <guardrail._watchdog>` alarm shuts the connection down at the deadline, which wakes the
-  blocked read. Async: every await (the request, the body, each stream event) runs under
+- **Deadline.** The whole try ends by the call's deadline, however slowly the headers or the body (a good
+  answer's or an error status's) arrive. Sync: a :mod:`watchdog <guardrail._watchdog>` alarm, armed before
+  the request is sent, shuts the connection down at the deadline, which wakes the blocked read. Async:
+  every await (the request, the body, each stream event) runs under
   ``asyncio.timeout``, never across a ``yield``. Either way the try raises ``TimeoutError``.
 
 The checks are plain functions shared by both; the two exchanges differ only in ``await``.
@@ -25,7 +26,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any, TypeVar
 
-from guardrail._watchdog import Alarm, cut_at
+from guardrail._watchdog import Alarm, Cut, arm, install_hooks, watching
 from guardrail.outcome import Partial
 from guardrail.vendors.base import Accumulator, Completion, Endpoint
 from guardrail.vendors.failures import BadResponse
@@ -178,6 +179,22 @@ def _open_sync(method: Callable[..., Any], kwargs: dict[str, Any]) -> Iterator[A
         yield response
 
 
+@contextlib.contextmanager
+def _open_watched(method: Callable[..., Any], kwargs: dict[str, Any], cut: Cut) -> Iterator[Any]:
+    """:func:`_open_sync` with the hooks reporting to ``cut`` while the SDK sends and reads (only then: the
+    context variable must not stay set across the exchange's ``yield``)."""
+    with contextlib.ExitStack() as stack:
+        with watching(cut):
+            response = stack.enter_context(_open_sync(method, kwargs))
+        yield response
+
+
+def _hook(method: Callable[..., Any]) -> None:
+    """Let the watchdog learn this SDK client's connections (see :mod:`guardrail._watchdog`)."""
+    sdk = getattr(getattr(method, "__self__", None), "_client", None)
+    install_hooks(getattr(sdk, "_client", None))
+
+
 def _head_sync(http: Any) -> bytes:
     head = b""
     with contextlib.suppress(Exception):
@@ -193,11 +210,16 @@ def exchange_sync(method: Callable[..., Any], endpoint: Endpoint, kwargs: dict[s
                   ) -> Generator[Partial, None, Completion]:
     """One HTTP try (see the module docstring): yields previews of a stream, returns the completion."""
     alarm: Alarm | None = None
+    cut = Cut()
+    if deadline_at is not None:
+        # armed before sending: the SDK reads the headers, and an error status's whole body, before it returns
+        _hook(method)
+        alarm = arm(deadline_at, cut)
     try:
-        with _open_sync(method, kwargs) as response:
+        with _open_watched(method, kwargs, cut) as response:
             http = response.http_response
-            if deadline_at is not None and http is not None:
-                alarm = cut_at(deadline_at, http)
+            if http is not None:
+                cut.attach(getattr(http, "extensions", {}).get("network_stream"))
             if _wrong_type(_meta(http)[1], stream):
                 raise _wrong_type_error(http, stream, _head_sync(http))
             if not stream:

@@ -77,6 +77,7 @@ class Reply:
         fraction: how much of the body :func:`cut` sends before closing the connection.
         every, piece: trickle the body out ``piece`` bytes at a time, ``every`` seconds apart (see
             :meth:`trickled`); ``every == 0`` sends it at once.
+        slow_head: trickle the status line and headers too (``trickled(..., headers=True)``).
     """
 
     kind: ReplyKind
@@ -99,22 +100,25 @@ class Reply:
     fraction: float = 1.0
     every: float = 0.0
     piece: int = 1
+    slow_head: bool = False
 
     def after(self, seconds: float) -> Reply:
         """The same behaviour, answered ``seconds`` later (simulated model latency)."""
         return dataclasses.replace(self, delay=seconds)
 
-    def trickled(self, every: float, piece: int = 1) -> Reply:
+    def trickled(self, every: float, piece: int = 1, *, headers: bool = False) -> Reply:
         """The same behaviour with its body sent ``piece`` bytes at a time, ``every`` seconds apart.
 
         Each read the client makes returns within ``every`` seconds, so a per-read timeout never fires while
         the whole body takes as long as its length says: the case only a wall-clock deadline bounds. The
-        status line and headers go out at once; JSON bodies and streams trickle alike. When the client closes
-        the connection before the body is finished, :attr:`Emulator.closed_early` counts it.
+        status line and headers go out at once unless ``headers`` is true (then they trickle too, before the
+        body); JSON bodies, error bodies (:func:`error`, :func:`server_error`...) and streams trickle alike.
+        When the client closes the connection before the body is finished, :attr:`Emulator.closed_early`
+        counts it.
         """
         if every < 0 or piece < 1:
             raise ValueError("trickled() needs every >= 0 and piece >= 1")
-        return dataclasses.replace(self, every=float(every), piece=int(piece))
+        return dataclasses.replace(self, every=float(every), piece=int(piece), slow_head=bool(headers))
 
 
 def _usage(usage: tuple[int, int] | None) -> tuple[int, int] | None:

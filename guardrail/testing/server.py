@@ -8,6 +8,7 @@ the emulator's stop event, so ``Emulator.stop()`` never waits on a stalled answe
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import select
 import socket
@@ -179,7 +180,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send_error(self, behaviour: Reply, request: RecordedRequest) -> None:
         status, body, headers = error_answer(behaviour, request)
-        self._send_json(status, body, headers)
+        self._send(status, "application/json", json.dumps(body).encode(), headers, behaviour)
 
     def _send_json(self, status: int, body: dict[str, Any], headers: list[tuple[str, str]]) -> None:
         self._send(status, "application/json", json.dumps(body).encode(), headers, None)
@@ -193,7 +194,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(payload)))
         for name, value in headers:
             self.send_header(name, value)
-        self.end_headers()
+        self._end_head(behaviour)
         self._deliver(payload, behaviour, chunked=False)
 
     def _send_stream(self, frames: list[bytes], request: RecordedRequest, behaviour: Reply) -> None:
@@ -204,7 +205,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         for name, value in _id_headers(request):
             self.send_header(name, value)
-        self.end_headers()
+        self._end_head(behaviour)
         if behaviour.every > 0 or behaviour.kind == "cut":
             self._deliver(b"".join(frames), behaviour, chunked=True)
             return
@@ -213,6 +214,15 @@ class Handler(BaseHTTPRequestHandler):
                 raise _Drop
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
         self.wfile.write(b"0\r\n\r\n")
+
+    def _end_head(self, behaviour: Reply | None) -> None:
+        """End the headers: sent at once, or trickled like the body (``trickled(..., headers=True)``)."""
+        if behaviour is None or not behaviour.slow_head or behaviour.every <= 0:
+            self.end_headers()
+            return
+        head = b"".join(getattr(self, "_headers_buffer", [])) + b"\r\n"
+        self._headers_buffer: list[bytes] = []
+        self._deliver(head, dataclasses.replace(behaviour, kind="answer"), chunked=False)
 
     def _deliver(self, data: bytes, behaviour: Reply | None, *, chunked: bool) -> None:
         """Write a body: at once, or trickled (``behaviour.every``), or cut short (``cut``, then the connection
