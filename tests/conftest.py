@@ -3,7 +3,9 @@
 Profiles (pick one with ``HYPOTHESIS_PROFILE=...``):
 
 - ``guardrail`` (default): sized so the whole property suite stays well under a minute on two cores;
-- ``thorough``: ten times the examples, for a slow local or nightly run.
+- ``thorough``: ten times the examples, for a slow local or nightly run;
+- ``quick``: a quarter of the examples, chosen automatically for the quick loop ``pytest -m "not slow"``
+  (unless ``HYPOTHESIS_PROFILE`` says otherwise); CI and the README's test command run the full profile.
 
 Both set ``deadline=None``: parse time depends on the machine, and a per-example deadline would turn a
 slow CI box into flaky failures. Hang guards in the tests themselves are generous, per-input bounds.
@@ -29,7 +31,17 @@ settings.register_profile(
     parent=settings.get_profile("guardrail"),
     max_examples=1000,
 )
+settings.register_profile(
+    "quick",
+    parent=settings.get_profile("guardrail"),
+    max_examples=25,
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "guardrail"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.markexpr.replace(" ", "") == "notslow" and "HYPOTHESIS_PROFILE" not in os.environ:
+        settings.load_profile("quick")
 
 #: Filled by tests/test_jsontestsuite.py (through the fixture below): file id -> seconds one ``parse`` took.
 JSONTESTSUITE_TIMES: dict[str, float] = {}

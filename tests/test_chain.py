@@ -61,6 +61,7 @@ def default() -> guardrail.chain.Tier:
 
 
 @pytest.mark.parametrize(("first", "second"), list(itertools.product(FAULTS, FAULTS)))
+@pytest.mark.slow
 def test_fault_matrix(emulators: tuple[Emulator, Emulator], first: str, second: str) -> None:
     primary, backup = emulators
     primary.script(*FAULTS[first]())
@@ -142,6 +143,7 @@ def test_the_half_open_breaker_admits_exactly_one_probe_across_threads() -> None
     assert admitted.count(True) == 1
 
 
+@pytest.mark.slow
 def test_the_deadline_covers_the_whole_chain(emulators: tuple[Emulator, Emulator]) -> None:
     primary, backup = emulators
     # both vendors answer after a 4.5 s stall, within their 5 s SDK timeout: only the chain's deadline can
@@ -215,6 +217,7 @@ def test_the_budget_covers_the_whole_chain(emulators: tuple[Emulator, Emulator])
     assert backup.requests == []
 
 
+@pytest.mark.slow
 def test_a_shared_breaker_in_sqlite_opens_for_every_process_and_admits_one_probe(tmp_path: Any) -> None:
     import subprocess
     import sys

@@ -216,6 +216,7 @@ def test_half_open_breaker_admits_one_probe_under_asyncio_gather(emus: tuple[Emu
 # -------------------------------------------------------------------------------------------------- deadline
 
 
+@pytest.mark.slow
 def test_stalled_tier_longer_than_the_deadline_with_a_lax_sdk_timeout(emus: tuple[Emulator, Emulator]) -> None:
     primary, _ = emus
     # a good answer after an 8 s stall, well within the 60 s SDK timeout: only the chain's deadline can cut it
@@ -227,6 +228,7 @@ def test_stalled_tier_longer_than_the_deadline_with_a_lax_sdk_timeout(emus: tupl
     assert len(primary.requests) == 1  # cut in flight, not retried after the deadline
 
 
+@pytest.mark.slow
 def test_the_deadline_covers_all_attempts_of_a_tier(emus: tuple[Emulator, Emulator]) -> None:
     primary, _ = emus
     primary.script(reply.answer('{"urgency": 9}').after(0.7), reply.answer(GOOD).after(0.7))

@@ -372,6 +372,7 @@ def check_distribution(options: list[str], probabilities: dict[str, float]) -> N
 @settings(max_examples=400)
 @given(options=st.lists(st.sampled_from(POOL), min_size=2, max_size=6, unique=True),
        steps=st.lists(STEPS, max_size=8), finished=st.booleans())
+@pytest.mark.slow
 def test_core_property_always_a_distribution_over_exactly_the_options(options: list[str], steps: list[Step],
                                                                       finished: bool) -> None:
     scored = score(options, Answer(tuple(steps), finished, ""))
@@ -396,6 +397,7 @@ def as_response(steps: list[Step], finished: bool) -> dict[str, Any]:
 @given(options=st.lists(st.sampled_from(POOL), min_size=2, max_size=6, unique=True),
        steps=st.lists(STEPS, max_size=8), finished=st.booleans(),
        threshold=st.one_of(st.none(), st.floats(min_value=0, max_value=1)))
+@pytest.mark.slow
 def test_core_property_choose_raises_only_the_documented_errors(options: list[str], steps: list[Step],
                                                                 finished: bool, threshold: float | None) -> None:
     from guardrail.local.choose import _api_choice

@@ -254,6 +254,7 @@ def test_client_errors_are_never_retried(emu: Emulator, status: int) -> None:
     assert len(emu.requests) == 1
 
 
+@pytest.mark.slow
 def test_server_errors_timeouts_and_drops_are_retried(emu: Emulator) -> None:
     emu.script(reply.server_error(500), reply.server_error(503), reply.answer(GOOD))
     assert wrapped(emu).chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
@@ -275,6 +276,7 @@ def test_retries_stop_at_max_tries_and_the_sdk_does_not_retry_on_its_own(emu: Em
     assert len(emu.requests) == 2  # the SDK's own max_retries=2 would have made it 6
 
 
+@pytest.mark.slow
 def test_the_deadline_bounds_the_whole_call(emu: Emulator) -> None:
     emu.script(*(reply.rate_limited(retry_after=0.4) for _ in range(10)))
     policy = RecordingRetry(max_tries=10, initial_wait=0.01, max_wait=1, deadline=1.0)

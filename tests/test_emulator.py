@@ -380,6 +380,7 @@ def test_chat_streams(emu: Emulator, oai: openai.OpenAI) -> None:
     assert (final.choices[0].message.refusal, final.choices[0].message.content) == ("No, I won't do that.", None)
 
 
+@pytest.mark.slow
 def test_responses_streams(emu: Emulator, oai: openai.OpenAI) -> None:
     emu.script(reply.answer(GOOD), reply.truncated('{"name": "Ad'), reply.refusal("No."))
     events = list(resp(oai, stream=True, tools=RESP_TOOL, tool_choice=RESP_FORCE))

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -30,6 +32,7 @@ def test_parse_outputs_example_shows_values_fixes_and_errors() -> None:
     assert "error: no_json" in blocks["no JSON at all"]
 
 
+@pytest.mark.slow
 def test_wrapped_openai_example_shows_modes_repairs_retries_and_typed_errors() -> None:
     out = run_example("wrapped_openai.py")
     blocks = {block.split("\n", 1)[0]: block for block in out.split("== ")[1:]}
@@ -44,6 +47,7 @@ def test_wrapped_openai_example_shows_modes_repairs_retries_and_typed_errors() -
     assert "guardrail.attempt" not in out
 
 
+@pytest.mark.slow
 def test_wrapped_anthropic_example() -> None:
     out = run_example("wrapped_anthropic.py")
     assert "output_config.format.type=json_schema" in out
@@ -52,6 +56,7 @@ def test_wrapped_anthropic_example() -> None:
     assert "Refused: \"I can't help with that request.\" after 1 call" in out
 
 
+@pytest.mark.slow
 def test_triage_decorator_example() -> None:
     out = run_example("triage_decorator.py")
     assert "Ticket(urgency=5, category=<Category.account: 'account'>" in out
@@ -60,6 +65,7 @@ def test_triage_decorator_example() -> None:
     assert "coerce_integer" in out and "strip_fence" in out
 
 
+@pytest.mark.slow
 def test_streaming_preview_example() -> None:
     out = run_example("streaming_preview.py")
     previews = [line for line in out.splitlines() if "preview (attempt" in line]

@@ -112,6 +112,7 @@ IDS = [f"{api}-{'async' if a else 'sync'}-{'stream' if s else 'plain'}" for api,
 # --------------------------------------------------------------------------------- 6: answers not in the API's shape
 @pytest.mark.parametrize("fault", list(SHAPES))
 @pytest.mark.parametrize(("api", "is_async", "stream"), COMBOS, ids=IDS)
+@pytest.mark.slow
 def test_an_answer_not_in_the_apis_shape_is_typed_with_status_and_snippet(
         emu: Emulator, api: str, is_async: bool, stream: bool, fault: str) -> None:
     make, status = SHAPES[fault]
@@ -131,6 +132,7 @@ def test_an_answer_not_in_the_apis_shape_is_typed_with_status_and_snippet(
 
 @pytest.mark.parametrize("fault", list(SHAPES))
 @pytest.mark.parametrize(("api", "is_async", "stream"), COMBOS, ids=IDS)
+@pytest.mark.slow
 def test_a_retry_after_a_spoiled_answer_gets_the_value(emu: Emulator, api: str, is_async: bool, stream: bool,
                                                        fault: str) -> None:
     make, _ = SHAPES[fault]
@@ -213,6 +215,7 @@ def test_the_chain_deadline_cuts_a_trickling_tier_and_the_chain_moves_on(emu: Em
 @pytest.mark.parametrize("fault", list(SHAPES))
 @pytest.mark.parametrize(("api", "is_async"), list(itertools.product(APIS, (False, True))),
                          ids=[f"{a}-{'async' if s else 'sync'}" for a, s in itertools.product(APIS, (False, True))])
+@pytest.mark.slow
 def test_the_chain_leaves_a_tier_that_answers_out_of_shape(api: str, is_async: bool, fault: str) -> None:
     make, status = SHAPES[fault]
     with Emulator() as primary, Emulator() as backup:

@@ -136,6 +136,7 @@ def _encodings() -> st.SearchStrategy[str]:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=_encodings())
+@pytest.mark.slow
 def test_any_encoding_of_a_path_outside_the_base_is_denied(tree: Path, value: str) -> None:
     """Whatever the spelling, the checker either denies or approves a real path inside the base; and an
     approved spelling contains nothing any layer would decode."""
@@ -537,6 +538,7 @@ _URL_PIECES = ["https://", "HTTPS://", "http://", "api.example.com", "API.EXAMPL
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(_URL_PIECES), min_size=1, max_size=8).map("".join), min_size=1, max_size=3))
+@pytest.mark.slow
 def test_every_url_the_tool_receives_is_the_checked_canonical_url(values: list[str]) -> None:
     recorder = Recorder()
 

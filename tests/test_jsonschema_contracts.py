@@ -406,6 +406,7 @@ def test_a_tool_declared_by_json_schema_gets_validated_json_values() -> None:
         tool(schema={"type": "object", "properties": {"a": {"type": "nope"}}}, registry=registry)(lambda **kw: None)
 
 
+@pytest.mark.slow
 def test_local_decoding_under_a_json_schema() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")

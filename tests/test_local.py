@@ -63,6 +63,7 @@ CONTRACTS: list[tuple[Any, int]] = [(Flat, 40), (Pick, 30), (Bounded, 30), (Nest
 
 
 @pytest.mark.parametrize(("contract", "count"), CONTRACTS, ids=[c.__name__ for c, _ in CONTRACTS])
+@pytest.mark.slow
 def test_every_generation_at_temperature_one_is_schema_valid(tiny: LocalModel, contract: Any, count: int) -> None:
     for seed in range(count):
         value, trace = tiny.generate_with_trace("Reply with JSON:", contract, temperature=1.0,
@@ -77,6 +78,7 @@ def test_total_generations_reach_the_issue_target() -> None:
     assert sum(count for _, count in CONTRACTS) >= 200
 
 
+@pytest.mark.slow
 def test_jump_forward_forces_the_predictable_tokens_and_grammars_are_cached(tiny: LocalModel) -> None:
     _, first = tiny.generate_with_trace("x", Pick, seed=1)
     _, second = tiny.generate_with_trace("x", Pick, seed=2)

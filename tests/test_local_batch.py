@@ -183,6 +183,7 @@ def test_an_async_decorated_function_runs_the_local_model_in_a_worker_thread(tin
     assert isinstance(asyncio.run(describe("a red shirt")), Item)
 
 
+@pytest.mark.slow
 def test_the_gpu_benchmark_script_runs_its_tiny_configuration_on_cpu() -> None:
     """bench/gpu_local.py is run by hand on a CUDA machine; this keeps it from rotting between such runs."""
     import subprocess
@@ -216,6 +217,7 @@ def test_an_output_layer_exactly_the_tokenizers_size_works_too() -> None:
 
 
 @pytest.mark.parametrize(("rows", "vocab", "columns"), [(1, 640, 20), (3, 100, 4), (2, 64, 1), (4, 33, 2)])
+@pytest.mark.slow
 def test_the_plain_mask_fallback_equals_llguidances_compiled_kernel(rows: int, vocab: int, columns: int) -> None:
     import llguidance.torch as masks
 

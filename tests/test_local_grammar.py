@@ -363,6 +363,7 @@ def test_what_the_engine_cannot_compile_is_a_grammar_error_with_the_report(lltok
 
 
 @pytest.mark.parametrize("depth", [200, 20_000])
+@pytest.mark.slow
 def test_deep_schemas_are_rejected_without_recursion(depth: int) -> None:
     schema: dict[str, Any] = {"type": "integer"}
     for _ in range(depth):

@@ -54,6 +54,7 @@ def _encode(tok: Any) -> Any:
 
 
 @pytest.mark.skipif(MASKBENCH is None, reason="MaskBench corpus not found")
+@pytest.mark.slow
 def test_maskbench_has_no_unexplained_mismatch(tok: Any) -> None:
     assert MASKBENCH is not None
     entries = load(MASKBENCH)

@@ -67,6 +67,7 @@ def test_with_structlog_configured_events_go_through_the_applications_pipeline()
     assert any(entry["event"] == "guardrail.attempt" and entry["attempt"] == 1 for entry in logs)
 
 
+@pytest.mark.slow
 def test_wrapping_per_call_reuses_the_retry_free_copy_and_does_not_keep_clients_alive() -> None:
     """The decorator and chain tiers wrap per call: the SDK copy without retries is made once per client."""
     import gc

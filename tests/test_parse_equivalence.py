@@ -324,6 +324,7 @@ def _check_patched(dirty: Dirty, before: str, after: str, *, complete: bool) -> 
                Counter(control_char_in_string=2, invisible_char=1, trailing_comma=1), 4), "")
 @example(Dirty('[NaN, -Infinity, 1e400]', [NonFinite("NaN"), NonFinite("-Infinity"), NonFinite("Infinity")],
                Counter(), 0), "")
+@pytest.mark.slow
 def test_patched_decode_gives_the_scanner_value_and_end(dirty: Dirty, after: str) -> None:
     """Value at the start of the text: same value and end as the scanner, strict JSON text for the value,
     valid lazy fix paths; and a text needing at most MAX_PATCHES patches is patched, not given up on."""
@@ -334,6 +335,7 @@ def test_patched_decode_gives_the_scanner_value_and_end(dirty: Dirty, after: str
 @given(dirty_json(PATCHABLE | SCANNER_ONLY, nonfinite=True), prose.filter(bool), suffixes)
 @example(Dirty('[True, "a /* b */ c"]', [True, "a /* b */ c"], Counter(python_literal=1), 1), "xxxxxxxx ", "")
 @example(Dirty('[True, "x,]"]', [True, "x,]"], Counter(python_literal=1), 1), "Output:\n\n", "")
+@pytest.mark.slow
 def test_patched_decode_gives_the_scanner_value_after_a_prefix(dirty: Dirty, before: str, after: str) -> None:
     _check_patched(dirty, before, after, complete=False)
 
@@ -341,6 +343,7 @@ def test_patched_decode_gives_the_scanner_value_after_a_prefix(dirty: Dirty, bef
 @FEW
 @given(dirty_json(PATCHABLE, nonfinite=True), prose.filter(bool))
 @example(Dirty("[1,]", [1], Counter(trailing_comma=1), 1), "Answer: ")
+@pytest.mark.slow
 def test_patched_decode_patches_after_a_prefix(dirty: Dirty, before: str) -> None:
     assume(not (set(dirty.fixes) & SCANNER_ONLY) and 0 < dirty.patches <= MAX_PATCHES)
     assert decode_with_patches(before + dirty.text, len(before)) is not None
@@ -357,6 +360,7 @@ def test_parse_keeps_string_content_after_a_prefix(text: str, expected: Any) -> 
 
 @SOME
 @given(dirty_json(PATCHABLE, nonfinite=True, one_control_char_per_string=True))
+@pytest.mark.slow
 def test_patched_fix_kinds_match_scanner(dirty: Dirty) -> None:
     """With at most one raw control character per string, the patcher records the same fix kinds as the
     scanner, and both record exactly the slips that were injected."""
@@ -384,6 +388,7 @@ def test_patched_decoding_leaves_duplicate_keys_to_the_scanner() -> None:
 
 @FEW
 @given(dirty_json(PATCHABLE, one_control_char_per_string=True))
+@pytest.mark.slow
 def test_patched_fix_paths_match_scanner_outside_keys(dirty: Dirty) -> None:
     """Where a slip is not inside a key, the lazily computed path equals the scanner's own path."""
     patched, scanned = _patch_vs_scan(dirty.text, 0)
@@ -424,6 +429,7 @@ def test_scan_reads_back_json_dumps(value: Any, indent: Any, ensure_ascii: bool,
 @example(Dirty("{a: 'x', 설명: True, $b-c: [1, 2,], true: None}",
                {"a": "x", "설명": True, "$b-c": [1, 2], "true": None},
                Counter(unquoted_key=4, single_quotes=1, python_literal=2, trailing_comma=1), 0))
+@pytest.mark.slow
 def test_scan_undoes_injected_slips(dirty: Dirty) -> None:
     result = scan(dirty.text, 0, max_depth=200)
     assert result.status == "complete", result.message
@@ -483,6 +489,7 @@ JSONISH_PIECES = ['{', '}', '[', ']', ',', ':', ' ', '\n', '"a"', '"k"', '"b\\n"
 @example('{"a": 1 "b": 2, "c": [{"d": 1} {"e": 2}], "f": [1 2]}')
 @example('[1, 2, 3')
 @example('{"a": 1, "a": [1], "a": {"x": 1}}')
+@pytest.mark.slow
 def test_scanner_shortcuts_agree_with_the_slow_path(text: str) -> None:
     """Same status, value, end, message, path, fixes (kind, path, before, after) with or without shortcuts,
     and whether any token was read (not compared for texts with an empty container: see the xfail below)."""
@@ -627,6 +634,7 @@ PROSE_PIECES = [*PROSE_WORDS, " ", "\n", ":", ",", ".", "(", ")", "{", "}", "[",
 @given(st.lists(st.sampled_from(PROSE_PIECES), max_size=14).map("".join), dirty_json(ALL_SLIPS),
        st.sampled_from(["\n", "\n\n", " ", "\nAnswer:\n"]))
 @example("see {note here}, {{ and [Note]: ", Dirty('{"a": 1}', {"a": 1}, Counter(), 0), "\n")
+@pytest.mark.slow
 def test_prose_then_answer_returns_the_answer(prose_text: str, dirty: Dirty, sep: str) -> None:
     """Prose in which no opener starts a value (every scan from every ``{``/``[`` in it is a syntax error),
     followed by an answer: the answer is returned. (Issue 14: an opener that read something before it broke
@@ -966,6 +974,7 @@ nonfinite_texts = st.tuples(dirty_json(frozenset({"trailing_comma", "comment"}),
 @example((Dirty('{"a": 1E+400}', None, Counter(), 0), "{}"), dict[str, float])
 @example((Dirty("Infinity", None, Counter(), 0), "{}"), float)
 @example((Dirty("-1e400", None, Counter(), 0), "{}"), Optional[float])  # noqa: UP045
+@pytest.mark.slow
 def test_parse_never_returns_nan_or_infinity(case: tuple[Dirty, str], output_type: Any) -> None:
     dirty, frame = case
     text = frame.replace("{}", dirty.text)

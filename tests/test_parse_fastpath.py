@@ -211,6 +211,7 @@ def wrapped(draw: st.DrawFn, body: str) -> str:
 @pytest.mark.parametrize("contract", CONTRACTS, ids=CONTRACT_IDS)
 @SETTINGS
 @given(data=st.data())
+@pytest.mark.slow
 def test_wrapped_answers_parse_as_the_stages_decide(contract: Any, data: st.DataObject) -> None:
     name = CONTRACT_IDS[CONTRACTS.index(contract)]
     body = data.draw(VALUES[name].flatmap(dumped))
@@ -221,6 +222,7 @@ def test_wrapped_answers_parse_as_the_stages_decide(contract: Any, data: st.Data
 @pytest.mark.parametrize("contract", CONTRACTS, ids=CONTRACT_IDS)
 @SETTINGS
 @given(data=st.data())
+@pytest.mark.slow
 def test_clean_answers_parse_as_the_stages_decide(contract: Any, data: st.DataObject) -> None:
     name = CONTRACT_IDS[CONTRACTS.index(contract)]
     body = data.draw(VALUES[name].flatmap(dumped))
@@ -230,6 +232,7 @@ def test_clean_answers_parse_as_the_stages_decide(contract: Any, data: st.DataOb
 
 @SETTINGS
 @given(case=contract_and_value(), data=st.data())
+@pytest.mark.slow
 def test_random_contracts_parse_as_the_stages_decide(case: tuple[Any, Any, Any], data: st.DataObject) -> None:
     """Random contracts (models, TypedDicts, unions, optionals, literals, Any) with values that mostly fit."""
     output_type, _spec, value = case

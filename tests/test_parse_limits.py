@@ -129,6 +129,7 @@ NAMED_IN_ISSUE = [
 
 
 @pytest.mark.parametrize("name", list(ADVERSARIAL))
+@pytest.mark.slow
 def test_adversarial_text_is_a_parse_error_quickly(name: str) -> None:
     text = ADVERSARIAL[name]()
     error = guarded_parse_error(text, Any)

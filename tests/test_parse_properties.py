@@ -322,6 +322,7 @@ def test_json_ish_text_raises_only_parse_error(contract: Any, text: str) -> None
 @pytest.mark.parametrize("contract", CONTRACTS, ids=CONTRACT_IDS)
 @settings(max_examples=150)
 @given(text=mutated_json())
+@pytest.mark.slow
 def test_mutated_json_raises_only_parse_error(contract: Any, text: str) -> None:
     parse_only_raises_parse_error(text, contract)
 
@@ -404,6 +405,7 @@ def test_round_trip_bare(value: Any, opts: dict[str, Any]) -> None:
 @example(value=42, opts={}, fence=FENCES[1])
 @example(value="", opts={}, fence=FENCES[2])
 @example(value=None, opts={}, fence=FENCES[0])
+@pytest.mark.slow
 def test_round_trip_fenced(value: Any, opts: dict[str, Any], fence: tuple[str, str]) -> None:
     opener, closer = fence
     assert_round_trip(opener + json.dumps(value, **opts) + closer, value)
@@ -417,6 +419,7 @@ def test_round_trip_fenced(value: Any, opts: dict[str, Any], fence: tuple[str, s
     before=st.none() | prose(),
     after=st.none() | prose(),
 )
+@pytest.mark.slow
 def test_round_trip_fenced_with_prose_around(value: Any, opts: dict[str, Any], fence: tuple[str, str],
                                              before: str | None, after: str | None) -> None:
     """A fenced value (scalar roots included) with English/Korean prose outside the fence."""
@@ -441,6 +444,7 @@ def test_round_trip_fenced_with_prose_around(value: Any, opts: dict[str, Any], f
 @example(value={"a": 1}, opts={}, before="Here is the JSON you asked for:", after="I hope this helps.",
          sep_before=" ", sep_after=" ")
 @example(value=[], opts={}, before="다음은 요청하신 JSON입니다:", after=None, sep_before="", sep_after="")
+@pytest.mark.slow
 def test_round_trip_container_in_prose(value: Any, opts: dict[str, Any], before: str, after: str | None,
                                        sep_before: str, sep_after: str) -> None:
     text = before + sep_before + json.dumps(value, **opts)
@@ -451,6 +455,7 @@ def test_round_trip_container_in_prose(value: Any, opts: dict[str, Any], before:
 
 @settings(max_examples=100)
 @given(value=containers(max_leaves=20), opts=dump_variants(), before=prose(), after=prose())
+@pytest.mark.slow
 def test_round_trip_container_in_prose_only_after(value: Any, opts: dict[str, Any], before: str,
                                                   after: str) -> None:
     """Prose after only; prose on both sides of a fence; prose around a ``<json>`` tag (object/array roots)."""
@@ -506,6 +511,7 @@ TRUNCATION_WRAPS = ["{}", "Here is the JSON you asked for: {}", "```json\n{}", "
 @example(value=["NaN", "Infinity", "-Infinity", True, False, None], opts={})
 @example(value={"k": "```json\n{}\n```", "t": "</json>"}, opts={})
 @example(value=["\u00e9\ud55c\U0001f600"], opts={})
+@pytest.mark.slow
 def test_every_prefix_of_container_is_truncated(value: Any, opts: dict[str, Any]) -> None:
     assert_all_prefixes_truncated(json.dumps(value, **opts), Any)
 
@@ -541,6 +547,7 @@ def test_every_prefix_of_int_list_is_truncated(value: list[int], opts: dict[str,
 @example(value=[[[[[1]]]]], max_depth=5, opts={}, wrap="{}")
 @example(value={"a": {"a": {"a": {}}}}, max_depth=3, opts={}, wrap="{}")
 @example(value={"a": {"a": {"a": {}}}}, max_depth=2, opts={}, wrap="{}")
+@pytest.mark.slow
 def test_depth_limit_is_exact(value: Any, max_depth: int, opts: dict[str, Any], wrap: str) -> None:
     d = depth(value)
     if wrap != "{}":

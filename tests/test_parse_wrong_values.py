@@ -132,6 +132,7 @@ def _structural_positions(text: str) -> list[int]:
 @PROPERTY
 @given(_nested, st.data(), st.sampled_from(["@", "}", "]", ";", " oops "]),
        st.sampled_from(["", "Answer: ", "```json\n"]))
+@pytest.mark.slow
 def test_no_returned_value_is_a_proper_sub_value_of_a_broken_candidate(value: Any, data: Any, junk: str,
                                                                       prefix: str) -> None:
     text = json.dumps(value, ensure_ascii=False)
@@ -192,6 +193,7 @@ _different_pairs = st.tuples(_json_values, _json_values).filter(lambda p: not sa
 @given(st.dictionaries(st.text(min_size=1, max_size=4), _json_values, max_size=3), st.text(min_size=1, max_size=4),
        _different_pairs, st.sampled_from(["{}", '{"outer": [{}]}', "[1, {}]", 'x ```json\n{"o": {}}\n``` y']),
        st.sampled_from([Any, dict[str, Any], list[Any]]))
+@pytest.mark.slow
 def test_conflicting_duplicates_never_validate(base: dict[str, Any], key: str, pair: tuple[Any, Any], frame: str,
                                                contract: Any) -> None:
     members = [json.dumps(k) + ": " + json.dumps(v) for k, v in base.items() if k != key]
@@ -307,6 +309,7 @@ def test_slips_with_two_readings_are_refused(text: str) -> None:
 
 @PROPERTY
 @given(_nested, st.sampled_from(["trailing_comma", "single_quotes", "python_literal", "comment", "newline"]))
+@pytest.mark.slow
 def test_every_accepted_repair_is_recorded(value: Any, slip: str) -> None:
     text = json.dumps(value, ensure_ascii=False, indent=1)
     if slip == "trailing_comma":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 
+import pytest
 from pydantic import BaseModel
 
 from guardrail.contract import compile_contract
@@ -38,6 +39,7 @@ def test_other_arguments_and_other_schemas_get_their_own_plans() -> None:
         [p.schema for p in plans(contract.schema, "Order", openai_caps)]
 
 
+@pytest.mark.slow
 def test_a_schema_freed_and_replaced_at_the_same_address_is_never_served_stale_plans() -> None:
     caps = capabilities("openai", "gpt-4o-mini")
     seen = []

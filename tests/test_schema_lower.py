@@ -687,6 +687,7 @@ MASKBENCH = _find_corpus()
 
 
 @pytest.mark.skipif(MASKBENCH is None, reason="MaskBench corpus not found")
+@pytest.mark.slow
 def test_maskbench_lowers_in_every_dialect() -> None:
     assert MASKBENCH is not None
     schemas = [json.loads(line)["schema"] for f in sorted(MASKBENCH.glob("*.jsonl")) for line in f.open()]
@@ -770,6 +771,7 @@ DOCUMENTS = st.builds(
 
 
 @given(DOCUMENTS)
+@pytest.mark.slow
 def test_random_schemas_never_raise_never_mutate_and_are_deterministic(schema: dict[str, Any]) -> None:
     before = copy.deepcopy(schema)
     for dialect in DIALECTS:
@@ -804,6 +806,7 @@ def _nested(depth: int) -> dict[str, Any]:
     return schema
 
 
+@pytest.mark.slow
 def test_ten_thousand_levels_do_not_recurse() -> None:
     deep = _nested(10_000)
     for dialect in DIALECTS:

@@ -505,6 +505,7 @@ def test_a_waiter_replays_the_failure_of_the_executor(store: Store) -> None:
     assert sorted(type(error).__name__ for error in failure) == ["IdempotencyFailed", "RuntimeError"]
 
 
+@pytest.mark.slow
 def test_a_result_expires_after_ttl(store: Store) -> None:
     idem = Idempotency(store, ttl=TTL)
     execute = Executions()
@@ -675,6 +676,7 @@ def results_of(seen: list[dict[str, list[str]]]) -> set[str]:
 
 
 @pytest.mark.parametrize("shared", ["sqlite", "redis"])
+@pytest.mark.slow
 def test_processes_sharing_a_store_execute_each_key_once(
     shared: str, request: pytest.FixtureRequest, tmp_path: Path, prefix: str
 ) -> None:

@@ -122,6 +122,7 @@ values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_si
 
 
 @given(st.dictionaries(st.text(max_size=5), values, max_size=5), st.data())
+@pytest.mark.slow
 def test_every_prefix_previews_to_something_consistent_with_the_whole(value: dict[str, Any], data: Any) -> None:
     text = json.dumps(value)
     cut = data.draw(st.integers(min_value=0, max_value=len(text)))

@@ -361,6 +361,7 @@ def test_read_file_policy_follows_symlinks_and_denies_escapes(tmp_path: Path) ->
         execute_tool_call("read_file", {"path": "q3.csv"}, registry=registry, store=store)
 
 
+@pytest.mark.slow
 def test_policy_check_command(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -65,11 +65,13 @@ def race(kind: str, where: str, tmp_path: Path) -> Counter[str]:
     return Counter(log.read_text().split())
 
 
+@pytest.mark.slow
 def test_two_processes_sharing_redis_execute_each_key_once(redis_url: str, tmp_path: Path) -> None:  # noqa: F811
     counts = race("redis", redis_url, tmp_path)
     assert counts == Counter({f"o{i}": 1 for i in range(10)})
 
 
+@pytest.mark.slow
 def test_two_processes_sharing_a_sqlite_file_execute_each_key_once(tmp_path: Path) -> None:
     counts = race("sqlite", str(tmp_path / "store.db"), tmp_path)
     assert counts == Counter({f"o{i}": 1 for i in range(10)})

@@ -622,6 +622,7 @@ class Memo(BaseModel):
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.slow
 def test_korean_and_emoji_content_round_trips(emu: Emulator, api: str, stream: bool) -> None:
     text = '{"제목": "프린터 화재 🔥", "body": "3층 복사실에서 연기가 납니다 — 긴급"}'
     emu.script(reply.answer('{"제목": 1, "body": "연기"}'), reply.answer(text))
@@ -695,6 +696,7 @@ class Exploding(BaseModel):
 
 
 @pytest.mark.parametrize("api", APIS)
+@pytest.mark.slow
 def test_a_non_validation_exception_from_the_contract_propagates_unchanged(emu: Emulator, api: str) -> None:
     emu.script(reply.answer('{"title": "boom"}'))
     with pytest.raises(LookupError, match="not a validation error"):
