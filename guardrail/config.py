@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from guardrail._engine import Settings
+from guardrail._optional import require
 from guardrail.modes import Mode
 from guardrail.outcome import Budget
 from guardrail.retry import RetryPolicy
@@ -80,14 +81,12 @@ class Config:
                      server=env.get("GUARDRAIL_SERVER") or None,
                      max_attempts=_int(env, "GUARDRAIL_MAX_ATTEMPTS"), max_tokens=_int(env, "GUARDRAIL_MAX_TOKENS"))
         if vendor == "openai":
-            import openai
-
+            openai = require("openai", "openai", "GUARDRAIL_VENDOR=openai")
             key = env.get("OPENAI_API_KEY")
             return config.merge(client=openai.OpenAI(api_key=key, base_url=base_url),
                                 async_client=openai.AsyncOpenAI(api_key=key, base_url=base_url))
         if vendor == "anthropic":
-            import anthropic
-
+            anthropic = require("anthropic", "anthropic", "GUARDRAIL_VENDOR=anthropic")
             key = env.get("ANTHROPIC_API_KEY")
             return config.merge(client=anthropic.Anthropic(api_key=key, base_url=base_url),
                                 async_client=anthropic.AsyncAnthropic(api_key=key, base_url=base_url))

@@ -124,3 +124,13 @@ def test_local_decoding_without_its_extra_names_the_extra(monkeypatch: pytest.Mo
     with pytest.raises(MissingExtra, match=r"pip install 'guardrail-llm\[local\]'") as caught:
         LocalModel(object(), object())
     assert caught.value.module == missing
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+def test_a_vendor_from_the_environment_without_its_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch,
+                                                                       vendor: str) -> None:
+    from guardrail.config import Config
+
+    monkeypatch.setitem(sys.modules, vendor, None)  # an install without that vendor's extra
+    with pytest.raises(MissingExtra, match=rf"pip install 'guardrail-llm\[{vendor}\]'"):
+        Config.from_env({"GUARDRAIL_VENDOR": vendor, f"{vendor.upper()}_API_KEY": "k"})
