@@ -12,7 +12,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from tenacity import RetryCallState
 
+import guardrail
 from guardrail.retry import RetryPolicy
+from guardrail.testing import Emulator
 
 T = TypeVar("T")
 
@@ -88,3 +90,45 @@ def until(condition: Callable[[], bool], what: str, within: float = HANG_GUARD_S
         if time.monotonic() > give_up:
             raise AssertionError(f"{what}: still not true after {within:.0f} s")
         time.sleep(0.01)
+
+
+def endpoint_client(emu: Emulator, api: str, is_async: bool, timeout: float = 10.0) -> Any:
+    """The SDK client for ``api`` (``chat``/``responses``: OpenAI, ``messages``: Anthropic) pointed at ``emu``."""
+    import anthropic
+    import openai
+
+    if api == "messages":
+        cls: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
+        return cls(base_url=emu.anthropic_base_url, api_key="test", timeout=timeout)
+    cls = openai.AsyncOpenAI if is_async else openai.OpenAI
+    return cls(base_url=emu.openai_base_url, api_key="test", timeout=timeout)
+
+
+def structured_call(emu: Emulator, api: str, is_async: bool, stream: bool, response_model: Any, *,
+                    retry: RetryPolicy, timeout: float = 10.0) -> Any:
+    """One structured call the way a user makes it, on any endpoint, sync or async, streamed or not; returns
+    the value (or raises what the call raises)."""
+    import asyncio
+
+    client = guardrail.wrap(endpoint_client(emu, api, is_async, timeout), retry=retry)
+    if api == "messages":
+        method, kwargs = client.messages, {"model": "claude-haiku-4-5", "max_tokens": 200,
+                                           "messages": [{"role": "user", "content": "triage"}]}
+    elif api == "responses":
+        method, kwargs = client.responses, {"model": "gpt-4o", "input": "triage"}
+    else:
+        method, kwargs = client.chat.completions, {"model": "gpt-4o",
+                                                   "messages": [{"role": "user", "content": "triage"}]}
+    if not is_async:
+        if stream:
+            with method.create_partial(response_model=response_model, **kwargs) as items:
+                return list(items)[-1]
+        return method.create(response_model=response_model, **kwargs)
+
+    async def go() -> Any:
+        if stream:
+            async with method.create_partial(response_model=response_model, **kwargs) as items:
+                return [item async for item in items][-1]
+        return await method.create(response_model=response_model, **kwargs)
+
+    return asyncio.run(go())

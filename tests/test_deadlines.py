@@ -20,9 +20,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import anthropic
 import openai
 import pytest
+from helpers import endpoint_client, structured_call
 from pydantic import BaseModel
 
 import guardrail
@@ -67,11 +67,7 @@ def emu() -> Iterator[Emulator]:
 
 
 def client_for(emu: Emulator, api: str, is_async: bool) -> Any:
-    if api == "messages":
-        cls: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
-        return cls(base_url=emu.anthropic_base_url, api_key="test", timeout=30.0)
-    cls = openai.AsyncOpenAI if is_async else openai.OpenAI
-    return cls(base_url=emu.openai_base_url, api_key="test", timeout=30.0)
+    return endpoint_client(emu, api, is_async, 30.0)
 
 
 def bounded(run: Callable[[], Any]) -> Any:
@@ -95,29 +91,8 @@ def bounded(run: Callable[[], Any]) -> Any:
 
 
 def call(emu: Emulator, api: str, is_async: bool, stream: bool, deadline: float) -> Any:
-    client = guardrail.wrap(client_for(emu, api, is_async),
-                            retry=RetryPolicy(max_tries=3, initial_wait=0.01, deadline=deadline))
-    if api == "messages":
-        method, kwargs = client.messages, {"model": "claude-haiku-4-5", "max_tokens": 200,
-                                           "messages": [{"role": "user", "content": "triage"}]}
-    elif api == "responses":
-        method, kwargs = client.responses, {"model": "gpt-4o", "input": "triage"}
-    else:
-        method, kwargs = client.chat.completions, {"model": "gpt-4o",
-                                                   "messages": [{"role": "user", "content": "triage"}]}
-    if not is_async:
-        if stream:
-            with method.create_partial(response_model=Ticket, **kwargs) as items:
-                return list(items)[-1]
-        return method.create(response_model=Ticket, **kwargs)
-
-    async def go() -> Any:
-        if stream:
-            async with method.create_partial(response_model=Ticket, **kwargs) as items:
-                return [item async for item in items][-1]
-        return await method.create(response_model=Ticket, **kwargs)
-
-    return asyncio.run(go())
+    return structured_call(emu, api, is_async, stream, Ticket, timeout=30.0,
+                           retry=RetryPolicy(max_tries=3, initial_wait=0.01, deadline=deadline))
 
 
 @pytest.mark.parametrize("slow", list(SLOW))

@@ -29,6 +29,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from helpers import endpoint_client, structured_call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -71,38 +72,13 @@ def emu() -> Iterator[Emulator]:
 
 
 def client_for(emu: Emulator, api: str, is_async: bool, timeout: float = 10.0) -> Any:
-    if api == "messages":
-        cls: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
-        return cls(base_url=emu.anthropic_base_url, api_key="test", timeout=timeout)
-    cls = openai.AsyncOpenAI if is_async else openai.OpenAI
-    return cls(base_url=emu.openai_base_url, api_key="test", timeout=timeout)
+    return endpoint_client(emu, api, is_async, timeout)
 
 
 def call(emu: Emulator, api: str, is_async: bool, stream: bool, retry: RetryPolicy = FAST,
          timeout: float = 10.0) -> Any:
     """One structured call the way a user makes it; returns the value (or raises what the call raises)."""
-    client = guardrail.wrap(client_for(emu, api, is_async, timeout), retry=retry)
-    if api == "messages":
-        method, kwargs = client.messages, {"model": "claude-haiku-4-5", "max_tokens": 200,
-                                           "messages": [{"role": "user", "content": "triage"}]}
-    elif api == "responses":
-        method, kwargs = client.responses, {"model": "gpt-4o", "input": "triage"}
-    else:
-        method, kwargs = client.chat.completions, {"model": "gpt-4o",
-                                                   "messages": [{"role": "user", "content": "triage"}]}
-    if not is_async:
-        if stream:
-            with method.create_partial(response_model=Ticket, **kwargs) as items:
-                return list(items)[-1]
-        return method.create(response_model=Ticket, **kwargs)
-
-    async def go() -> Any:
-        if stream:
-            async with method.create_partial(response_model=Ticket, **kwargs) as items:
-                return [item async for item in items][-1]
-        return await method.create(response_model=Ticket, **kwargs)
-
-    return asyncio.run(go())
+    return structured_call(emu, api, is_async, stream, Ticket, retry=retry, timeout=timeout)
 
 
 COMBOS = list(itertools.product(APIS, (False, True), (False, True)))
