@@ -104,6 +104,16 @@ def endpoint_client(emu: Emulator, api: str, is_async: bool, timeout: float = 10
     return cls(base_url=emu.openai_base_url, api_key="test", timeout=timeout)
 
 
+def endpoint_method(client: Any, api: str) -> tuple[Any, dict[str, Any]]:
+    """The wrapped ``client``'s method for ``api`` and the SDK arguments of a small triage request."""
+    if api == "messages":
+        return client.messages, {"model": "claude-haiku-4-5", "max_tokens": 200,
+                                 "messages": [{"role": "user", "content": "triage"}]}
+    if api == "responses":
+        return client.responses, {"model": "gpt-4o", "input": "triage"}
+    return client.chat.completions, {"model": "gpt-4o", "messages": [{"role": "user", "content": "triage"}]}
+
+
 def structured_call(emu: Emulator, api: str, is_async: bool, stream: bool, response_model: Any, *,
                     retry: RetryPolicy, timeout: float = 10.0) -> Any:
     """One structured call the way a user makes it, on any endpoint, sync or async, streamed or not; returns
@@ -111,14 +121,7 @@ def structured_call(emu: Emulator, api: str, is_async: bool, stream: bool, respo
     import asyncio
 
     client = guardrail.wrap(endpoint_client(emu, api, is_async, timeout), retry=retry)
-    if api == "messages":
-        method, kwargs = client.messages, {"model": "claude-haiku-4-5", "max_tokens": 200,
-                                           "messages": [{"role": "user", "content": "triage"}]}
-    elif api == "responses":
-        method, kwargs = client.responses, {"model": "gpt-4o", "input": "triage"}
-    else:
-        method, kwargs = client.chat.completions, {"model": "gpt-4o",
-                                                   "messages": [{"role": "user", "content": "triage"}]}
+    method, kwargs = endpoint_method(client, api)
     if not is_async:
         if stream:
             with method.create_partial(response_model=response_model, **kwargs) as items:

@@ -22,7 +22,7 @@ from typing import Any
 
 import openai
 import pytest
-from helpers import endpoint_client, structured_call
+from helpers import endpoint_client, endpoint_method, structured_call
 from pydantic import BaseModel
 
 import guardrail
@@ -160,14 +160,7 @@ def test_a_kept_alive_connection_is_cut_too(emu: Emulator, api: str, slow: str) 
     emu.script(reply.answer('{"urgency": 3, "summary": "s"}'), make(), make(), make())
     client = guardrail.wrap(client_for(emu, api, False),
                             retry=RetryPolicy(max_tries=3, initial_wait=0.01, deadline=0.5))
-    if api == "messages":
-        method, kwargs = client.messages, {"model": "claude-haiku-4-5", "max_tokens": 200,
-                                           "messages": [{"role": "user", "content": "triage"}]}
-    elif api == "responses":
-        method, kwargs = client.responses, {"model": "gpt-4o", "input": "triage"}
-    else:
-        method, kwargs = client.chat.completions, {"model": "gpt-4o",
-                                                   "messages": [{"role": "user", "content": "triage"}]}
+    method, kwargs = endpoint_method(client, api)
     assert method.create(response_model=Ticket, **kwargs).urgency == 3
     with pytest.raises(DeadlineExceeded):
         bounded(lambda: method.create(response_model=Ticket, **kwargs))
