@@ -20,13 +20,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import guardrail
-from guardrail.chain import Chain, safe_default, vendor
+from guardrail.chain.tiers import Chain, safe_default, vendor
 from guardrail.contract import compile_contract
 from guardrail.errors import ContractError
-from guardrail.policy.loader import parse_policy
 from guardrail.schema.jsonschema_contract import JsonSchema, JsonSchemaContract
 from guardrail.testing import Emulator, reply
-from guardrail.tools import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.policy.loader import parse_policy
 
 TICKET: dict[str, Any] = {
     "title": "Ticket",

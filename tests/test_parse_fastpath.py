@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, RootModel, field_validator, model_validator
 from test_parse_equivalence import contract_and_value
 
-from guardrail import Limits, ParseError, parse, parse_report
+from guardrail import ParseError, parse, parse_report
 from guardrail.contract import compile_contract
-from guardrail.parse import DEFAULT_STAGES
+from guardrail.parse import DEFAULT_STAGES, Limits
 from guardrail.parse import pipeline as P
 
 SETTINGS = settings(deadline=None, max_examples=150,

@@ -65,7 +65,7 @@ from guardrail.errors import (
     ResultNotStorable,
     StoreError,
 )
-from guardrail.redact import redact_text
+from guardrail.observe.redact import redact_text
 from guardrail.store.base import Store, check_ttl
 
 __all__ = [

@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from guardrail._engine import Settings
 from guardrail._optional import require
-from guardrail.modes import Mode
+from guardrail.call.engine import Settings
+from guardrail.call.modes import Mode
+from guardrail.call.retry import RetryPolicy
 from guardrail.outcome import Budget
-from guardrail.retry import RetryPolicy
 
 Api = Literal["chat", "responses", "messages"]
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
@@ -46,7 +46,7 @@ class Config:
         settings, retry: the attempt-loop and transport policies used when wrapping a raw client.
         store: the :class:`~guardrail.store.Store` for idempotency, quotas and approvals (in-memory if unset).
         policies: the directory of per-tool policy files (``policies`` if unset).
-        chain: a :class:`~guardrail.chain.Chain` that decorated functions use instead of a single client.
+        chain: a :class:`~guardrail.chain.tiers.Chain` that decorated functions use instead of a single client.
     """
 
     client: Any = None

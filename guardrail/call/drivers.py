@@ -1,11 +1,11 @@
 """The two drivers of the attempt loop: sync and async.
 
-Each steps the I/O-free generator from :mod:`guardrail._engine`, performing its :class:`~guardrail._engine.Send`
+Each steps the I/O-free generator from :mod:`guardrail.call.engine`, performing its :class:`~guardrail.call.engine.Send`
 effects with the SDK method under tenacity transport retries, inside the call's telemetry span; one HTTP
-try (shape checks, the wall-clock deadline while the answer arrives) is :mod:`guardrail._wire`'s. They
+try (shape checks, the wall-clock deadline while the answer arrives) is :mod:`guardrail.call.exchange`'s. They
 differ only in ``await``; every decision is in the engine.
 
-``iterate_sync``/``iterate_async`` yield :class:`~guardrail.Partial` previews while a streamed answer
+``iterate_sync``/``iterate_async`` yield :class:`~guardrail.outcome.Partial` previews while a streamed answer
 arrives (when ``previews`` is on) and the :class:`~guardrail.Result` last; ``run_sync``/``run_async`` just
 return the result.
 """
@@ -20,13 +20,13 @@ from typing import Any
 
 from tenacity import AsyncRetrying, Retrying
 
-from guardrail._engine import DEADLINE, Call, Received, Send, attempt_loop
-from guardrail._wire import exchange_async, exchange_sync
+from guardrail.call.engine import DEADLINE, Call, Received, Send, attempt_loop
+from guardrail.call.exchange import exchange_async, exchange_sync
+from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.errors import CallError
+from guardrail.observe.telemetry import call_span, finish_span
 from guardrail.outcome import Partial, Result
 from guardrail.parse.partial import preview
-from guardrail.retry import RetryPolicy, timeout_seconds
-from guardrail.telemetry import call_span, finish_span
 from guardrail.vendors.base import Accumulator, Completion
 from guardrail.vendors.failures import Failure, classify
 

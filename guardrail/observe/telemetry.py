@@ -1,10 +1,10 @@
-"""Telemetry for vendor calls: one OpenTelemetry span per call and an event per attempt (:mod:`guardrail.logs`).
+"""Telemetry for vendor calls: one OpenTelemetry span per call and an event per attempt (:mod:`guardrail.observe.logs`).
 
 The span follows the OpenTelemetry GenAI semantic conventions (``gen_ai.operation.name``,
 ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens``/``output_tokens``,
 ``gen_ai.response.finish_reasons``, ``error.type``) plus guardrail's own ``guardrail.*`` attributes (mode,
 attempts, fixes, vendor calls, schema hash). Message content is not recorded unless
-``Settings.capture_content`` is set, and then only after :func:`guardrail.redact.redact_text` (as are error
+``Settings.capture_content`` is set, and then only after :func:`guardrail.observe.redact.redact_text` (as are error
 messages on the span). Without an OpenTelemetry SDK configured, spans are no-ops and the
 trace id is a random one, so every error still carries an id to search logs by.
 """
@@ -19,9 +19,9 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from guardrail.logs import get_logger
+from guardrail.observe.logs import get_logger
+from guardrail.observe.redact import redact_text
 from guardrail.outcome import Outcome
-from guardrail.redact import redact_text
 
 log = get_logger("guardrail")
 _tracer = trace.get_tracer("guardrail")

@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from guardrail.errors import GuardrailError
-from guardrail.policy.model import Policy
 from guardrail.problems import Locator, Problem
+from guardrail.tools.policy.model import Policy
 
 #: Policy files larger than this are refused unread.
 MAX_POLICY_BYTES = 1024 * 1024
@@ -109,7 +109,7 @@ def load_policies(directory: str | Path) -> dict[str, Policy]:
 def _message(item: Any) -> str:
     message = str(item.get("msg", "invalid"))
     if item.get("type") == "extra_forbidden":
-        return "unknown key (check the spelling; see guardrail.policy.model for the keys)"
+        return "unknown key (check the spelling; see guardrail.tools.policy.model for the keys)"
     return message
 
 

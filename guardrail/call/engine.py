@@ -28,6 +28,7 @@ from typing import Any
 
 import pydantic
 
+from guardrail.call.modes import Capabilities, Plan
 from guardrail.contract import Contract, validation_context
 from guardrail.errors import (
     BudgetExceeded,
@@ -45,8 +46,7 @@ from guardrail.errors import (
     VendorUnavailable,
 )
 from guardrail.gates.semantic import Rule, evaluate
-from guardrail.logs import get_logger
-from guardrail.modes import Capabilities, Plan
+from guardrail.observe.logs import get_logger
 from guardrail.outcome import Attempt, Budget, Outcome, Result, Usage, result_from
 from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
 from guardrail.parse.feedback import semantic_feedback
@@ -351,5 +351,5 @@ def _parse_type(output_type: Any, wrapped: str | None) -> Any:
     if wrapped is None:
         return output_type
     fields: dict[str, Any] = {wrapped: (output_type, ...)}
-    return pydantic.create_model("Wrapped", **fields)
+    return pydantic.create_model("WrappedClient", **fields)
 

@@ -4,7 +4,7 @@ A :class:`Chain` is an ordered list of tiers held to one contract. Each vendor t
 attempt loop (its own mode, lowered schema, retries); a tier is *left* for the next one on a fault — transport
 failure after retries, an open circuit breaker, validation or semantic failure after its attempts, truncation
 at the token ceiling, a schema the vendor cannot take, the deadline running out — and *never* on an answer:
-a refusal (:class:`~guardrail.Refused`), a typed non-answer (:class:`~guardrail.Declined`) or an
+a refusal (:class:`~guardrail.Refused`), a typed non-answer (:class:`~guardrail.errors.Declined`) or an
 authorization denial ends the call as it is. The result records which tier produced the value and why each
 earlier tier was left; if every tier fails, :class:`ChainExhausted` carries every tier's failure.
 
@@ -16,7 +16,7 @@ the deadline is wall-clock (a vendor answer still arriving when it passes is cut
 Sync and async: ``chain.run(...)`` for sync code, ``await chain.arun(...)`` for async code. Both drive one
 I/O-free core (``_walk``) that decides everything; ``arun`` awaits async tiers (vendors over
 ``AsyncOpenAI``/``AsyncAnthropic``) and runs sync tiers in a worker thread. ``run`` refuses a chain with an
-async tier (:class:`~guardrail.SyncAsyncMismatch`) before sending anything, and no tier's value is ever an
+async tier (:class:`~guardrail.errors.SyncAsyncMismatch`) before sending anything, and no tier's value is ever an
 un-awaited coroutine.
 """
 
@@ -33,11 +33,11 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
-from guardrail.client import Wrapped, wrap
+from guardrail.call.client import WrappedClient, wrap
+from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused, SyncAsyncMismatch
 from guardrail.gates.semantic import Rule, evaluate
 from guardrail.outcome import Budget, Outcome, Result, Usage
-from guardrail.retry import RetryPolicy, timeout_seconds
 
 T = TypeVar("T")
 
@@ -171,7 +171,7 @@ class Request:
 
 @dataclass
 class Tier:
-    """One tier. Make them with :func:`vendor`, :func:`local`, :func:`rules` and :func:`safe_default`.
+    """One tier. Make them with :func:`vendor`, :func:`local`, :func:`rule_engine` and :func:`safe_default`.
 
     ``run(request, seconds_left)`` produces the value synchronously; ``arun`` (optional) is its async twin,
     which :meth:`Chain.arun` awaits. A tier with only ``arun`` (a vendor over ``AsyncOpenAI`` or
@@ -365,7 +365,7 @@ class Chain:
 
         ``rules`` (with the chain's own) hold every tier to the same semantic gate: vendor tiers get them as
         feedback rules, and the rule engine's and safe default's values are checked by them too. A chain with
-        an async tier raises :class:`~guardrail.SyncAsyncMismatch` before calling anything: use :meth:`arun`.
+        an async tier raises :class:`~guardrail.errors.SyncAsyncMismatch` before calling anything: use :meth:`arun`.
         """
         for tier in self.tiers:
             if tier.run is None:
@@ -500,12 +500,12 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
     :meth:`Chain.arun` only.
     """
     base_retry = retry or RetryPolicy()
-    wrapped: Wrapped = wrap(client, server=server, retry=base_retry)
+    wrapped: WrappedClient = wrap(client, server=server, retry=base_retry)
     own = base_retry.deadline_seconds(timeout_seconds(getattr(client, "timeout", None)))
 
     def call(request: Request, left: float | None) -> Any:
         """The wrapped SDK call for this request: a Result (sync client) or an awaitable of one (async)."""
-        target: Wrapped = wrapped
+        target: WrappedClient = wrapped
         if left is not None:  # the chain's deadline: the tighter of it and the tier's own
             seconds = left if own is None else min(own, left)
             target = wrap(client, server=server, retry=replace(base_retry, deadline=seconds))
@@ -564,7 +564,7 @@ def is_local_model(candidate: Any) -> bool:
 
 
 def _not_a_tier(candidate: Any) -> Tier:
-    raise TypeError(f"a chain tier must be a Tier (vendor(...), local(...), rules(...), safe_default(...)) or a "
+    raise TypeError(f"a chain tier must be a Tier (vendor(...), local(...), rule_engine(...), safe_default(...)) or a "
                     f"LocalModel, not {type(candidate).__name__}")
 
 
@@ -587,9 +587,9 @@ def safe_default(value: Any | Callable[[], Any], *,
     return Tier(name, "default", run)
 
 
-def rules(engine: Any, *, name: str = "rules",
+def rule_engine(engine: Any, *, name: str = "rules",
           notice: str = "AI analysis is temporarily unavailable; this was filled in by rules.") -> Tier:
-    """A rule-engine tier (:class:`guardrail.rules.RuleEngine`): deterministic, model-free, from the inputs."""
+    """A rule-engine tier (:class:`guardrail.chain.fallback.RuleEngine`): deterministic, model-free, from the inputs."""
 
     def run(request: Request, left: float | None) -> Any:
         inputs = dict(request.inputs)
@@ -603,4 +603,4 @@ def rules(engine: Any, *, name: str = "rules",
 
 
 __all__ = ["Chain", "ChainExhausted", "ChainResult", "CircuitBreaker", "Departure", "SharedCircuitBreaker", "Tier",
-           "local", "rules", "safe_default", "vendor"]
+           "local", "rule_engine", "safe_default", "vendor"]

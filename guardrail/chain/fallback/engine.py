@@ -24,10 +24,10 @@ from typing import Annotated, Any, TextIO, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from guardrail.chain.fallback.functions import get_rule_function, strip_surrogates
+from guardrail.chain.fallback.model import Condition, Derived, Problem, RulesError, RuleSet, parse_rule_set
 from guardrail.errors import Declined, Denied, Refused
 from guardrail.problems import Locator, print_check
-from guardrail.rules.functions import get_rule_function, strip_surrogates
-from guardrail.rules.model import Condition, Derived, Problem, RulesError, RuleSet, parse_rule_set
 
 __all__ = ["MAX_RULES_BYTES", "Fired", "RuleEngine", "check_rule_sets", "load_rule_set", "rules_check"]
 
@@ -110,7 +110,7 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class RuleEngine:
-    """Runs one :class:`RuleSet` (see :mod:`guardrail.rules.model` for what the file means)."""
+    """Runs one :class:`RuleSet` (see :mod:`guardrail.chain.fallback.model` for what the file means)."""
 
     def __init__(self, rule_set: RuleSet) -> None:
         self.rule_set = rule_set

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from guardrail.policy.verdict import Rejected
+from guardrail.tools.policy.verdict import Rejected
 
 if TYPE_CHECKING:
-    from guardrail.policy.model import ArgRule
+    from guardrail.tools.policy.model import ArgRule
 
 __all__ = ["canonicalize", "leaves", "split"]
 

@@ -12,9 +12,9 @@ with the value, every attempt's raw output, fixes, usage, mode, timing and trace
 The SDK's other ways in keep the wrapper: ``client.with_options(...)`` (and ``copy``) wrap the new client
 with the same settings; ``beta`` namespaces have the same structured methods (``client.beta.chat.completions``,
 ``client.beta.responses``, ``client.beta.messages``); ``with_raw_response`` (on the client, a namespace or a
-method) returns a :class:`~guardrail.methods.RawStructured`, the value with the HTTP responses; and
+method) returns a :class:`~guardrail.call.methods.RawStructured`, the value with the HTTP responses; and
 ``with_streaming_response`` refuses ``response_model=`` with :class:`~guardrail.errors.UnsupportedCall`.
-See :mod:`guardrail.methods` for the flavors and :mod:`guardrail.client_types` for what type checkers see.
+See :mod:`guardrail.call.methods` for the flavors and :mod:`guardrail.call.client_types` for what type checkers see.
 
 guardrail sends requests through a copy of the client with the SDK's own retries switched off
 (``with_options(max_retries=0)``) and retries transport failures itself, so nothing is retried twice.
@@ -27,10 +27,10 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from guardrail._engine import Settings
-from guardrail.methods import AsyncStructuredMethod, Binding, StructuredMethod
-from guardrail.modes import SERVER_KINDS
-from guardrail.retry import RetryPolicy
+from guardrail.call.engine import Settings
+from guardrail.call.methods import AsyncStructuredMethod, Binding, StructuredMethod
+from guardrail.call.modes import SERVER_KINDS
+from guardrail.call.retry import RetryPolicy
 from guardrail.vendors.anthropic_messages import Messages
 from guardrail.vendors.base import Endpoint
 from guardrail.vendors.openai_chat import ChatCompletions
@@ -40,18 +40,18 @@ if TYPE_CHECKING:
     import anthropic
     import openai
 
-    from guardrail.client_types import AnthropicClient, AsyncAnthropicClient, AsyncOpenAIClient, OpenAIClient
+    from guardrail.call.client_types import AnthropicClient, AsyncAnthropicClient, AsyncOpenAIClient, OpenAIClient
 
     #: An already wrapped client, returned as it is.
     W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient)
 
-__all__ = ["AsyncStructuredMethod", "StructuredMethod", "Wrapped", "wrap"]
+__all__ = ["AsyncStructuredMethod", "StructuredMethod", "WrappedClient", "wrap"]
 
 #: The SDK's flavors of a namespace or method that keep the wrapper (each member is asked for its own).
 _FLAVORS = frozenset({"with_raw_response", "with_streaming_response"})
 
 
-class Wrapped:
+class WrappedClient:
     """An SDK namespace (``client``, ``client.chat``) whose structured methods are replaced, the rest passed on.
 
     ``vendor`` is ``"openai"`` or ``"anthropic"`` on the client itself (``None`` on inner namespaces). Asked
@@ -60,7 +60,7 @@ class Wrapped:
     """
 
     def __init__(self, raw: Any, members: Mapping[str, Any], vendor: str | None = None,
-                 rewrap: Callable[[Any], Wrapped] | None = None) -> None:
+                 rewrap: Callable[[Any], WrappedClient] | None = None) -> None:
         self._raw = raw
         self._members = dict(members)
         self.vendor = vendor
@@ -74,7 +74,7 @@ class Wrapped:
             return members[name]
         raw = self.__dict__["_raw"]
         if name in _FLAVORS:
-            flavored = Wrapped(getattr(raw, name), {key: getattr(member, name) for key, member in members.items()
+            flavored = WrappedClient(getattr(raw, name), {key: getattr(member, name) for key, member in members.items()
                                                     if _has(member, name)})
             self.__dict__[name] = flavored  # made once, like the SDK's own cached flavors
             return flavored
@@ -131,9 +131,9 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
         (OpenAI) or ``messages.create`` (Anthropic), and the same under ``beta``, accept ``response_model=``
         and friends, and each has ``create_with_result`` and ``create_partial`` twins; ``with_options``,
         ``with_raw_response`` and ``with_streaming_response`` keep the wrapper; everything else is the
-        client's own. Type checkers see one protocol per client class (:mod:`guardrail.client_types`).
+        client's own. Type checkers see one protocol per client class (:mod:`guardrail.call.client_types`).
     """
-    if isinstance(client, Wrapped):
+    if isinstance(client, WrappedClient):
         return client
     if server is not None and server not in SERVER_KINDS:
         raise ValueError(f"unknown server kind {server!r}; expected one of {', '.join(SERVER_KINDS)}")
@@ -149,16 +149,16 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     def make(endpoint: Endpoint, path: str) -> StructuredMethod | AsyncStructuredMethod:
         return method(Binding(endpoint, _at(client, path), _at(quiet, path), settings, retry, timeout))
 
-    def rewrap(other: Any) -> Wrapped:
-        wrapped: Wrapped = wrap(other, server=server, settings=settings, retry=retry)
+    def rewrap(other: Any) -> WrappedClient:
+        wrapped: WrappedClient = wrap(other, server=server, settings=settings, retry=retry)
         return wrapped
 
     if kind == "openai":
         chat = ChatCompletions(server)
-        members: dict[str, Any] = {"chat": Wrapped(client.chat, {"completions": make(chat, "chat.completions")})}
+        members: dict[str, Any] = {"chat": WrappedClient(client.chat, {"completions": make(chat, "chat.completions")})}
         beta: dict[str, Any] = {}
         if _has(client, "beta.chat.completions"):
-            beta["chat"] = Wrapped(client.beta.chat, {"completions": make(chat, "beta.chat.completions")})
+            beta["chat"] = WrappedClient(client.beta.chat, {"completions": make(chat, "beta.chat.completions")})
         if server is None:  # self-hosted OpenAI-compatible servers have no Responses API
             members["responses"] = make(Responses(), "responses")
             if _has(client, "beta.responses"):
@@ -167,8 +167,8 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
         members = {"messages": make(Messages(), "messages")}
         beta = {"messages": make(Messages(), "beta.messages")} if _has(client, "beta.messages") else {}
     if beta:
-        members["beta"] = Wrapped(client.beta, beta)
-    return Wrapped(client, members, kind, rewrap)
+        members["beta"] = WrappedClient(client.beta, beta)
+    return WrappedClient(client, members, kind, rewrap)
 
 
 def _has(root: Any, path: str) -> bool:

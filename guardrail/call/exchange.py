@@ -1,6 +1,6 @@
 """One HTTP try of a structured call: send, check the answer is the API's, read it, all within the deadline.
 
-The drivers (:mod:`guardrail._drivers`) call :func:`exchange_sync` / :func:`exchange_async` once per HTTP
+The drivers (:mod:`guardrail.call.drivers`) call :func:`exchange_sync` / :func:`exchange_async` once per HTTP
 try. Each asks the SDK for its *raw, unread* response (``with_streaming_response``), so the status and
 content type are known before a byte of the body is read, and the body is read under guardrail's control:
 
@@ -10,7 +10,7 @@ content type are known before a byte of the body is read, and the body is read u
   :class:`~guardrail.vendors.failures.BadResponse` with the status, the content type and a redacted snippet,
   never the ``AttributeError``/``JSONDecodeError`` the SDK or an adapter tripped over.
 - **Deadline.** The whole try ends by the call's deadline, however slowly the headers or the body (a good
-  answer's or an error status's) arrive. Sync: a :mod:`watchdog <guardrail._watchdog>` alarm, armed before
+  answer's or an error status's) arrive. Sync: a :mod:`watchdog <guardrail.call.watchdog>` alarm, armed before
   the request is sent, shuts the connection down at the deadline, which wakes the blocked read. Async:
   every await (the request, the body, each stream event) runs under
   ``asyncio.timeout``, never across a ``yield``. Either way the try raises ``TimeoutError``.
@@ -26,7 +26,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any, TypeVar
 
-from guardrail._watchdog import Alarm, Cut, arm, install_hooks, watching
+from guardrail.call.watchdog import Alarm, Cut, arm, install_hooks, watching
 from guardrail.outcome import Partial
 from guardrail.vendors.base import Accumulator, Completion, Endpoint
 from guardrail.vendors.failures import BadResponse
@@ -190,7 +190,7 @@ def _open_watched(method: Callable[..., Any], kwargs: dict[str, Any], cut: Cut) 
 
 
 def _hook(method: Callable[..., Any]) -> None:
-    """Let the watchdog learn this SDK client's connections (see :mod:`guardrail._watchdog`)."""
+    """Let the watchdog learn this SDK client's connections (see :mod:`guardrail.call.watchdog`)."""
     sdk = getattr(getattr(method, "__self__", None), "_client", None)
     install_hooks(getattr(sdk, "_client", None))
 

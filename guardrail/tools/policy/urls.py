@@ -50,7 +50,7 @@ dropped, the rest unchanged. Nothing is decoded in it.
 
 Limits: the host is judged by name only: DNS is not resolved here, so a permitted name that resolves to a
 private address (or is rebound to one after the check: DNS rebinding) is not caught by this function;
-:mod:`guardrail.policy.http` offers an HTTP transport that checks every redirect hop and every address it
+:mod:`guardrail.tools.policy.http` offers an HTTP transport that checks every redirect hop and every address it
 connects to.
 """
 
@@ -65,7 +65,7 @@ from urllib.parse import unquote
 
 import idna
 
-from guardrail.policy.verdict import Rejected
+from guardrail.tools.policy.verdict import Rejected
 
 __all__ = ["DEFAULT_PORTS", "EXACT_ONLY_NAMES", "MAX_URL_CHARS", "address_reason", "canonical_url", "check_url"]
 
@@ -410,7 +410,7 @@ def canonical_url(
 ) -> str:
     """The canonical form of the model-proposed ``value`` (module docs), the URL a tool must be given.
 
-    Raises :class:`~guardrail.policy.verdict.Rejected` with the reason when the policy does not allow it, and
+    Raises :class:`~guardrail.tools.policy.verdict.Rejected` with the reason when the policy does not allow it, and
     :class:`ValueError` only for a bad policy (``hosts``, ``schemes`` or a flag).
     """
     compiled_hosts, compiled_schemes = _compiled(hosts, schemes, (allow_ip_literals, allow_nested_urls))
@@ -448,7 +448,7 @@ def check_url(
 def address_reason(address: str | _IP, allowed: Collection[str] = ()) -> str | None:
     """Why a client must not connect to ``address`` (loopback, private, link-local, metadata, multicast,
     reserved, unspecified), else ``None``. ``allowed`` lists networks (``10.0.0.0/8``, ``127.0.0.1``) that
-    are reachable all the same. Used at connect time by :mod:`guardrail.policy.http`."""
+    are reachable all the same. Used at connect time by :mod:`guardrail.tools.policy.http`."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0]) if isinstance(address, str) else address
     except ValueError:

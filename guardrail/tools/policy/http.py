@@ -7,7 +7,7 @@ to a private address (DNS rebinding). :class:`GuardedTransport` is an httpx tran
 the vendor SDKs bring; imported on first use) that
 
 1. checks the URL of every request it sends (:meth:`UrlRule.canonical
-   <guardrail.policy.model.UrlRule.canonical>`: hosts, schemes, ports, nested URLs), so each hop of
+   <guardrail.tools.policy.model.UrlRule.canonical>`: hosts, schemes, ports, nested URLs), so each hop of
    ``follow_redirects=True`` is judged like the first;
 2. resolves the host itself when it connects, refuses the connection when *any* address the name resolves to
    is not public (loopback, private, link-local, metadata, multicast, reserved, unspecified) unless the rule's
@@ -30,10 +30,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from guardrail.errors import ConnectionDenied, GuardrailError
-from guardrail.policy.verdict import Rejected
+from guardrail.tools.policy.verdict import Rejected
 
 if TYPE_CHECKING:
-    from guardrail.policy.model import UrlRule
+    from guardrail.tools.policy.model import UrlRule
 
 __all__ = ["AsyncGuardedTransport", "GuardedTransport", "guarded_async_client", "guarded_client"]
 
@@ -42,7 +42,7 @@ def _httpx() -> Any:
     """The httpx module the vendor SDKs use (``httpx2``), imported on first use."""
     from guardrail._optional import require
 
-    return require("httpx2", "http", "the guarded HTTP transport (guardrail.policy.http)")
+    return require("httpx2", "http", "the guarded HTTP transport (guardrail.tools.policy.http)")
 
 
 class _CheckedBackend:

@@ -9,7 +9,7 @@ Each step that stops the call writes an audit record and raises a typed error: t
 ``ParseError`` (its ``.feedback`` can go back to the model), :class:`~guardrail.Denied` (a generic message;
 ``.rule``, ``.argument`` and ``.reason`` for the application), :class:`~guardrail.ApprovalRequired` (with the
 token), ``IdempotencyConflict`` (audited as ``conflict``), ``PolicyError`` (the policy and the tool disagree).
-The tool function is only ever called with a sealed positive :class:`~guardrail.gates.authz.Decision` for
+The tool function is only ever called with a sealed positive :class:`~guardrail.tools.authz.Decision` for
 exactly those arguments, and with the *checked* values: the resolved path, the normalised URL, the SQL that
 was parsed. :func:`run_tool_call` returns a :class:`ToolResult` that also says whether the tool ran or an
 idempotent replay answered.
@@ -33,8 +33,7 @@ from typing import Any, TypeVar, overload
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
-from guardrail import approvals, audit
-from guardrail.config import get_config
+from guardrail.call.config import get_config
 from guardrail.errors import (
     ApprovalRequired,
     Denied,
@@ -44,17 +43,18 @@ from guardrail.errors import (
     ParseError,
     SemanticViolation,
 )
-from guardrail.gates.authz import GENERIC_DENIAL, Decision, authorize
 from guardrail.gates.semantic import Rule, evaluate
-from guardrail.identity import Identity, current_identity, key_of
 from guardrail.parse.feedback import semantic_feedback
 from guardrail.parse.pipeline import parse
-from guardrail.policy.binding import bind, bind_schema
-from guardrail.policy.loader import PolicyError, load_policy
-from guardrail.policy.model import Policy
 from guardrail.store.base import Counter, Store
 from guardrail.store.idempotency import DEFAULT_LEASE, NOT_EXECUTED, Idempotency, IdempotencyUnknown
 from guardrail.store.memory import MemoryStore
+from guardrail.tools import approvals, audit
+from guardrail.tools.authz import GENERIC_DENIAL, Decision, authorize
+from guardrail.tools.identity import Identity, current_identity, key_of
+from guardrail.tools.policy.binding import bind, bind_schema
+from guardrail.tools.policy.loader import PolicyError, load_policy
+from guardrail.tools.policy.model import Policy
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,21 +1,21 @@
 """What a type checker sees of ``guardrail.wrap(client)``: one protocol per client class.
 
-``wrap`` has an overload per SDK client class (see :func:`guardrail.client.wrap`), each returning one of the
+``wrap`` has an overload per SDK client class (see :func:`guardrail.call.client.wrap`), each returning one of the
 protocols below, so ``client.chat.completions.create(..., response_model=Ticket)`` is a ``Ticket`` (an
 awaitable of one for async clients), ``create_with_result`` a ``Result[Ticket]``, ``with_raw_response``'s
 ``create`` a ``RawStructured[Ticket]``, and ``response_model=`` under ``with_streaming_response`` a type
-error. The structured resources are typed exactly (the method classes of :mod:`guardrail.methods`); every
+error. The structured resources are typed exactly (the method classes of :mod:`guardrail.call.methods`); every
 other attribute is the SDK's own at runtime and ``Any`` here (``__getattr__``), as only the SDK's types
 describe it.
 
-The protocols exist for type checkers; at runtime the wrapper is a :class:`guardrail.client.Wrapped`.
+The protocols exist for type checkers; at runtime the wrapper is a :class:`guardrail.call.client.WrappedClient`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, TypeVar
 
-from guardrail.methods import (
+from guardrail.call.methods import (
     AsyncRawStructuredMethod,
     AsyncStructuredMethod,
     RawStructuredMethod,

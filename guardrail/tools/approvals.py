@@ -14,8 +14,8 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from guardrail.identity import Identity, key_of
 from guardrail.store.base import Store
+from guardrail.tools.identity import Identity, key_of
 
 _PREFIX = "approval:"
 

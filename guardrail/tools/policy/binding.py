@@ -3,14 +3,14 @@ path/URL/SQL argument of the tool has its checker.
 
 :func:`binding_problems` compares one policy with one tool's argument model and lists each disagreement as a
 :class:`~guardrail.problems.Problem` with the policy file, the line and the reason (``refund_order has no
-parameter card_token``); :func:`bind` raises :class:`~guardrail.policy.loader.PolicyError` with them. A
+parameter card_token``); :func:`bind` raises :class:`~guardrail.tools.policy.loader.PolicyError` with them. A
 silent drop (the checks of a misspelt argument never running) is what this prevents.
 
 The rules:
 
 - every ``[args.PATH]`` key, every ``when.PATH`` of an allow or deny rule and ``limits.spend.arg`` names a
   parameter, or a field of a nested model below one (lists and ``Optional`` are looked through);
-- every parameter (or nested field) whose type is a path, URL or SQL kind (:mod:`guardrail.policy.kinds`,
+- every parameter (or nested field) whose type is a path, URL or SQL kind (:mod:`guardrail.tools.policy.kinds`,
   ``pathlib.Path``, pydantic URL types) has an ``[args.PATH]`` with that checker;
 - a ``path``/``url``/``sql`` checker sits on text: a ``str`` (or ``Path``/URL) argument, not an ``int``.
 
@@ -30,10 +30,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from guardrail.policy.kinds import ArgKind
-from guardrail.policy.loader import PolicyError
-from guardrail.policy.model import Policy
 from guardrail.problems import Locator, Problem
+from guardrail.tools.policy.kinds import ArgKind
+from guardrail.tools.policy.loader import PolicyError
+from guardrail.tools.policy.model import Policy
 
 __all__ = ["bind", "bind_schema", "binding_problems", "declared_kinds", "schema_binding_problems"]
 
@@ -171,7 +171,7 @@ def binding_problems(policy: Policy, model: type[BaseModel], tool: str, *, where
 
 
 def bind(policy: Policy, model: type[BaseModel], tool: str, *, where: str = "") -> None:
-    """Raise :class:`~guardrail.policy.loader.PolicyError` listing every :func:`binding_problems` item."""
+    """Raise :class:`~guardrail.tools.policy.loader.PolicyError` listing every :func:`binding_problems` item."""
     problems = binding_problems(policy, model, tool, where=where)
     if problems:
         raise PolicyError(problems)
@@ -246,7 +246,7 @@ def schema_binding_problems(policy: Policy, schema: dict[str, Any], tool: str, *
 
 
 def bind_schema(policy: Policy, schema: dict[str, Any], tool: str, *, where: str = "") -> None:
-    """Raise :class:`~guardrail.policy.loader.PolicyError` listing every :func:`schema_binding_problems` item."""
+    """Raise :class:`~guardrail.tools.policy.loader.PolicyError` listing every :func:`schema_binding_problems` item."""
     problems = schema_binding_problems(policy, schema, tool, where=where)
     if problems:
         raise PolicyError(problems)

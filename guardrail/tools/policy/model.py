@@ -38,7 +38,7 @@ by element (``[args.urls]`` on ``urls: list[str]`` checks every URL).
 The ``url`` and ``path`` checkers produce the *canonical* value (the normalised URL, the resolved path inside
 the base) and that value, not the model's spelling, is what the tool receives (see docs/tools-and-policies.md).
 Which arguments a policy may name, and which it must constrain, is checked against the tool's parameters by
-:mod:`guardrail.policy.binding`.
+:mod:`guardrail.tools.policy.binding`.
 """
 
 from __future__ import annotations
@@ -49,13 +49,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from guardrail.identity import Identity
-from guardrail.policy.arguments import leaves
-from guardrail.policy.paths import resolve_path
-from guardrail.policy.regex import compile_pattern
-from guardrail.policy.sql import check_sql
-from guardrail.policy.urls import address_reason, canonical_url
-from guardrail.policy.verdict import Rejected
+from guardrail.tools.identity import Identity
+from guardrail.tools.policy.arguments import leaves
+from guardrail.tools.policy.paths import resolve_path
+from guardrail.tools.policy.regex import compile_pattern
+from guardrail.tools.policy.sql import check_sql
+from guardrail.tools.policy.urls import address_reason, canonical_url
+from guardrail.tools.policy.verdict import Rejected
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -63,7 +63,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 class UrlRule(BaseModel):
     """A URL argument: only these hosts (``*.example.com`` for subdomains) and schemes; no URL nested in the
     path, query or fragment unless ``allow_nested_urls``; ``connect_to`` lists the non-public networks the
-    HTTP transport hook (:mod:`guardrail.policy.http`) may still connect to."""
+    HTTP transport hook (:mod:`guardrail.tools.policy.http`) may still connect to."""
 
     model_config = _STRICT
     hosts: tuple[str, ...]
@@ -73,7 +73,7 @@ class UrlRule(BaseModel):
     connect_to: tuple[str, ...] = ()
 
     def canonical(self, value: object) -> str:
-        """The normalised URL (:func:`~guardrail.policy.urls.canonical_url`), or :class:`Rejected`."""
+        """The normalised URL (:func:`~guardrail.tools.policy.urls.canonical_url`), or :class:`Rejected`."""
         return canonical_url(value, hosts=self.hosts, schemes=self.schemes, allow_ip_literals=self.allow_ip_literals,
                              allow_nested_urls=self.allow_nested_urls)
 

@@ -35,10 +35,10 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from pydantic_core import to_jsonable_python
 
-from guardrail.client import Wrapped, wrap
-from guardrail.config import Config, get_config
+from guardrail.call.client import WrappedClient, wrap
+from guardrail.call.config import Config, get_config
+from guardrail.call.modes import Mode
 from guardrail.gates.semantic import Rule
-from guardrail.modes import Mode
 from guardrail.outcome import Budget
 
 P = ParamSpec("P")
@@ -90,7 +90,7 @@ class StructuredFunction(Generic[P, R]):
 
     def with_result(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Like calling the function, but returns the :class:`~guardrail.Result` (async: an awaitable of it);
-        with a ``chain``, the :class:`~guardrail.chain.ChainResult` (which tier, why earlier ones were left)."""
+        with a ``chain``, the :class:`~guardrail.chain.tiers.ChainResult` (which tier, why earlier ones were left)."""
         base = self._config or get_config()
         chain = self._overrides.get("chain") or base.chain
         config = self._merged(base)
@@ -116,7 +116,7 @@ class StructuredFunction(Generic[P, R]):
         """A one-tier chain when the configured client is a :class:`guardrail.local.LocalModel`, else None.
 
         The configured ``max_tokens`` bounds the local model's new tokens (512 when unset)."""
-        from guardrail.chain import Chain, is_local_model, local
+        from guardrail.chain.tiers import Chain, is_local_model, local
 
         raw = config.async_client if self._is_async else config.client
         if raw is None and self._is_async:
@@ -137,7 +137,7 @@ class StructuredFunction(Generic[P, R]):
         return system, user, arguments
 
     def stream(self, *args: P.args, **kwargs: P.kwargs) -> Any:
-        """Stream previews, then the value: a :class:`~guardrail.StructuredStream` (async: ``async for``)."""
+        """Stream previews, then the value: a :class:`~guardrail.call.StructuredStream` (async: ``async for``)."""
         config = self._merged()
         if self._local_chain(config) is not None:
             raise TypeError("streaming previews need a vendor client; a LocalModel client has no preview stream "
@@ -153,7 +153,7 @@ class StructuredFunction(Generic[P, R]):
             kind = "async_client" if self._is_async else "client"
             raise TypeError(f"no {kind} configured for {self._fn.__qualname__}: pass {kind}= to @structured or call "
                             "guardrail.configure(...), or set OPENAI_API_KEY / ANTHROPIC_API_KEY")
-        client: Wrapped = wrap(raw, server=config.server, settings=config.settings, retry=config.retry)
+        client: WrappedClient = wrap(raw, server=config.server, settings=config.settings, retry=config.retry)
         system, user, _ = self._prompt_parts(args, kwargs)
         context = self._context() if callable(self._context) else self._context
         common: dict[str, Any] = {"response_model": self.output_type, "model": config.model,
@@ -201,7 +201,7 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
     Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
     only; ``config=`` replaces the configuration it starts from. ``rules`` are semantic rules every answer must
     meet; ``context`` (a mapping, or a callable giving one per call) is the runtime facts they read.
-    ``chain`` (a :class:`guardrail.chain.Chain`) replaces the single client with a degradation chain.
+    ``chain`` (a :class:`guardrail.chain.tiers.Chain`) replaces the single client with a degradation chain.
     ``output`` is the contract when the return annotation is not (a JSON Schema ``dict``, say).
     """
     overrides = {"client": client, "async_client": async_client, "model": model, "api": api, "aliases": aliases,

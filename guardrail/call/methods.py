@@ -20,15 +20,15 @@ import inspect
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
-from guardrail._drivers import iterate_async, iterate_sync, run_async, run_sync
-from guardrail._engine import Call, Settings
+from guardrail.call.drivers import iterate_async, iterate_sync, run_async, run_sync
+from guardrail.call.engine import Call, Settings
+from guardrail.call.modes import Mode, capabilities, plans, schema_name
+from guardrail.call.retry import RetryPolicy
+from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.contract import compile_contract
 from guardrail.errors import UnsupportedCall
 from guardrail.gates.semantic import Rule
-from guardrail.modes import Mode, capabilities, plans, schema_name
 from guardrail.outcome import Budget, Result
-from guardrail.retry import RetryPolicy
-from guardrail.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.vendors.base import Endpoint
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ class StructuredMethod(_Method):
                        max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                        rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
                        **kwargs: Any) -> StructuredStream[Any]:
-        """Stream: iterate :class:`~guardrail.Partial` previews while the answer arrives, then the validated value.
+        """Stream: iterate :class:`~guardrail.outcome.Partial` previews as the answer arrives, then the validated value.
 
         After the loop the stream's ``.result`` holds the :class:`~guardrail.Result`. Previews are never
         validated; only the last item, the value, is.

@@ -1,6 +1,6 @@
 """What ``create_partial`` and ``@structured(...).stream`` return: previews while streaming, then the value.
 
-Iterating gives :class:`~guardrail.Partial` previews (``item.partial is True``, never validated) and, last,
+Iterating gives :class:`~guardrail.outcome.Partial` previews (``item.partial is True``, never validated) and, last,
 the validated value itself; after the loop ``.result`` holds the :class:`~guardrail.Result`. A failure
 raises the same typed errors as ``create`` at the point it happens; a stream cut off mid-way ends as
 ``truncated`` (after the token limit is raised once), never as its last preview.

@@ -1,4 +1,4 @@
-"""Rule-set files: the model-free last tier of the degradation chain, one TOML file per contract use.
+"""FallbackRule-set files: the model-free last tier of the degradation chain, one TOML file per contract use.
 
 When every LLM tier fails, guardrail still has to return a value of the call's contract. A rule set says how to
 build one from the call's inputs (a dict such as ``{"inquiry": "..."}``) with keywords, RE2 patterns, defaults
@@ -59,12 +59,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from guardrail.chain.fallback.functions import get_rule_function, registered_functions
 from guardrail.errors import GuardrailError
-from guardrail.policy.regex import LinearPattern, compile_pattern
 from guardrail.problems import Locator, Problem
-from guardrail.rules.functions import get_rule_function, registered_functions
+from guardrail.tools.policy.regex import LinearPattern, compile_pattern
 
-__all__ = ["Condition", "Derived", "Problem", "Rule", "RuleSet", "RulesError", "parse_rule_set"]
+__all__ = ["Condition", "Derived", "FallbackRule", "Problem", "RuleSet", "RulesError", "parse_rule_set"]
 
 
 class RulesError(GuardrailError):
@@ -97,7 +97,7 @@ class Condition:
 
 
 @dataclass(frozen=True, slots=True)
-class Rule:
+class FallbackRule:
     """One ``[[rules]]`` entry: when ``when`` holds, the fields of ``set`` take its values."""
 
     id: str
@@ -128,7 +128,7 @@ class RuleSet:
     input: str | None = None
     description: str = ""
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    rules: tuple[Rule, ...] = ()
+    rules: tuple[FallbackRule, ...] = ()
     derived: Mapping[str, Derived] = field(default_factory=dict)
     function: str | None = None
     source: str = "<rules>"
@@ -286,11 +286,11 @@ def _input_ref(out: _Collector, when: Mapping[str, Any], key: str, prefix: str, 
     return None
 
 
-def _rules(out: _Collector, value: Any, input_name: str | None) -> tuple[Rule, ...]:
+def _rules(out: _Collector, value: Any, input_name: str | None) -> tuple[FallbackRule, ...]:
     if not isinstance(value, list):
         out.add("rules", "must be an array of tables ([[rules]])")
         return ()
-    rules: list[Rule] = []
+    rules: list[FallbackRule] = []
     seen: dict[str, int] = {}
     for index, entry in enumerate(value):
         prefix = f"rules[{index}]."
@@ -344,7 +344,7 @@ def _rules(out: _Collector, value: Any, input_name: str | None) -> tuple[Rule, .
             out.add(f"{prefix}description", "must be a string")
             description = ""
         if isinstance(rule_id, str):
-            rules.append(Rule(rule_id, condition, values, description, out.locator.line(f"rules[{index}]")))
+            rules.append(FallbackRule(rule_id, condition, values, description, out.locator.line(f"rules[{index}]")))
     return tuple(rules)
 
 

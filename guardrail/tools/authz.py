@@ -24,10 +24,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from guardrail.identity import Identity
-from guardrail.policy.arguments import canonicalize
-from guardrail.policy.model import Policy
-from guardrail.policy.verdict import Rejected
+from guardrail.tools.identity import Identity
+from guardrail.tools.policy.arguments import canonicalize
+from guardrail.tools.policy.model import Policy
+from guardrail.tools.policy.verdict import Rejected
 
 GENERIC_DENIAL = "This action is not permitted."
 _SEAL = object()

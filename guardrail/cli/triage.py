@@ -19,11 +19,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from guardrail._optional import require
-from guardrail.config import Config
-from guardrail.decorator import structured
+from guardrail.call.config import Config
+from guardrail.call.decorator import structured
+from guardrail.call.retry import RetryPolicy
 from guardrail.errors import CallError
 from guardrail.outcome import Outcome, Result
-from guardrail.retry import RetryPolicy
 
 
 class Category(str, Enum):  # noqa: UP042 - a str mixin serialises the same on every Python version
@@ -144,7 +144,7 @@ def live_config() -> tuple[Config, str] | None:
 def emulated(vendor: str) -> tuple[Any, Config]:
     """A started emulator replaying :func:`recorded_answers`, and a config pointing the chosen SDK at it.
 
-    The SDK is imported first, so that a missing one (:class:`~guardrail.MissingExtra`) leaves no emulator
+    The SDK is imported first, so that a missing one (:class:`~guardrail.errors.MissingExtra`) leaves no emulator
     running.
     """
     from guardrail.testing import Emulator
