@@ -351,5 +351,5 @@ def _parse_type(output_type: Any, wrapped: str | None) -> Any:
     if wrapped is None:
         return output_type
     fields: dict[str, Any] = {wrapped: (output_type, ...)}
-    return pydantic.create_model("WrappedClient", **fields)
+    return pydantic.create_model("Wrapped", **fields)
 

@@ -7,7 +7,7 @@ the last one win) goes to the stages (``dupes.may_repeat_key``). Whatever they d
 the stages, which decide.
 
 - Clean: text that starts like a JSON value, validated as it is (``parse`` and ``parse_report``).
-- WrappedClient (``parse`` only: a report of wrapped text lists the wrappers stripped, which needs the stages):
+- Wrapped (``parse`` only: a report of wrapped text lists the wrappers stripped, which needs the stages):
   the slice from the first ``{``/``[`` to the last matching closer, when nothing around it could be
   another candidate. When that slice is exactly valid, the stages would read it too, and nothing else
   that matters: no opener comes before it (it starts at the first) or after it (checked); no fence line
