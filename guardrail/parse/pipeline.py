@@ -19,7 +19,8 @@ the stages, which decide.
   value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside.
   So the stages would choose the same value, with no other valid, truncated or ambiguous candidate.
 
-Both are skipped when custom stages are given, when the text may exceed ``max_bytes`` or nest deeper
+Both are skipped when custom stages are given (the clean path still runs under ``ABSENT_AS_NULL_STAGES``: that stage
+only drops a null the field does not admit, and such a null fails the exact validation anyway), when the text may exceed ``max_bytes`` or nest deeper
 than ``max_depth`` (the bracket count bounds the depth, for contracts that could nest that deep:
 ``Contract.max_nesting``; the stages measure both exactly), when the contract has mappings keyed by
 floats, and, for contracts that hold floats but have no finite validator (``Contract.finite_validator``,
@@ -35,6 +36,7 @@ from typing import Any, TypeVar, overload
 
 from guardrail.contract import _CACHE as _COMPILED
 from guardrail.contract import VALIDATION_CONTEXT, Contract, compile_contract
+from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
 from guardrail.parse.candidates import MEMBER_AFTER
 from guardrail.parse.dupes import may_repeat_key
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite
@@ -75,7 +77,8 @@ def parse_report(text: str, output_type: Any, *, aliases: Mapping[str, str] | No
         raise TypeError(f"text must be str, not {type(text).__name__}")
     contract = compile_contract(output_type)
     limits = limits or DEFAULT_LIMITS
-    if stages is None and _fast_ok(text, contract, limits) and _starts_like_json(text):
+    if (stages is None or stages is ABSENT_AS_NULL_STAGES) and _fast_ok(text, contract, limits) \
+            and _starts_like_json(text):
         value = _exact(text, contract, limits)
         if value is not _MISS:
             return ParseReport(text=text, value=value, fast_path=True)
