@@ -584,7 +584,8 @@ class _Absent(BaseModel):
     tags: list[str] = []
 
 
-_ABSENT_MEMBER = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=3), st.lists(st.text(max_size=2), max_size=2))
+_ABSENT_MEMBER = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=3),
+                           st.lists(st.text(max_size=2), max_size=2))
 
 
 @given(st.dictionaries(st.sampled_from(["count", "label", "name", "tags"]), _ABSENT_MEMBER))
