@@ -19,13 +19,13 @@ the stages, which decide.
   value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside.
   So the stages would choose the same value, with no other valid, truncated or ambiguous candidate.
 
-Both are skipped when custom stages are given (the clean path still runs under ``ABSENT_AS_NULL_STAGES``:
-that stage only drops a null the field does not admit, and such a null fails the exact validation anyway),
-when the text may exceed ``max_bytes`` or nest deeper than ``max_depth`` (the bracket count bounds the
-depth, for contracts that could nest that deep: ``Contract.max_nesting``; the stages measure both exactly), when the contract has mappings keyed by
-floats, and, for contracts that hold floats but have no finite validator (``Contract.finite_validator``,
-which refuses them itself), when the text may hold ``NaN``, ``Infinity`` or a number beyond float range
-(pydantic would accept those as floats; the contract decides here).
+Both are skipped when custom stages are given (the clean path still runs under ``ABSENT_AS_NULL_STAGES``: that
+stage only drops a null the field does not admit, and such a null fails the exact validation anyway), when the
+text may exceed ``max_bytes`` or nest deeper than ``max_depth`` (the bracket count bounds the depth, for contracts
+that could nest that deep: ``Contract.max_nesting``; the stages measure both exactly), when the contract has
+mappings keyed by floats, and, for contracts that hold floats but have no finite validator
+(``Contract.finite_validator``, which refuses them itself), when the text may hold ``NaN``, ``Infinity`` or a
+number beyond float range (pydantic would accept those as floats; the contract decides here).
 """
 
 from __future__ import annotations
