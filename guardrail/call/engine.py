@@ -264,9 +264,18 @@ class _State:
         feedback = _feedback(error.feedback, report.fixes)
         self.record(attempt, error=error, fixes=tuple(report.fixes), feedback=feedback)
         self.next_or_give_up(f"no valid output after {self.model_attempts} attempts: {error}")
-        self.history.append(Exchange(done, feedback))
+        self.reask(done, feedback)
         self.lower_temperature()
         return _NONE
+
+    def reask(self, done: Completion, feedback: str) -> None:
+        """Set up the next attempt's re-ask: the latest answer once and its problems once.
+
+        Only the latest exchange is replayed, never the whole run of failed answers: the feedback already lists
+        every problem of the latest answer, so older answers add tokens (growing with each attempt) and no
+        information the model needs.
+        """
+        self.history[:] = [Exchange(done, feedback)]
 
     def judge(self, value: Any, done: Completion, attempt: Attempt, fixes: tuple[Fix, ...]) -> Any:
         """The semantic gate on a validated value: the value, a feedback round (``_NONE``), or a typed end."""
@@ -283,7 +292,7 @@ class _State:
         if verdict.end:
             raise SemanticRejected(f"the answer broke a rule that ends the call: {feedback}", outcome=self.outcome())
         self.next_or_give_up(f"no answer met the rules after {self.model_attempts} attempts: {feedback}")
-        self.history.append(Exchange(done, feedback))
+        self.reask(done, feedback)
         self.lower_temperature()
         return _NONE
 
