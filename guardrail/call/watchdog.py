@@ -197,6 +197,9 @@ def watching(cut: Cut) -> Iterator[None]:
 def install_hooks(http_client: Any) -> bool:
     """Install the two inert hooks on a synchronous httpx client once; ``False`` when it cannot take them
     (an async client, whose hooks must be coroutines, or no ``event_hooks``)."""
+    with contextlib.suppress(TypeError):  # hooked already (the common case, once per call): no more checks
+        if http_client in _HOOKED:
+            return True
     hooks = getattr(http_client, "event_hooks", None)
     send = getattr(http_client, "send", None)
     if not isinstance(hooks, dict) or send is None or asyncio.iscoroutinefunction(send):
