@@ -612,3 +612,20 @@ def test_the_clean_path_runs_under_null_as_absent_stages() -> None:
     dropped = parse_report('{"name": "a", "count": null}', _Absent, stages=ABSENT_AS_NULL_STAGES)
     assert not dropped.fast_path and dropped.value == _Absent(name="a")
     assert [fix.kind for fix in dropped.fixes] == ["null_as_absent"]
+
+
+@pytest.mark.parametrize("text", [
+    '```json\n[]\n```\n"just a string"',
+    '```json\n["a"]\n```\n```\n"b"\n```',
+    '"x"\n```json\n["a"]\n```',
+])
+def test_the_wrapped_fast_path_never_picks_one_of_two_readings(text: str) -> None:
+    """A fenced value beside another segment that is a lone scalar: the stages may read the scalar for a list
+    contract too (ambiguous); ``parse`` must decide as ``parse_report`` does, never return the fenced value."""
+    report = parse_report(text, list[str])
+    try:
+        value = parse(text, list[str])
+    except ParseError as error:
+        assert report.error is not None and type(error) is type(report.error)
+    else:
+        assert report.error is None and value == report.value

@@ -14,8 +14,9 @@ the stages, which decide.
   can start inside valid JSON (a newline there is followed by a token, never by ``` or ~~~), so it lies
   within one segment; that segment is not one JSON string holding it (no ``"`` before it); other
   segments (only with fences) hold no opener, so at most a lone scalar, which cannot satisfy a contract
-  whose root is an object or array (``Contract.container_root``); and the fences are too few to reach
-  ``max_candidates``. A stray ``}`` or ``]`` in the prose starts nothing. A member right after the
+  whose root is an object (``Contract.container_root``), nor one whose root may be an array when the prose
+  holds nothing that reads as a JSON scalar (the stages may read a lone string as a one-item list); and the
+  fences are too few to reach ``max_candidates``. A stray ``}`` or ``]`` in the prose starts nothing. A member right after the
   value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside.
   So the stages would choose the same value, with no other valid, truncated or ambiguous candidate.
 
@@ -50,6 +51,10 @@ _NO_ALIASES: Mapping[str, str] = {}
 #: The fast path is only worth trying when the text starts like a JSON value; a failed pydantic
 #: validation costs more than this check.
 _LOOKS_LIKE_JSON = re.compile(r'[ \t\r\n]*[\[{"\-0-9tfnNI]').match
+#: Anything in the prose around a fenced value that could be read as a JSON scalar of its own: another
+#: fence segment may be exactly that scalar, and the stages may read it for a contract whose root may be a
+#: list (a lone string as a one-item list), which makes the answer ambiguous. An object root cannot be.
+_SCALAR_IN_PROSE = re.compile(r'["\d]|\b(?:true|false|null|True|False|None|NaN|Infinity)\b').search
 DEFAULT_LIMITS = Limits()
 
 
@@ -185,8 +190,9 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
                         len(prefix) + len(suffix) <= 3 * limits.max_candidates
                         or prefix.count("```") + prefix.count("~~~") + suffix.count("```") + suffix.count("~~~")
                         <= limits.max_candidates
-                    ) and (contract.container_root
-                           or not ("```" in prefix or "~~~" in prefix or "```" in suffix or "~~~" in suffix)):
+                    ) and (not ("```" in prefix or "~~~" in prefix or "```" in suffix or "~~~" in suffix)
+                           or (contract.container_root
+                               and (shapes == "{" or _SCALAR_IN_PROSE(prefix + suffix) is None))):
                 # _exact, inline
                 payload = text[opener:end]
                 max_depth = limits.max_depth
