@@ -16,7 +16,8 @@ the stages, which decide.
   segments (only with fences) hold no opener, so at most a lone scalar, which cannot satisfy a contract
   whose root is an object (``Contract.container_root``), nor one whose root may be an array when the prose
   holds nothing that reads as a JSON scalar (the stages may read a lone string as a one-item list);
-  and the fences are too few to reach ``max_candidates``. A stray ``}`` or ``]`` in the prose starts nothing. A member right after the
+  and the fences are too few to reach ``max_candidates``. A stray ``}`` or ``]`` in the prose starts
+  nothing. A member right after the
   value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside.
   So the stages would choose the same value, with no other valid, truncated or ambiguous candidate.
 
