@@ -302,6 +302,20 @@ def test_a_degraded_chain_result_is_not_cached(emu: Emulator) -> None:
     assert len(emu.requests) == 3
 
 
+@pytest.mark.parametrize("deadline", [60.0, None])
+def test_a_chains_cache_serves_its_vendor_tiers(emu: Emulator, deadline: float | None) -> None:
+    emu.responder = answering(GOOD)
+    client = openai.OpenAI(base_url=emu.openai_base_url, api_key="test")
+    own = Cache(MemoryStore())
+    chain = Chain([vendor(client, "gpt-4o", retry=FAST), vendor(client, "gpt-4o-mini", retry=FAST, cache=own)],
+                  deadline=deadline, cache=Cache(MemoryStore()))
+    first = chain.run(Ticket, system="triage", user="late parcel", prompt_version="v1")
+    second = chain.run(Ticket, system="triage", user="late parcel", prompt_version="v1")
+    assert (first.detail.cached, second.detail.cached, second.detail.vendor_calls) == (False, True, 0)
+    assert chain.run(Ticket, system="triage", user="late parcel", prompt_version="v2").detail.cached is False
+    assert len(emu.requests) == 2
+
+
 # -- re-validation, tampering, expiry --------------------------------------------------------------------------------
 
 
@@ -648,6 +662,22 @@ def test_a_waiter_takes_over_when_the_leader_process_dies(emu: Emulator, tmp_pat
     assert ask(method).cached is True
 
 
+def test_discard_removes_only_what_the_caller_cannot_use() -> None:
+    from guardrail.store import Idempotency
+
+    store = MemoryStore()
+    flight = Idempotency(store, rerun_safe=True, prefix="c:")
+    flight.run("k", "k", lambda: "entry")
+    assert flight.discard("k", "k", result="another entry") is False, "a newer entry stays"
+    assert flight.discard("k", "k", result="entry") is True
+    assert store.get("c:k") is None
+    store.put_if_absent("c:k", json.dumps({"state": "started", "fingerprint": "k", "owner": "o"}), 60)
+    assert flight.discard("k", "k") is False, "a run in progress is never removed"
+    store.compare_and_set("c:k", store.get("c:k") or "", "garbage", 60)
+    assert flight.discard("k", "k") is True
+    assert flight.discard("k", "k") is False, "nothing left"
+
+
 # -- the key ---------------------------------------------------------------------------------------------------------
 
 JSON_SCALARS = (st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8)
@@ -697,6 +727,17 @@ def test_prompt_version_schema_and_rules_are_in_the_key(kwargs: dict[str, Any], 
     assert key_of(kwargs, prompt_version=one, rules=(relation("a", "<", "b"),)) != base
     assert key_of(kwargs, prompt_version=one, rules=(relation("a", "<=", "b"),)) != key_of(
         kwargs, prompt_version=one, rules=(relation("a", "<", "b"),))
+
+
+def test_sdk_sentinels_mean_absent_and_models_are_their_json() -> None:
+    class Tool(BaseModel):
+        name: str
+        strict: bool = True
+
+    base = {"model": "m", "tools": [{"name": "lookup", "strict": True}]}
+    assert key_of(base) == key_of({**base, "temperature": openai.NOT_GIVEN, "top_k": anthropic.NOT_GIVEN})
+    assert key_of(base) == key_of({"model": "m", "tools": [Tool(name="lookup", strict=True)]})
+    assert key_of(base) != key_of({"model": "m", "tools": [Tool(name="lookup", strict=False)]})
 
 
 def test_transport_only_fields_are_the_documented_ones() -> None:

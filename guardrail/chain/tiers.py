@@ -162,7 +162,8 @@ class Request:
     """One call, vendor-neutral: what every tier gets.
 
     ``prompt_version`` and ``cache`` reach the vendor tiers' response caches (``vendor(..., cache=...)``): the
-    prompt's version in the cache key, and ``False`` to skip the caches for this call.
+    prompt's version in the cache key, and ``False`` to skip the caches for this call. ``response_cache`` is the
+    chain's own cache (``Chain(cache=...)``), used by vendor tiers that have none.
     """
 
     output_type: Any
@@ -174,6 +175,7 @@ class Request:
     budget: Budget | None = None
     prompt_version: str | None = None
     cache: bool = True
+    response_cache: Cache | None = None
 
 
 @dataclass
@@ -352,6 +354,8 @@ class Chain:
     rules: Sequence[Rule] = field(default_factory=tuple)
     #: Tokens/cost for the whole chain: each vendor tier gets what the earlier tiers left.
     budget: Budget | None = None
+    #: A response cache for the vendor tiers that have none of their own (``vendor(..., cache=...)``).
+    cache: Cache | None = None
 
     def __post_init__(self) -> None:
         # a LocalModel may stand in the list as itself: it becomes a default local tier
@@ -366,7 +370,7 @@ class Chain:
 
             output_type = as_output_type(output_type)
         return Request(output_type, system, user, dict(inputs or {}), dict(context or {}), (*self.rules, *rules),
-                       prompt_version=prompt_version, cache=cache)
+                       prompt_version=prompt_version, cache=cache, response_cache=self.cache)
 
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (), prompt_version: str | None = None,
@@ -515,7 +519,8 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
     client's timeout) and what the chain has left. A sync client serves :meth:`Chain.run` (and
     :meth:`Chain.arun`, in a worker thread); an ``AsyncOpenAI``/``AsyncAnthropic`` client serves
     :meth:`Chain.arun` only. ``cache`` is a response cache for this tier's answers
-    (:class:`~guardrail.call.cache.Cache`); the chain's request passes ``prompt_version`` and ``cache=False`` on.
+    (:class:`~guardrail.call.cache.Cache`; default: the chain's ``cache``); the chain's request passes
+    ``prompt_version`` and ``cache=False`` on.
     """
     base_retry = retry or RetryPolicy()
     wrapped: WrappedClient = wrap(client, server=server, retry=base_retry, cache=cache)
@@ -524,9 +529,12 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
     def call(request: Request, left: float | None) -> Any:
         """The wrapped SDK call for this request: a Result (sync client) or an awaitable of one (async)."""
         target: WrappedClient = wrapped
+        chosen = cache if cache is not None else request.response_cache  # the tier's own, else the chain's
         if left is not None:  # the chain's deadline: the tighter of it and the tier's own
             seconds = left if own is None else min(own, left)
-            target = wrap(client, server=server, retry=replace(base_retry, deadline=seconds), cache=cache)
+            target = wrap(client, server=server, retry=replace(base_retry, deadline=seconds), cache=chosen)
+        elif chosen is not cache:
+            target = wrap(wrapped, cache=chosen)
         common: dict[str, Any] = {"response_model": request.output_type, "model": model,
                                   "max_attempts": max_attempts, "mode": mode,
                                   "budget": _tighter(request.budget, budget), "rules": request.rules,
