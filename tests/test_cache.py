@@ -738,6 +738,7 @@ def test_sdk_sentinels_mean_absent_and_models_are_their_json() -> None:
     assert key_of(base) == key_of({**base, "temperature": openai.NOT_GIVEN, "top_k": anthropic.NOT_GIVEN})
     assert key_of(base) == key_of({"model": "m", "tools": [Tool(name="lookup", strict=True)]})
     assert key_of(base) != key_of({"model": "m", "tools": [Tool(name="lookup", strict=False)]})
+    assert key_of({"input": "\ud800"}) != key_of({"input": "\ud801"}), "lone surrogates are request text too"
 
 
 def test_transport_only_fields_are_the_documented_ones() -> None:

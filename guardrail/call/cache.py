@@ -55,7 +55,7 @@ from guardrail.call.cache_key import Uncacheable, request_key
 from guardrail.call.engine import Call
 from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.contract import validation_context
-from guardrail.errors import IdempotencyError, IdempotencyInFlight, RuleError, StoreError
+from guardrail.errors import IdempotencyError, IdempotencyInFlight, StoreError
 from guardrail.gates.semantic import evaluate
 from guardrail.observe.logs import get_logger
 from guardrail.outcome import Result, Usage
@@ -134,6 +134,9 @@ class Cache:
         except Uncacheable as why:
             log.debug("guardrail.cache_skipped", reason=f"the request holds {why}")
             return None
+        except Exception as error:  # a request object that fails to dump itself: never fail the call for the cache
+            log.debug("guardrail.cache_skipped", reason=f"{type(error).__name__}: {error}")
+            return None
 
     # -- entries ---------------------------------------------------------------------------------------------------
 
@@ -171,7 +174,7 @@ class Cache:
                 value = call.contract.validate_json(payload)
             if call.rules and not evaluate(call.rules, value, call.context).ok:
                 return None
-        except (ValueError, RuleError):  # pydantic's ValidationError is a ValueError
+        except Exception:  # a ValidationError, a RuleError, or a validator of the caller's that raised: a miss
             return None
         return Result(provider=call.endpoint.provider, model=call.model, mode=entry["mode"], attempts=(),
                       usage=Usage(), trace_id=uuid.uuid4().hex, seconds=time.monotonic() - started,

@@ -15,6 +15,7 @@ injective on what it accepts, so two requests share a key only when they would s
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -98,6 +99,7 @@ def rule_identity(rule: Rule) -> dict[str, Any]:
             "code": _code_digest(code) if code is not None else None}
 
 
+@functools.lru_cache(maxsize=1024)
 def _code_digest(code: Any) -> str:
     digest = hashlib.sha256()
     _feed_code(digest, code)
@@ -132,4 +134,5 @@ def request_key(*, provider: str, api: str, server: str | None, kwargs: Mapping[
         "modes": list(modes),
         "prompt_version": prompt_version,
     }
-    return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate in a message is valid request text (the SDKs send it escaped)
+    return hashlib.sha256(canonical_json(document).encode("utf-8", "surrogatepass")).hexdigest()
