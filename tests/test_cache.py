@@ -27,7 +27,7 @@ import openai
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer
 from redis_server import redis_url  # noqa: F401  (the session fixture that starts a real redis-server)
 
 import guardrail
@@ -505,14 +505,14 @@ class Gate:
         raise AssertionError("no request arrived")
 
 
-def race_threads(method: Any, count: int) -> list[Any]:
+def race_threads(method: Any, count: int, **kwargs: Any) -> list[Any]:
     results: list[Any] = [None] * count
     barrier = threading.Barrier(count)
 
     def one(i: int) -> None:
         barrier.wait()
         try:
-            results[i] = ask(method)
+            results[i] = ask(method, **kwargs)
         except Exception as error:
             results[i] = error
 
@@ -579,12 +579,68 @@ def test_waiters_make_their_own_call_when_the_leader_fails(emu: Emulator) -> Non
     assert len(emu.requests) == 2
 
 
+class Shouted(BaseModel):
+    """A value whose JSON dump does not read back as itself: it cannot be cached."""
+
+    urgency: int
+    summary: str
+
+    @field_serializer("summary")
+    def shout(self, summary: str) -> str:
+        return summary.upper()
+
+
+def test_an_answer_that_cannot_be_cached_is_returned_but_not_stored(emu: Emulator) -> None:
+    emu.responder = answering(GOOD)
+    method = chat(emu, Cache(MemoryStore()))
+    first, second = ask(method, response_model=Shouted), ask(method, response_model=Shouted)
+    assert (first.cached, second.cached) == (False, False)
+    assert second.value == Shouted(urgency=4, summary="Late parcel")
+    big = chat(emu, Cache(MemoryStore(), max_entry_bytes=64))
+    assert [ask(big).cached for _ in range(2)] == [False, False]
+    assert len(emu.requests) == 4
+
+
+def test_waiters_call_side_by_side_when_the_leaders_answer_cannot_be_cached(emu: Emulator) -> None:
+    """After the leader, the other three requests are all in flight at once (each held until all three
+    arrived): queued behind one another, the first of them would have been held alone until its wait ran out."""
+    release = threading.Event()
+    together: list[bool] = []
+
+    def responder(request: RecordedRequest) -> Any:
+        if len(emu.requests) == 1:
+            release.wait(20)
+        else:
+            for _ in range(1000):
+                if len(emu.requests) == 4:
+                    break
+                time.sleep(0.01)
+            together.append(len(emu.requests) == 4)
+        return reply.answer(GOOD)
+
+    emu.responder = responder
+    method = chat(emu, Cache(MemoryStore(), poll=0.01))
+    outcome: list[list[Any]] = []
+    runner = threading.Thread(target=lambda: outcome.append(race_threads(method, 4, response_model=Shouted)))
+    runner.start()
+    for _ in range(2000):
+        if emu.requests:
+            break
+        time.sleep(0.01)
+    time.sleep(SETTLE)
+    assert len(emu.requests) == 1
+    release.set()
+    runner.join(60)
+    assert [r.cached for r in outcome[0]] == [False] * 4
+    assert together == [True, True, True]
+
+
 WORKER = textwrap.dedent("""
     import json, logging, sys
     import structlog
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     import openai, guardrail
-    from pydantic import BaseModel, Field
+    from pydantic import BaseModel, Field, field_serializer
     from guardrail.call.cache import Cache
     from guardrail.store import RedisStore, SQLiteStore
 

@@ -27,11 +27,18 @@ attempts, no usage, ``vendor_calls == 0``.
 **Single flight**: concurrent identical calls send one request. The first caller claims the key through
 :class:`~guardrail.store.Idempotency` (a lease renewed by a heartbeat while the call runs); the others wait for
 its entry and return it as a hit. It holds across threads and asyncio tasks on any store, and across processes
-on a shared :class:`~guardrail.store.SQLiteStore` file or :class:`~guardrail.store.RedisStore`. A waiter whose
-leader does not leave a usable entry (its call failed or was refused, its process died and the lease lapsed, its
-answer was not cacheable) makes its own call; so does a waiter still waiting after ``wait`` seconds or its own
-deadline (its call then gets only the time its deadline has left). A store that fails never fails the call: the
-call runs uncached.
+on a shared :class:`~guardrail.store.SQLiteStore` file or :class:`~guardrail.store.RedisStore`. A waiter never
+fails because of its leader:
+
+- the leader's call failed or was refused, or its process died and its lease lapsed: a waiter makes its own call,
+  as the next leader;
+- the leader's answer could not be cached (too large, or a value whose JSON dump does not read back as itself):
+  the leader leaves a short-lived marker, and every waiter (and every identical call for :data:`PASS_SECONDS`)
+  calls side by side rather than queueing;
+- still waiting after ``wait`` seconds, or at its own deadline: it makes its own call with the time its deadline
+  has left.
+
+A store that fails never fails the call: the call runs uncached.
 
 Streamed previews (``create_partial``) and ``with_raw_response`` (which exists for the HTTP responses) do not use
 the cache.
@@ -70,6 +77,8 @@ log = get_logger("guardrail")
 FOREVER = 10 * 365 * 86400.0
 #: Version of the stored entry's shape.
 ENTRY_VERSION = 1
+#: How long a leader's "this answer cannot be cached" marker sends identical calls straight to the vendor.
+PASS_SECONDS = 60.0
 #: Looks at one key per call: an entry found unusable is removed and the key claimed once more, then the call
 #: runs uncached (an entry that keeps reappearing unusable cannot hold a call in a loop).
 _ROUNDS = 2
@@ -189,10 +198,6 @@ class Cache:
 # -- one protocol for sync and async -----------------------------------------------------------------------------
 
 
-class _NotCacheable(Exception):
-    """Raised out of the leader's action when its answer must not be stored: the key is released, the leader
-    returns its own result, and waiters make their own calls."""
-
 
 @dataclass(frozen=True, slots=True)
 class _Claim:
@@ -233,17 +238,11 @@ def _flow(cache: Cache, call: Call, key: str, policy: RetryPolicy) -> _Flow:
 
     def finish(result: Result[Any]) -> str:
         produced.append(result)
-        text = cache._entry(call, key, result)
-        if text is None:
-            raise _NotCacheable
-        return text
+        return cache._entry(call, key, result) or _pass_marker()
 
     for _ in range(_ROUNDS):
         try:
             text, replayed = yield _Claim(flight, key, finish)
-        except _NotCacheable:
-            _observe(False)
-            return produced[-1]
         except StoreError:
             if produced:  # our call succeeded; only storing its answer failed
                 _observe(False)
@@ -258,7 +257,10 @@ def _flow(cache: Cache, call: Call, key: str, policy: RetryPolicy) -> _Flow:
         if not replayed:
             _observe(False)
             return produced[-1]
-        hit = cache._hit(call, key, text, started)
+        until = _passes_until(text)
+        if until is not None and time.time() < until:
+            break  # the answer for this request cannot be cached: everyone calls, side by side
+        hit = cache._hit(call, key, text, started) if until is None else None
         if hit is not None:
             _observe(True)
             return hit
@@ -269,6 +271,24 @@ def _flow(cache: Cache, call: Call, key: str, policy: RetryPolicy) -> _Flow:
         policy, deadline=max(seconds - (time.monotonic() - started), 0.001))
     own: Result[Any] = yield _Own(left)
     return own
+
+
+def _pass_marker() -> str:
+    """What the leader stores when its answer cannot be cached (too large, or its JSON dump does not read back
+    as the same value): waiters and callers in the next :data:`PASS_SECONDS` make their own calls side by side
+    instead of queueing for a leader each in turn; after that it is discarded like a stale entry."""
+    return json.dumps({"v": ENTRY_VERSION, "uncacheable_until": time.time() + PASS_SECONDS})
+
+
+def _passes_until(text: str) -> float | None:
+    """The wall-clock end of a pass marker, or ``None`` when ``text`` is not one."""
+    if not text.startswith('{"v"') or "uncacheable_until" not in text:
+        return None
+    try:
+        until = json.loads(text).get("uncacheable_until")
+    except (ValueError, AttributeError):
+        return None
+    return float(until) if isinstance(until, (int, float)) and not isinstance(until, bool) else None
 
 
 def _discard(flight: Idempotency, key: str, text: str | None) -> Generator[_Step, Any, bool]:
