@@ -190,13 +190,13 @@ class Cache:
                       schema_hash=call.contract.schema_hash, compile_report=None, value=value, cached=True)
 
     def _flight(self, wait: float) -> Idempotency:
-        """Single flight for one call: failures and uncacheable answers release the key (``rerun_safe``)."""
+        """Single flight for one call: a failed or interrupted leader releases the key (``rerun_safe``), so a
+        waiter leads next."""
         return Idempotency(self.store, ttl=self.ttl or FOREVER, wait=wait, poll=self.poll, lease=self.lease,
                            max_result_bytes=self.max_entry_bytes, rerun_safe=True, prefix=self.prefix)
 
 
 # -- one protocol for sync and async -----------------------------------------------------------------------------
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +258,7 @@ def _flow(cache: Cache, call: Call, key: str, policy: RetryPolicy) -> _Flow:
             _observe(False)
             return produced[-1]
         until = _passes_until(text)
-        if until is not None and time.time() < until:
+        if until is not None and time.time() < until <= time.time() + PASS_SECONDS:
             break  # the answer for this request cannot be cached: everyone calls, side by side
         hit = cache._hit(call, key, text, started) if until is None else None
         if hit is not None:
@@ -276,7 +276,8 @@ def _flow(cache: Cache, call: Call, key: str, policy: RetryPolicy) -> _Flow:
 def _pass_marker() -> str:
     """What the leader stores when its answer cannot be cached (too large, or its JSON dump does not read back
     as the same value): waiters and callers in the next :data:`PASS_SECONDS` make their own calls side by side
-    instead of queueing for a leader each in turn; after that it is discarded like a stale entry."""
+    instead of queueing for a leader each in turn; after that (or if it claims a longer life) it is discarded
+    like a stale entry."""
     return json.dumps({"v": ENTRY_VERSION, "uncacheable_until": time.time() + PASS_SECONDS})
 
 
