@@ -134,9 +134,14 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Result(Outcome, Generic[T]):
-    """A validated value and the :class:`Outcome` that produced it (``create_with_result`` returns this)."""
+    """A validated value and the :class:`Outcome` that produced it (``create_with_result`` returns this).
+
+    ``cached`` is true when the value came from a response cache (:class:`guardrail.call.cache.Cache`) instead of
+    the vendor: re-validated against the current contract and rules, with no attempts and ``vendor_calls == 0``.
+    """
 
     value: T = None  # type: ignore[assignment]
+    cached: bool = False
 
     @property
     def fixes(self) -> tuple[Fix, ...]:

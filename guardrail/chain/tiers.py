@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
+from guardrail.call.cache import Cache
 from guardrail.call.client import WrappedClient, wrap
 from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.chain.breaker import CircuitBreaker, SharedCircuitBreaker
@@ -43,7 +44,12 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One call, vendor-neutral: what every tier gets."""
+    """One call, vendor-neutral: what every tier gets.
+
+    ``prompt_version`` and ``cache`` reach the vendor tiers' response caches (``vendor(..., cache=...)``): the
+    prompt's version in the cache key, and ``False`` to skip the caches for this call. ``response_cache`` is the
+    chain's own cache (``Chain(cache=...)``), used by vendor tiers that have none.
+    """
 
     output_type: Any
     system: str
@@ -52,6 +58,9 @@ class Request:
     context: Mapping[str, Any]
     rules: tuple[Rule, ...]
     budget: Budget | None = None
+    prompt_version: str | None = None
+    cache: bool = True
+    response_cache: Cache | None = None
 
 
 @dataclass
@@ -230,6 +239,8 @@ class Chain:
     rules: Sequence[Rule] = field(default_factory=tuple)
     #: Tokens/cost for the whole chain: each vendor tier gets what the earlier tiers left.
     budget: Budget | None = None
+    #: A response cache for the vendor tiers that have none of their own (``vendor(..., cache=...)``).
+    cache: Cache | None = None
 
     def __post_init__(self) -> None:
         # a LocalModel may stand in the list as itself: it becomes a default local tier
@@ -237,26 +248,31 @@ class Chain:
                       for tier in self.tiers]
 
     def _request(self, output_type: Any, system: str, user: str, inputs: Mapping[str, Any] | None,
-                 context: Mapping[str, Any] | None, rules: Sequence[Rule]) -> Request:
+                 context: Mapping[str, Any] | None, rules: Sequence[Rule], prompt_version: str | None = None,
+                 cache: bool = True) -> Request:
         if isinstance(output_type, Mapping):  # a JSON Schema: its hashable, pydantic-compatible form for every tier
             from guardrail.schema.jsonschema_contract import as_output_type
 
             output_type = as_output_type(output_type)
-        return Request(output_type, system, user, dict(inputs or {}), dict(context or {}), (*self.rules, *rules))
+        return Request(output_type, system, user, dict(inputs or {}), dict(context or {}), (*self.rules, *rules),
+                       prompt_version=prompt_version, cache=cache, response_cache=self.cache)
 
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
-            context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+            context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (), prompt_version: str | None = None,
+            cache: bool = True) -> ChainResult[Any]:
         """Produce a value of ``output_type`` from the first tier that can (see the module docstring).
 
         ``rules`` (with the chain's own) hold every tier to the same semantic gate: vendor tiers get them as
         feedback rules, and the rule engine's and safe default's values are checked by them too. A chain with
         an async tier raises :class:`~guardrail.errors.SyncAsyncMismatch` before calling anything: use :meth:`arun`.
+        ``prompt_version`` goes into the vendor tiers' cache keys; ``cache=False`` skips their caches. Only a
+        vendor tier's answer is ever cached: a degraded value (rule engine, safe default) never is.
         """
         for tier in self.tiers:
             if tier.run is None:
                 raise SyncAsyncMismatch(f"tier {tier.name!r} is async (an AsyncOpenAI/AsyncAnthropic client or an "
                                         "async function): call `await chain.arun(...)` instead of chain.run(...)")
-        core = _walk(self, self._request(output_type, system, user, inputs, context, rules))
+        core = _walk(self, self._request(output_type, system, user, inputs, context, rules, prompt_version, cache))
         try:
             step = next(core)
             while True:
@@ -273,10 +289,11 @@ class Chain:
             return finished.value  # type: ignore[no-any-return]
 
     async def arun(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
-                   context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+                   context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (),
+                   prompt_version: str | None = None, cache: bool = True) -> ChainResult[Any]:
         """The async :meth:`run`: async tiers are awaited, sync tiers run in a worker thread (each still within
         the time the chain has left, which its own deadline enforces)."""
-        core = _walk(self, self._request(output_type, system, user, inputs, context, rules))
+        core = _walk(self, self._request(output_type, system, user, inputs, context, rules, prompt_version, cache))
         try:
             step = next(core)
             while True:
@@ -297,37 +314,41 @@ class Chain:
 
     def create(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-               rules: Sequence[Rule] = ()) -> Any:
+               rules: Sequence[Rule] = (), prompt_version: str | None = None, cache: bool = True) -> Any:
         """The wrapper's call shape: OpenAI-style ``messages`` in, the validated value out (any tier's).
 
         Use :meth:`create_with_result` for the :class:`ChainResult` (which tier, why earlier ones were left).
         """
         return self.create_with_result(response_model=response_model, messages=messages, inputs=inputs,
-                                       context=context, rules=rules).value
+                                       context=context, rules=rules, prompt_version=prompt_version,
+                                       cache=cache).value
 
     def create_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                            inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-                           rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+                           rules: Sequence[Rule] = (), prompt_version: str | None = None,
+                           cache: bool = True) -> ChainResult[Any]:
         """Like :meth:`create`, returning the :class:`ChainResult`."""
         system, user = _split_messages(messages)
         return self.run(response_model, system=system, user=user, inputs=inputs or {"input": user},
-                        context=context, rules=rules)
+                        context=context, rules=rules, prompt_version=prompt_version, cache=cache)
 
     async def acreate(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                       inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-                      rules: Sequence[Rule] = ()) -> Any:
+                      rules: Sequence[Rule] = (), prompt_version: str | None = None, cache: bool = True) -> Any:
         """The async :meth:`create` (through :meth:`arun`)."""
         result = await self.acreate_with_result(response_model=response_model, messages=messages, inputs=inputs,
-                                                context=context, rules=rules)
+                                                context=context, rules=rules, prompt_version=prompt_version,
+                                                cache=cache)
         return result.value
 
     async def acreate_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                                   inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-                                  rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+                                  rules: Sequence[Rule] = (), prompt_version: str | None = None,
+                                  cache: bool = True) -> ChainResult[Any]:
         """The async :meth:`create_with_result` (through :meth:`arun`)."""
         system, user = _split_messages(messages)
         return await self.arun(response_model, system=system, user=user, inputs=inputs or {"input": user},
-                               context=context, rules=rules)
+                               context=context, rules=rules, prompt_version=prompt_version, cache=cache)
 
 
 def _tier_outcome(tier: Tier, started: float) -> Outcome:
@@ -376,28 +397,34 @@ def _reason(error: BaseException) -> str:
 def vendor(client: Any, model: str, *, name: str | None = None, api: str | None = None, max_tokens: int = 1024,
            max_attempts: int | None = None, mode: Any = None, budget: Budget | None = None,
            retry: RetryPolicy | None = None, breaker: CircuitBreaker | None = None,
-           server: str | None = None) -> Tier:
+           server: str | None = None, cache: Cache | None = None) -> Tier:
     """A vendor tier: an OpenAI/Anthropic (or OpenAI-compatible self-hosted) client and a model.
 
     It runs the full attempt loop; its deadline is the tighter of its own (``retry.deadline``, by default the
     client's timeout) and what the chain has left. A sync client serves :meth:`Chain.run` (and
     :meth:`Chain.arun`, in a worker thread); an ``AsyncOpenAI``/``AsyncAnthropic`` client serves
-    :meth:`Chain.arun` only.
+    :meth:`Chain.arun` only. ``cache`` is a response cache for this tier's answers
+    (:class:`~guardrail.call.cache.Cache`; default: the chain's ``cache``); the chain's request passes
+    ``prompt_version`` and ``cache=False`` on.
     """
     base_retry = retry or RetryPolicy()
-    wrapped: WrappedClient = wrap(client, server=server, retry=base_retry)
+    wrapped: WrappedClient = wrap(client, server=server, retry=base_retry, cache=cache)
     own = base_retry.deadline_seconds(timeout_seconds(getattr(client, "timeout", None)))
 
     def call(request: Request, left: float | None) -> Any:
         """The wrapped SDK call for this request: a Result (sync client) or an awaitable of one (async)."""
         target: WrappedClient = wrapped
+        chosen = cache if cache is not None else request.response_cache  # the tier's own, else the chain's
         if left is not None:  # the chain's deadline: the tighter of it and the tier's own
             seconds = left if own is None else min(own, left)
-            target = wrap(client, server=server, retry=replace(base_retry, deadline=seconds))
+            target = wrap(client, server=server, retry=replace(base_retry, deadline=seconds), cache=chosen)
+        elif chosen is not cache:
+            target = wrap(wrapped, cache=chosen)
         common: dict[str, Any] = {"response_model": request.output_type, "model": model,
                                   "max_attempts": max_attempts, "mode": mode,
                                   "budget": _tighter(request.budget, budget), "rules": request.rules,
-                                  "context": request.context}
+                                  "context": request.context, "prompt_version": request.prompt_version,
+                                  "cache": request.cache}
         if target.vendor == "anthropic" or api == "messages":
             return target.messages.create_with_result(system=request.system, max_tokens=max_tokens,
                                                       messages=[{"role": "user", "content": request.user}], **common)

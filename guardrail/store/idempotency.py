@@ -287,6 +287,16 @@ class Idempotency:
             raise ValueError("resolve needs exactly one of result=... or failed=True")
         return self._drive(self._resolve_flow(key, label or key, result), None)
 
+    def discard(self, key: str, fingerprint: str, *, result: str | None = None, label: str | None = None) -> bool:
+        """Remove a recorded outcome the caller cannot use, so the key runs again (a response cache's stale entry).
+
+        Removes the ``done`` record of ``result`` (any ``done`` record when ``None``), or whatever the key holds
+        that is not a usable record of ``fingerprint`` (unreadable text, another fingerprint, a ``failed`` or
+        ``unstorable`` record). Never a ``started`` record (a run in progress, or an unknown outcome), and never a
+        record that changed since it was read (the delete is conditional). ``True`` if something was removed.
+        """
+        return self._drive(self._discard_flow(key, label or key, fingerprint, result), None)
+
     # -- the protocol (one generator for sync and async) -----------------------------------------------------------
 
     def _op(self, key: str, method: str, *args: Any, claimed: bool | None = False, executed: bool = False,
@@ -480,6 +490,20 @@ class Idempotency:
     def _peek_flow(self, name: str, key: str) -> _Flow[str | None]:
         text: str | None = yield from self._op(key, "get", self.prefix + name)
         return text
+
+    def _discard_flow(self, name: str, key: str, fingerprint: str, result: str | None) -> _Flow[bool]:
+        full = self.prefix + name
+        text = yield from self._op(key, "get", full)
+        if text is None:
+            return False
+        try:
+            record: dict[str, Any] | None = _decode(key, text)
+        except IdempotencyConflict:
+            record = None
+        if record is not None and record["fingerprint"] == fingerprint and (
+                record["state"] == "started" or (record["state"] == "done" and result not in (None, record["result"]))):
+            return False
+        return bool((yield from self._op(key, "delete_if", full, text)))
 
     def _resolve_flow(self, name: str, key: str, result: str | None) -> _Flow[bool]:
         full, lease_key = self.prefix + name, self.prefix + name + LEASE_SUFFIX
