@@ -263,10 +263,12 @@ class SemanticViolation(GuardrailError):
 
     kind: str = "semantic_violation"
 
-    def __init__(self, feedback: str, violations: tuple[Any, ...]) -> None:
+    def __init__(self, feedback: str, violations: tuple[Any, ...], rules: tuple[str, ...] = ()) -> None:
         super().__init__(f"semantic_violation: {feedback}")
         self.feedback = feedback
         self.violations = violations
+        #: The names of the rules that failed (metrics count rejections per rule).
+        self.rules = rules
 
 
 class GaveUp(CallError):

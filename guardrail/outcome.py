@@ -115,9 +115,6 @@ class Attempt:
     seconds: float = 0.0
     max_tokens: int | None = None
     temperature: float | None = None
-    #: What this attempt's tokens cost in US dollars (``genai-prices``); ``None`` when the price is unknown
-    #: (the ``cost`` extra is not installed, or the table does not know the model). 0.0 when nothing was billed.
-    cost_usd: float | None = None
     #: The model that answered (``gen_ai.response.model``) and the vendor's id for the answer, when sent.
     response_model: str | None = None
     response_id: str | None = None
@@ -152,15 +149,17 @@ class Outcome:
 
     @property
     def cost_usd(self) -> float | None:
-        """What the call cost in US dollars, every attempt included; ``None`` when any billed attempt's price
-        is unknown (never a partial sum that looks complete)."""
+        """What the call cost in US dollars, every attempt included, each at the model that answered it
+        (``genai-prices``, the ``cost`` extra); ``None`` when any billed attempt's price is unknown (no extra, an
+        unpriced model or server), never a partial sum that looks complete. Computed when read."""
+        from guardrail.observe.cost import usd  # the price table loads on first use only
+
         total = 0.0
         for attempt in self.attempts:
-            if attempt.cost_usd is None:
-                if attempt.usage.total_tokens:
-                    return None
-                continue
-            total += attempt.cost_usd
+            spent = usd(attempt.usage, self.provider, attempt.response_model or self.model)
+            if spent is None:
+                return None
+            total += spent
         return total
 
     @property

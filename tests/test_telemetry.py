@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 from structlog.testing import capture_logs
 
 import guardrail
 from guardrail.testing import Emulator, reply
-
-_EXPORTER = InMemorySpanExporter()
-_PROVIDER = TracerProvider()
-_PROVIDER.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-trace.set_tracer_provider(_PROVIDER)  # once per process; other tests see a real provider too, which is harmless
+from otel_sdk import EXPORTER as _EXPORTER  # the global SDK providers, installed once per process
 
 SECRET = "Kim Min-jun, 010-1234-5678"
 
@@ -72,7 +67,15 @@ def test_message_content_is_not_recorded_unless_asked(spans: InMemorySpanExporte
     quiet, loud = spans.get_finished_spans()
     assert SECRET not in repr(dict(quiet.attributes or {})) and not quiet.events
     assert SECRET not in repr(logs)
-    assert [e.attributes["content"] for e in loud.events] == [f'{{"name": "{SECRET}"}}']  # type: ignore[index]
+    # Opt-in capture follows the GenAI conventions: one inference-details event per attempt, messages as JSON.
+    (event,) = loud.events
+    assert event.name == "gen_ai.client.inference.operation.details"
+    attrs = dict(event.attributes or {})
+    output = json.loads(str(attrs["gen_ai.output.messages"]))
+    assert output == [{"role": "assistant", "parts": [{"type": "text", "content": f'{{"name": "{SECRET}"}}'}],
+                       "finish_reason": "stop"}]
+    assert json.loads(str(attrs["gen_ai.input.messages"])) == [{"role": "user",
+                                                                "parts": [{"type": "text", "content": SECRET}]}]
 
 
 def test_errors_set_error_type_and_logs_name_each_attempt(spans: InMemorySpanExporter) -> None:

@@ -15,9 +15,9 @@ from guardrail.vendors.base import (
     Exchange,
     Finish,
     as_text,
+    count,
     feedback_message,
     instruction,
-    count,
 )
 
 _FINISH: dict[str, Finish] = {"stream_ended": "length", "end_turn": "stop", "tool_use": "stop",

@@ -18,9 +18,9 @@ from guardrail.vendors.base import (
     Endpoint,
     Exchange,
     Finish,
+    count,
     feedback_message,
     instruction,
-    count,
 )
 
 _FINISH: dict[str, Finish] = {"stream_ended": "length", "stop": "stop", "tool_calls": "stop",

@@ -13,9 +13,9 @@ from guardrail.vendors.base import (
     Endpoint,
     Exchange,
     Finish,
+    count,
     feedback_message,
     instruction,
-    count,
 )
 from guardrail.vendors.failures import StreamError
 
