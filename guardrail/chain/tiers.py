@@ -37,6 +37,8 @@ from guardrail.call.client import WrappedClient, wrap
 from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused, SyncAsyncMismatch
 from guardrail.gates.semantic import Rule, evaluate
+from guardrail.observe import metrics
+from guardrail.observe.telemetry import tier_span
 from guardrail.outcome import Budget, Outcome, Result, Usage
 
 T = TypeVar("T")
@@ -306,6 +308,7 @@ def _walk(chain: Chain, request: Request) -> Generator[_Step, _Done, ChainResult
         if tier.breaker is not None:
             tier.breaker.record(True)
         degraded = isinstance(produced, _Degraded)
+        metrics.chain_result(tier.name, tier.kind, degraded)
         return ChainResult(value, tier.name, tuple(departures), degraded,
                            produced.notice if degraded else None,
                            produced.detail if degraded else produced if isinstance(produced, Result) else None,
@@ -377,7 +380,8 @@ class Chain:
             while True:
                 try:
                     assert step.tier.run is not None
-                    done: _Done = (step.tier.run(step.request, step.left), None)
+                    with tier_span(step.tier.name, step.tier.kind):
+                        done: _Done = (step.tier.run(step.request, step.left), None)
                 except Exception as error:
                     done = (None, error)
                 except BaseException as stop:
@@ -396,10 +400,11 @@ class Chain:
             step = next(core)
             while True:
                 try:
-                    if step.tier.arun is not None:
-                        produced = await step.tier.arun(step.request, step.left)
-                    else:
-                        produced = await asyncio.to_thread(step.tier.run, step.request, step.left)  # type: ignore[arg-type]
+                    with tier_span(step.tier.name, step.tier.kind):
+                        if step.tier.arun is not None:
+                            produced = await step.tier.arun(step.request, step.left)
+                        else:
+                            produced = await asyncio.to_thread(step.tier.run, step.request, step.left)  # type: ignore[arg-type]
                     done: _Done = (produced, None)
                 except Exception as error:
                     done = (None, error)

@@ -93,3 +93,19 @@ def finish_span(span: Span, outcome: Outcome, error: BaseException | None, *, ca
              mode=outcome.mode, attempts=len(outcome.attempts), vendor_calls=outcome.vendor_calls,
              input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
              seconds=round(outcome.seconds, 4), error=type(error).__name__ if error else None)
+
+
+@contextmanager
+def tier_span(name: str, kind: str) -> Iterator[Span]:
+    """A span around one chain tier's run (``guardrail.chain.tier NAME``): a vendor tier's call span is its child,
+    and a local, rules or default tier, which makes no vendor call, still shows up in the trace with its time.
+    A tier that raised gets ``error.type`` and an error status (the message redacted)."""
+    attributes = {"guardrail.chain.tier": name, "guardrail.chain.kind": kind}
+    with _tracer.start_as_current_span(f"guardrail.chain.tier {name}", kind=SpanKind.INTERNAL, attributes=attributes,
+                                       record_exception=False, set_status_on_exception=False) as span:
+        try:
+            yield span
+        except Exception as error:
+            span.set_attribute("error.type", type(error).__name__)
+            span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:200]))
+            raise
