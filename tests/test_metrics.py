@@ -9,6 +9,12 @@ response that reported usage (every billed request once, retries and re-asks inc
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -230,3 +236,48 @@ def test_nothing_is_recorded_without_an_sdk_beyond_this_process() -> None:
     """The library uses the API only: its meter is the global provider's, named and versioned."""
     assert isinstance(collect(), Points)
     assert metrics._meter is not None  # created at import through opentelemetry.metrics.get_meter
+
+
+# -- beside the OpenAI SDK's own OpenTelemetry instrumentation ------------------------------------------------
+_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_beside_openai_v2_instrumentation_every_request_is_counted_once() -> None:
+    """opentelemetry-instrumentation-openai-v2 records Chat Completions (plain and streamed); guardrail then
+    records only its guardrail.* metrics there, and its own GenAI metrics for the Responses call the
+    instrumentation does not wrap. Run in a fresh interpreter (the instrumentation patches the SDK
+    process-wide)."""
+    if importlib.util.find_spec("opentelemetry.instrumentation.openai_v2") is None:  # it needs httpx to import
+        pytest.skip("opentelemetry-instrumentation-openai-v2 is not installed (the test group installs it)")
+    env = {**os.environ, "PYTHONPATH": str(_ROOT)}
+    done = subprocess.run([sys.executable, str(_ROOT / "tests" / "instrumented_worker.py")], capture_output=True,
+                          text=True, env=env, timeout=120, cwd=_ROOT, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    points = json.loads(done.stdout.strip().splitlines()[-1])
+
+    def count(ours: bool, name: str, **match: Any) -> int:
+        total = 0
+        for point in points:
+            if (point["scope"] == "guardrail") != ours or point["name"] != name:
+                continue
+            if all(point["attributes"].get(key.replace("__", ".")) == value for key, value in match.items()):
+                total += point["count"] if point["count"] is not None else point["value"]
+        return total
+
+    # Chat Completions, twice: the instrumentation's 3 operations each (the 429 among them), 2 billed responses
+    assert count(False, "gen_ai.client.operation.duration") == 6
+    assert count(False, "gen_ai.client.token.usage", gen_ai__token__type="input") == 4
+    # the Responses call, which it does not wrap, is guardrail's: 1 operation, 1 billed response
+    assert count(True, "gen_ai.client.operation.duration") == 1
+    assert count(True, "gen_ai.client.token.usage", gen_ai__token__type="input") == 1
+    token_sums: dict[tuple[bool, str], int] = {}
+    for point in points:
+        if point["name"] == "gen_ai.client.token.usage":
+            key = (point["scope"] == "guardrail", point["attributes"]["gen_ai.token.type"])
+            token_sums[key] = token_sums.get(key, 0) + point["sum"]
+    assert token_sums == {(False, "input"): 60, (False, "output"): 16, (True, "input"): 7, (True, "output"): 2}
+    # guardrail's own counters are there for all three calls
+    assert count(True, "guardrail.attempts") == 5
+    assert count(True, "guardrail.reasks") == 2
+    assert count(True, "guardrail.call.duration") == 3

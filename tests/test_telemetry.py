@@ -10,12 +10,12 @@ import openai
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel_sdk import EXPORTER as _EXPORTER  # the global SDK providers, installed once per process
 from pydantic import BaseModel
 from structlog.testing import capture_logs
 
 import guardrail
 from guardrail.testing import Emulator, reply
-from otel_sdk import EXPORTER as _EXPORTER  # the global SDK providers, installed once per process
 
 SECRET = "Kim Min-jun, 010-1234-5678"
 
