@@ -211,3 +211,22 @@ def test_usage_readers_take_any_json_and_count_only_integers(usage: Any) -> None
                    for name in ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens",
                                 "cache_write_tokens"))
     assert count(usage, "no_such_field") == 0
+
+
+def test_a_chain_dollar_budget_is_shared_across_its_tiers() -> None:
+    from guardrail.chain import Chain, safe_default, vendor
+
+    first = _price("openai", "gpt-4o", Usage(2000, 500))
+    rate = cost.usd_per_token("openai", "gpt-4o")
+    with Emulator() as emu:
+        raw = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", timeout=10, max_retries=0)
+        chain = Chain([vendor(raw, "gpt-4o", name="primary", max_attempts=1, retry=FAST),
+                       vendor(raw, "gpt-4o", name="backup", retry=FAST),
+                       safe_default(Contact(name="nobody"), name="fallback")],
+                      budget=guardrail.Budget(max_usd=first + 20 * rate))
+        emu.script(reply.answer('{"name": 1}', usage=(2000, 500)), reply.answer('{"name": "Ada"}'))
+        result = chain.create_with_result(response_model=Contact, messages=ASK)
+        assert len(emu.requests) == 1  # the backup was stopped by what the primary spent
+    assert result.tier == "fallback"
+    assert [departure.tier for departure in result.departures] == ["primary", "backup"]
+    assert isinstance(result.departures[1].error, guardrail.BudgetExceeded)
