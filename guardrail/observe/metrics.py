@@ -62,6 +62,7 @@ from typing import Any
 from opentelemetry import metrics
 
 from guardrail._version import __version__
+from guardrail.observe import cost
 from guardrail.observe.target import Target
 from guardrail.outcome import Outcome, Usage
 
@@ -183,9 +184,17 @@ def _record_end(base: dict[str, Any], outcome: Outcome, error: BaseException | N
         _gave_up.add(1, {**base, "guardrail.gave_up.reason": str(getattr(error, "kind", "") or "attempts")})
     elif error is None and is_empty(value):
         _empty.add(1, base)
-    spent = outcome.cost_usd if outcome.attempts else None
-    if spent:
-        _cost.add(spent, base)
+    if outcome.attempts and _collecting() and cost.available():  # pricing costs time: only when collected
+        spent = outcome.cost_usd
+        if spent:
+            _cost.add(spent, base)
+
+
+def _collecting() -> bool:
+    """Whether the application configured a meter provider (the API's default proxy, or an explicit no-op
+    provider, records nothing)."""
+    provider = metrics.get_meter_provider()
+    return not isinstance(provider, metrics.NoOpMeterProvider) and type(provider).__name__ != "_ProxyMeterProvider"
 
 
 def is_empty(value: Any) -> bool:
