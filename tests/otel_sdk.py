@@ -19,9 +19,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 EXPORTER = InMemorySpanExporter()
-_TRACER_PROVIDER = TracerProvider()
+_TRACER_PROVIDER = trace.get_tracer_provider()
+if not isinstance(_TRACER_PROVIDER, TracerProvider):  # another test module may have set one already
+    _TRACER_PROVIDER = TracerProvider()
+    trace.set_tracer_provider(_TRACER_PROVIDER)
 _TRACER_PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
-trace.set_tracer_provider(_TRACER_PROVIDER)
 
 READER = InMemoryMetricReader(preferred_temporality={Counter: AggregationTemporality.DELTA,
                                                      Histogram: AggregationTemporality.DELTA})
