@@ -40,6 +40,7 @@ from guardrail.errors import (
     GuardrailError,
     NoJSONError,
     OutputTruncated,
+    PriceUnknown,
     Refused,
     SemanticRejected,
     SemanticViolation,
@@ -48,6 +49,7 @@ from guardrail.errors import (
     VendorUnavailable,
 )
 from guardrail.gates.semantic import Rule, evaluate
+from guardrail.observe import cost
 from guardrail.observe.logs import get_logger
 from guardrail.outcome import Attempt, Budget, Outcome, Result, Usage, result_from
 from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
@@ -101,6 +103,9 @@ class Call:
     #: Semantic rules run on every validated answer, with the call's runtime ``context``.
     rules: tuple[Rule, ...] = ()
     context: Mapping[str, Any] = field(default_factory=dict)
+    #: ``gen_ai.provider.name`` as telemetry and pricing see it (``azure.ai.openai`` for an Azure OpenAI
+    #: client; set by the driver); empty: the endpoint's own.
+    provider: str = ""
 
     @property
     def model(self) -> str:
@@ -196,7 +201,7 @@ class _State:
         budget = self.call.budget
         if budget is None:
             return None
-        left = budget.tokens_left(self.usage)
+        left = min(budget.tokens_left(self.usage), self.usd_tokens_left(budget))
         estimate = _estimate_input_tokens(kwargs)
         last_output = self.attempts[-1].usage.output_tokens if self.attempts else 1
         if left < estimate + max(last_output, 1):
@@ -206,6 +211,20 @@ class _State:
         room = min(int(left - estimate), self.call.settings.max_tokens_ceiling)
         return room if max_tokens is None or room < max_tokens else None
 
+    def usd_tokens_left(self, budget: Budget) -> float:
+        """The tokens a dollar cap still allows: the dollars left (attempts so far priced at the model that
+        answered each) at the model's dearer per-token rate; unlimited without ``max_usd``."""
+        if budget.max_usd is None:
+            return float("inf")
+        provider = self.call.provider or self.call.endpoint.provider
+        rate = cost.usd_per_token(provider, self.call.model)  # PriceUnknown / MissingExtra before any request
+        spent = self.outcome().cost_usd
+        if spent is None:  # an answering model the table does not price: the cap cannot be kept
+            raise PriceUnknown(f"the answers so far came from a model genai-prices does not price, so "
+                               f"Budget(max_usd={budget.max_usd}) cannot be kept", provider=provider,
+                               model=self.call.model)
+        return (budget.max_usd - spent) / rate if rate else float("inf")
+
     # -- after receiving --------------------------------------------------------------------------------
     def new_attempt(self, plan: Plan, received: Received, max_tokens: int | None) -> Attempt:
         done = received.completion
@@ -213,7 +232,8 @@ class _State:
         return Attempt(number=len(self.attempts) + 1, mode=plan.mode, raw=done.text if done else None,
                        finish_reason=done.finish_reason if done else None,
                        usage=done.usage if done else Usage(), vendor_calls=received.calls,
-                       seconds=received.seconds, max_tokens=max_tokens, temperature=self.temperature)
+                       seconds=received.seconds, max_tokens=max_tokens, temperature=self.temperature,
+                       response_model=done.model if done else None, response_id=done.response_id if done else None)
 
     def record(self, attempt: Attempt, **changes: Any) -> None:
         attempt = _replace(attempt, **changes)
@@ -339,7 +359,7 @@ class _State:
             self.record(attempt, fixes=fixes)
             raise Declined(verdict.declined, value=value, outcome=self.outcome())
         feedback = semantic_feedback(list(verdict.violations))
-        error = SemanticViolation(feedback, verdict.violations)
+        error = SemanticViolation(feedback, verdict.violations, verdict.failed)
         self.record(attempt, error=error, fixes=fixes, feedback=feedback)
         if verdict.end:
             raise SemanticRejected(f"the answer broke a rule that ends the call: {feedback}", outcome=self.outcome())
@@ -376,7 +396,8 @@ class _State:
 
     def outcome(self) -> Outcome:
         plan = self.call.plans[self.plan_index]
-        return Outcome(self.call.endpoint.provider, self.call.model, plan.mode, tuple(self.attempts), self.usage,
+        return Outcome(self.call.provider or self.call.endpoint.provider, self.call.model, plan.mode,
+                       tuple(self.attempts), self.usage,
                        self.call.trace_id, time.monotonic() - self.started, self.call.contract.schema_hash,
                        plan.report)
 

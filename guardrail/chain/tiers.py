@@ -37,6 +37,8 @@ from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.chain.breaker import CircuitBreaker, SharedCircuitBreaker
 from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused, SyncAsyncMismatch
 from guardrail.gates.semantic import Rule, evaluate
+from guardrail.observe import metrics
+from guardrail.observe.telemetry import tier_span
 from guardrail.outcome import Budget, Outcome, Result, Usage
 
 T = TypeVar("T")
@@ -157,9 +159,10 @@ def _walk(chain: Chain, request: Request) -> Generator[_Step, _Done, ChainResult
     started = time.monotonic()
     departures: list[Departure] = []
     used = Usage()
+    spent: float | None = 0.0  # US dollars the failed tiers cost (None: a price was unknown)
     for tier in chain.tiers:
         if chain.budget is not None:
-            request = replace(request, budget=_remaining(chain.budget, used))
+            request = replace(request, budget=_remaining(chain.budget, used, spent))
         left = None if chain.deadline is None else chain.deadline - (time.monotonic() - started)
         if left is not None and left <= 0 and tier.kind in ("vendor", "local"):
             departures.append(Departure(tier.name, "deadline", TimeoutError("no time left for this tier")))
@@ -195,11 +198,15 @@ def _walk(chain: Chain, request: Request) -> Generator[_Step, _Done, ChainResult
                     tier.breaker.record(False)
             if isinstance(error, CallError):
                 used = used + error.outcome.usage
+                if chain.budget is not None and chain.budget.max_usd is not None and spent is not None:
+                    cost = error.outcome.cost_usd
+                    spent = None if cost is None else spent + cost
             departures.append(Departure(tier.name, _reason(error), error))
             continue
         if tier.breaker is not None:
             tier.breaker.record(True)
         degraded = isinstance(produced, _Degraded)
+        metrics.chain_result(tier.name, tier.kind, degraded)
         return ChainResult(value, tier.name, tuple(departures), degraded,
                            produced.notice if degraded else None,
                            produced.detail if degraded else produced if isinstance(produced, Result) else None,
@@ -278,7 +285,8 @@ class Chain:
             while True:
                 try:
                     assert step.tier.run is not None
-                    done: _Done = (step.tier.run(step.request, step.left), None)
+                    with tier_span(step.tier.name, step.tier.kind):
+                        done: _Done = (step.tier.run(step.request, step.left), None)
                 except Exception as error:
                     done = (None, error)
                 except BaseException as stop:
@@ -298,10 +306,11 @@ class Chain:
             step = next(core)
             while True:
                 try:
-                    if step.tier.arun is not None:
-                        produced = await step.tier.arun(step.request, step.left)
-                    else:
-                        produced = await asyncio.to_thread(step.tier.run, step.request, step.left)  # type: ignore[arg-type]
+                    with tier_span(step.tier.name, step.tier.kind):
+                        if step.tier.arun is not None:
+                            produced = await step.tier.arun(step.request, step.left)
+                        else:
+                            produced = await asyncio.to_thread(step.tier.run, step.request, step.left)  # type: ignore[arg-type]
                     done: _Done = (produced, None)
                 except Exception as error:
                     done = (None, error)
@@ -375,17 +384,20 @@ def _tighter(first: Budget | None, second: Budget | None) -> Budget | None:
     tokens = [b.max_tokens for b in (first, second) if b.max_tokens is not None]
     priced = [b for b in (first, second) if b.max_cost is not None and b.price is not None]
     cheapest = min(priced, key=lambda b: b.max_cost or 0.0) if priced else None
+    dollars = [b.max_usd for b in (first, second) if b.max_usd is not None]
     return Budget(min(tokens) if tokens else None, cheapest.max_cost if cheapest else None,
-                  cheapest.price if cheapest else None)
+                  cheapest.price if cheapest else None, min(dollars) if dollars else None)
 
 
-def _remaining(budget: Budget, used: Usage) -> Budget:
-    """What ``budget`` leaves after ``used`` (never negative)."""
+def _remaining(budget: Budget, used: Usage, spent: float | None = 0.0) -> Budget:
+    """What ``budget`` leaves after ``used`` tokens and ``spent`` dollars (never negative; an unknown spend
+    leaves no dollars: a dollar cap is never assumed kept)."""
     tokens = None if budget.max_tokens is None else max(0, budget.max_tokens - used.total_tokens)
     cost = None
     if budget.max_cost is not None and budget.price is not None:
         cost = max(0.0, budget.max_cost - used.cost(budget.price))
-    return Budget(tokens, cost, budget.price)
+    dollars = None if budget.max_usd is None else max(0.0, budget.max_usd - spent) if spent is not None else 0.0
+    return Budget(tokens, cost, budget.price, dollars)
 
 
 def _reason(error: BaseException) -> str:
