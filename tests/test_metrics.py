@@ -275,3 +275,19 @@ def test_beside_openai_v2_instrumentation_every_request_is_counted_once() -> Non
     assert count(True, "guardrail.attempts") == 5
     assert count(True, "guardrail.reasks") == 2
     assert count(True, "guardrail.call.duration") == 3
+
+
+def test_cache_lookups_are_counted_as_hits_and_misses_by_store(points: None, tmp_path: pathlib.Path) -> None:
+    from guardrail.store import SQLiteStore
+
+    with Emulator() as emu:
+        raw = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", timeout=10)
+        client = guardrail.wrap(raw, retry=FAST, cache=guardrail.Cache(SQLiteStore(tmp_path / "cache.db")))
+        emu.script(reply.answer('{"name": "Ada"}'))
+        ask = {"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}], "response_model": Contact}
+        assert client.chat.completions.create(**ask) == client.chat.completions.create(**ask) == Contact(name="Ada")
+        assert len(emu.requests) == 1
+    found = collect()
+    for result in ("miss", "hit"):
+        assert found.count("guardrail.cache.lookups", guardrail__cache__result=result,
+                           guardrail__cache__store="sqlite") == 1

@@ -64,6 +64,7 @@ from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.contract import validation_context
 from guardrail.errors import IdempotencyError, IdempotencyInFlight, StoreError
 from guardrail.gates.semantic import evaluate
+from guardrail.observe import metrics
 from guardrail.observe.logs import get_logger
 from guardrail.outcome import Result, Usage
 from guardrail.store.base import Store, check_ttl
@@ -84,12 +85,14 @@ PASS_SECONDS = 60.0
 _ROUNDS = 2
 
 
-def _observe(hit: bool) -> None:
-    """THE single place a cache lookup's verdict is reported (one call per cached call: hit or miss).
-
-    Metrics hook: the lead wires ``guardrail.observe.metrics``' cache hit/miss counters here.
-    """
+def _observe(hit: bool, cache: Cache) -> None:
+    """THE single place a cache lookup's verdict is reported (one call per cached call: hit or miss)."""
     log.debug("guardrail.cache", hit=hit)
+    metrics.cache_lookup(hit, store=_STORE_KINDS.get(type(cache.store).__name__))
+
+
+#: The ``guardrail.cache.store`` attribute of the lookup metric, by store class.
+_STORE_KINDS = {"MemoryStore": "memory", "SQLiteStore": "sqlite", "RedisStore": "redis"}
 
 
 class Cache:
@@ -245,7 +248,7 @@ def _flow(cache: Cache, call: Call, key: str, policy: RetryPolicy) -> _Flow:
             text, replayed = yield _Claim(flight, key, finish)
         except StoreError:
             if produced:  # our call succeeded; only storing its answer failed
-                _observe(False)
+                _observe(False, cache)
                 return produced[-1]
             break
         except IdempotencyInFlight:
@@ -255,18 +258,18 @@ def _flow(cache: Cache, call: Call, key: str, policy: RetryPolicy) -> _Flow:
                 break
             continue
         if not replayed:
-            _observe(False)
+            _observe(False, cache)
             return produced[-1]
         until = _passes_until(text)
         if until is not None and time.time() < until <= time.time() + PASS_SECONDS:
             break  # the answer for this request cannot be cached: everyone calls, side by side
         hit = cache._hit(call, key, text, started) if until is None else None
         if hit is not None:
-            _observe(True)
+            _observe(True, cache)
             return hit
         if not (yield from _discard(flight, key, text)):
             break
-    _observe(False)
+    _observe(False, cache)
     left = policy if seconds is None else dataclasses.replace(
         policy, deadline=max(seconds - (time.monotonic() - started), 0.001))
     own: Result[Any] = yield _Own(left)
@@ -320,7 +323,7 @@ def run_cached(cache: Cache | None, call: Call, prompt_version: str | None, poli
     key = None if cache is None else cache.key(call, prompt_version)
     if cache is None or key is None:
         if cache is not None:
-            _observe(False)
+            _observe(False, cache)
         return execute(None)
     flow = _flow(cache, call, key, policy)
     reply: tuple[Any, Exception | None] = (None, None)
@@ -349,7 +352,7 @@ async def run_cached_async(cache: Cache | None, call: Call, prompt_version: str 
     key = None if cache is None else cache.key(call, prompt_version)
     if cache is None or key is None:
         if cache is not None:
-            _observe(False)
+            _observe(False, cache)
         return await execute(None)
     flow = _flow(cache, call, key, policy)
     reply: tuple[Any, Exception | None] = (None, None)
