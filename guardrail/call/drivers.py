@@ -15,9 +15,10 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
-from contextlib import aclosing, closing
+from contextlib import AbstractContextManager, aclosing, closing
 from typing import Any
 
+from opentelemetry.trace import Span
 from tenacity import AsyncRetrying, Retrying
 
 from guardrail.call.engine import DEADLINE, Call, Received, Send, attempt_loop
@@ -59,7 +60,7 @@ async def run_async(call: Call, method: Callable[..., Awaitable[Any]], policy: R
 def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
                  previews: bool) -> Generator[Item, None, None]:
     """Run the loop, yielding previews of streamed answers (if ``previews``) and the result last."""
-    with call_span(call.endpoint.provider, call.model, dict(call.kwargs)) as (span, trace_id):
+    with _span(call) as (span, trace_id):
         call = dataclasses.replace(call, trace_id=trace_id)
         deadline_at = _deadline(policy, call)
         loop = attempt_loop(call)
@@ -86,7 +87,7 @@ def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
 async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], policy: RetryPolicy, *,
                         previews: bool) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
-    with call_span(call.endpoint.provider, call.model, dict(call.kwargs)) as (span, trace_id):
+    with _span(call) as (span, trace_id):
         call = dataclasses.replace(call, trace_id=trace_id)
         deadline_at = _deadline(policy, call)
         loop = attempt_loop(call)
@@ -108,6 +109,12 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], polic
         except CallError as error:
             finish_span(span, error.outcome, error, capture_content=call.settings.capture_content)
             raise
+
+
+def _span(call: Call) -> AbstractContextManager[tuple[Span, str]]:
+    """The call's telemetry span, with the request settings the endpoint reads from the caller's keywords."""
+    return call_span(call.endpoint.provider, call.model, temperature=call.endpoint.temperature(call.kwargs),
+                     max_tokens=call.endpoint.max_tokens(call.kwargs))
 
 
 def _deadline(policy: RetryPolicy, call: Call) -> float | None:
