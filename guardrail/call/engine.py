@@ -254,7 +254,7 @@ class _State:
 
     def on_completion(self, done: Completion, attempt: Attempt) -> Any:
         """Judge one completion: the value, or ``_NONE`` after setting up the next attempt (or raising)."""
-        if done.finish in {"refusal", "content_filter"}:
+        if done.blocked:
             said = done.refusal or f"blocked by the vendor's content filter ({done.finish_reason})"
             self.record(attempt, error=Refused(said, outcome=self.outcome()))
             raise Refused(said, outcome=self.outcome())

@@ -46,6 +46,11 @@ class Completion:
     model: str | None = None
     response_id: str | None = None
 
+    @property
+    def blocked(self) -> bool:
+        """The model refused, or the vendor's content filter stopped the answer: an answer, never retried."""
+        return self.finish in {"refusal", "content_filter"}
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
