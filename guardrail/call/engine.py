@@ -305,7 +305,7 @@ class _State:
 
     def field_reask(self, report: ParseReport[Any], plan: Plan) -> tuple[FieldReask, Plan] | None:
         """The fields to ask for next and their plan (same mode and name), when a field re-ask is safe."""
-        if plan.wrapped or self.call.kwargs.get("stream"):
+        if plan.wrapped or self.call.endpoint.streams(self.call.kwargs):
             return None
         asked = field_reask(self.call.contract.output_type, report)
         if asked is None:
