@@ -336,3 +336,27 @@ def test_the_chain_has_the_wrappers_call_shape_and_can_be_configured_once(
         assert triage("x").urgency == 3
     finally:
         reset_config()
+
+
+def test_a_vendor_tier_sends_a_token_limit_only_where_asked_or_required(
+        emulators: tuple[Emulator, Emulator]) -> None:
+    """Without max_tokens=, an OpenAI tier leaves the limit to the vendor and an Anthropic tier sends the
+    Messages API's required default; with it, each sends it in its own field."""
+    primary, backup = emulators
+    sent: list[dict[str, Any]] = []
+    for chosen in (None, 77):
+        primary.script(reply.server_error(500), reply.server_error(500))
+        backup.script(reply.answer(GOOD))
+        chain = Chain([
+            vendor(openai.OpenAI(base_url=primary.openai_base_url, api_key="t", timeout=5), "gpt-4o", name="primary",
+                   max_attempts=1, retry=FAST, max_tokens=chosen),
+            vendor(anthropic.Anthropic(base_url=backup.anthropic_base_url, api_key="t", timeout=5),
+                   "claude-haiku-4-5", name="backup", max_attempts=1, retry=FAST, max_tokens=chosen)])
+        assert chain.run(Ticket, system=SYSTEM, user=USER).tier == "backup"
+        sent += [primary.requests[-1].body, backup.requests[-1].body]
+    unset_openai, unset_anthropic, set_openai, set_anthropic = sent
+    assert not {"max_tokens", "max_completion_tokens"} & set(unset_openai)
+    assert unset_anthropic["max_tokens"] == 1024
+    assert set_openai["max_completion_tokens"] == 77 and set_anthropic["max_tokens"] == 77
+    assert unset_openai["messages"] == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
+    assert unset_anthropic["system"] == SYSTEM

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from guardrail.gates.semantic import Rule
+from guardrail.vendors.base import TRANSPORT_KEYWORDS
 
 __all__ = ["KEY_VERSION", "TRANSPORT_ONLY", "Uncacheable", "canonical_json", "request_key", "rule_identity"]
 
@@ -30,10 +31,7 @@ __all__ = ["KEY_VERSION", "TRANSPORT_ONLY", "Uncacheable", "canonical_json", "re
 KEY_VERSION = 1
 
 #: Request keywords that never change the answer (transport, billing, logging, streaming): left out of the key.
-TRANSPORT_ONLY = frozenset({
-    "timeout", "extra_headers", "extra_query", "stream", "stream_options", "metadata", "user", "store",
-    "service_tier", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "idempotency_key",
-})
+TRANSPORT_ONLY = TRANSPORT_KEYWORDS
 
 #: Largest integer a float holds exactly; integral floats inside it are written as integers.
 _EXACT_INT = 2**53

@@ -32,10 +32,8 @@ from guardrail.call.engine import Settings
 from guardrail.call.methods import AsyncStructuredMethod, Binding, StructuredMethod
 from guardrail.call.modes import SERVER_KINDS
 from guardrail.call.retry import RetryPolicy
-from guardrail.vendors.anthropic_messages import Messages
 from guardrail.vendors.base import Endpoint
-from guardrail.vendors.openai_chat import ChatCompletions
-from guardrail.vendors.openai_responses import Responses
+from guardrail.vendors.registry import SDKS, endpoint_for, endpoints_for, sdk_of
 
 if TYPE_CHECKING:
     import anthropic
@@ -46,7 +44,7 @@ if TYPE_CHECKING:
     #: An already wrapped client, returned as it is.
     W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient)
 
-__all__ = ["AsyncStructuredMethod", "StructuredMethod", "WrappedClient", "wrap"]
+__all__ = ["AsyncStructuredMethod", "StructuredMethod", "WrappedClient", "structured_method", "unwrap", "wrap"]
 
 #: The SDK's flavors of a namespace or method that keep the wrapper (each member is asked for its own).
 _FLAVORS = frozenset({"with_raw_response", "with_streaming_response"})
@@ -61,11 +59,13 @@ class WrappedClient:
     """
 
     def __init__(self, raw: Any, members: Mapping[str, Any], vendor: str | None = None,
-                 rewrap: Callable[..., WrappedClient] | None = None) -> None:
+                 rewrap: Callable[..., WrappedClient] | None = None,
+                 apis: Mapping[Endpoint, StructuredMethod | AsyncStructuredMethod] | None = None) -> None:
         self._raw = raw
         self._members = dict(members)
         self.vendor = vendor
         self._rewrap = rewrap  # wraps another client like this one (with_options, copy, cache=); clients only
+        self._apis = dict(apis or {})  # each endpoint's main structured method (clients only)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -158,22 +158,42 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
         wrapped: WrappedClient = wrap(other, server=server, settings=settings, retry=retry, cache=other_cache)
         return wrapped
 
-    if kind == "openai":
-        chat = ChatCompletions(server)
-        members: dict[str, Any] = {"chat": WrappedClient(client.chat, {"completions": make(chat, "chat.completions")})}
-        beta: dict[str, Any] = {}
-        if _has(client, "beta.chat.completions"):
-            beta["chat"] = WrappedClient(client.beta.chat, {"completions": make(chat, "beta.chat.completions")})
-        if server is None:  # self-hosted OpenAI-compatible servers have no Responses API
-            members["responses"] = make(Responses(), "responses")
-            if _has(client, "beta.responses"):
-                beta["responses"] = make(Responses(), "beta.responses")
-    else:
-        members = {"messages": make(Messages(), "messages")}
-        beta = {"messages": make(Messages(), "beta.messages")} if _has(client, "beta.messages") else {}
-    if beta:
-        members["beta"] = WrappedClient(client.beta, beta)
-    return WrappedClient(client, members, kind, rewrap)
+    tree: dict[str, Any] = {}
+    apis: dict[Endpoint, StructuredMethod | AsyncStructuredMethod] = {}
+    for endpoint in endpoints_for(kind, server):
+        for path in endpoint.paths:
+            if not _has(client, path):  # beta namespaces come and go between SDK versions
+                continue
+            made = make(endpoint, path)
+            apis.setdefault(endpoint, made)
+            *parents, leaf = path.split(".")
+            node = tree
+            for name in parents:
+                node = node.setdefault(name, {})
+            node[leaf] = made
+    members = {name: _namespace(client, name, child) for name, child in tree.items()}
+    return WrappedClient(client, members, kind, rewrap, apis)
+
+
+def _namespace(client: Any, path: str, node: Any) -> Any:
+    """A structured method, or the SDK namespace at ``path`` wrapped with its (nested) structured members."""
+    if not isinstance(node, dict):
+        return node
+    return WrappedClient(_at(client, path), {name: _namespace(client, f"{path}.{name}", child)
+                                              for name, child in node.items()})
+
+
+def structured_method(client: WrappedClient, api: str | None = None) -> StructuredMethod | AsyncStructuredMethod:
+    """The wrapped client's structured method for ``api`` (``"chat"``, ``"responses"``, ``"messages"``): its
+    default API when ``api`` is ``None`` or one this client does not serve. The method's ``endpoint`` builds
+    vendor-neutral prompt requests (:meth:`~guardrail.vendors.base.Endpoint.prompt_request`)."""
+    apis = client.__dict__["_apis"]
+    return apis[endpoint_for(list(apis), api)]  # type: ignore[no-any-return]
+
+
+def unwrap(client: Any) -> Any:
+    """The SDK client inside a :class:`WrappedClient` (any other object is returned as it is)."""
+    return client.__dict__["_raw"] if isinstance(client, WrappedClient) else client
 
 
 def _has(root: Any, path: str) -> bool:
@@ -220,16 +240,10 @@ def _seconds(timeout: Any) -> float | None:
 
 
 def _kind(client: Any) -> tuple[str, bool]:
-    """("openai" | "anthropic", is_async) for a supported client; TypeError otherwise."""
-    for module, sync_name, async_name in (("openai", "OpenAI", "AsyncOpenAI"),
-                                          ("anthropic", "Anthropic", "AsyncAnthropic")):
-        try:
-            sdk = __import__(module)
-        except ImportError:
-            continue
-        if isinstance(client, getattr(sdk, async_name)):
-            return module, True
-        if isinstance(client, getattr(sdk, sync_name)):
-            return module, False
-    raise TypeError(f"guardrail.wrap() takes an openai.OpenAI/AsyncOpenAI or anthropic.Anthropic/AsyncAnthropic "
-                    f"client, not {type(client).__name__} (install the extra: pip install 'guardrail[vendors]')")
+    """(SDK module, is_async) for a supported client; TypeError otherwise."""
+    found = sdk_of(client)
+    if found is None:
+        names = " or ".join(f"{sdk.module}.{sdk.sync_client}/{sdk.async_client}" for sdk in SDKS)
+        raise TypeError(f"guardrail.wrap() takes an {names} client, not {type(client).__name__} (install the extra: "
+                        "pip install 'guardrail[vendors]')")
+    return found

@@ -41,7 +41,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 from pydantic_core import to_jsonable_python
 
 from guardrail.call.cache import Cache
-from guardrail.call.client import WrappedClient, wrap
+from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.config import Config, get_config
 from guardrail.call.modes import Mode
 from guardrail.gates.semantic import Rule
@@ -173,16 +173,8 @@ class StructuredFunction(Generic[P, R]):
                                   "aliases": config.aliases, "max_attempts": config.max_attempts,
                                   "budget": config.budget, "mode": config.mode, "rules": self._rules,
                                   "context": context, "prompt_version": self._version}
-        if client.vendor == "anthropic" or config.api == "messages":
-            request = {**common, "system": system, "messages": [{"role": "user", "content": user}],
-                       "max_tokens": config.max_tokens or 1024}
-            return client.messages, request
-        tokens = {"max_completion_tokens": config.max_tokens} if config.max_tokens else {}
-        if config.api == "responses":
-            tokens = {"max_output_tokens": config.max_tokens} if config.max_tokens else {}
-            return client.responses, {**common, **tokens, "instructions": system, "input": user}
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        return client.chat.completions, {**common, **tokens, "messages": messages}
+        method = structured_method(client, config.api)
+        return method, {**common, **method.endpoint.prompt_request(system, user, max_tokens=config.max_tokens)}
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         """Bind to an instance like a method does (``self`` is not part of the prompt)."""

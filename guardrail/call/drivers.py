@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
-from contextlib import aclosing, closing
+from contextlib import AbstractContextManager, aclosing, closing
 from typing import Any
 
 from opentelemetry.trace import Span
@@ -63,7 +63,7 @@ def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
                  previews: bool) -> Generator[Item, None, None]:
     """Run the loop, yielding previews of streamed answers (if ``previews``) and the result last."""
     target = target_of(method, call.endpoint.provider)
-    with call_span(target, call.model, dict(call.kwargs)) as (span, trace_id):
+    with _span(call, target) as (span, trace_id):
         call = dataclasses.replace(call, trace_id=trace_id, provider=target.provider)
         deadline_at = _deadline(policy, call)
         loop = attempt_loop(call)
@@ -94,7 +94,7 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], polic
                         previews: bool) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
     target = target_of(method, call.endpoint.provider)
-    with call_span(target, call.model, dict(call.kwargs)) as (span, trace_id):
+    with _span(call, target) as (span, trace_id):
         call = dataclasses.replace(call, trace_id=trace_id, provider=target.provider)
         deadline_at = _deadline(policy, call)
         loop = attempt_loop(call)
@@ -127,6 +127,12 @@ def _finish(span: Span, call: Call, target: Target, outcome: Outcome, error: Cal
     """The call's end: its span's attributes and guardrail's counters (:mod:`guardrail.observe.metrics`)."""
     finish_span(span, outcome, error, capture_content=call.settings.capture_content, requests=requests)
     record_call(target, outcome, error, outcome.value if isinstance(outcome, Result) else None)
+
+
+def _span(call: Call, target: Target) -> AbstractContextManager[tuple[Span, str]]:
+    """The call's telemetry span, with the request settings the endpoint reads from the caller's keywords."""
+    return call_span(target, call.model, temperature=call.endpoint.temperature(call.kwargs),
+                     max_tokens=call.endpoint.max_tokens(call.kwargs))
 
 
 def _deadline(policy: RetryPolicy, call: Call) -> float | None:

@@ -19,8 +19,6 @@ Per attempt::
 from __future__ import annotations
 
 import functools
-import json
-import math
 import time
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
@@ -154,7 +152,7 @@ def attempt_loop(call: Call) -> Loop:
             max_tokens = fitted
             kwargs = call.endpoint.build(call.kwargs, plan, state.history, max_tokens=max_tokens,
                                          temperature=state.temperature)
-        received = yield Send(kwargs, bool(kwargs.get("stream")), len(state.attempts) + 1,
+        received = yield Send(kwargs, call.endpoint.streams(kwargs), len(state.attempts) + 1,
                               plan.name if plan.mode == "tool" else None, plan.wrapped)
         attempt = state.new_attempt(plan, received, max_tokens)
         if received.failure is not None:
@@ -184,8 +182,7 @@ class _State:
         self.model_attempts = 0
         self.max_tokens = call.endpoint.max_tokens(call.kwargs)
         self.raised_limit = False
-        given = call.kwargs.get("temperature")
-        self.temperature: float | None = float(given) if isinstance(given, (int, float)) else None
+        self.temperature: float | None = call.endpoint.temperature(call.kwargs)
         self.may_lower_temperature = call.caps.temperature and not call.endpoint.thinking(call.kwargs)
 
     # -- before sending ---------------------------------------------------------------------------------
@@ -202,7 +199,7 @@ class _State:
         if budget is None:
             return None
         left = min(budget.tokens_left(self.usage), self.usd_tokens_left(budget))
-        estimate = _estimate_input_tokens(kwargs)
+        estimate = self.call.endpoint.estimate_input_tokens(kwargs)
         last_output = self.attempts[-1].usage.output_tokens if self.attempts else 1
         if left < estimate + max(last_output, 1):
             raise BudgetExceeded(
@@ -277,7 +274,7 @@ class _State:
 
     def on_completion(self, done: Completion, attempt: Attempt) -> Any:
         """Judge one completion: the value, or ``_NONE`` after setting up the next attempt (or raising)."""
-        if done.finish in {"refusal", "content_filter"}:
+        if done.blocked:
             said = done.refusal or f"blocked by the vendor's content filter ({done.finish_reason})"
             self.record(attempt, error=Refused(said, outcome=self.outcome()))
             raise Refused(said, outcome=self.outcome())
@@ -328,7 +325,7 @@ class _State:
 
     def field_reask(self, report: ParseReport[Any], plan: Plan) -> tuple[FieldReask, Plan] | None:
         """The fields to ask for next and their plan (same mode and name), when a field re-ask is safe."""
-        if plan.wrapped or self.call.kwargs.get("stream"):
+        if plan.wrapped or self.call.endpoint.streams(self.call.kwargs):
             return None
         asked = field_reask(self.call.contract.output_type, report)
         if asked is None:
@@ -418,13 +415,6 @@ def _replace(attempt: Attempt, **changes: Any) -> Attempt:
     fields = {name: getattr(attempt, name) for name in Attempt.__dataclass_fields__}
     fields.update(changes)
     return Attempt(**fields)
-
-
-def _estimate_input_tokens(kwargs: Mapping[str, Any]) -> int:
-    """A conservative input-token estimate: a quarter of the characters of everything sent to the model."""
-    sent = {k: kwargs.get(k) for k in ("messages", "input", "system", "instructions", "tools", "response_format",
-                                          "text", "output_config", "extra_body")}
-    return math.ceil(len(json.dumps(sent, ensure_ascii=False, default=str)) / 4)
 
 
 @functools.lru_cache(maxsize=256)

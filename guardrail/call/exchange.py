@@ -6,7 +6,7 @@ content type are known before a byte of the body is read, and the body is read u
 
 - **Shape.** A JSON answer must come as JSON, a stream as an event stream, and what arrives must parse and
   carry the API's fields. Anything else (an HTML page from a proxy, a JSON content type over a body that is
-  not JSON, a stream event that is not JSON, an answer without ``choices``) raises
+  not JSON, a stream event that is not JSON, an answer without the fields the endpoint lists) raises
   :class:`~guardrail.vendors.failures.BadResponse` with the status, the content type and a redacted snippet,
   never the ``AttributeError``/``JSONDecodeError`` the SDK or an adapter tripped over.
 - **Deadline.** The whole try ends by the call's deadline, however slowly the headers or the body (a good
@@ -106,7 +106,7 @@ def _read(endpoint: Endpoint, http: Any, parsed: Any, tool: str | None) -> Compl
     if isinstance(parsed, (str, bytes)):  # the SDK hands back text it could not read as JSON
         raise BadResponse(f"the response is not JSON (status {status}, {content_type or 'no content type'})",
                           status=status, content_type=content_type, code="not_json", body=parsed)
-    missing = [name for name in endpoint.list_fields if not isinstance(getattr(parsed, name, None), list)]
+    missing = endpoint.missing_fields(parsed)
     if missing:
         raise BadResponse(f"the response is JSON but not the API's answer (status {status}): no "
                           f"{', '.join(missing)}", status=status, content_type=content_type, code="shape",
@@ -168,21 +168,21 @@ class _AsyncDirect(_Direct):
 
 
 # -- sync -----------------------------------------------------------------------------------------------------
-def _raw_create(method: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any] | None:
+def _raw_create(method: Callable[..., Any], stream: bool) -> Callable[..., Any] | None:
     """The ``with_streaming_response`` twin to call, or ``None`` to call ``method`` itself: a stream through a
     method an OpenTelemetry instrumentation wraps (``opentelemetry-instrumentation-openai-v2`` wraps the
     stream it returns in its own object, which has no raw response) is read the SDK's plain way."""
-    if kwargs.get("stream") and instrumented(method):
+    if stream and instrumented(method):
         return None
     return _streaming_create(method)
 
 
 @contextlib.contextmanager
-def _open_sync(method: Callable[..., Any], kwargs: dict[str, Any]) -> Iterator[Any]:
-    streaming = _raw_create(method, kwargs)
+def _open_sync(method: Callable[..., Any], kwargs: dict[str, Any], stream: bool) -> Iterator[Any]:
+    streaming = _raw_create(method, stream)
     if streaming is None:
         value = method(**kwargs)
-        with value if kwargs.get("stream") and hasattr(value, "__enter__") else contextlib.nullcontext():
+        with value if stream and hasattr(value, "__enter__") else contextlib.nullcontext():
             yield _Direct(value)
         return
     with streaming(**kwargs) as response:
@@ -190,12 +190,12 @@ def _open_sync(method: Callable[..., Any], kwargs: dict[str, Any]) -> Iterator[A
 
 
 @contextlib.contextmanager
-def _open_watched(method: Callable[..., Any], kwargs: dict[str, Any], cut: Cut) -> Iterator[Any]:
+def _open_watched(method: Callable[..., Any], kwargs: dict[str, Any], stream: bool, cut: Cut) -> Iterator[Any]:
     """:func:`_open_sync` with the hooks reporting to ``cut`` while the SDK sends and reads (only then: the
     context variable must not stay set across the exchange's ``yield``)."""
     with contextlib.ExitStack() as stack:
         with watching(cut):
-            response = stack.enter_context(_open_sync(method, kwargs))
+            response = stack.enter_context(_open_sync(method, kwargs, stream))
         yield response
 
 
@@ -226,7 +226,7 @@ def exchange_sync(method: Callable[..., Any], endpoint: Endpoint, kwargs: dict[s
         _hook(method)
         alarm = arm(deadline_at, cut)
     try:
-        with _open_watched(method, kwargs, cut) as response:
+        with _open_watched(method, kwargs, stream, cut) as response:
             http = response.http_response
             if http is not None:
                 cut.attach(getattr(http, "extensions", {}).get("network_stream"))
@@ -281,12 +281,12 @@ async def _within(step: Awaitable[T], deadline_at: float | None) -> T:
 
 
 @contextlib.asynccontextmanager
-async def _open_async(method: Callable[..., Any], kwargs: dict[str, Any], deadline_at: float | None
+async def _open_async(method: Callable[..., Any], kwargs: dict[str, Any], stream: bool, deadline_at: float | None
                       ) -> AsyncIterator[Any]:
-    streaming = _raw_create(method, kwargs)
+    streaming = _raw_create(method, stream)
     if streaming is None:
         value = await _within(method(**kwargs), deadline_at)
-        async with value if kwargs.get("stream") and hasattr(value, "__aenter__") else contextlib.nullcontext():
+        async with value if stream and hasattr(value, "__aenter__") else contextlib.nullcontext():
             yield _AsyncDirect(value)
         return
     manager = streaming(**kwargs)
@@ -312,7 +312,7 @@ async def exchange_async(method: Callable[..., Any], endpoint: Endpoint, kwargs:
                          ) -> AsyncGenerator[Partial | Completion, None]:
     """The async twin of :func:`exchange_sync`; the completion is its last item (async generators return
     nothing)."""
-    async with _open_async(method, kwargs, deadline_at) as response:
+    async with _open_async(method, kwargs, stream, deadline_at) as response:
         http = response.http_response
         if _wrong_type(_meta(http)[1], stream):
             raise _wrong_type_error(http, stream, await _within(_head_async(http), deadline_at))

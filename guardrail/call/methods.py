@@ -78,9 +78,9 @@ class _Method:
     def _call(self, response_model: Any, aliases: Mapping[str, str] | None, max_attempts: int | None,
               mode: Mode | None, budget: Budget | None, kwargs: dict[str, Any], rules: Sequence[Rule] = (),
               context: Mapping[str, Any] | None = None) -> Call:
-        taken = _CONFLICTS[self._endpoint.api] & _given(kwargs)
+        taken = self._endpoint.conflicts(kwargs)
         if taken:
-            raise TypeError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
+            raise TypeError(f"{', '.join(taken)} cannot be combined with response_model: guardrail sets it "
                             "for the mode it chooses (use mode= to choose one)")
         contract = compile_contract(response_model)
         model = str(kwargs.get("model", ""))
@@ -97,6 +97,11 @@ class _Method:
     def _cache(self, use: bool) -> Cache | None:
         """The response cache for this call: the wrapper's, unless the call said ``cache=False``."""
         return self._binding.cache if use else None
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The wire format this method speaks (:class:`~guardrail.vendors.base.Endpoint`)."""
+        return self._endpoint
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("_binding", "_raw", "_quiet", "_endpoint"):
@@ -172,7 +177,7 @@ class StructuredMethod(_Method):
         validated; only the last item, the value, is. Streams do not use the response cache (``cache`` and
         ``prompt_version`` are accepted so one set of keywords serves every method).
         """
-        call = self._call(response_model, aliases, max_attempts, mode, budget, {**kwargs, "stream": True}, rules,
+        call = self._call(response_model, aliases, max_attempts, mode, budget, self._endpoint.streaming(kwargs), rules,
                           context)
         return StructuredStream(iterate_sync(call, self._quiet.create, self._binding.retry, previews=True))
 
@@ -241,7 +246,7 @@ class AsyncStructuredMethod(_Method):
                        **kwargs: Any) -> AsyncStructuredStream[Any]:
         """Stream previews with ``async for``, then the validated value; ``.result`` after the loop (no cache, as
         :meth:`StructuredMethod.create_partial`)."""
-        call = self._call(response_model, aliases, max_attempts, mode, budget, {**kwargs, "stream": True}, rules,
+        call = self._call(response_model, aliases, max_attempts, mode, budget, self._endpoint.streaming(kwargs), rules,
                           context)
         return AsyncStructuredStream(iterate_async(call, self._quiet.create, self._binding.retry, previews=True))
 
@@ -386,20 +391,3 @@ def _refuse(name: str) -> NoReturn:
         "value with the HTTP response (headers, status), or create_partial(...) for previews as the answer "
         "streams in")
 
-
-#: Request fields guardrail sets for its modes; the caller giving them too is a conflict, not a merge.
-_CONFLICTS: dict[str, frozenset[str]] = {
-    "chat": frozenset({"response_format", "tool_choice"}),
-    "responses": frozenset({"tool_choice", "text.format"}),
-    "messages": frozenset({"tool_choice", "output_config.format"}),
-}
-
-
-def _given(kwargs: Mapping[str, Any]) -> set[str]:
-    """The caller's keywords, with ``text.format``/``output_config.format`` named when those are set."""
-    names = set(kwargs)
-    for outer in ("text", "output_config"):
-        inner = kwargs.get(outer)
-        if isinstance(inner, Mapping) and inner.get("format") is not None:
-            names.add(f"{outer}.format")
-    return names

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
@@ -32,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from guardrail.call.cache import Cache
-from guardrail.call.client import WrappedClient, wrap
+from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.chain.breaker import CircuitBreaker, SharedCircuitBreaker
 from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused, SyncAsyncMismatch
@@ -40,6 +39,8 @@ from guardrail.gates.semantic import Rule, evaluate
 from guardrail.observe import metrics
 from guardrail.observe.telemetry import tier_span
 from guardrail.outcome import Budget, Outcome, Result, Usage
+from guardrail.vendors.openai_chat import split_messages
+from guardrail.vendors.registry import sdk_of
 
 T = TypeVar("T")
 
@@ -337,7 +338,7 @@ class Chain:
                            rules: Sequence[Rule] = (), prompt_version: str | None = None,
                            cache: bool = True) -> ChainResult[Any]:
         """Like :meth:`create`, returning the :class:`ChainResult`."""
-        system, user = _split_messages(messages)
+        system, user = split_messages(messages)
         return self.run(response_model, system=system, user=user, inputs=inputs or {"input": user},
                         context=context, rules=rules, prompt_version=prompt_version, cache=cache)
 
@@ -355,7 +356,7 @@ class Chain:
                                   rules: Sequence[Rule] = (), prompt_version: str | None = None,
                                   cache: bool = True) -> ChainResult[Any]:
         """The async :meth:`create_with_result` (through :meth:`arun`)."""
-        system, user = _split_messages(messages)
+        system, user = split_messages(messages)
         return await self.arun(response_model, system=system, user=user, inputs=inputs or {"input": user},
                                context=context, rules=rules, prompt_version=prompt_version, cache=cache)
 
@@ -363,18 +364,6 @@ class Chain:
 def _tier_outcome(tier: Tier, started: float) -> Outcome:
     """The record a non-vendor tier's typed non-answer carries (no vendor attempts, no usage)."""
     return Outcome(tier.name, tier.kind, tier.kind, (), Usage(), uuid.uuid4().hex, time.monotonic() - started, "")
-
-
-def _split_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
-    """(system, user) text from OpenAI-style messages (``system``/``developer`` vs the rest)."""
-    system: list[str] = []
-    user: list[str] = []
-    for message in messages:
-        content = message.get("content")
-        text = content if isinstance(content, str) else " ".join(
-            part.get("text", "") for part in content or () if isinstance(part, Mapping))
-        (system if message.get("role") in {"system", "developer"} else user).append(text)
-    return "\n".join(system), "\n".join(user)
 
 
 def _tighter(first: Budget | None, second: Budget | None) -> Budget | None:
@@ -406,7 +395,8 @@ def _reason(error: BaseException) -> str:
     return f"{name} ({kind})" if isinstance(kind, str) else f"{name}: {str(error)[:120]}"
 
 
-def vendor(client: Any, model: str, *, name: str | None = None, api: str | None = None, max_tokens: int = 1024,
+def vendor(client: Any, model: str, *, name: str | None = None, api: str | None = None,
+           max_tokens: int | None = None,
            max_attempts: int | None = None, mode: Any = None, budget: Budget | None = None,
            retry: RetryPolicy | None = None, breaker: CircuitBreaker | None = None,
            server: str | None = None, cache: Cache | None = None) -> Tier:
@@ -415,9 +405,11 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
     It runs the full attempt loop; its deadline is the tighter of its own (``retry.deadline``, by default the
     client's timeout) and what the chain has left. A sync client serves :meth:`Chain.run` (and
     :meth:`Chain.arun`, in a worker thread); an ``AsyncOpenAI``/``AsyncAnthropic`` client serves
-    :meth:`Chain.arun` only. ``cache`` is a response cache for this tier's answers
-    (:class:`~guardrail.call.cache.Cache`; default: the chain's ``cache``); the chain's request passes
-    ``prompt_version`` and ``cache=False`` on.
+    :meth:`Chain.arun` only. ``api`` picks the client's API (``"chat"``, ``"responses"``, ``"messages"``; by
+    default the client's own default). ``max_tokens`` is the output-token limit per request; unset, the
+    endpoint's default applies (none on OpenAI, Anthropic's required limit of 1024). ``cache`` is a response
+    cache for this tier's answers (:class:`~guardrail.call.cache.Cache`; default: the chain's ``cache``); the
+    chain's request passes ``prompt_version`` and ``cache=False`` on.
     """
     base_retry = retry or RetryPolicy()
     wrapped: WrappedClient = wrap(client, server=server, retry=base_retry, cache=cache)
@@ -437,15 +429,9 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
                                   "budget": _tighter(request.budget, budget), "rules": request.rules,
                                   "context": request.context, "prompt_version": request.prompt_version,
                                   "cache": request.cache}
-        if target.vendor == "anthropic" or api == "messages":
-            return target.messages.create_with_result(system=request.system, max_tokens=max_tokens,
-                                                      messages=[{"role": "user", "content": request.user}], **common)
-        if api == "responses":
-            return target.responses.create_with_result(instructions=request.system, input=request.user,
-                                                       max_output_tokens=max_tokens, **common)
-        return target.chat.completions.create_with_result(
-            messages=[{"role": "system", "content": request.system}, {"role": "user", "content": request.user}],
-            max_completion_tokens=max_tokens, **common)
+        method = structured_method(target, api)
+        return method.create_with_result(**method.endpoint.prompt_request(request.system, request.user,
+                                                                          max_tokens=max_tokens), **common)
 
     async def acall(request: Request, left: float | None) -> Any:
         return await call(request, left)
@@ -458,12 +444,9 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
 
 
 def _is_async_client(client: Any) -> bool:
-    """An ``AsyncOpenAI``/``AsyncAnthropic`` (or subclass) client; its SDK is imported if it is one."""
-    for module, name in (("openai", "AsyncOpenAI"), ("anthropic", "AsyncAnthropic")):
-        sdk = sys.modules.get(module)
-        if sdk is not None and isinstance(client, getattr(sdk, name)):
-            return True
-    return False
+    """An async vendor client (``AsyncOpenAI``/``AsyncAnthropic`` or a subclass); no SDK is imported to tell."""
+    found = sdk_of(client, load=False)
+    return found is not None and found[1]
 
 
 def local(model: Any, *, name: str = "local", temperature: float = 1.0, max_new_tokens: int = 512,

@@ -114,7 +114,7 @@ def choose(prompt: str, options: Sequence[str], *, backend: Any, threshold: floa
         return _gate(_local_choice(backend, prompt, options), threshold)
     if api.is_async:
         raise TypeError("the backend's client is openai.AsyncOpenAI: use `await guardrail.achoose(...)`")
-    response = api.sdk.chat.completions.create(**api.request(prompt, options))
+    response = api.create(api.request(prompt, options))
     return _api_choice(options, response, threshold)
 
 
@@ -127,7 +127,7 @@ async def achoose(prompt: str, options: Sequence[str], *, backend: Any, threshol
     api = _api(backend)
     if api is None or not api.is_async:
         return await asyncio.to_thread(choose, prompt, options, backend=backend, threshold=threshold)
-    response = await api.sdk.chat.completions.create(**api.request(prompt, options))
+    response = await api.create(api.request(prompt, options))
     return _api_choice(options, response, threshold)
 
 

@@ -64,6 +64,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from guardrail.errors import GuardrailError
+from guardrail.vendors.base import LogprobAnswer, LogprobStep
+from guardrail.vendors.openai_chat import ChatCompletions, logprob_request, read_logprobs
+from guardrail.vendors.registry import sdk_of
 
 __all__ = ["Answer", "Basis", "LogprobBackend", "LogprobsUnavailable", "Scored", "Step", "is_sdk_client", "read_reply",
            "score"]
@@ -137,19 +140,14 @@ class LogprobBackend:
         _Keys(options)
         listed = "\n".join(options)
         cap = self.max_tokens or min(64, 4 + max(len(option) for option in options))
-        return {
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": "Answer with exactly one of the options the user lists, copied "
-                                              "exactly as written, and nothing else."},
-                {"role": "user", "content": f"{prompt}\n\nOptions (one per line):\n{listed}\n\n"
-                                            "Answer with exactly one option."},
-            ],
-            "logprobs": True,
-            "top_logprobs": self.top_logprobs,
-            "temperature": 0,
-            "max_tokens": cap,
-        }
+        return logprob_request(self.model, "Answer with exactly one of the options the user lists, copied exactly "
+                               "as written, and nothing else.",
+                               f"{prompt}\n\nOptions (one per line):\n{listed}\n\nAnswer with exactly one option.",
+                               top_logprobs=self.top_logprobs, max_tokens=cap)
+
+    def create(self, request: dict[str, Any]) -> Any:
+        """Send ``request`` with the client's Chat Completions ``create`` (an awaitable for an async client)."""
+        return self.sdk.chat.completions.create(**request)
 
 
 def _sdk_client(client: Any) -> tuple[Any, bool]:
@@ -157,14 +155,14 @@ def _sdk_client(client: Any) -> tuple[Any, bool]:
 
     Raises :class:`LogprobsUnavailable` for an Anthropic client (wrapped or not).
     """
-    from guardrail.call.client import WrappedClient, _kind
+    from guardrail.call.client import unwrap
 
-    raw = client.__dict__["_raw"] if isinstance(client, WrappedClient) else client
-    try:
-        kind, is_async = _kind(raw)
-    except TypeError:
+    raw = unwrap(client)
+    found = sdk_of(raw)
+    if found is None:
         return None, False
-    if kind == "anthropic":
+    kind, is_async = found
+    if kind != ChatCompletions.sdk:
         raise LogprobsUnavailable("Anthropic's Messages API exposes no token logprobs, so guardrail.choose cannot "
                                   "score options with an Anthropic client; use an OpenAI (or OpenAI-compatible) "
                                   "client with LogprobBackend, or a guardrail.local.LocalModel")
@@ -179,49 +177,10 @@ def is_sdk_client(backend: Any) -> bool:
 
 # -- reading a reply ---------------------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One generated token (its UTF-8 bytes and logprob) and the listed alternatives at its position.
-
-    Logprobs are taken as the API sent them; :func:`score` reads NaN and ``-9999.0`` as probability 0."""
-
-    token: bytes
-    logprob: float
-    alternatives: tuple[tuple[bytes, float], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """The vendor-neutral part of a Chat Completions reply that scoring reads.
-
-    ``finished``: the answer ended on its own (not cut by ``max_tokens``); ``text``: the answer (or the
-    refusal) as text; ``refused``: the model refused.
-    """
-
-    steps: tuple[Step, ...]
-    finished: bool
-    text: str
-    refused: bool = False
-
-
-def _field(value: Any, name: str) -> Any:
-    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
-
-
-def _bytes(entry: Any) -> bytes:
-    raw = _field(entry, "bytes")
-    if isinstance(raw, list | tuple):
-        try:
-            return bytes(raw)
-        except (TypeError, ValueError):
-            pass
-    token = _field(entry, "token")
-    return token.encode() if isinstance(token, str) else b""
-
-
-def _logprob(entry: Any) -> float:
-    value = _field(entry, "logprob")
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+#: One generated token and its listed alternatives (read from the reply by the endpoint).
+Step = LogprobStep
+#: The vendor-neutral part of a reply that scoring reads.
+Answer = LogprobAnswer
 
 
 def _clean(logprob: float) -> float:
@@ -232,31 +191,16 @@ def _clean(logprob: float) -> float:
 
 
 def read_reply(response: Any) -> Answer:
-    """The steps of a ``ChatCompletion`` (the SDK object or its JSON as a dict).
+    """The steps of a ``ChatCompletion`` (the SDK object or its JSON as a dict), read by the Chat Completions
+    endpoint.
 
     Raises :class:`LogprobsUnavailable` when the reply carries no logprobs at all (a server that ignores
     ``logprobs=True``).
     """
-    choices = _field(response, "choices") or []
-    if not choices:
-        raise LogprobsUnavailable("the reply has no choices, so no logprobs")
-    choice = choices[0]
-    message = _field(choice, "message")
-    logprobs = _field(choice, "logprobs")
-    refusal = _field(message, "refusal")
-    content = _field(logprobs, "content") if logprobs is not None else None
-    if isinstance(refusal, str) and refusal:
-        return Answer((), True, refusal, refused=True)
-    if content is None:
-        raise LogprobsUnavailable("the server answered a logprobs=True request without logprobs: it does not "
-                                  "expose them (or not for this model), so choose cannot score the options")
-    steps = []
-    for entry in content:
-        alternatives = tuple((_bytes(alt), _logprob(alt)) for alt in (_field(entry, "top_logprobs") or []))
-        steps.append(Step(_bytes(entry), _logprob(entry), alternatives))
-    text = _field(message, "content")
-    return Answer(tuple(steps), _field(choice, "finish_reason") != "length",
-                 text if isinstance(text, str) else _split_utf8(b"".join(s.token for s in steps))[0])
+    answer = read_logprobs(response)
+    if answer.unavailable is not None:
+        raise LogprobsUnavailable(answer.unavailable)
+    return answer
 
 
 # -- scoring -----------------------------------------------------------------------------------------------

@@ -35,16 +35,18 @@ _tracer = trace.get_tracer("guardrail")
 
 
 @contextmanager
-def call_span(target: Target, model: str, request: dict[str, Any]) -> Iterator[tuple[Span, str]]:
-    """Open the call's span; yields it and the trace id (the span's, or a random one when tracing is off)."""
+def call_span(target: Target, model: str, *, temperature: float | None = None,
+              max_tokens: int | None = None) -> Iterator[tuple[Span, str]]:
+    """Open the call's span; yields it and the trace id (the span's, or a random one when tracing is off).
+
+    ``temperature`` and ``max_tokens`` are what the caller's request set (the endpoint reads them)."""
     provider = target.provider
     attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", **target.attributes(),
                                   "gen_ai.request.model": model, "gen_ai.output.type": "json"}
-    for key, name in (("temperature", "gen_ai.request.temperature"), ("max_tokens", "gen_ai.request.max_tokens"),
-                      ("max_completion_tokens", "gen_ai.request.max_tokens"),
-                      ("max_output_tokens", "gen_ai.request.max_tokens")):
-        if isinstance(request.get(key), (int, float)):
-            attributes[name] = request[key]
+    if temperature is not None:
+        attributes["gen_ai.request.temperature"] = temperature
+    if max_tokens is not None:
+        attributes["gen_ai.request.max_tokens"] = max_tokens
     with _tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes,
                                        record_exception=False, set_status_on_exception=False) as span:
         context = span.get_span_context()

@@ -14,13 +14,14 @@ import re
 import select
 import socket
 import sys
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from guardrail.testing.behaviours import Reply, error
 from guardrail.testing.recording import Api, RecordedRequest
-from guardrail.testing.rendering import new_id, resolve
+from guardrail.testing.rendering import Output, new_id, resolve
 from guardrail.testing.wire_anthropic import messages_body, messages_stream
 from guardrail.testing.wire_chat import chat_body, chat_stream
 from guardrail.testing.wire_errors import check_request, error_answer
@@ -31,7 +32,27 @@ if TYPE_CHECKING:
 
 __all__ = ["Handler", "Server"]
 
-_ROUTES: dict[str, Api] = {"/chat/completions": "chat", "/responses": "responses", "/messages": "messages"}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Wire:
+    """One API the emulator speaks: its route, and its wire module's writers of a JSON answer and of an event
+    stream (``failure``: the ``stream_error`` behaviour that ends the stream early, else ``None``)."""
+
+    route: str
+    body: Callable[[Output, RecordedRequest], dict[str, Any]]
+    stream: Callable[[Output, RecordedRequest, Reply | None], list[bytes]]
+
+
+#: Every API the emulator serves, one row per wire module.
+_WIRES: dict[Api, _Wire] = {
+    "chat": _Wire("/chat/completions", lambda out, request: chat_body(out), chat_stream),
+    "responses": _Wire("/responses", lambda out, request: responses_body(request, out),
+                       lambda out, request, failure: responses_stream(request, out, failure)),
+    "messages": _Wire("/messages", lambda out, request: messages_body(out),
+                      lambda out, request, failure: messages_stream(out, failure)),
+}
+_ROUTES: dict[str, Api] = {wire.route: api for api, wire in _WIRES.items()}
 #: The deployment prefix of Azure OpenAI paths (``openai.AzureOpenAI`` puts the model's deployment in the path).
 _AZURE_DEPLOYMENT = re.compile(r"^(?:/openai)?/deployments/[^/]+(?=/)")
 
@@ -144,13 +165,9 @@ class Handler(BaseHTTPRequestHandler):
         failure = behaviour if behaviour.kind == "stream_error" else None
         if failure is None:
             emulator._bill(out.input_tokens, out.output_tokens)
+        wire = _WIRES[request.api]
         if request.stream:
-            if request.api == "chat":
-                frames = chat_stream(out, request, failure)
-            elif request.api == "responses":
-                frames = responses_stream(request, out, failure)
-            else:
-                frames = messages_stream(out, failure)
+            frames = wire.stream(out, request, failure)
             if behaviour.kind == "malformed_event":
                 line = behaviour.line
                 if request.api == "messages" and not line.startswith("event:"):
@@ -159,12 +176,7 @@ class Handler(BaseHTTPRequestHandler):
                 frames = [*frames[:middle], line.encode() + b"\n\n", *frames[middle:]]
             self._send_stream(frames, request, behaviour)
             return
-        if request.api == "chat":
-            body = chat_body(out)
-        elif request.api == "responses":
-            body = responses_body(request, out)
-        else:
-            body = messages_body(out)
+        body = wire.body(out, request)
         self._send(200, "application/json", json.dumps(body).encode(), _id_headers(request), behaviour)
 
     # -- I/O -------------------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ from guardrail.tools.identity import Identity, current_identity, key_of
 from guardrail.tools.policy.binding import bind, bind_schema
 from guardrail.tools.policy.loader import PolicyError, load_policy
 from guardrail.tools.policy.model import Policy
+from guardrail.vendors.registry import endpoint_named, tool_calls_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -147,21 +148,13 @@ class ToolRegistry:
             self._tools.pop(name, None)
 
     def definitions(self, api: str, names: list[str] | None = None) -> list[dict[str, Any]]:
-        """The ``tools=`` list for a vendor request: ``api`` is ``"chat"``, ``"responses"`` or ``"messages"``."""
+        """The ``tools=`` list for a vendor request: ``api`` is ``"chat"``, ``"responses"`` or ``"messages"``
+        (the endpoint of that API writes each definition)."""
+        endpoint = endpoint_named(api)
         out: list[dict[str, Any]] = []
         for name in names or self.names():
             found = self._tools[name]
-            description = found.description or name
-            if api == "chat":
-                out.append({"type": "function",
-                            "function": {"name": name, "description": description, "parameters": found.schema()}})
-            elif api == "responses":
-                out.append({"type": "function", "name": name, "description": description,
-                            "parameters": found.schema(), "strict": False})
-            elif api == "messages":
-                out.append({"name": name, "description": description, "input_schema": found.schema()})
-            else:
-                raise ValueError(f"api must be 'chat', 'responses' or 'messages', not {api!r}")
+            out.append(endpoint.tool_definition(name, found.description or name, found.schema()))
         return out
 
 
@@ -615,32 +608,14 @@ class ToolOutcome:
         return self.error is None and not self.replayed
 
 
-def tool_calls_of(response: Any) -> list[tuple[str, str, str | None]]:
-    """(name, arguments JSON text, call id) of every tool call in an OpenAI Chat/Responses or Anthropic response."""
-    calls: list[tuple[str, str, str | None]] = []
-    for choice in getattr(response, "choices", None) or ():
-        for call in getattr(choice.message, "tool_calls", None) or ():
-            function = getattr(call, "function", None)
-            if function is not None:
-                calls.append((function.name, function.arguments or "", call.id))
-        break
-    for item in getattr(response, "output", None) or ():
-        if getattr(item, "type", None) == "function_call":
-            calls.append((item.name, item.arguments or "", item.call_id))
-    for block in getattr(response, "content", None) or ():
-        if getattr(block, "type", None) == "tool_use":
-            calls.append((block.name, json.dumps(block.input) if not isinstance(block.input, str) else block.input,
-                          block.id))
-    return calls
-
-
 def execute_tool_calls(response: Any, *, registry: ToolRegistry | None = None, store: Store | None = None,
                        request_id: str | None = None) -> list[ToolOutcome]:
     """Run every tool call in a vendor response through :func:`execute_tool_call` (each call on its own: one
     denial does not stop the others). Errors are returned, not raised, so the application can answer the model
     for each call (a denial's message is generic and fit to send back)."""
     outcomes = []
-    for name, arguments, call_id in tool_calls_of(response):
+    for call in tool_calls_of(response):
+        name, arguments, call_id = call.name, call.arguments, call.id
         try:
             done = run_tool_call(name, arguments, registry=registry, store=store, request_id=request_id)
         except Exception as error:  # one call's failure never stops the others; the caller sees each

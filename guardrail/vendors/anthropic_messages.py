@@ -14,6 +14,7 @@ from guardrail.vendors.base import (
     Endpoint,
     Exchange,
     Finish,
+    ToolCall,
     as_text,
     count,
     feedback_message,
@@ -31,8 +32,29 @@ class Messages(Endpoint):
 
     provider = "anthropic"
     api = "messages"
+    sdk = "anthropic"
+    paths = ("messages", "beta.messages")
     max_tokens_key = "max_tokens"
+    #: The Messages API requires a token limit on every request.
+    default_max_tokens = 1024
     list_fields = ("content",)
+    reserved = ("tool_choice", "output_config.format")
+
+    def prompt_request(self, system: str, user: str, *, max_tokens: int | None) -> dict[str, Any]:
+        return {"system": system, "messages": [{"role": "user", "content": user}],
+                self.max_tokens_key: max_tokens or self.default_max_tokens}
+
+    def tool_definition(self, name: str, description: str, schema: Mapping[str, Any], *,
+                        strict: bool = False) -> dict[str, Any]:
+        tool: dict[str, Any] = {"name": name, "description": description, "input_schema": schema}
+        if strict:
+            tool["strict"] = True
+        return tool
+
+    def tool_calls(self, response: Any) -> list[ToolCall]:
+        return [ToolCall(block.name, block.input if isinstance(block.input, str) else json.dumps(block.input),
+                         block.id)
+                for block in getattr(response, "content", None) or () if getattr(block, "type", None) == "tool_use"]
 
     def thinking(self, kwargs: Mapping[str, Any]) -> bool:
         thinking = kwargs.get("thinking")
@@ -46,10 +68,7 @@ class Messages(Endpoint):
             out["output_config"] = {**(out.get("output_config") or {}),
                                     "format": {"type": "json_schema", "schema": plan.schema}}
         elif plan.mode == "tool":
-            tool: dict[str, Any] = {"name": plan.name, "description": f"Report the {plan.name} result.",
-                                    "input_schema": plan.schema}
-            if plan.strict:
-                tool["strict"] = True
+            tool = self.tool_definition(plan.name, f"Report the {plan.name} result.", plan.schema, strict=plan.strict)
             out["tools"] = [*out.get("tools", ()), tool]
             out["tool_choice"] = {"type": "tool", "name": plan.name, "disable_parallel_tool_use": True}
         else:
@@ -58,7 +77,7 @@ class Messages(Endpoint):
             messages.extend(_replay(exchange))
         out["messages"] = messages
         if max_tokens is not None:
-            out["max_tokens"] = max_tokens
+            out[self.max_tokens_key] = max_tokens
         if temperature is not None:
             out["temperature"] = temperature
         return out

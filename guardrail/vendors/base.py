@@ -1,14 +1,19 @@
-"""What every vendor adapter shares: the completion record, the repair exchange, and the adapter contract.
+"""What every vendor adapter shares: guardrail's own records of what a vendor said, and the adapter contract.
 
-An adapter (one per wire format: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages) knows how
-to turn the caller's SDK keywords plus a :class:`~guardrail.call.modes.Plan` into the keywords for one SDK call,
-and how to read the SDK's response (or stream of events) into a :class:`Completion`. It holds no state
-between calls and does no I/O itself: the drivers call the SDK method it names.
+An adapter (one per wire format: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages) is the only
+place that knows that format. It turns the caller's SDK keywords plus a :class:`~guardrail.call.modes.Plan`
+into the keywords for one SDK call, builds plain prompt requests (the decorator, the chain's vendor tiers),
+tool definitions and the token-limit field, checks that an answer has the API's shape, and reads the SDK's
+response (or stream of events) into guardrail's own types: a :class:`Completion` (text, normalised finish
+reason, usage, refusal), :class:`ToolCall` records, a :class:`LogprobAnswer`. It holds no state between
+calls and does no I/O itself: the drivers call the SDK method it names. Every module outside
+``guardrail/vendors/`` speaks only these types (``tests/test_layout.py`` checks it).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +25,13 @@ if TYPE_CHECKING:
     from guardrail.call.modes import Plan
 
 Finish = Literal["stop", "length", "refusal", "content_filter", "other"]
+
+#: Request keywords that never change the answer (transport, billing, logging, streaming): left out of
+#: the response cache's key.
+TRANSPORT_KEYWORDS = frozenset({
+    "timeout", "extra_headers", "extra_query", "stream", "stream_options", "metadata", "user", "store",
+    "service_tier", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "idempotency_key",
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +52,48 @@ class Completion:
     tool_name: str | None = None
     model: str | None = None
     response_id: str | None = None
+
+    @property
+    def blocked(self) -> bool:
+        """The model refused, or the vendor's content filter stopped the answer: an answer, never retried."""
+        return self.finish in {"refusal", "content_filter"}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the model proposed: the tool's name, its arguments as JSON text (as the model wrote
+    them; never parsed here), and the vendor's id for the call (``None`` where the format has none)."""
+
+    name: str
+    arguments: str
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogprobStep:
+    """One generated token (its UTF-8 bytes and logprob) and the listed alternatives at its position.
+
+    Logprobs are taken as the API sent them; scoring reads NaN and ``-9999.0`` as probability 0."""
+
+    token: bytes
+    logprob: float
+    alternatives: tuple[tuple[bytes, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LogprobAnswer:
+    """The vendor-neutral part of a reply with token logprobs that ``guardrail.choose`` scores.
+
+    ``finished``: the answer ended on its own (not cut by the token limit); ``text``: the answer (or the
+    refusal) as text; ``refused``: the model refused. ``unavailable`` says why the reply carries no logprobs
+    to read (then ``steps`` is empty); ``None`` when it does.
+    """
+
+    steps: tuple[LogprobStep, ...]
+    finished: bool
+    text: str
+    refused: bool = False
+    unavailable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,18 +122,37 @@ class Endpoint(ABC):
     """The adapter contract for one wire format.
 
     Attributes:
-        provider: the ``gen_ai.provider.name`` value (``"openai"``, ``"anthropic"``, or the server kind).
+        provider: the ``gen_ai.provider.name`` value (``"openai"``, ``"anthropic"``, or the server kind), also
+            the provider column of the capability profiles (:data:`guardrail.call.modes.PROFILES`).
         api: ``"chat"``, ``"responses"`` or ``"messages"``.
         server: the self-hosted server kind (``"vllm"``, ``"sglang"``, ``"llamacpp"``, ``"ollama"``) or ``None``.
     """
 
     provider: str = ""
     api: str = ""
+    #: The SDK (its module name, a row of :data:`guardrail.vendors.registry.SDKS`) whose clients serve this API.
+    sdk: str = ""
+    #: The SDK resources (dotted paths from the client) whose ``create`` speaks this format; ``wrap`` replaces
+    #: each one the installed SDK version has. The first is the main one (``beta`` twins follow).
+    paths: tuple[str, ...] = ()
+    #: Whether OpenAI-compatible self-hosted servers (``wrap(client, server=...)``) serve this API as well.
+    self_hosted: bool = False
     #: The SDK keyword that carries the output-token limit on this endpoint.
     max_tokens_key: str = "max_tokens"
+    #: The output-token limit a plain prompt request sends when the caller set none: ``None`` leaves it to the
+    #: vendor; an API that requires one (Anthropic) names its default here.
+    default_max_tokens: int | None = None
     #: Fields every answer of this API carries as a list; an answer without them is not the API's (the SDKs
     #: build their models without validation, so a missing field reads as ``None``, not as an error).
     list_fields: tuple[str, ...] = ()
+    #: Request fields guardrail sets for its modes (``outer.inner`` for a nested one): the caller giving one
+    #: together with ``response_model`` is a conflict, never a silent merge.
+    reserved: tuple[str, ...] = ()
+    #: The request fields that carry what the model reads, counted by the budget's input estimate. One list for
+    #: the three endpoints (each field is counted, ``null`` when absent), so the estimate is the same whatever
+    #: the API; a new endpoint whose prompt travels in other fields adds them.
+    prompt_fields: tuple[str, ...] = ("messages", "input", "system", "instructions", "tools", "response_format",
+                                      "text", "output_config", "extra_body")
 
     def __init__(self, server: str | None = None) -> None:
         self.server = server
@@ -101,10 +174,60 @@ class Endpoint(ABC):
     def accumulator(self, tool: str | None) -> Accumulator:
         """A fresh accumulator for a streamed response (``tool`` as for :meth:`read`)."""
 
+    @abstractmethod
+    def prompt_request(self, system: str, user: str, *, max_tokens: int | None) -> dict[str, Any]:
+        """The SDK keywords (less ``model``) for one plain exchange: a system text and a user text.
+
+        ``max_tokens`` is the caller's output-token limit; without one, :attr:`default_max_tokens` (if any).
+        """
+
+    @abstractmethod
+    def tool_definition(self, name: str, description: str, schema: Mapping[str, Any], *,
+                        strict: bool = False) -> dict[str, Any]:
+        """One entry of the request's ``tools`` list: a function tool taking ``schema`` as its arguments."""
+
+    @abstractmethod
+    def tool_calls(self, response: Any) -> list[ToolCall]:
+        """Every tool call in a non-streamed SDK response of this API, in order (none for another API's)."""
+
+    def conflicts(self, kwargs: Mapping[str, Any]) -> list[str]:
+        """The :attr:`reserved` fields the caller gave (sorted)."""
+        found = []
+        for name in self.reserved:
+            outer, _, inner = name.partition(".")
+            given = kwargs.get(outer) if inner else None
+            if (inner and isinstance(given, Mapping) and given.get(inner) is not None) or \
+                    (not inner and outer in kwargs):
+                found.append(name)
+        return sorted(found)
+
+    def missing_fields(self, answer: Any) -> list[str]:
+        """The :attr:`list_fields` a parsed answer lacks: any at all means it is not this API's answer."""
+        return [name for name in self.list_fields if not isinstance(getattr(answer, name, None), list)]
+
     def max_tokens(self, kwargs: Mapping[str, Any]) -> int | None:
         """The output-token limit the caller set, if any."""
         value = kwargs.get(self.max_tokens_key)
         return value if isinstance(value, int) else None
+
+    def temperature(self, kwargs: Mapping[str, Any]) -> float | None:
+        """The sampling temperature the caller set, if any."""
+        given = kwargs.get("temperature")
+        return float(given) if isinstance(given, (int, float)) else None
+
+    def streams(self, kwargs: Mapping[str, Any]) -> bool:
+        """Whether these keywords ask for a streamed answer."""
+        return bool(kwargs.get("stream"))
+
+    def streaming(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The keywords asking for a streamed answer."""
+        return {**kwargs, "stream": True}
+
+    def estimate_input_tokens(self, request: Mapping[str, Any]) -> int:
+        """A conservative input-token estimate of a built request: a quarter of the characters of its
+        :attr:`prompt_fields`."""
+        sent = {key: request.get(key) for key in self.prompt_fields}
+        return math.ceil(len(json.dumps(sent, ensure_ascii=False, default=str)) / 4)
 
     def thinking(self, kwargs: Mapping[str, Any]) -> bool:
         """Whether the caller turned on extended thinking/reasoning that forbids forcing a tool."""

@@ -6,7 +6,8 @@ Self-hosted servers speak the same wire format but constrain decoding through th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from guardrail.call.modes import Plan
@@ -18,6 +19,9 @@ from guardrail.vendors.base import (
     Endpoint,
     Exchange,
     Finish,
+    LogprobAnswer,
+    LogprobStep,
+    ToolCall,
     count,
     feedback_message,
     instruction,
@@ -32,11 +36,37 @@ class ChatCompletions(Endpoint):
     """``client.chat.completions.create``."""
 
     api = "chat"
+    sdk = "openai"
+    paths = ("chat.completions", "beta.chat.completions")
+    self_hosted = True
+    max_tokens_key = "max_completion_tokens"
     list_fields = ("choices",)
+    reserved = ("response_format", "tool_choice")
 
     def __init__(self, server: str | None = None) -> None:
         super().__init__(server)
         self.provider = server or "openai"
+
+    def prompt_request(self, system: str, user: str, *, max_tokens: int | None) -> dict[str, Any]:
+        limit = max_tokens or self.default_max_tokens
+        return {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                **({self.max_tokens_key: limit} if limit else {})}
+
+    def tool_definition(self, name: str, description: str, schema: Mapping[str, Any], *,
+                        strict: bool = False) -> dict[str, Any]:
+        function: dict[str, Any] = {"name": name, "description": description, "parameters": schema}
+        if strict:
+            function["strict"] = True
+        return {"type": "function", "function": function}
+
+    def tool_calls(self, response: Any) -> list[ToolCall]:
+        calls: list[ToolCall] = []
+        for choice in (getattr(response, "choices", None) or ())[:1]:
+            for call in getattr(choice.message, "tool_calls", None) or ():
+                function = getattr(call, "function", None)
+                if function is not None:
+                    calls.append(ToolCall(function.name, function.arguments or "", call.id))
+        return calls
 
     def max_tokens(self, kwargs: Mapping[str, Any]) -> int | None:
         for key in ("max_completion_tokens", "max_tokens"):
@@ -56,11 +86,8 @@ class ChatCompletions(Endpoint):
             if extra:
                 out["extra_body"] = {**(out.get("extra_body") or {}), **extra}
         elif plan.mode == "tool":
-            function: dict[str, Any] = {"name": plan.name, "description": f"Report the {plan.name} result.",
-                                        "parameters": plan.schema}
-            if plan.strict:
-                function["strict"] = True
-            out["tools"] = [*out.get("tools", ()), {"type": "function", "function": function}]
+            tool = self.tool_definition(plan.name, f"Report the {plan.name} result.", plan.schema, strict=plan.strict)
+            out["tools"] = [*out.get("tools", ()), tool]
             out["tool_choice"] = {"type": "function", "function": {"name": plan.name}}
             out["parallel_tool_calls"] = False
         else:
@@ -182,3 +209,72 @@ class _ChatStream(Accumulator):
                               self.model, self.id)
         text = "".join(self.parts) if self.parts else None
         return Completion(text, finish, self.reason, self.usage, refusal, None, None, self.model, self.id)
+
+
+def split_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """(system, user) text from Chat Completions messages (``system``/``developer`` vs the rest; a list of
+    content parts is read for its text parts)."""
+    system: list[str] = []
+    user: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        text = content if isinstance(content, str) else " ".join(
+            part.get("text", "") for part in content or () if isinstance(part, Mapping))
+        (system if message.get("role") in {"system", "developer"} else user).append(text)
+    return "\n".join(system), "\n".join(user)
+
+
+# -- token logprobs (guardrail.choose) ------------------------------------------------------------------------
+
+def logprob_request(model: str, system: str, user: str, *, top_logprobs: int, max_tokens: int) -> dict[str, Any]:
+    """The ``chat.completions.create`` keywords for one greedy answer with its token logprobs."""
+    return {"model": model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "logprobs": True, "top_logprobs": top_logprobs, "temperature": 0, "max_tokens": max_tokens}
+
+
+def read_logprobs(response: Any) -> LogprobAnswer:
+    """The steps of a ``ChatCompletion`` (the SDK object or its JSON as a dict); ``unavailable`` set when the
+    reply carries no logprobs at all (a server that ignores ``logprobs=True``)."""
+    choices = _field(response, "choices") or []
+    if not choices:
+        return LogprobAnswer((), False, "", unavailable="the reply has no choices, so no logprobs")
+    choice = choices[0]
+    message = _field(choice, "message")
+    logprobs = _field(choice, "logprobs")
+    refusal = _field(message, "refusal")
+    content = _field(logprobs, "content") if logprobs is not None else None
+    if isinstance(refusal, str) and refusal:
+        return LogprobAnswer((), True, refusal, refused=True)
+    if content is None:
+        return LogprobAnswer((), False, "", unavailable=(
+            "the server answered a logprobs=True request without logprobs: it does not expose them (or not for "
+            "this model), so choose cannot score the options"))
+    steps = []
+    for entry in content:
+        alternatives = tuple((_bytes(alt), _logprob(alt)) for alt in (_field(entry, "top_logprobs") or []))
+        steps.append(LogprobStep(_bytes(entry), _logprob(entry), alternatives))
+    text = _field(message, "content")
+    return LogprobAnswer(tuple(steps), _field(choice, "finish_reason") != "length",
+                         text if isinstance(text, str) else b"".join(s.token for s in steps).decode(errors="ignore"))
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+
+
+def _bytes(entry: Any) -> bytes:
+    raw = _field(entry, "bytes")
+    if isinstance(raw, list | tuple):
+        try:
+            return bytes(raw)
+        except (TypeError, ValueError):
+            pass
+    token = _field(entry, "token")
+    return token.encode() if isinstance(token, str) else b""
+
+
+def _logprob(entry: Any) -> float:
+    value = _field(entry, "logprob")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+

@@ -13,6 +13,7 @@ from guardrail.vendors.base import (
     Endpoint,
     Exchange,
     Finish,
+    ToolCall,
     count,
     feedback_message,
     instruction,
@@ -25,8 +26,24 @@ class Responses(Endpoint):
 
     provider = "openai"
     api = "responses"
+    sdk = "openai"
+    paths = ("responses", "beta.responses")
     max_tokens_key = "max_output_tokens"
     list_fields = ("output",)
+    reserved = ("tool_choice", "text.format")
+
+    def prompt_request(self, system: str, user: str, *, max_tokens: int | None) -> dict[str, Any]:
+        limit = max_tokens or self.default_max_tokens
+        return {"instructions": system, "input": user, **({self.max_tokens_key: limit} if limit else {})}
+
+    def tool_definition(self, name: str, description: str, schema: Mapping[str, Any], *,
+                        strict: bool = False) -> dict[str, Any]:
+        return {"type": "function", "name": name, "description": description, "parameters": schema,
+                "strict": strict}
+
+    def tool_calls(self, response: Any) -> list[ToolCall]:
+        return [ToolCall(item.name, item.arguments or "", item.call_id)
+                for item in getattr(response, "output", None) or () if getattr(item, "type", None) == "function_call"]
 
     def build(self, kwargs: Mapping[str, Any], plan: Plan, history: list[Exchange], *,
               max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
@@ -37,8 +54,7 @@ class Responses(Endpoint):
         if plan.mode == "native":
             text["format"] = {"type": "json_schema", "name": plan.name, "schema": plan.schema, "strict": plan.strict}
         elif plan.mode == "tool":
-            tool = {"type": "function", "name": plan.name, "description": f"Report the {plan.name} result.",
-                    "parameters": plan.schema, "strict": plan.strict}
+            tool = self.tool_definition(plan.name, f"Report the {plan.name} result.", plan.schema, strict=plan.strict)
             out["tools"] = [*out.get("tools", ()), tool]
             out["tool_choice"] = {"type": "function", "name": plan.name}
             out["parallel_tool_calls"] = False
@@ -53,7 +69,7 @@ class Responses(Endpoint):
             items.extend(_replay(exchange))
         out["input"] = items
         if max_tokens is not None:
-            out["max_output_tokens"] = max_tokens
+            out[self.max_tokens_key] = max_tokens
         if temperature is not None:
             out["temperature"] = temperature
         return out
