@@ -17,6 +17,7 @@ import os
 from typing import Any
 
 import pytest
+from helpers import ToolEnv
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -72,3 +73,9 @@ def tiny() -> Any:
     from guardrail.testing.tiny import tiny_local_model
 
     return tiny_local_model()
+
+
+@pytest.fixture
+def env() -> ToolEnv:
+    """A private tool registry over a fresh memory store (tests/helpers.py's ToolEnv)."""
+    return ToolEnv()
