@@ -180,6 +180,17 @@ def audits(logs: list[Any]) -> list[dict[str, Any]]:
     return [entry for entry in logs if entry.get("event") == "guardrail.audit"]
 
 
+# ------------------------------------------------------------------------------------- contracts shared by modules
+
+
+class LooseTicket(BaseModel):
+    """A triage ticket with no bounds on its fields (any integer urgency): fault tests, where only the transport
+    may fail."""
+
+    urgency: int
+    summary: str
+
+
 # ----------------------------------------------------------------------- a printer ticket, asked for on any endpoint
 
 

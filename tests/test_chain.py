@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +48,6 @@ FAULTS = {
     "never valid": lambda: [reply.answer('{"urgency": 9}'), reply.answer('{"urgency": "high"}')],
     "schema rejected everywhere": lambda: [reply.schema_rejected()] * 4,
 }
-
-
-@pytest.fixture
-def emulators() -> Iterator[tuple[Emulator, Emulator]]:
-    with Emulator() as primary, Emulator() as backup:
-        yield primary, backup
 
 
 def tiers(primary: Emulator, backup: Emulator, breakers: dict[str, CircuitBreaker] | None = None

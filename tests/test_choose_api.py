@@ -30,11 +30,6 @@ USER = [{"role": "user", "content": "Category?"}]
 
 
 @pytest.fixture
-def emu(guardrail_emulator: Emulator) -> Emulator:
-    return guardrail_emulator  # the pytest plugin's emulator and client (guardrail.testing.pytest_plugin)
-
-
-@pytest.fixture
 def oai(guardrail_openai: openai.OpenAI) -> openai.OpenAI:
     return guardrail_openai
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterator
 from datetime import date
 from enum import StrEnum
 from typing import Any, Literal
@@ -53,12 +52,6 @@ class Answer(BaseModel):
     status: Literal["answered", "refused", "unknown"]
     text: str = ""
     evidence: list[str] = []
-
-
-@pytest.fixture
-def emu() -> Iterator[Emulator]:
-    with Emulator() as server:
-        yield server
 
 
 def ask(emu: Emulator, model: Any, **kwargs: Any) -> Any:

@@ -43,12 +43,6 @@ GOOD = '{"urgency": 4, "summary": "The parcel is two weeks late and the customer
 FAST = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=0.2, deadline=10)
 
 
-@pytest.fixture
-def emu() -> Any:
-    with Emulator() as server:
-        yield server
-
-
 def clients(emu: Emulator) -> dict[str, Any]:
     oai = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="test", timeout=5), retry=FAST)
     claude = guardrail.wrap(anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="test", timeout=5),
