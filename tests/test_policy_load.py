@@ -1,6 +1,7 @@
 """Policies and tools agree or fail loudly (issue 13, item 7): a policy naming an argument the tool lacks, or a
 path/URL/SQL argument without its checker, is a load error with file:line and the reason; the README's and the
-docs' tool examples load with the shipped policies; a relative path base is relative to the policy file."""
+docs' tool examples load with the shipped policies; a relative path base is relative to the policy file. A policy
+that cannot load (unparsable, non-finite numbers, two files for one tool) is refused, and the tool denies."""
 
 from __future__ import annotations
 

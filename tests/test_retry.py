@@ -1,4 +1,6 @@
-"""Transport failure classification and Retry-After reading, on real SDK exception objects."""
+"""Transport failure classification and Retry-After reading, on real SDK exception objects; then the same retries
+through the wrapper on every endpoint against the emulator (other retryable statuses, HTTP-date Retry-After, a wait
+that would pass the deadline)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The semantic gate: rules over validated answers, through the wrapped client against the emulator."""
+"""The semantic gate: rules over validated answers, through the wrapped client against the emulator; paths through
+lists and missing fields, odd statuses, missing context and hostile values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Streaming partial objects: previews while the vendor streams, then the validated value; never a partial result."""
+"""Streaming partial objects: previews while the vendor streams, then the validated value; never a partial result.
+Streamed structured calls on every endpoint, sync and async: repairs, truncation, refusals, mid-stream errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Spans follow the OpenTelemetry GenAI conventions; structlog events per attempt; no content unless asked."""
+"""Spans follow the OpenTelemetry GenAI conventions; structlog events per attempt; no content unless asked; every
+call (sync, async, a partial stream left early) ends its span before it returns."""
 
 from __future__ import annotations
 

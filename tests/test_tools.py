@@ -1,5 +1,6 @@
 """Guarded tools end to end: parse -> validate -> semantic -> authorization -> approval -> limits -> idempotent
-execution -> audit. Real policy files from policies/, real stores, real threads and asyncio."""
+execution -> audit. Real policy files from policies/, real stores, real threads and asyncio. Then tool names,
+signatures and arguments, tool calls read from real SDK responses, and hostile argument JSON."""
 
 from __future__ import annotations
 
