@@ -233,6 +233,7 @@ def test_run_refuses_an_async_tier_before_sending_anything(emu: Emulator, api: s
     assert emu.requests == []
 
 
+@pytest.mark.slow
 def test_a_sync_tier_that_returns_a_coroutine_is_refused_and_the_coroutine_closed() -> None:
     async def later(request: Any, left: Any) -> LooseTicket:
         return LooseTicket(urgency=1, summary="")
