@@ -18,14 +18,17 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import aclosing, closing
 from typing import Any
 
+from opentelemetry.trace import Span
 from tenacity import AsyncRetrying, Retrying
 
 from guardrail.call.engine import DEADLINE, Call, Received, Send, attempt_loop
 from guardrail.call.exchange import exchange_async, exchange_sync
 from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.errors import CallError
+from guardrail.observe.metrics import record_call, request
+from guardrail.observe.target import Target, target_of
 from guardrail.observe.telemetry import call_span, finish_span
-from guardrail.outcome import Partial, Result
+from guardrail.outcome import Outcome, Partial, Result
 from guardrail.parse.partial import preview
 from guardrail.vendors.base import Accumulator, Completion
 from guardrail.vendors.failures import Failure, classify
@@ -59,15 +62,19 @@ async def run_async(call: Call, method: Callable[..., Awaitable[Any]], policy: R
 def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
                  previews: bool) -> Generator[Item, None, None]:
     """Run the loop, yielding previews of streamed answers (if ``previews``) and the result last."""
-    with call_span(call.endpoint.provider, call.model, dict(call.kwargs)) as (span, trace_id):
-        call = dataclasses.replace(call, trace_id=trace_id)
+    target = target_of(method, call.endpoint.provider)
+    with call_span(target, call.model, dict(call.kwargs)) as (span, trace_id):
+        call = dataclasses.replace(call, trace_id=trace_id, provider=target.provider)
         deadline_at = _deadline(policy, call)
         loop = attempt_loop(call)
+        sent_requests: list[dict[str, Any]] = []  # each attempt's keywords, for content capture
         try:
             effect = next(loop)
             while True:
                 received: Received | None = None
-                with closing(_send_sync(method, call, effect, policy, deadline_at, previews)) as sent:
+                if call.settings.capture_content:
+                    sent_requests.append(effect.kwargs)
+                with closing(_send_sync(method, call, effect, policy, deadline_at, previews, target)) as sent:
                     for item in sent:
                         if isinstance(item, Received):
                             received = item
@@ -76,25 +83,30 @@ def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
                 assert received is not None
                 effect = loop.send(received)
         except StopIteration as stop:
-            finish_span(span, stop.value, None, capture_content=call.settings.capture_content)
+            _finish(span, call, target, stop.value, None, sent_requests)
             yield stop.value
         except CallError as error:
-            finish_span(span, error.outcome, error, capture_content=call.settings.capture_content)
+            _finish(span, call, target, error.outcome, error, sent_requests)
             raise
 
 
 async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], policy: RetryPolicy, *,
                         previews: bool) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
-    with call_span(call.endpoint.provider, call.model, dict(call.kwargs)) as (span, trace_id):
-        call = dataclasses.replace(call, trace_id=trace_id)
+    target = target_of(method, call.endpoint.provider)
+    with call_span(target, call.model, dict(call.kwargs)) as (span, trace_id):
+        call = dataclasses.replace(call, trace_id=trace_id, provider=target.provider)
         deadline_at = _deadline(policy, call)
         loop = attempt_loop(call)
+        sent_requests: list[dict[str, Any]] = []  # each attempt's keywords, for content capture
         try:
             effect = next(loop)
             while True:
                 received: Received | None = None
-                async with aclosing(_send_async(method, call, effect, policy, deadline_at, previews)) as sent:
+                if call.settings.capture_content:
+                    sent_requests.append(effect.kwargs)
+                async with aclosing(_send_async(method, call, effect, policy, deadline_at, previews,
+                                                target)) as sent:
                     async for item in sent:
                         if isinstance(item, Received):
                             received = item
@@ -103,11 +115,18 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], polic
                 assert received is not None
                 effect = loop.send(received)
         except StopIteration as stop:
-            finish_span(span, stop.value, None, capture_content=call.settings.capture_content)
+            _finish(span, call, target, stop.value, None, sent_requests)
             yield stop.value
         except CallError as error:
-            finish_span(span, error.outcome, error, capture_content=call.settings.capture_content)
+            _finish(span, call, target, error.outcome, error, sent_requests)
             raise
+
+
+def _finish(span: Span, call: Call, target: Target, outcome: Outcome, error: CallError | None,
+            requests: list[dict[str, Any]]) -> None:
+    """The call's end: its span's attributes and guardrail's counters (:mod:`guardrail.observe.metrics`)."""
+    finish_span(span, outcome, error, capture_content=call.settings.capture_content, requests=requests)
+    record_call(target, outcome, error, outcome.value if isinstance(outcome, Result) else None)
 
 
 def _deadline(policy: RetryPolicy, call: Call) -> float | None:
@@ -162,7 +181,8 @@ class _Previewer:
 
 
 def _send_sync(method: Callable[..., Any], call: Call, effect: Send, policy: RetryPolicy,
-               deadline_at: float | None, previews: bool) -> Generator[Partial | Received, None, None]:
+               deadline_at: float | None, previews: bool, target: Target
+               ) -> Generator[Partial | Received, None, None]:
     started, calls = time.monotonic(), 0
     try:
         for attempt in Retrying(**policy.tenacity_kwargs(deadline_at)):
@@ -172,9 +192,11 @@ def _send_sync(method: Callable[..., Any], call: Call, effect: Send, policy: Ret
                     yield _deadline_failure(calls, started)
                     return
                 calls += 1
-                completion = yield from exchange_sync(
-                    method, call.endpoint, kwargs, stream=effect.stream, tool=effect.tool, deadline_at=deadline_at,
-                    show=_Previewer(effect) if previews and effect.stream else None)
+                with request(target, call.model) as sent:  # the GenAI client metrics of this HTTP request
+                    completion = yield from exchange_sync(
+                        method, call.endpoint, kwargs, stream=effect.stream, tool=effect.tool,
+                        deadline_at=deadline_at, show=_Previewer(effect) if previews and effect.stream else None)
+                    sent.usage, sent.response_model = completion.usage, completion.model
     except Exception as error:
         yield _failed(error, calls, started, deadline_at)
         return
@@ -182,7 +204,8 @@ def _send_sync(method: Callable[..., Any], call: Call, effect: Send, policy: Ret
 
 
 async def _send_async(method: Callable[..., Awaitable[Any]], call: Call, effect: Send, policy: RetryPolicy,
-                      deadline_at: float | None, previews: bool) -> AsyncGenerator[Partial | Received, None]:
+                      deadline_at: float | None, previews: bool, target: Target
+                      ) -> AsyncGenerator[Partial | Received, None]:
     started, calls = time.monotonic(), 0
     completion: Completion | None = None
     try:
@@ -194,13 +217,16 @@ async def _send_async(method: Callable[..., Awaitable[Any]], call: Call, effect:
                     return
                 calls += 1
                 show = _Previewer(effect) if previews and effect.stream else None
-                async with aclosing(exchange_async(method, call.endpoint, kwargs, stream=effect.stream,
-                                                   tool=effect.tool, deadline_at=deadline_at, show=show)) as items:
-                    async for item in items:
-                        if isinstance(item, Completion):
-                            completion = item
-                        else:
-                            yield item
+                with request(target, call.model) as sent:  # the GenAI client metrics of this HTTP request
+                    async with aclosing(exchange_async(method, call.endpoint, kwargs, stream=effect.stream,
+                                                       tool=effect.tool, deadline_at=deadline_at,
+                                                       show=show)) as items:
+                        async for item in items:
+                            if isinstance(item, Completion):
+                                completion = item
+                                sent.usage, sent.response_model = item.usage, item.model
+                            else:
+                                yield item
     except Exception as error:
         yield _failed(error, calls, started, deadline_at)
         return
