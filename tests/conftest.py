@@ -14,10 +14,15 @@ slow CI box into flaky failures. Hang guards in the tests themselves are generou
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from helpers import ToolEnv
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from guardrail.testing import Emulator
 
 settings.register_profile(
     "guardrail",
@@ -72,3 +77,25 @@ def tiny() -> Any:
     from guardrail.testing.tiny import tiny_local_model
 
     return tiny_local_model()
+
+
+@pytest.fixture
+def env() -> ToolEnv:
+    """A private tool registry over a fresh memory store (tests/helpers.py's ToolEnv)."""
+    return ToolEnv()
+
+
+@pytest.fixture
+def emu(guardrail_emulator: Emulator) -> Emulator:
+    """The vendor emulator of one test: the guardrail pytest plugin's ``guardrail_emulator`` (a fresh one per
+    test, schema checks on, no latency). Tests that need an emulator with special arguments build their own."""
+    return guardrail_emulator
+
+
+@pytest.fixture
+def emulators() -> Iterator[tuple[Emulator, Emulator]]:
+    """Two vendor emulators of one test (a chain's primary and backup)."""
+    from guardrail.testing import Emulator
+
+    with Emulator() as primary, Emulator() as backup:
+        yield primary, backup

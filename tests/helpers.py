@@ -9,12 +9,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from tenacity import RetryCallState
 
 import guardrail
 from guardrail.call.retry import RetryPolicy
+from guardrail.store.base import Store
+from guardrail.store.memory import MemoryStore
 from guardrail.testing import Emulator
+from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.policy.loader import parse_policy
 
 T = TypeVar("T")
 
@@ -135,3 +139,146 @@ def structured_call(emu: Emulator, api: str, is_async: bool, stream: bool, respo
         return await method.create(response_model=response_model, **kwargs)
 
     return asyncio.run(go())
+
+
+# ------------------------------------------------------------------------------- guarded tools, one test at a time
+
+#: What a denied caller (and the model) is told, whatever the reason.
+GENERIC = "This action is not permitted."
+#: A policy's one allow rule: any identified caller.
+OPEN = '[[allow]]\nid = "anyone"\n'
+#: The same, behind a human approval.
+APPROVAL = 'approval = "required"\n' + OPEN
+
+
+class ToolEnv:
+    """A private registry and store; ``add`` registers a function under a policy written as TOML text, ``call``
+    runs a tool call through every gate (``execute_tool_call``) and ``calls`` lists what really ran."""
+
+    def __init__(self, store: Store | None = None) -> None:
+        self.registry = ToolRegistry()
+        self.store: Store = store or MemoryStore()
+        self.calls: list[tuple[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def add(self, fn: Callable[..., Any], policy: str, *, name: str | None = None, **kwargs: Any) -> None:
+        tool_name = name or fn.__name__
+        text = policy if policy.lstrip().startswith("tool") else f'tool = "{tool_name}"\n{policy}'
+        tool(name=tool_name, policy=parse_policy(text), registry=self.registry, **kwargs)(fn)
+
+    def ran(self, name: str, value: Any) -> Any:
+        """Record that a tool really ran; returns None (so ``lambda: env.ran(...) or result`` works)."""
+        with self.lock:
+            self.calls.append((name, value))
+
+    def call(self, name: str, arguments: Any, **kwargs: Any) -> Any:
+        return execute_tool_call(name, arguments, registry=self.registry, store=self.store, **kwargs)
+
+
+def audits(logs: list[Any]) -> list[dict[str, Any]]:
+    """The audit records among structlog's captured entries."""
+    return [entry for entry in logs if entry.get("event") == "guardrail.audit"]
+
+
+# ------------------------------------------------------------------------------------- contracts shared by modules
+
+
+class LooseTicket(BaseModel):
+    """A triage ticket with no bounds on its fields (any integer urgency): fault tests, where only the transport
+    may fail."""
+
+    urgency: int
+    summary: str
+
+
+# ----------------------------------------------------------------------- a printer ticket, asked for on any endpoint
+
+
+class Ticket(BaseModel):
+    """The printer ticket of the wrapper's tests (its name, ``Ticket``, is the schema and tool name sent)."""
+
+    title: str
+    priority: int = Field(ge=1, le=5)
+    tags: list[str] = []
+
+
+class TimeSpan(BaseModel):
+    """A list item with a start and an end (a list root is wrapped as ``{"result": [...]}`` for the vendor)."""
+
+    start: float
+    end: float
+
+
+PRINTER_GOOD = '{"title": "Printer on fire", "priority": 5, "tags": ["hw"]}'
+PRINTER_TICKET = Ticket(title="Printer on fire", priority=5, tags=["hw"])
+PRINTER_BAD = '{"title": 7, "priority": 9}'
+PRINTER_MESSAGES = [{"role": "user", "content": "File a ticket for the burning printer."}]
+PRINTER_RETRY = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=0.2, deadline=10)
+CLAUDE = "claude-sonnet-5-5"
+#: The three endpoints: OpenAI Chat Completions and Responses, Anthropic Messages.
+APIS = ["chat", "responses", "messages"]
+
+
+def sdk_client(emu: Emulator, api: str, *, is_async: bool = False, timeout: float = 5, max_retries: int = 2) -> Any:
+    """The real SDK client for ``api`` pointed at ``emu`` (the SDK's own retries as given)."""
+    import anthropic
+    import openai
+
+    if api == "messages":
+        cls: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
+        return cls(base_url=emu.anthropic_base_url, api_key="test", timeout=timeout, max_retries=max_retries)
+    cls = openai.AsyncOpenAI if is_async else openai.OpenAI
+    return cls(base_url=emu.openai_base_url, api_key="test", timeout=timeout, max_retries=max_retries)
+
+
+def wrapped_client(emu: Emulator, api: str, *, is_async: bool = False, retry: RetryPolicy = PRINTER_RETRY,
+                   timeout: float = 5, **options: Any) -> Any:
+    """``guardrail.wrap`` over :func:`sdk_client`."""
+    return guardrail.wrap(sdk_client(emu, api, is_async=is_async, timeout=timeout), retry=retry, **options)
+
+
+def api_method(wrapped: Any, api: str) -> Any:
+    """The wrapped client's create-method namespace for ``api``."""
+    return {"chat": lambda: wrapped.chat.completions, "responses": lambda: wrapped.responses,
+            "messages": lambda: wrapped.messages}[api]()
+
+
+def printer_args(api: str, **kwargs: Any) -> dict[str, Any]:
+    """The SDK arguments of a minimal call on ``api`` (overridable)."""
+    if api == "chat":
+        base: dict[str, Any] = {"model": "gpt-4o", "messages": PRINTER_MESSAGES}
+    elif api == "responses":
+        base = {"model": "gpt-4o", "input": "File a ticket for the burning printer."}
+    else:
+        base = {"model": CLAUDE, "max_tokens": 256, "messages": PRINTER_MESSAGES}
+    base.update(kwargs)
+    return base
+
+
+def printer_call(emu: Emulator, api: str, *, result: bool = True, **kwargs: Any) -> Any:
+    """One structured call on ``api`` (a :class:`Ticket` unless ``response_model`` says otherwise): the result
+    record (``create_with_result``) or, with ``result=False``, the value; ``wrap_options`` go to ``wrap``."""
+    kwargs.setdefault("response_model", Ticket)
+    wrap_options = kwargs.pop("wrap_options", {})
+    target = api_method(wrapped_client(emu, api, **wrap_options), api)
+    fn = target.create_with_result if result else target.create
+    return fn(**printer_args(api, **kwargs))
+
+
+def printer_acall(emu: Emulator, api: str, *, result: bool = True, **kwargs: Any) -> Any:
+    """:func:`printer_call` through the async client (in a fresh event loop)."""
+    import asyncio
+
+    kwargs.setdefault("response_model", Ticket)
+
+    async def main() -> Any:
+        target = api_method(wrapped_client(emu, api, is_async=True), api)
+        fn = target.create_with_result if result else target.create
+        return await fn(**printer_args(api, **kwargs))
+
+    return asyncio.run(main())
+
+
+def conversation(api: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conversation a request sent: Responses' ``input`` items, or the ``messages``."""
+    return list(body["input"] if api == "responses" else body["messages"])

@@ -30,11 +30,6 @@ USER = [{"role": "user", "content": "Category?"}]
 
 
 @pytest.fixture
-def emu(guardrail_emulator: Emulator) -> Emulator:
-    return guardrail_emulator  # the pytest plugin's emulator and client (guardrail.testing.pytest_plugin)
-
-
-@pytest.fixture
 def oai(guardrail_openai: openai.OpenAI) -> openai.OpenAI:
     return guardrail_openai
 
@@ -444,3 +439,34 @@ def test_property_through_the_sdk_and_the_emulator(shared_backend: tuple[Emulato
         choice = error.choice
     check_distribution(options, choice.probabilities)
     assert server.pending == 0
+
+
+# ----------------------------------------------------------------------------- prefixes, Korean, numbers and spaces
+
+
+def test_api_choose_with_prefixes_korean_numbers_and_spaces() -> None:
+    import openai
+
+    from guardrail.testing import Emulator, reply
+
+    with Emulator() as emu:
+        client = openai.OpenAI(base_url=emu.openai_base_url, api_key="t", max_retries=0, timeout=10)
+        backend = LogprobBackend(client, "gpt-test")
+
+        def choose(steps: list[Any], options: list[str], **kw: Any) -> Choice:
+            emu.script(reply.logprobs(steps))
+            return guardrail.choose("Q?", options, backend=backend, **kw)
+
+        said = choose([{"yes": 0.9, "no": 0.1}, {" please": 0.95, ".": 0.05}], ["yes", "yes please", "no"])
+        assert said.best == "yes please" and said.probabilities["yes please"] == pytest.approx(0.855)
+        korean = choose([{"배송": 0.8, "결제": 0.2}, {" 지연": 0.7, "\n": 0.3}], ["배송", "배송 지연", "결제"])
+        assert korean.probabilities == pytest.approx({"배송": 0.24, "배송 지연": 0.56, "결제": 0.2})
+        numbers = choose([{"3": 0.9, "4": 0.1}, {".": 0.8, "\n": 0.2}, {"5": 1.0}], ["3", "3.5", "4"])
+        assert numbers.probabilities == pytest.approx({"3": 0.18, "3.5": 0.72, "4": 0.1})
+        spaced = choose([{"yes": 0.6, "no": 0.4}], [" yes", " no"])
+        assert spaced.best == " yes" and spaced.confidence == pytest.approx(0.6)
+        assert choose([{"yes": 1.0}], ["yes", "no"], threshold=1).probabilities == {"yes": 1.0, "no": 0.0}
+        assert choose([{"Yes": 0.5, "No": 0.5}], ["Yes", "No"], threshold=0.5).best == "Yes"  # not below
+        with pytest.raises(Uncertain):
+            choose([{"Yes": 0.5, "No": 0.5}], ["Yes", "No"], threshold=0.5000001)
+        client.close()

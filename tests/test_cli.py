@@ -246,6 +246,7 @@ def test_an_emulator_port_already_in_use_is_one_line(capsys: pytest.CaptureFixtu
 
 
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+@pytest.mark.slow
 def test_demo_without_the_vendor_sdk_names_the_extra_to_install(vendor: str) -> None:
     """``sys.modules[name] = None`` makes ``import name`` fail exactly as on an install without the extra."""
     done = console_script("demo", "--vendor", vendor, prelude=f"sys.modules[{vendor!r}] = None; ")
@@ -253,6 +254,7 @@ def test_demo_without_the_vendor_sdk_names_the_extra_to_install(vendor: str) -> 
     one_line(done.stderr, "guardrail demo:", f"pip install 'guardrail-llm[{vendor}]'")
 
 
+@pytest.mark.slow
 def test_demo_with_an_unknown_vendor_in_the_environment_is_one_line() -> None:
     done = console_script("demo", env={"OPENAI_API_KEY": "sk-test", "GUARDRAIL_VENDOR": "mistral"})
     assert done.returncode == 1
@@ -261,6 +263,7 @@ def test_demo_with_an_unknown_vendor_in_the_environment_is_one_line() -> None:
 
 @pytest.mark.parametrize("args", [("schema", "guardrail.cli.triage:Ticket", "--json"),
                                   ("schema", "guardrail.cli.triage:Ticket")])
+@pytest.mark.slow
 def test_a_reader_that_goes_away_ends_the_command_quietly(args: tuple[str, ...]) -> None:
     """``guardrail schema ... | head -c 10``, made deterministic: the pipe's read end is closed before the
     command starts, so its first write fails with EPIPE (a real ``head`` may or may not exit in time)."""

@@ -30,12 +30,6 @@ MESSAGES = [{"role": "user", "content": "Read the invoice."}]
 FAST = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=0.5, deadline=10)
 
 
-@pytest.fixture
-def emu() -> Any:
-    with Emulator() as server:
-        yield server
-
-
 def wrapped(emu: Emulator, **options: Any) -> Any:
     raw = anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="test", timeout=5)
     return guardrail.wrap(raw, retry=FAST, **options)

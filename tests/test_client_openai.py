@@ -7,7 +7,7 @@ from typing import Any
 
 import openai
 import pytest
-from helpers import RecordingRetry
+from helpers import RecordingRetry, Ticket, TimeSpan
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 import guardrail
@@ -18,17 +18,6 @@ from guardrail.errors import OutputTruncated, VendorUnavailable
 from guardrail.testing import Emulator, reply
 
 
-class Ticket(BaseModel):
-    title: str
-    priority: int = Field(ge=1, le=5)
-    tags: list[str] = []
-
-
-class Segment(BaseModel):
-    start: float
-    end: float
-
-
 class WithDefault(BaseModel):
     name: str
     retries: int = 3
@@ -37,12 +26,6 @@ class WithDefault(BaseModel):
 GOOD = '{"title": "Printer on fire", "priority": 5, "tags": ["hw"]}'
 MESSAGES = [{"role": "user", "content": "File a ticket for the burning printer."}]
 FAST = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=0.5, deadline=10)
-
-
-@pytest.fixture
-def emu() -> Any:
-    with Emulator() as server:
-        yield server
 
 
 def wrapped(emu: Emulator, *, retry: guardrail.RetryPolicy = FAST, **wrap_options: Any) -> Any:
@@ -183,8 +166,8 @@ def test_a_mapping_contract_skips_strict_modes_that_would_force_an_empty_object(
 def test_a_list_root_is_wrapped_for_the_vendor_and_unwrapped_for_the_caller(emu: Emulator) -> None:
     emu.script(reply.answer('{"result": [{"start": 0, "end": 1.5}]}'))
     segments = wrapped(emu).chat.completions.create(model="gpt-4o", messages=MESSAGES,
-                                                    response_model=list[Segment])
-    assert segments == [Segment(start=0, end=1.5)]
+                                                    response_model=list[TimeSpan])
+    assert segments == [TimeSpan(start=0, end=1.5)]
     schema = emu.requests[0].schema
     assert schema is not None and schema["type"] == "object" and "result" in schema["properties"]
 
@@ -398,8 +381,8 @@ def test_self_hosted_servers_get_their_own_constrained_decoding_fields(
         emu: Emulator, server: str, field_path: tuple[str, ...]) -> None:
     emu.script(reply.answer('[{"start": 0, "end": 1}]'))
     client = wrapped(emu, server=server)
-    value = client.chat.completions.create(model="local", messages=MESSAGES, response_model=list[Segment])
-    assert value == [Segment(start=0, end=1)]
+    value = client.chat.completions.create(model="local", messages=MESSAGES, response_model=list[TimeSpan])
+    assert value == [TimeSpan(start=0, end=1)]
     node: Any = emu.requests[0].body
     for key in field_path:
         node = node[key]

@@ -17,13 +17,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import openai
 import pytest
-from helpers import endpoint_client, endpoint_method, structured_call
-from pydantic import BaseModel
+from helpers import LooseTicket, endpoint_client, endpoint_method, structured_call
 
 import guardrail
 from guardrail.call.retry import RetryPolicy
@@ -55,17 +54,6 @@ SLOW: dict[str, tuple[Callable[[], Reply], bool]] = {
 }
 
 
-class Ticket(BaseModel):
-    urgency: int
-    summary: str
-
-
-@pytest.fixture
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
 def client_for(emu: Emulator, api: str, is_async: bool) -> Any:
     return endpoint_client(emu, api, is_async, 30.0)
 
@@ -91,7 +79,7 @@ def bounded(run: Callable[[], Any]) -> Any:
 
 
 def call(emu: Emulator, api: str, is_async: bool, stream: bool, deadline: float) -> Any:
-    return structured_call(emu, api, is_async, stream, Ticket, timeout=30.0,
+    return structured_call(emu, api, is_async, stream, LooseTicket, timeout=30.0,
                            retry=RetryPolicy(max_tries=3, initial_wait=0.01, deadline=deadline))
 
 
@@ -122,8 +110,8 @@ def test_the_chain_deadline_bounds_every_slow_phase_and_the_chain_moves_on(emu: 
     chain = Chain([first, second, safe_default({"urgency": 1, "summary": ""})], deadline=1.0)
 
     def run() -> Any:
-        return asyncio.run(chain.arun(Ticket, system="s", user="u")) if is_async else \
-            chain.run(Ticket, system="s", user="u")
+        return asyncio.run(chain.arun(LooseTicket, system="s", user="u")) if is_async else \
+            chain.run(LooseTicket, system="s", user="u")
 
     result = bounded(run)
     assert result.tier == "safe-default" and result.degraded
@@ -161,7 +149,7 @@ def test_a_kept_alive_connection_is_cut_too(emu: Emulator, api: str, slow: str) 
     client = guardrail.wrap(client_for(emu, api, False),
                             retry=RetryPolicy(max_tries=3, initial_wait=0.01, deadline=0.5))
     method, kwargs = endpoint_method(client, api)
-    assert method.create(response_model=Ticket, **kwargs).urgency == 3
+    assert method.create(response_model=LooseTicket, **kwargs).urgency == 3
     with pytest.raises(DeadlineExceeded):
-        bounded(lambda: method.create(response_model=Ticket, **kwargs))
+        bounded(lambda: method.create(response_model=LooseTicket, **kwargs))
     assert emu.wait_closed_early(1, 10)

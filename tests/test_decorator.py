@@ -34,12 +34,6 @@ GOOD = '{"urgency": 4, "category": "shipping", "summary": "Late parcel"}'
 FAST = guardrail.RetryPolicy(max_tries=2, initial_wait=0.01, max_wait=0.1, deadline=10)
 
 
-@pytest.fixture
-def emu() -> Iterator[Emulator]:
-    with Emulator() as server:
-        yield server
-
-
 @pytest.fixture(autouse=True)
 def clean_config() -> Iterator[None]:
     reset_config()

@@ -55,12 +55,6 @@ TOOL_FN = {"name": "person", "arguments": "{}"}
 
 
 @pytest.fixture
-def emu() -> Iterator[Emulator]:
-    with Emulator() as server:
-        yield server
-
-
-@pytest.fixture
 def oai(emu: Emulator) -> Iterator[openai.OpenAI]:
     client = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0, timeout=5)
     yield client

@@ -11,6 +11,7 @@ what was checked.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import string
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import OPEN, ToolEnv, audits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -37,8 +39,6 @@ from guardrail.tools.policy.paths import open_inside, resolve_path
 from guardrail.tools.policy.sql import check_sql
 from guardrail.tools.policy.urls import canonical_url, check_url
 from guardrail.tools.policy.verdict import Rejected
-
-OPEN = '[[allow]]\nid = "anyone"\n'
 
 
 class Recorder:
@@ -559,7 +559,6 @@ def test_every_url_the_tool_receives_is_the_checked_canonical_url(values: list[s
 
 
 def test_the_async_transport_checks_hops_and_addresses_too(servers: tuple[Any, Any]) -> None:
-    import asyncio
 
     from guardrail.tools.policy.http import guarded_async_client
 
@@ -601,3 +600,82 @@ def test_an_optional_url_left_out_passes_and_a_required_one_does_not() -> None:
     strict = Recorder()
     strict.add(notify, OPEN + f"[args.callback]\nurl = {{ hosts = {HOSTS} }}\nrequired = true\n")
     assert "URL must be a str" in strict.denied("notify", {"text": "hi"}).reason
+
+
+# ------------------------------------------------------ complete mediation: what is authorized is exactly what runs
+
+
+def colliding_strings() -> tuple[str, str]:
+    """Two strings whose iteration order in a set depends on insertion order in *this* process (same hash
+    bucket of a small set): the canonical form of a ``set`` argument must not depend on that."""
+    first = "tag-0"
+    for i in range(1, 5000):
+        other = f"tag-{i}"
+        if list({first, other}) != list({other, first}):
+            return first, other
+    raise AssertionError("no colliding pair found")  # pragma: no cover
+
+
+def test_tool_receives_exactly_the_authorized_values_after_coercion(env: ToolEnv) -> None:
+    seen: list[Any] = []
+
+    def pay(amount: float, count: int, note: str = "none") -> str:
+        seen.append((amount, type(amount), count, type(count), note))
+        return "ok"
+
+    env.add(pay, OPEN + '[args.amount]\nmax = 100\n[args.count]\nmax = 3\n')
+    with guardrail.identity(user="u"), capture_logs() as logs:
+        assert env.call("pay", '{"amount": "1e1", "count": 3.0}') == "ok"
+        for bad in ('{"amount": "1e3", "count": 1}', '{"amount": 1, "count": "4"}',
+                    '{"amount": 100.0000001, "count": 1}'):
+            with pytest.raises(guardrail.Denied):
+                env.call("pay", bad)
+    assert seen == [(10.0, float, 3, int, "none")]
+    executed = [r for r in audits(logs) if r["decision"] == "executed"]
+    assert executed[0]["arguments"] == {"amount": 10.0, "count": 3, "note": "none"}  # the default was authorized
+
+
+def test_a_positive_decision_for_other_arguments_cannot_run_a_call(env: ToolEnv) -> None:
+    from guardrail.tools.authz import authorize
+    from guardrail.tools.execute import _run
+
+    env.add(lambda x: env.ran("t", x), OPEN, name="t")
+    found = env.registry.get("t")
+    assert found is not None
+    with guardrail.identity(user="u") as who:
+        decision = authorize(found.policy(), "t", {"x": 1}, who)
+    assert decision.allowed
+    one, two = found.arguments.model_validate({"x": 1}), found.arguments.model_validate({"x": 2})
+    with pytest.raises(guardrail.Denied):
+        _run(found, two, {"x": 2}, decision)
+    with pytest.raises(guardrail.Denied):  # the canonical form given does not match the model that would run
+        _run(found, two, {"x": 1}, decision)
+    with pytest.raises(guardrail.Denied):
+        _run(found, one, {"x": 1}, type(decision)(True, "t", "forged", "", "1", None, decision.arguments_hash))
+    assert env.calls == []
+
+
+def test_set_arguments_have_one_canonical_hash(env: ToolEnv) -> None:
+    a, b = colliding_strings()
+
+    def tag(tags: set[str]) -> int:
+        env.ran("tag", tags)
+        return len(env.calls)
+
+    env.add(tag, 'idempotency = "required"\n' + OPEN)
+    with guardrail.identity(user="u"):
+        first = env.call("tag", {"tags": [a, b]})
+        again = env.call("tag", {"tags": [b, a]})  # the same set: a retry must replay, not run again
+    assert len(env.calls) == 1 and first == again
+
+
+def test_audit_records_the_authorized_arguments_even_if_the_tool_mutates_them(env: ToolEnv) -> None:
+    def enqueue(items: Any) -> str:
+        items.append("injected-by-tool")
+        return "ok"
+
+    env.add(enqueue, OPEN)
+    with guardrail.identity(user="u"), capture_logs() as logs:
+        env.call("enqueue", {"items": [1]})
+    (record,) = audits(logs)
+    assert record["arguments"] == {"items": [1]}

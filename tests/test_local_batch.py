@@ -47,6 +47,7 @@ def exact(tiny: LocalModel) -> LocalModel:
 
 
 @pytest.mark.parametrize("contract", [Item, Leaf])
+@pytest.mark.slow
 def test_greedy_batch_rows_equal_their_single_generations(exact: LocalModel, contract: Any) -> None:
     batch, traces = exact.generate_batch_with_traces(PROMPTS, contract, temperature=0, max_new_tokens=120)
     for prompt, value, trace in zip(PROMPTS, batch, traces, strict=True):
@@ -57,6 +58,7 @@ def test_greedy_batch_rows_equal_their_single_generations(exact: LocalModel, con
         assert (trace.sampled, trace.forced) == (alone_trace.sampled, alone_trace.forced)
 
 
+@pytest.mark.slow
 def test_sampled_batch_row_i_equals_a_single_generation_seeded_seed_plus_i(exact: LocalModel) -> None:
     values = exact.generate_batch(PROMPTS, Item, temperature=1.0, seed=40, max_new_tokens=120)
     assert all(isinstance(v, Item) for v in values)
@@ -64,6 +66,7 @@ def test_sampled_batch_row_i_equals_a_single_generation_seeded_seed_plus_i(exact
         assert values[i] == exact.generate(prompt, Item, temperature=1.0, seed=40 + i, max_new_tokens=120)
 
 
+@pytest.mark.slow
 def test_a_batch_of_sixteen_at_temperature_one_is_all_schema_valid(tiny: LocalModel) -> None:
     prompts = [f"Prompt number {i}: " + "배송 " * (i % 4) for i in range(16)]
     for contract in (Item, Pair):
@@ -76,6 +79,7 @@ def test_a_batch_of_sixteen_at_temperature_one_is_all_schema_valid(tiny: LocalMo
             assert trace.mask_wait_seconds >= 0 and trace.sampled > 0
 
 
+@pytest.mark.slow
 def test_overlapping_the_mask_with_the_forward_pass_changes_nothing(tiny: LocalModel) -> None:
     kwargs: dict[str, Any] = {"temperature": 1.0, "seed": 11, "max_new_tokens": 200}
     with_overlap = tiny.generate_batch_with_traces(PROMPTS, Leaf, overlap=True, **kwargs)[1]
@@ -123,6 +127,7 @@ def test_a_full_context_is_truncation_not_a_crash() -> None:
         small.generate("a b c d e f g h i j k l m n o p", Leaf, seed=0, max_new_tokens=100)
 
 
+@pytest.mark.slow
 def test_a_rotary_position_model_batches_exactly_too() -> None:
     """Llama-style models take positions from ``position_ids`` (rotary), not a learned table."""
     from transformers import LlamaConfig, LlamaForCausalLM

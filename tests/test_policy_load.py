@@ -1,6 +1,7 @@
 """Policies and tools agree or fail loudly (issue 13, item 7): a policy naming an argument the tool lacks, or a
 path/URL/SQL argument without its checker, is a load error with file:line and the reason; the README's and the
-docs' tool examples load with the shipped policies; a relative path base is relative to the policy file."""
+docs' tool examples load with the shipped policies; a relative path base is relative to the policy file. A policy
+that cannot load (unparsable, non-finite numbers, two files for one tool) is refused, and the tool denies."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import OPEN, ToolEnv
 from pydantic import BaseModel, HttpUrl
 from structlog.testing import capture_logs
 
@@ -17,11 +19,10 @@ from guardrail.call.config import configure, get_config
 from guardrail.store.memory import MemoryStore
 from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
 from guardrail.tools.policy.kinds import PathArg, SqlArg, UrlArg
-from guardrail.tools.policy.loader import PolicyError, load_policies, load_policy, parse_policy
+from guardrail.tools.policy.loader import PolicyError, check_policies, load_policies, load_policy, parse_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ROOT / "policies"
-OPEN = '[[allow]]\nid = "anyone"\n'
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -249,3 +250,52 @@ def test_a_json_schema_tool_receives_the_checked_url(tmp_path: Path) -> None:
             execute_tool_call("fetch", {"url": "https://b.example/x"}, registry=registry, store=MemoryStore())
     assert received == [result.arguments]  # exactly what the gate checked
     assert received[0]["url"] != "HTTPS://A.EXAMPLE/x" and received[0]["url"].startswith("https://a.example")
+
+
+# ---------------------------------------------------------------------------------------- policies that cannot load
+
+
+def test_two_policy_files_for_one_tool_are_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "a.toml").write_text('tool = "refund"\n' + OPEN)
+    (tmp_path / "b.toml").write_text('tool = "refund"\n[[allow]]\nid = "y"\n')
+    found, problems = check_policies(tmp_path)
+    assert list(found) == ["refund"] and len(problems) == 1 and problems[0].key == "tool"
+
+
+@pytest.mark.parametrize("policy", [
+    OPEN + "[args.ammount]\nmax = 100\n",
+    OPEN + '[[deny]]\nid = "big"\nwhen.ammount = { min = 100 }\n',
+    OPEN + '[limits]\nspend = { arg = "ammount", max = 100, per_seconds = 60 }\n',
+], ids=["args", "deny-when", "spend-arg"])
+def test_policy_naming_an_argument_the_tool_does_not_have_denies(env: ToolEnv, policy: str) -> None:
+    # issue 13: a load error naming the argument, at registration (the tool is never registered)
+    with pytest.raises(PolicyError, match="pay has no parameter ammount"):
+        env.add(lambda amount: env.ran("pay", amount), policy, name="pay")
+    with guardrail.identity(user="u"), pytest.raises(guardrail.Denied):
+        env.call("pay", {"amount": 5000})
+    assert env.calls == []
+
+
+@pytest.mark.parametrize("extra", ["idempotency_ttl = inf", "approval_ttl = inf", "[args.x]\nmax = nan",
+                                   "[args.x]\nmin = nan",
+                                   '[limits]\nspend = { arg = "x", max = inf, per_seconds = 60 }',
+                                   "[limits]\nrate = { calls = 1, per_seconds = inf }"])
+def test_policy_with_non_finite_numbers_is_refused_at_load(extra: str) -> None:
+    with pytest.raises(PolicyError):
+        parse_policy(f'tool = "t"\n{extra}\n')
+
+
+def test_nan_bound_does_not_allow_everything(env: ToolEnv) -> None:
+    with pytest.raises(PolicyError, match="finite"):  # refused when the policy is loaded
+        env.add(lambda amount: env.ran("pay", amount), OPEN + "[args.amount]\nmin = 0\nmax = nan\n", name="pay")
+    assert env.calls == []
+
+
+def test_policy_file_that_cannot_be_parsed_denies_instead_of_crashing(env: ToolEnv, tmp_path: Path) -> None:
+    (tmp_path / "deep.toml").write_text('tool = "deep"\n' + OPEN + "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(PolicyError, match=r"deep\.toml"):  # issue 13: a load error, not a crash or a silent drop
+        tool(name="deep", policy=tmp_path / "deep.toml", registry=env.registry)(lambda: env.ran("deep", 1))
+    with guardrail.identity(user="u"), pytest.raises(guardrail.Denied):
+        env.call("deep", {})
+    _, problems = check_policies(tmp_path)
+    assert problems

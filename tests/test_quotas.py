@@ -1,17 +1,19 @@
 """Rate, quota and spend counters: several exact (Decimal) counters updated all or nothing, on memory, a real
 SQLite file and a real redis-server; then through execute_tool_call, where a call refused by one limit consumes
-none of the others and decimal amounts add up exactly."""
+none of the others and decimal amounts add up exactly.
 
-from __future__ import annotations
+No ``from __future__ import annotations``: tools defined inside a test annotate with local names."""
 
 import threading
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import OPEN, ToolEnv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis_server import redis_url  # noqa: F401  (the session fixture that starts a real redis-server)
@@ -156,3 +158,88 @@ def test_a_call_stopped_by_a_limit_leaves_its_idempotency_key_free() -> None:
             with pytest.raises(guardrail.Denied):
                 execute_tool_call("ping", {"n": 2}, idempotency_key="B", registry=registry, store=store)
     assert ran == [1]
+
+
+# --------------------------------------------------------------------------------- limits through execute_tool_call
+
+
+def test_rate_and_spend_limits_are_exact_under_fifty_threads(store: Store) -> None:
+    env = ToolEnv(store)
+    env.add(lambda n: env.ran("ping", n), OPEN + "[limits]\nrate = { calls = 10, per_seconds = 60 }\n", name="ping")
+    env.add(lambda amount: env.ran("pay", amount),
+            OPEN + '[limits]\nspend = { arg = "amount", max = 100, per_seconds = 60 }\n', name="pay")
+
+    def one(i: int) -> tuple[str, str]:
+        outcome = []
+        with guardrail.identity(tenant="t", user="u"):
+            for name, args in (("ping", {"n": i}), ("pay", {"amount": 7.5})):
+                try:
+                    env.call(name, args)
+                    outcome.append("ran")
+                except guardrail.Denied:
+                    outcome.append("denied")
+        return outcome[0], outcome[1]
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        outcomes = list(pool.map(one, range(50)))
+    assert [o[0] for o in outcomes].count("ran") == 10
+    assert [o[1] for o in outcomes].count("ran") == 13  # 13 * 7.5 = 97.5 <= 100 < 105
+    assert sum(1 for c in env.calls if c[0] == "ping") == 10
+
+
+def test_spend_refuses_hostile_amounts_and_replays_are_free(env: ToolEnv) -> None:
+    from typing import Any as AnyType
+
+    def pay(amount: AnyType) -> str:
+        env.ran("pay", amount)
+        return "paid"
+
+    env.add(pay, OPEN + '[limits]\nspend = { arg = "amount", max = 100, per_seconds = 60 }\n')
+    env.add(lambda n: env.ran("ping", n) or "pong", OPEN + "[limits]\nrate = { calls = 1, per_seconds = 60 }\n",
+            name="ping")
+    with guardrail.identity(user="u"):
+        for bad in (-1, True, "50", None, [50], {"v": 50}):
+            with pytest.raises(guardrail.Denied):
+                env.call("pay", {"amount": bad})
+        for bad_text in ('{"amount": NaN}', '{"amount": Infinity}', '{"amount": -Infinity}', '{"amount": 1e999}'):
+            with pytest.raises((guardrail.Denied, guardrail.ParseError)):  # Any: NaN is dumped as null
+                env.call("pay", bad_text)
+        assert env.call("pay", {"amount": 60}, idempotency_key="K") == "paid"
+        for _ in range(5):  # replays cost neither spend nor rate
+            assert env.call("pay", {"amount": 60}, idempotency_key="K") == "paid"
+            assert env.call("ping", {"n": 1}, idempotency_key="P") == "pong"
+        with pytest.raises(guardrail.Denied):  # 60 + 41 > 100
+            env.call("pay", {"amount": 41})
+        with pytest.raises(guardrail.Denied):  # rate: one call per minute
+            env.call("ping", {"n": 2})
+    assert env.calls == [("pay", 60), ("ping", 1)]
+
+
+def test_a_call_denied_by_one_limit_consumes_no_other_limit(env: ToolEnv) -> None:
+    env.add(lambda amount: env.ran("pay", amount), OPEN + "[limits]\nrate = { calls = 2, per_seconds = 60 }\n"
+            'spend = { arg = "amount", max = 100, per_seconds = 60 }\n', name="pay")
+    with guardrail.identity(user="u"):
+        env.call("pay", {"amount": 90})
+        with pytest.raises(guardrail.Denied):
+            env.call("pay", {"amount": 50})  # over the spend budget
+        env.call("pay", {"amount": 5})  # the second real execution: within rate (2) and spend (95)
+    assert [c[1] for c in env.calls] == [90, 5]
+
+
+def test_spend_budget_is_exact_for_decimal_amounts(env: ToolEnv) -> None:
+    env.add(lambda amount: env.ran("pay", amount),
+            OPEN + '[limits]\nspend = { arg = "amount", max = 0.3, per_seconds = 60 }\n', name="pay")
+    with guardrail.identity(user="u"):
+        for _ in range(3):
+            env.call("pay", {"amount": 0.1})
+    assert len(env.calls) == 3
+
+
+def test_huge_integer_spend_is_denied(env: ToolEnv) -> None:
+    def pay(amount: int) -> None:
+        env.ran("pay", amount)
+
+    env.add(pay, OPEN + '[limits]\nspend = { arg = "amount", max = 100, per_seconds = 60 }\n')
+    with guardrail.identity(user="u"), pytest.raises(guardrail.Denied):
+        env.call("pay", '{"amount": 1' + "0" * 400 + "}")
+    assert env.calls == []

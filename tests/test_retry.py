@@ -1,4 +1,6 @@
-"""Transport failure classification and Retry-After reading, on real SDK exception objects."""
+"""Transport failure classification and Retry-After reading, on real SDK exception objects; then the same retries
+through the wrapper on every endpoint against the emulator (other retryable statuses, HTTP-date Retry-After, a wait
+that would pass the deadline)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,22 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from helpers import (
+    APIS,
+    PRINTER_GOOD,
+    PRINTER_TICKET,
+    RecordingRetry,
+    Ticket,
+    api_method,
+    printer_args,
+    printer_call,
+    wrapped_client,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
+from guardrail.errors import VendorUnavailable
+from guardrail.testing import Emulator, reply
 from guardrail.vendors.failures import SNIPPET_CHARS, BadResponse, StreamError, classify, retry_after, snippet
 
 
@@ -131,3 +146,36 @@ def test_a_snippet_never_shows_a_secret_and_stays_short(before: str, after: str,
 def test_snippet_of_nothing_and_of_bytes() -> None:
     assert snippet(None) is None
     assert snippet(b"\xff<p>ok</p>") == "\ufffd<p>ok</p>"
+
+
+# ---------------------------------------------------------------------------- transport retries through the wrapper
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("status", [408, 409, 502, 504])
+def test_other_retryable_statuses(emu: Emulator, api: str, status: int) -> None:
+    emu.script(reply.error(status, message="try again"), reply.answer(PRINTER_GOOD))
+    result = printer_call(emu, api)
+    assert result.value == PRINTER_TICKET and result.vendor_calls == 2 and len(result.attempts) == 1
+
+
+@pytest.mark.parametrize("api", ["messages"])
+def test_retry_after_as_an_http_date(emu: Emulator, api: str) -> None:
+    from email.utils import formatdate
+
+    emu.script(reply.error(429, headers={"retry-after": formatdate(time.time() + 30, usegmt=True)}),
+               reply.answer(PRINTER_GOOD))
+    policy = RecordingRetry(max_tries=3, initial_wait=0.001, max_wait=0.2, deadline=10)
+    result = printer_call(emu, api, wrap_options={"retry": policy})
+    assert result.vendor_calls == 2
+    assert policy.waits == [0.2]  # the date, 30 s away, was read as a wait (not 1 ms jitter), capped at max_wait
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_retry_after_past_the_deadline_gives_up_at_once(emu: Emulator, api: str) -> None:
+    emu.script(reply.rate_limited(retry_after=5), reply.answer(PRINTER_GOOD))
+    policy = RecordingRetry(max_tries=3, initial_wait=0.01, max_wait=20, deadline=1.0)
+    with pytest.raises(VendorUnavailable) as caught:
+        api_method(wrapped_client(emu, api, retry=policy), api).create(response_model=Ticket, **printer_args(api))
+    assert caught.value.status == 429
+    assert policy.waits == [] and len(emu.requests) == 1  # the 5 s wait was never started

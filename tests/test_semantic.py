@@ -1,18 +1,22 @@
-"""The semantic gate: rules over validated answers, through the wrapped client against the emulator."""
+"""The semantic gate: rules over validated answers, through the wrapped client against the emulator; paths through
+lists and missing fields, odd statuses, missing context and hostile values."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import math
 from datetime import date
 from enum import StrEnum
 from typing import Any, Literal
 
 import openai
 import pytest
+from helpers import OPEN, ToolEnv, audits
 from pydantic import BaseModel
+from structlog.testing import capture_logs
 
 import guardrail
-from guardrail.errors import Declined
+from guardrail.errors import Declined, GuardrailError, RuleError
 from guardrail.gates.semantic import (
     Violation,
     evaluate,
@@ -49,12 +53,6 @@ class Answer(BaseModel):
     status: Literal["answered", "refused", "unknown"]
     text: str = ""
     evidence: list[str] = []
-
-
-@pytest.fixture
-def emu() -> Iterator[Emulator]:
-    with Emulator() as server:
-        yield server
 
 
 def ask(emu: Emulator, model: Any, **kwargs: Any) -> Any:
@@ -151,7 +149,6 @@ def test_select_paths() -> None:
 def test_a_rule_that_cannot_be_evaluated_is_a_typed_error_after_one_request(emu: Emulator, api: str) -> None:
     """A rule missing its context, or a rule whose own code raises, is a program fault: RuleError at once,
     with the original exception chained, never a re-ask and never a builtin escaping."""
-    import asyncio
     import re
 
     from guardrail.errors import GuardrailError, RuleError
@@ -187,3 +184,51 @@ def test_evaluate_wraps_a_raising_rule_and_keeps_the_others_typed() -> None:
     with pytest.raises(RuleError, match="explodes") as caught:
         evaluate([relation("a", "<", "b"), explodes], {"a": 1, "b": 2}, {})
     assert isinstance(caught.value.__cause__, AttributeError)
+
+
+# ------------------------------------------------------------------------------- paths, statuses and hostile values
+
+
+def test_semantic_paths_through_lists_and_missing_fields() -> None:
+    value = {"items": [{"sku": "a"}, {}, {"sku": None}], "meta": {"ids": [1, 2]}}
+    assert select(value, "items[*].sku") == [("$.items[0].sku", "a"), ("$.items[2].sku", None)]
+    assert select(value, "items[5].sku") == [] and select(value, "nope.deeper[*]") == []
+    assert select(value, "$.meta.ids[1]") == [("$.meta.ids[1]", 2)]
+    assert evaluate([relation("start", "<", "end")], {"start": 1}, {}).ok  # a missing side is not checked
+    assert not evaluate([relation("start", "<", "end")], {"start": 2, "end": "x"}, {}).ok  # incomparable fails
+    assert not evaluate([in_range("items[*].n", 0, 1)], {"items": [{"n": 0.5}, {"n": True}]}, {}).ok
+
+
+def test_exit_status_on_non_string_statuses() -> None:
+    for status, declined in (("answered", None), ("refused", "refused"), (None, "None"), (True, "True"), (0, "0"),
+                             (["answered"], "['answered']")):
+        assert evaluate([exit_status()], {"status": status}, {}).declined == declined
+    assert evaluate([exit_status()], {"other": 1}, {}).declined is None  # no status field at all: an answer
+
+
+def test_member_of_with_missing_context_key_is_a_clear_error() -> None:
+    with pytest.raises(RuleError, match="context"):
+        evaluate([member_of("ids[*]", "retrieved")], {"ids": ["a"]}, {})
+    assert not evaluate([member_of("ids[*]", "retrieved")], {"ids": ["a", "z"]}, {"retrieved": ["a"]}).ok
+
+
+def test_member_of_rule_on_a_tool_gives_a_typed_audited_outcome(env: ToolEnv) -> None:
+    env.add(lambda asset_id: asset_id, OPEN, name="reboot", rules=[member_of("asset_id", "assets")])
+    with guardrail.identity(user="u"), capture_logs() as logs, pytest.raises(GuardrailError):
+        env.call("reboot", {"asset_id": "srv-1"})
+    assert len(audits(logs)) == 1
+
+
+def test_member_of_with_unhashable_model_values_is_a_violation() -> None:
+    verdict = evaluate([member_of("evidence[*]", "retrieved")], {"evidence": [{"id": "a"}, ["a"]]},
+                       {"retrieved": ["a"]})
+    assert len(verdict.violations) == 2
+
+
+def test_in_range_rejects_nan() -> None:
+    assert not evaluate([in_range("score", 0, 1)], {"score": math.nan}, {}).ok
+
+
+def test_malformed_rule_paths_are_refused_when_the_rule_is_built() -> None:
+    with pytest.raises(ValueError):
+        in_range("scores[-1]", 0, 1)

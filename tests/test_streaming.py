@@ -1,4 +1,5 @@
-"""Streaming partial objects: previews while the vendor streams, then the validated value; never a partial result."""
+"""Streaming partial objects: previews while the vendor streams, then the validated value; never a partial result.
+Streamed structured calls on every endpoint, sync and async: repairs, truncation, refusals, mid-stream errors."""
 
 from __future__ import annotations
 
@@ -9,6 +10,19 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from helpers import (
+    APIS,
+    PRINTER_BAD,
+    PRINTER_GOOD,
+    PRINTER_TICKET,
+    Ticket,
+    TimeSpan,
+    api_method,
+    printer_acall,
+    printer_args,
+    printer_call,
+    wrapped_client,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -20,7 +34,7 @@ from guardrail.parse.partial import preview
 from guardrail.testing import Emulator, reply
 
 
-class Ticket(BaseModel):
+class TaggedTicket(BaseModel):
     urgency: int
     summary: str
     tags: list[str]
@@ -30,23 +44,17 @@ GOOD = '{"urgency": 4, "summary": "The parcel is two weeks late and the customer
 FAST = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=0.2, deadline=10)
 
 
-@pytest.fixture
-def emu() -> Any:
-    with Emulator() as server:
-        yield server
-
-
 def clients(emu: Emulator) -> dict[str, Any]:
     oai = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="test", timeout=5), retry=FAST)
     claude = guardrail.wrap(anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="test", timeout=5),
                             retry=FAST)
     return {
         "chat": lambda **kw: oai.chat.completions.create_partial(
-            model="gpt-4o", messages=[{"role": "user", "content": "go"}], response_model=Ticket, **kw),
-        "responses": lambda **kw: oai.responses.create_partial(model="gpt-4o", input="go", response_model=Ticket,
+            model="gpt-4o", messages=[{"role": "user", "content": "go"}], response_model=TaggedTicket, **kw),
+        "responses": lambda **kw: oai.responses.create_partial(model="gpt-4o", input="go", response_model=TaggedTicket,
                                                                **kw),
         "messages": lambda **kw: claude.messages.create_partial(
-            model="claude-sonnet-5-5", messages=[{"role": "user", "content": "go"}], response_model=Ticket,
+            model="claude-sonnet-5-5", messages=[{"role": "user", "content": "go"}], response_model=TaggedTicket,
             **{"max_tokens": 500, **kw}),
     }
 
@@ -58,9 +66,9 @@ def test_previews_grow_then_the_last_item_is_the_validated_value(emu: Emulator, 
     stream = clients(emu)[api](mode=mode)
     items = list(stream)
     *previews, final = items
-    assert final == Ticket.model_validate_json(GOOD)
+    assert final == TaggedTicket.model_validate_json(GOOD)
     assert previews and all(isinstance(p, Partial) and p.partial for p in previews)
-    assert all(not isinstance(p, Ticket) for p in previews)
+    assert all(not isinstance(p, TaggedTicket) for p in previews)
     summaries = [p.data.get("summary", "") for p in previews if isinstance(p.data, dict)]
     assert any(0 < len(s) < len(final.summary) for s in summaries)  # a string value shown while being written
     assert all(GOOD.startswith(p.text) for p in previews)
@@ -73,7 +81,7 @@ def test_a_repair_attempt_starts_a_new_preview(emu: Emulator) -> None:
     items = list(clients(emu)["chat"]())
     attempts = [p.attempt for p in items if isinstance(p, Partial)]
     assert attempts[0] == 1 and attempts[-1] == 2 and attempts == sorted(attempts)
-    assert items[-1] == Ticket.model_validate_json(GOOD)
+    assert items[-1] == TaggedTicket.model_validate_json(GOOD)
 
 
 def test_a_stream_cut_off_ends_as_truncated_not_as_its_last_preview(emu: Emulator) -> None:
@@ -103,15 +111,15 @@ def test_async_streams(emu: Emulator) -> None:
         claude = guardrail.wrap(anthropic.AsyncAnthropic(base_url=emu.anthropic_base_url, api_key="test", timeout=5),
                                 retry=FAST)
         first = [item async for item in oai.chat.completions.create_partial(
-            model="gpt-4o", messages=[{"role": "user", "content": "go"}], response_model=Ticket)]
+            model="gpt-4o", messages=[{"role": "user", "content": "go"}], response_model=TaggedTicket)]
         second = [item async for item in claude.messages.create_partial(
             model="claude-sonnet-5-5", max_tokens=300, messages=[{"role": "user", "content": "go"}],
-            response_model=Ticket)]
+            response_model=TaggedTicket)]
         return first, second
 
     first, second = asyncio.run(main())
     for items in (first, second):
-        assert items[-1] == Ticket.model_validate_json(GOOD)
+        assert items[-1] == TaggedTicket.model_validate_json(GOOD)
         assert any(isinstance(p, Partial) for p in items[:-1])
 
 
@@ -144,3 +152,72 @@ def test_preview_never_raises(text: str) -> None:
 def test_preview_of_deep_or_hostile_text_is_bounded() -> None:
     assert preview("[" * 100_000) is None
     assert preview('{"a": "' + "x" * 100_000) == {"a": "x" * 100_000}
+
+
+# ---------------------------------------------------------------------- streamed structured calls on every endpoint
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("mode", ["native", "tool"])
+def test_streamed_repair_truncation_and_result(emu: Emulator, api: str, is_async: bool, mode: str) -> None:
+    emu.script(reply.truncated('{"title": "Pri'), reply.answer(PRINTER_BAD), reply.answer(PRINTER_GOOD))
+    run = printer_acall if is_async else printer_call
+    limit: dict[str, Any] = {"max_output_tokens": 40} if api == "responses" else {"max_tokens": 40}
+    result = run(emu, api, stream=True, mode=mode, max_attempts=3, **limit)
+    assert result.value == PRINTER_TICKET and result.mode == mode
+    assert [r.stream for r in emu.requests] == [True, True, True]
+    assert [r.max_tokens for r in emu.requests] == [40, 80, 80]
+    assert [a.finish_reason is not None for a in result.attempts] == [True, True, True]
+    assert result.attempts[0].error_kind == "truncated"
+    assert result.usage.output_tokens == sum(a.usage.output_tokens for a in result.attempts) > 0
+    assert "$.priority" in emu.requests[2].last_user_text
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_streamed_refusal_is_final(emu: Emulator, api: str, is_async: bool) -> None:
+    emu.script(reply.refusal("Nope, not that."), reply.answer(PRINTER_GOOD))
+    run = printer_acall if is_async else printer_call
+    with pytest.raises(guardrail.Refused) as caught:
+        run(emu, api, stream=True)
+    assert caught.value.refusal == "Nope, not that."
+    assert len(emu.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_async_mid_stream_error_is_retried(emu: Emulator, api: str) -> None:
+    emu.script(reply.stream_error(text_before='{"title": '), reply.answer(PRINTER_GOOD))
+    result = printer_acall(emu, api, stream=True)
+    assert result.value == PRINTER_TICKET and result.vendor_calls == 2 and len(result.attempts) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_fatal_stream_error_event_is_a_vendor_error_not_retried(emu: Emulator, api: str) -> None:
+    emu.script(reply.stream_error(text_before='{"ti', type="invalid_request_error", message="bad"),
+               reply.answer(PRINTER_GOOD))
+    with pytest.raises(guardrail.VendorError):
+        printer_call(emu, api, stream=True)
+    assert len(emu.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_previews_of_a_wrapped_root_have_the_contracts_shape(emu: Emulator, api: str) -> None:
+    emu.script(reply.answer('{"result": [{"start": 0, "end": 1.5}, {"start": 2, "end": 3}]}'))
+    target = api_method(wrapped_client(emu, api), api)
+    items = list(target.create_partial(response_model=list[TimeSpan], **printer_args(api)))
+    assert items[-1] == [TimeSpan(start=0, end=1.5), TimeSpan(start=2, end=3)]
+    previews = [item.data for item in items[:-1]]
+    assert previews and all(isinstance(data, list) for data in previews)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_previews_then_a_validated_value(emu: Emulator, api: str) -> None:
+    emu.script(reply.answer(PRINTER_BAD), reply.answer(PRINTER_GOOD))
+    target = api_method(wrapped_client(emu, api), api)
+    stream = target.create_partial(response_model=Ticket, **printer_args(api))
+    items = list(stream)
+    assert items[-1] == PRINTER_TICKET and stream.result is not None and len(stream.result.attempts) == 2
+    previews = items[:-1]
+    assert all(p.partial for p in previews) and {p.attempt for p in previews} == {1, 2}
+    assert all(r.stream for r in emu.requests)

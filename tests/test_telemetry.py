@@ -1,13 +1,25 @@
-"""Spans follow the OpenTelemetry GenAI conventions; structlog events per attempt; no content unless asked."""
+"""Spans follow the OpenTelemetry GenAI conventions; structlog events per attempt; no content unless asked; every
+call (sync, async, a partial stream left early) ends its span before it returns."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
+from helpers import (
+    APIS,
+    PRINTER_BAD,
+    PRINTER_GOOD,
+    Ticket,
+    api_method,
+    printer_args,
+    printer_call,
+    wrapped_client,
+)
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otel_sdk import EXPORTER as _EXPORTER  # the global SDK providers, installed once per process
@@ -164,3 +176,55 @@ def test_each_chain_tier_gets_a_span_with_the_vendor_call_inside(spans: InMemory
     assert "error.type" not in dict(fallback.attributes or {})
     vendor_call = by_name["chat gpt-4o"]
     assert vendor_call.parent is not None and vendor_call.parent.span_id == primary.context.span_id
+
+
+
+# -------------------------------------------------------------------------------- spans end before the call returns
+
+
+def ours(exporter: Any) -> list[str]:
+    """Names of guardrail's finished spans (the anthropic SDK adds spans of its own)."""
+    return [s.name for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_async_calls_end_their_span_before_returning(emu: Emulator, api: str, spans: Any) -> None:
+    from opentelemetry import trace
+
+    emu.script(reply.answer(PRINTER_GOOD))
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        target = api_method(wrapped_client(emu, api, is_async=True), api)
+        await target.create(response_model=Ticket, **printer_args(api))
+        seen["finished"] = ours(spans)
+        seen["current"] = trace.get_current_span().get_span_context().is_valid
+
+    asyncio.run(main())
+    assert seen == {"finished": [f"chat {printer_args(api)['model']}"], "current": False}
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_sync_calls_end_their_span_before_returning(emu: Emulator, api: str, spans: Any) -> None:
+    from opentelemetry import trace
+
+    emu.script(reply.answer(PRINTER_GOOD), reply.answer(PRINTER_BAD))
+    printer_call(emu, api)
+    assert ours(spans) == [f"chat {printer_args(api)['model']}"]
+    assert not trace.get_current_span().get_span_context().is_valid
+    with pytest.raises(guardrail.GaveUp):
+        printer_call(emu, api, max_attempts=1)
+    assert len(ours(spans)) == 2
+
+
+def test_a_partial_stream_left_early_can_be_closed(emu: Emulator, spans: Any) -> None:
+    from opentelemetry import trace
+
+    emu.script(reply.answer('{"title": "Printer on fire, third floor copy room", "priority": 5, "tags": ["hw"]}'))
+    stream = api_method(wrapped_client(emu, "chat"), "chat").create_partial(response_model=Ticket,
+                                                                            **printer_args("chat"))
+    with stream:
+        for _ in stream:
+            break
+    assert ours(spans) == ["chat gpt-4o"]
+    assert not trace.get_current_span().get_span_context().is_valid

@@ -1,5 +1,6 @@
 """Guarded tools end to end: parse -> validate -> semantic -> authorization -> approval -> limits -> idempotent
-execution -> audit. Real policy files from policies/, real stores, real threads and asyncio."""
+execution -> audit. Real policy files from policies/, real stores, real threads and asyncio. Then tool names,
+signatures and arguments, tool calls read from real SDK responses, and hostile argument JSON."""
 
 from __future__ import annotations
 
@@ -13,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import GENERIC, OPEN, ToolEnv, finishes
+from pydantic import SecretStr
 from structlog.testing import capture_logs
 
 import guardrail
 from guardrail.errors import SemanticViolation
+from guardrail.gates.semantic import relation
 from guardrail.store.memory import MemoryStore
-from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.execute import ToolRegistry, execute_tool_call, execute_tool_calls, tool
 from guardrail.tools.policy.loader import PolicyError, load_policies, parse_policy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -379,7 +383,6 @@ def test_policy_check_command(tmp_path: Path) -> None:
 
 
 def test_semantic_rules_on_tool_arguments_run_before_authorization() -> None:
-    from guardrail.gates.semantic import relation
 
     registry = ToolRegistry()
     policy = parse_policy('tool = "book"\n[[allow]]\nid = "all"\n')
@@ -395,3 +398,163 @@ def test_semantic_rules_on_tool_arguments_run_before_authorization() -> None:
             execute_tool_call("book", '{"start": "2026-12-05", "end": "2026-12-01"}', registry=registry)
         assert "$.start" in caught.value.feedback and ran == []
         assert execute_tool_call("book", {"start": "2026-12-01", "end": "2026-12-05"}, registry=registry) == "booked"
+
+
+# ----------------------------------------------------------------------------- tool names, signatures and arguments
+
+
+def test_unknown_tool_never_reaches_any_function_and_denial_is_generic(env: ToolEnv) -> None:
+    env.add(lambda q: env.ran("search", q), OPEN, name="search")
+    with guardrail.identity(user="u"):
+        for name in ("Search", "search\u200b", "ѕearch", "search ", None, 42, ["search"]):
+            with pytest.raises(guardrail.Denied) as caught:
+                env.call(name, {"q": "x"})  # type: ignore[arg-type]
+            assert str(caught.value) == GENERIC and caught.value.args == (GENERIC,)
+    assert env.calls == []
+
+
+def test_secretstr_argument_reaches_the_tool_unmasked(env: ToolEnv) -> None:
+    got: list[str] = []
+
+    def login(user: str, password: SecretStr) -> str:
+        got.append(password.get_secret_value())
+        return "ok"
+
+    env.add(login, OPEN)
+    with guardrail.identity(user="u"):
+        env.call("login", {"user": "bob", "password": "hunter2-canary"})
+    assert got == ["hunter2-canary"]
+
+
+def test_a_default_the_annotation_does_not_admit_still_runs(env: ToolEnv) -> None:
+    def search(q: str, limit: int = None) -> str:  # type: ignore[assignment]  # noqa: RUF013
+        return f"{q}:{limit}"
+
+    env.add(search, OPEN)
+    with guardrail.identity(user="u"):
+        assert env.call("search", {"q": "x"}) == "x:None"
+
+
+def test_tools_defined_under_future_annotations_work(env: ToolEnv, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "review_future_tools.py").write_text(
+        "from __future__ import annotations\n"
+        "from decimal import Decimal\n"
+        "def refund(order_id: str, amount: Decimal) -> str:\n"
+        "    return f'{order_id}:{amount}'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import review_future_tools  # type: ignore[import-not-found]
+
+    env.add(review_future_tools.refund, OPEN)
+    with guardrail.identity(user="u"):
+        assert env.call("refund", {"order_id": "ORD-1", "amount": "12.50"}) == "ORD-1:12.50"
+
+
+# ----------------------------------------------------------------------------------- tool calls in vendor responses
+
+
+def test_execute_tool_calls_on_real_sdk_responses_from_the_emulator() -> None:
+    import anthropic
+    import openai
+
+    from guardrail.testing import Emulator, reply
+
+    env = ToolEnv()
+    env.add(lambda city: f"sunny in {city}", OPEN, name="weather")
+    defs: dict[str, Any] = {api: env.registry.definitions(api) for api in ("chat", "responses", "messages")}
+    scripted = [
+        reply.tool_call({"city": "Oslo"}, name="weather"),
+        reply.tool_call('{"city": "Oslo"', name="weather"),  # truncated: refused, never repaired into a call
+        reply.tool_call({"city": "Oslo"}, name="Weather"),  # case: unknown tool
+        reply.tool_call({"city": "Oslo", "tenant_id": "acme"}, name="weather"),  # extra argument
+    ]
+    responses: list[tuple[str, Any]] = []
+    with Emulator() as emu:
+        chat = openai.OpenAI(base_url=emu.openai_base_url, api_key="t", max_retries=0)
+        claude = anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="t", max_retries=0)
+        for api in ("chat", "responses", "messages"):
+            emu.script(*scripted)
+            for _ in scripted:
+                if api == "chat":
+                    response: Any = chat.chat.completions.create(
+                        model="gpt-4o", messages=[{"role": "user", "content": "x"}], tools=defs["chat"])
+                elif api == "responses":
+                    response = chat.responses.create(model="gpt-4o", input="x", tools=defs["responses"])
+                else:
+                    response = claude.messages.create(model="claude-haiku-4-5", max_tokens=100, tools=defs["messages"],
+                                                      messages=[{"role": "user", "content": "x"}])
+                responses.append((api, response))
+    with guardrail.identity(user="u"):
+        for index, (api, response) in enumerate(responses):
+            (outcome,) = execute_tool_calls(response, registry=env.registry, store=env.store)
+            kind = index % len(scripted)
+            if kind == 0:
+                assert outcome.result == "sunny in Oslo" and outcome.error is None and outcome.call_id, api
+            elif kind == 1:
+                assert isinstance(outcome.error, guardrail.ParseError), (api, outcome)
+            elif kind == 2:
+                assert isinstance(outcome.error, guardrail.Denied), api
+            else:
+                assert isinstance(outcome.error, guardrail.SchemaViolationError), api
+
+
+def chat_completion_with(*calls: tuple[str, str]) -> Any:
+    from openai.types.chat import ChatCompletion
+
+    return ChatCompletion.model_validate({
+        "id": "c1", "object": "chat.completion", "created": 0, "model": "gpt-4o",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": None,
+            "tool_calls": [{"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                           for i, (n, a) in enumerate(calls)]}}]})
+
+
+def test_one_denied_call_does_not_stop_the_others(env: ToolEnv) -> None:
+    env.add(lambda x: env.ran("t", x) or x, OPEN + "[args.x]\nmax = 10\n", name="t")
+    response = chat_completion_with(("t", '{"x": 99}'), ("nope", "{}"), ("t", "not json"), ("t", '{"x": 1}'))
+    with guardrail.identity(user="u"):
+        outcomes = execute_tool_calls(response, registry=env.registry, store=env.store)
+    assert [type(o.error).__name__ if o.error else o.result for o in outcomes] == [
+        "Denied", "Denied", "NoJSONError", 1]
+    assert [o.call_id for o in outcomes] == ["call_0", "call_1", "call_2", "call_3"]
+
+
+def test_a_tool_that_raises_does_not_stop_the_other_calls(env: ToolEnv) -> None:
+    def t(x: int) -> int:
+        if x == 0:
+            raise ZeroDivisionError("tool bug")
+        env.ran("t", x)
+        return x
+
+    env.add(t, OPEN)
+    response = chat_completion_with(("t", '{"x": 0}'), ("t", '{"x": 1}'))
+    with guardrail.identity(user="u"):
+        outcomes = execute_tool_calls(response, registry=env.registry, store=env.store)
+    assert isinstance(outcomes[0].error, ZeroDivisionError) and outcomes[1].result == 1
+
+
+# -------------------------------------------------------------------------------------------- hostile argument JSON
+
+
+def test_hostile_argument_text_gives_typed_errors(env: ToolEnv) -> None:
+    env.add(lambda x: "ok", OPEN, name="t")
+    env.add(lambda s: len(s), OPEN, name="s")
+    cases = ['{"x": ' + "[" * 100_000 + "]" * 100_000 + "}", '{"x": ' + '{"a":' * 50_000 + "1" + "}" * 50_000 + "}",
+             '{"x": "' + "a" * 5_000_000 + '"}', '{"x": 1' + "0" * 100_000 + "}",
+             '{"x": {' + ",".join(f'"k{i}":1' for i in range(300_000)) + "}}", "", "[1,2]", "\x00" * 1000, "{" * 10]
+    with guardrail.identity(user="u"):
+        for number, text in enumerate(cases):
+            with pytest.raises(guardrail.ParseError):
+                finishes(lambda text=text: env.call("t", text), f"hostile argument text #{number}")
+        assert env.call("s", '{"s": "' + "a" * 1_000_000 + '"}') == 1_000_000
+
+
+def test_deeply_nested_dict_arguments_give_a_typed_error(env: ToolEnv) -> None:
+    env.add(lambda x: "ok", OPEN, name="t")
+    deep: list[Any] = []
+    cursor = deep
+    for _ in range(5000):
+        cursor.append([])
+        cursor = cursor[0]
+    with guardrail.identity(user="u"), pytest.raises(guardrail.ParseError):
+        env.call("t", {"x": deep})
