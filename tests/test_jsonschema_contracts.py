@@ -131,6 +131,32 @@ def test_no_schema_lets_an_infinite_number_through(schema: dict[str, Any], text:
         assert report.fixes
 
 
+def test_a_leading_scalar_before_prose_is_the_answer_when_the_schema_allows_any_value() -> None:
+    for schema in ({}, {"description": "anything"}, {"type": ["string", "number"]}):
+        report = guardrail.parse_report('"x"\n\nHope this helps', schema)
+        assert report.value == "x" and [fix.kind for fix in report.fixes] == ["strip_prose"]
+    assert guardrail.parse("42\n\nLet me know", {}) == 42
+    with pytest.raises(guardrail.NoJSONError):
+        guardrail.parse("42\n\n43", {})  # two whole values: two readings
+    with pytest.raises(guardrail.NoJSONError):
+        guardrail.parse('"x"\n\nHope this helps', {"type": "object"})
+
+
+def test_an_unquoted_word_is_the_string_only_where_the_schema_takes_only_a_string() -> None:
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+              "required": ["name"]}
+    report = guardrail.parse_report('{"name": Kim, "age": 3}', schema)
+    assert report.value == {"name": "Kim", "age": 3}
+    assert [(fix.kind, fix.path) for fix in report.fixes] == [("bare_string", "$.name")]
+    for other in ({"type": ["string", "null"]}, {}, {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                  {"enum": ["Kim", "Lee"]}):
+        loose = {"type": "object", "properties": {"name": other}}
+        with pytest.raises(guardrail.JSONSyntaxError):
+            guardrail.parse('{"name": Kim}', loose)
+    with pytest.raises(guardrail.JSONSyntaxError):
+        guardrail.parse('{"name": Kim Lee}', schema)
+
+
 #: Schemas whose untyped slots hide in each construct the finite screen reasons about (guardrail.schema.finite).
 SCREENED: list[dict[str, Any]] = [
     {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}}},

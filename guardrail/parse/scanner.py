@@ -63,6 +63,7 @@ from guardrail.parse.tokens import (
     T_WORD,
     WORD_RE,
     WS,
+    BareWord,
     NonFinite,
     fast_scalar,
     finite_or_marker,
@@ -77,6 +78,8 @@ _LEADING_DOT: Final = re.compile(r"-?\.[0-9][0-9eE+\-]*")
 _LOOSE_NUMBER: Final = re.compile(r"-?(?:\.[0-9]+|(?:0|[1-9][0-9]*)\.)(?:[eE][+\-]?[0-9]+)?")
 #: The quote that ends a string value whose inner quotes were not escaped: the first one followed (on the
 #: same line) by a separator or closer.
+#: What may follow a member's value for that member to end there: the next member or the closing brace.
+_MEMBER_ENDS: Final = re.compile(r"[ \t\r\n]*[,}]").match
 _STRUCTURAL_QUOTE: Final = re.compile(r'"(?=[ \t]*[,}\]])')
 
 #: Failed C-decoder attempts allowed per search (each costs O(position) for the error's line number).
@@ -126,6 +129,8 @@ class ScanResult:
     tokens: int = 0
     #: For a complete value: the path of a key given twice with different values ("" if none).
     conflict: str = ""
+    #: For a complete value: the unquoted words it holds as member values (positions in the scanned text).
+    bare_words: list[BareWord] = field(default_factory=list)
 
 
 class _Stop(Exception):
@@ -160,14 +165,14 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget 
         return ScanResult(stop.status, None, stop.pos, scanner.fixes, stop.message, scanner.path(),
                           scanner.tokens)
     return ScanResult("complete", value, end, scanner.fixes, "", "$", scanner.tokens,
-                      scanner.conflicts[0] if scanner.conflicts else "")
+                      scanner.conflicts[0] if scanner.conflicts else "", scanner.bare_words)
 
 
 class _Scanner:
     """One scan: an explicit stack of open containers fed by a tokenizer with a C-speed fast path."""
 
-    __slots__ = ("base", "budget", "conflicts", "fixes", "last_key", "last_str", "max_depth", "n", "root", "stack",
-                 "text", "tokens")
+    __slots__ = ("bare_words", "base", "budget", "conflicts", "fixes", "last_key", "last_str", "max_depth", "n",
+                 "root", "stack", "text", "tokens")
 
     def __init__(self, text: str, max_depth: int, base: int, budget: Budget) -> None:
         self.base = base
@@ -181,6 +186,8 @@ class _Scanner:
         self.budget = budget
         self.root: Any = None
         self.conflicts: list[str] = []
+        #: Unquoted words read as member values (``{"name": Kim}``): the contract decides them later.
+        self.bare_words: list[BareWord] = []
         #: Where the last scalar read began, if it was a double-quoted string value (else -1), and the
         #: key it was stored under: what an inner-quote repair rewrites.
         self.last_str = -1
@@ -575,7 +582,15 @@ class _Scanner:
             return PYTHON_LITERALS[word]
         if word in NONFINITE_WORDS:
             return NonFinite(word)
-        raise self.syntax(start, "a value (string, number, object, array, true, false or null)")
+        stop = self.syntax(start, "a value (string, number, object, array, true, false or null)")
+        frame = self.stack[-1] if self.stack else None
+        if frame is not None and frame[0].__class__ is dict and frame[1] is not None \
+                and _MEMBER_ENDS(self.text, end) is not None:
+            # One word, then the member ends: perhaps a string without its quotes; the contract decides.
+            bare = BareWord(word, start, stop.message)
+            self.bare_words.append(bare)
+            return bare
+        raise stop
 
     def close(self) -> bool:
         """Close the innermost container: attach it to its parent, or keep it as ``root`` (True) if last."""
