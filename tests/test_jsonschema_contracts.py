@@ -226,6 +226,24 @@ def test_the_finite_screen_agrees_with_a_full_walk_on_maskbench_with_infinities_
     assert checked > 500
 
 
+@pytest.mark.parametrize(("schema", "frame", "extra"), [
+    ({}, "{}", 0), ({"type": "array"}, "{}", 0), ({"type": "object"}, '{"x": {}}', 1),
+    ({"type": "object", "properties": {"x": {"type": "array", "items": True}}}, '{"x": {}}', 1),
+    ({"$defs": {"n": {"type": ["array", "number"], "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}, "{}", 0),
+])
+@pytest.mark.parametrize("depth", [199, 200, 201, 202])
+@pytest.mark.parametrize("inner", ["", "1"])
+def test_the_depth_limit_is_exact_on_the_fast_path(schema: dict[str, Any], frame: str, extra: int, depth: int,
+                                                    inner: str) -> None:
+    """The screen bounds nesting where the schema does not (no bracket count): exactly ``max_depth`` levels."""
+    nested = "[" * (depth - extra) + inner + "]" * (depth - extra)
+    report = guardrail.parse_report(frame.replace("{}", nested), schema)
+    if depth > 200:
+        assert isinstance(report.error, guardrail.InputLimitError), report.value
+    else:
+        assert report.error is None and report.fast_path
+
+
 def _with_infinity(value: Any) -> list[Any]:
     """Copies of ``value`` with infinity put in each place: instead of each node, as a new member or item."""
     out: list[Any] = [math.inf]

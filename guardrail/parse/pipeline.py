@@ -158,7 +158,8 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
             # the default limits' size and depth bounds come before it (as in _fast_ok and _exact).
             check = contract.text_check
             if check is not None and limits is None and (
-                    len(text) <= _SHALLOW or (len(text) <= _CHARS and text.count("{") + text.count("[") <= _DEPTH)):
+                    len(text) <= _SHALLOW or (len(text) <= _CHARS and (
+                        contract.nesting_bound <= _DEPTH or text.count("{") + text.count("[") <= _DEPTH))):
                 value = check(text)
                 if value is not _MISS:
                     return value

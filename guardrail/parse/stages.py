@@ -83,8 +83,9 @@ def find_candidates(state: ParseState) -> ParseState:
 def _leading_scalar(state: ParseState, decoder: json.JSONDecoder) -> Candidate | None:
     """A reply that opens with one complete JSON scalar alone on its line, then prose (``"x"\n\nHope this
     helps``, ``42\n\nLet me know``): that scalar, when the contract's root may be a scalar, the reply has no
-    fence, and no line of the prose is itself a JSON value (which would make two readings). Only reached
-    when the reply holds no other JSON value; the dropped prose is recorded (``strip_prose``) when chosen.
+    fence, what follows is prose (a letter, no bracket or brace) and no line of it is itself a JSON value
+    (which would make two readings). Only reached when the reply holds no other JSON value; the dropped
+    prose is recorded (``strip_prose``) when chosen.
     """
     if state.contract.container_root:
         return None
@@ -104,7 +105,10 @@ def _leading_scalar(state: ParseState, decoder: json.JSONDecoder) -> Candidate |
     line_end = body.find("\n", end)
     if line_end < 0 or body[end:line_end].strip() or isinstance(value, NonFinite):
         return None  # more on the scalar's own line (``42 apples``): not a value alone
-    for line in body[line_end:].splitlines():
+    rest = body[line_end:]
+    if not any(c.isalpha() for c in rest) or any(c in rest for c in "{}[]"):
+        return None  # not prose (a stray ``}``: broken JSON, not a remark)
+    for line in rest.splitlines():
         word = line.strip()
         if word and word[0] in VALUE_START and _is_json(word, decoder):
             return None  # another whole value: two readings

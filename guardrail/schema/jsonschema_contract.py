@@ -39,6 +39,7 @@ from guardrail.contract import NOT_EXACT, Contract, compile_contract
 from guardrail.contract import SCHEMAS_BY_IDENTITY as _BY_IDENTITY
 from guardrail.errors import ContractError
 from guardrail.parse.report import json_path
+from guardrail.parse.state import MAX_DEPTH
 from guardrail.schema.finite import FINITE_DEF, finite_screen
 from guardrail.schema.jsonschema_view import JsonSchemaView, holds_floats, root_shapes, subschemas
 from guardrail.schema.view import Schema
@@ -259,7 +260,7 @@ _FINITE: Final = jsonschema_rs.validator_for({"$defs": {"finite": FINITE_DEF}, "
 
 def _screen_for(schema: Schema) -> Callable[[Any], bool] | None:
     """The finite screen's ``is_valid`` for the schema, or ``None`` when every slot is typed."""
-    document = finite_screen(schema)
+    document = finite_screen(schema).document
     if document is None:
         return None
     try:
@@ -370,8 +371,10 @@ def compile_json_schema(source: JsonSchema) -> JsonSchemaContract:
     view = JsonSchemaView(source.schema)
     floats = holds_floats(source.schema)
     adapter: TypeAdapter[Any] = TypeAdapter(source)  # type: ignore[arg-type]  # a pydantic-compatible instance
+    # The screen also bounds nesting where it can (guardrail.schema.finite): then no bracket count is needed.
+    bounded = finite_screen(source.schema).bounded
     return JsonSchemaContract(source, adapter, source.schema, source.digest, view, floats, False, False, None,
-                              root_shapes(view), None, validator=source.validator)
+                              root_shapes(view), MAX_DEPTH if bounded else None, validator=source.validator)
 
 
 _IDENTITY_CACHE_SIZE: Final = 512
