@@ -19,6 +19,10 @@ the stages, which decide.
   value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside.
   So the stages would choose the same value, with no other valid, truncated or ambiguous candidate.
 
+A JSON Schema contract has its own exact check in one call (``Contract.text_check``: jiter refusing a
+repeated key, the schema validator, a screen for infinity that also bounds nesting); ``parse`` runs it first,
+inline, before anything else (the target there is the validator alone fed by ``json.loads``).
+
 Both are skipped when custom stages are given, when the text may exceed ``max_bytes`` or nest deeper
 than ``max_depth`` (the bracket count bounds the depth, for contracts that could nest that deep:
 ``Contract.max_nesting``; the stages measure both exactly), when the contract has mappings keyed by
