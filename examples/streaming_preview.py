@@ -2,7 +2,7 @@
 
     python examples/streaming_preview.py
 
-``create_partial`` yields ``guardrail.Partial`` previews while the vendor streams (for a UI), then the final
+``create_partial`` yields ``Partial`` previews while the vendor streams (for a UI), then the final
 validated value. Previews are marked ``partial`` and never validated; only the last item is the answer. A
 repair attempt starts a new preview (``attempt`` goes up).
 """
@@ -16,6 +16,7 @@ import structlog
 from pydantic import BaseModel
 
 import guardrail
+from guardrail.outcome import Partial
 from guardrail.testing import Emulator, reply
 
 
@@ -41,7 +42,7 @@ def main() -> None:
             response_model=Summary)
         with stream:
             for item in stream:
-                if isinstance(item, guardrail.Partial):
+                if isinstance(item, Partial):
                     print(f"   preview (attempt {item.attempt}): {item.data}")
                 else:
                     print(f"== final, validated: {item!r}")

@@ -47,7 +47,7 @@ The tree::
 ``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
 there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
 developer and says the same with the kind in front. Every parse error carries the raw text it was given and,
-where the pipeline ran, the full :class:`~guardrail.ParseReport` (candidates considered, fixes applied).
+where the pipeline ran, the full :class:`~guardrail.parse.ParseReport` (candidates considered, fixes applied).
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ class CallError(GuardrailError):
     """A call to a vendor ended without a validated value; nothing that happened is lost.
 
     Attributes:
-        outcome: the :class:`~guardrail.Outcome`: every attempt (raw output, error, fixes, usage, mode,
+        outcome: the :class:`~guardrail.outcome.Outcome`: every attempt (raw output, error, fixes, usage, mode,
             timing), total usage and the trace id.
     """
 
@@ -390,7 +390,7 @@ class IdempotencyUnknown(IdempotencyError):
     """A run of this key started at ``.started_at`` (Unix time) and its runner vanished (crash, kill, lost lease)
     before recording an outcome: the side effect may or may not have happened, so the key is not run again.
 
-    Resolve it with ``guardrail.tools.resolve(...)`` (or ``Idempotency.resolve``) once the application knows, or
+    Resolve it with ``guardrail.tools.execute.resolve(...)`` (or ``Idempotency.resolve``) once the application knows, or
     give the tool a ``reconcile`` hook that asks the downstream system. ``.attempt`` counts runs of the key.
     """
 
@@ -436,7 +436,7 @@ class NothingHappened(GuardrailError):
     the idempotency key is released and a retry runs the tool again. Any other exception is recorded and replayed."""
 
 
-# -- policy: guarded HTTP transport (guardrail.policy.http) --------------------------------------------------
+# -- policy: guarded HTTP transport (guardrail.tools.policy.http) --------------------------------------------------
 
 
 class ConnectionDenied(GuardrailError):

@@ -1,6 +1,6 @@
 """What a vendor call did: usage, budgets, one record per attempt, and the result that holds them.
 
-A :class:`Result` is what ``create_with_result`` returns; every :class:`~guardrail.CallError` carries the
+A :class:`Result` is what ``create_with_result`` returns; every :class:`~guardrail.errors.CallError` carries the
 same record as ``.outcome``, so a failure loses nothing a success would have shown.
 """
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from tenacity import RetryCallState
 
 import guardrail
-from guardrail.retry import RetryPolicy
+from guardrail.call.retry import RetryPolicy
 from guardrail.testing import Emulator
 
 T = TypeVar("T")

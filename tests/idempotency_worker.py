@@ -23,9 +23,9 @@ structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.
 
 import guardrail  # noqa: E402
 from guardrail.errors import GuardrailError  # noqa: E402
-from guardrail.policy.loader import parse_policy  # noqa: E402
 from guardrail.store import RedisStore, SQLiteStore, Store  # noqa: E402
-from guardrail.tools import ToolRegistry, execute_tool_call, tool  # noqa: E402
+from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool  # noqa: E402
+from guardrail.tools.policy.loader import parse_policy  # noqa: E402
 
 POLICY = 'tool = "act"\nidempotency = "required"\n[[allow]]\nid = "all"\n'
 
@@ -81,7 +81,7 @@ def main() -> None:
             sys.stdin.readline()
         with guardrail.identity(tenant="t", user="u"):
             if config.get("resolve"):
-                from guardrail.tools import resolve
+                from guardrail.tools.execute import resolve
 
                 resolved = resolve("act", config["key"], failed=True, registry=registry, store=store)
                 print(json.dumps({"outcome": "resolved", "value": resolved}), flush=True)

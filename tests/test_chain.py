@@ -14,8 +14,10 @@ import pytest
 from pydantic import BaseModel, Field
 
 import guardrail
-from guardrail.chain import Chain, ChainExhausted, CircuitBreaker, safe_default, vendor
-from guardrail.demo import Ticket as DemoTicket
+from guardrail.call import reset_config
+from guardrail.chain.tiers import Chain, ChainExhausted, CircuitBreaker, safe_default, vendor
+from guardrail.cli.triage import Ticket as DemoTicket
+from guardrail.errors import DeadlineExceeded, VendorUnavailable
 from guardrail.gates.semantic import relation
 from guardrail.testing import Emulator, reply
 
@@ -46,7 +48,7 @@ def emulators() -> Iterator[tuple[Emulator, Emulator]]:
 
 
 def tiers(primary: Emulator, backup: Emulator, breakers: dict[str, CircuitBreaker] | None = None
-          ) -> list[guardrail.chain.Tier]:
+          ) -> list[guardrail.chain.tiers.Tier]:
     breakers = breakers or {}
     return [
         vendor(openai.OpenAI(base_url=primary.openai_base_url, api_key="t", timeout=5), "gpt-4o", name="primary",
@@ -56,7 +58,7 @@ def tiers(primary: Emulator, backup: Emulator, breakers: dict[str, CircuitBreake
     ]
 
 
-def default() -> guardrail.chain.Tier:
+def default() -> guardrail.chain.tiers.Tier:
     return safe_default({"urgency": 1, "summary": ""})
 
 
@@ -70,7 +72,7 @@ def test_fault_matrix(emulators: tuple[Emulator, Emulator], first: str, second: 
     result = chain.run(Ticket, system=SYSTEM, user=USER)
     # every fault ends its tier on its own (the 600 s Retry-After is refused at once): the chain's 20 s
     # deadline never had to cut or skip a tier
-    assert not any(isinstance(d.error, guardrail.DeadlineExceeded) or d.reason == "deadline"
+    assert not any(isinstance(d.error, DeadlineExceeded) or d.reason == "deadline"
                    for d in result.departures)
     expected = "primary" if first == "ok" else "backup" if second == "ok" else "safe-default"
     assert result.tier == expected
@@ -101,7 +103,7 @@ def test_every_failure_is_carried_when_no_safe_default_exists(emulators: tuple[E
         Chain(tiers(primary, backup)).run(Ticket, system=SYSTEM, user=USER)
     departures = caught.value.departures
     assert [d.tier for d in departures] == ["primary", "backup"]
-    assert isinstance(departures[0].error, guardrail.VendorUnavailable)
+    assert isinstance(departures[0].error, VendorUnavailable)
     assert isinstance(departures[1].error, guardrail.GaveUp)
     assert departures[1].error.raw_outputs == ['{"urgency": 9}', '{"urgency": "high"}']
 
@@ -154,7 +156,7 @@ def test_the_deadline_covers_the_whole_chain(emulators: tuple[Emulator, Emulator
     result = chain.run(Ticket, system=SYSTEM, user=USER)
     assert result.tier == "safe-default"
     first, second = result.departures
-    assert first.tier == "primary" and isinstance(first.error, guardrail.DeadlineExceeded)
+    assert first.tier == "primary" and isinstance(first.error, DeadlineExceeded)
     assert len(primary.requests) == 1  # cut in flight, no retry after the deadline
     assert (second.tier, second.reason) == ("backup", "deadline") and backup.requests == []
 
@@ -223,7 +225,7 @@ def test_a_shared_breaker_in_sqlite_opens_for_every_process_and_admits_one_probe
     import sys
     import textwrap
 
-    from guardrail.chain import SharedCircuitBreaker
+    from guardrail.chain.tiers import SharedCircuitBreaker
     from guardrail.store import SQLiteStore
 
     path = str(tmp_path / "breaker.db")
@@ -235,7 +237,7 @@ def test_a_shared_breaker_in_sqlite_opens_for_every_process_and_admits_one_probe
     time.sleep(1.05)
     script = textwrap.dedent(f"""
         import sys, time
-        from guardrail.chain import SharedCircuitBreaker
+        from guardrail.chain.tiers import SharedCircuitBreaker
         from guardrail.store import SQLiteStore
         breaker = SharedCircuitBreaker(SQLiteStore({path!r}), "openai:gpt-4o", failures=2, reset_after=1.0)
         time.sleep(max(0.0, float(sys.argv[1]) - time.time()))
@@ -254,15 +256,15 @@ def test_the_rule_engine_tier_answers_korean_and_english_when_vendors_are_down(
         emulators: tuple[Emulator, Emulator]) -> None:
     from pathlib import Path
 
-    from guardrail.chain import rules
-    from guardrail.rules import RuleEngine, load_rule_set
+    from guardrail.chain.fallback import RuleEngine, load_rule_set
+    from guardrail.chain.tiers import rule_engine
 
     root = Path(__file__).resolve().parents[1]
     engine = RuleEngine(load_rule_set(root / "fallbacks" / "ticket_triage.toml"))
     primary, backup = emulators
     primary.responder = lambda request: reply.server_error(503)
     backup.responder = lambda request: reply.overloaded()
-    chain = Chain([*tiers(primary, backup), rules(engine), safe_default(
+    chain = Chain([*tiers(primary, backup), rule_engine(engine), safe_default(
         {"urgency": 1, "category": "other", "summary": ""})])
 
     @guardrail.structured(chain=chain)
@@ -281,8 +283,8 @@ def test_the_rule_engine_tier_answers_korean_and_english_when_vendors_are_down(
 def test_video_segments_from_the_rule_engine_when_no_model_is_available() -> None:
     from pathlib import Path
 
-    from guardrail.chain import rules
-    from guardrail.rules import RuleEngine, load_rule_set
+    from guardrail.chain.fallback import RuleEngine, load_rule_set
+    from guardrail.chain.tiers import rule_engine
 
     class Segment(BaseModel):
         scriptText: str
@@ -293,7 +295,7 @@ def test_video_segments_from_the_rule_engine_when_no_model_is_available() -> Non
     root = Path(__file__).resolve().parents[1]
     engine = RuleEngine(load_rule_set(root / "fallbacks" / "video_segments.toml"))
     transcript = "Welcome to the show. Today we cook kimchi. First, salt the cabbage! Then wait two hours."
-    result = Chain([rules(engine)]).run(list[Segment], system="", user="",
+    result = Chain([rule_engine(engine)]).run(list[Segment], system="", user="",
                                         inputs={"transcript": transcript, "duration_seconds": 60.0,
                                                 "segment_seconds": 20.0})
     segments = result.value
@@ -306,7 +308,7 @@ def test_rules_check_command() -> None:
     import sys
 
     done = subprocess.run([sys.executable, "-m", "guardrail.cli", "rules", "check", "fallbacks",
-                           "--contract", "ticket_triage=guardrail.demo:Ticket"], capture_output=True, text=True,
+                           "--contract", "ticket_triage=guardrail.cli.triage:Ticket"], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0 and "2 valid rule sets" in done.stdout
 
@@ -321,7 +323,7 @@ def test_the_chain_has_the_wrappers_call_shape_and_can_be_configured_once(
                                                            {"role": "user", "content": "late parcel"}])
     assert ticket == Ticket(urgency=3, summary="late parcel")
     assert backup.requests[0].body["system"] == "Triage." and backup.requests[0].last_user_text == "late parcel"
-    guardrail.reset_config()
+    reset_config()
     try:
         guardrail.configure(chain=chain)
 
@@ -333,4 +335,4 @@ def test_the_chain_has_the_wrappers_call_shape_and_can_be_configured_once(
         primary.script(reply.answer(GOOD))
         assert triage("x").urgency == 3
     finally:
-        guardrail.reset_config()
+        reset_config()

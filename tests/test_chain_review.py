@@ -19,10 +19,11 @@ from helpers import RecordingRetry, finishes
 from pydantic import BaseModel, Field
 
 import guardrail
-from guardrail.chain import Chain, ChainExhausted, CircuitBreaker, rules, safe_default, vendor
-from guardrail.demo import Ticket as DemoTicket
+from guardrail.chain.fallback import RuleEngine, load_rule_set
+from guardrail.chain.tiers import Chain, ChainExhausted, CircuitBreaker, rule_engine, safe_default, vendor
+from guardrail.cli.triage import Ticket as DemoTicket
+from guardrail.errors import DeadlineExceeded, Declined, OutputTruncated, VendorUnavailable
 from guardrail.gates.semantic import exit_status, relation
-from guardrail.rules import RuleEngine, load_rule_set
 from guardrail.testing import Emulator, reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,21 +45,21 @@ def emus() -> Iterator[tuple[Emulator, Emulator]]:
         yield primary, backup
 
 
-def primary_tier(emu: Emulator, **kw: Any) -> guardrail.chain.Tier:
+def primary_tier(emu: Emulator, **kw: Any) -> guardrail.chain.tiers.Tier:
     opts: dict[str, Any] = {"name": "primary", "max_attempts": 2, "retry": FAST, "max_tokens": 50}
     opts.update(kw)
     timeout = opts.pop("timeout", 5)
     return vendor(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=timeout), "gpt-4o", **opts)
 
 
-def backup_tier(emu: Emulator, **kw: Any) -> guardrail.chain.Tier:
+def backup_tier(emu: Emulator, **kw: Any) -> guardrail.chain.tiers.Tier:
     opts: dict[str, Any] = {"name": "backup", "max_attempts": 2, "retry": FAST, "max_tokens": 50}
     opts.update(kw)
     return vendor(anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="t", timeout=5), "claude-haiku-4-5",
                   **opts)
 
 
-def default() -> guardrail.chain.Tier:
+def default() -> guardrail.chain.tiers.Tier:
     return safe_default({"urgency": 1, "summary": ""})
 
 
@@ -87,7 +88,7 @@ def test_declined_is_an_answer_and_the_backup_is_never_called(emus: tuple[Emulat
     backup.script(reply.answer('{"status": "answered", "text": "x"}'))
     chain = Chain([primary_tier(primary), backup_tier(backup), safe_default({"status": "answered", "text": ""})],
                   rules=[exit_status("status")])
-    with pytest.raises(guardrail.Declined):
+    with pytest.raises(Declined):
         chain.run(Answer, system=SYSTEM, user=USER)
     assert backup.requests == []
 
@@ -101,7 +102,7 @@ def test_denied_from_a_safe_default_factory_is_raised_not_swallowed() -> None:
 
 
 def test_denied_inside_a_rule_function_is_an_answer(tmp_path: Path) -> None:
-    from guardrail.rules import rule_function
+    from guardrail.chain.fallback import rule_function
 
     @rule_function("review_denies", replace=True)
     def denies(inputs: Any) -> Any:
@@ -109,7 +110,7 @@ def test_denied_inside_a_rule_function_is_an_answer(tmp_path: Path) -> None:
 
     path = tmp_path / "d.toml"
     path.write_text('name = "d"\nversion = "1"\nfunction = "review_denies"\n', encoding="utf-8")
-    chain = Chain([rules(RuleEngine(load_rule_set(path))), default()])
+    chain = Chain([rule_engine(RuleEngine(load_rule_set(path))), default()])
     with pytest.raises(guardrail.Denied):
         chain.run(Ticket, system="", user="")
 
@@ -118,10 +119,10 @@ def test_denied_inside_a_rule_function_is_an_answer(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("script", "error"), [
-    (lambda: [reply.server_error(500), reply.server_error(503)], guardrail.VendorUnavailable),
+    (lambda: [reply.server_error(500), reply.server_error(503)], VendorUnavailable),
     (lambda: [reply.answer('{"urgency": 9}'), reply.answer('{"urgency": 0}')], guardrail.GaveUp),
     (lambda: [reply.truncated('{"urgency": 3, "su'), reply.truncated('{"urgency": 3, "sum')],
-     guardrail.OutputTruncated),
+     OutputTruncated),
     (lambda: [reply.schema_rejected()] * 4, guardrail.VendorError),
 ], ids=["5xx", "never-valid", "truncation", "schema-rejected"])
 def test_each_fault_leaves_the_tier_with_a_typed_departure(emus: tuple[Emulator, Emulator], script: Any,
@@ -224,7 +225,7 @@ def test_stalled_tier_longer_than_the_deadline_with_a_lax_sdk_timeout(emus: tupl
     chain = Chain([primary_tier(primary, timeout=60), default()], deadline=1.0)
     result = chain.run(Ticket, system=SYSTEM, user=USER)
     assert result.tier == "safe-default"
-    assert isinstance(result.departures[0].error, guardrail.DeadlineExceeded)
+    assert isinstance(result.departures[0].error, DeadlineExceeded)
     assert len(primary.requests) == 1  # cut in flight, not retried after the deadline
 
 
@@ -237,7 +238,7 @@ def test_the_deadline_covers_all_attempts_of_a_tier(emus: tuple[Emulator, Emulat
     # each attempt alone fits in the deadline (0.7 s), both together do not: a deadline per attempt would
     # have let the repair return the good answer
     assert result.tier == "safe-default"
-    assert isinstance(result.departures[0].error, guardrail.DeadlineExceeded)
+    assert isinstance(result.departures[0].error, DeadlineExceeded)
     assert 1 <= len(primary.requests) <= 2
 
 
@@ -248,7 +249,7 @@ def test_429_with_retry_after_beyond_what_is_left_leaves_at_once(emus: tuple[Emu
     backup.script(reply.answer(GOOD))
     chain = Chain([primary_tier(primary, retry=patient), backup_tier(backup), default()], deadline=2.0)
     result = chain.run(Ticket, system=SYSTEM, user=USER)
-    assert result.tier == "backup" and isinstance(result.departures[0].error, guardrail.VendorUnavailable)
+    assert result.tier == "backup" and isinstance(result.departures[0].error, VendorUnavailable)
     assert result.departures[0].error.status == 429
     # the tier's own policy would wait the 4 s; the chain's 2 s left made it leave without starting the wait
     assert patient.waits == [] and len(primary.requests) == 1 and len(backup.requests) == 1
@@ -292,13 +293,13 @@ def test_chain_exhausted_carries_every_failure_with_raw_outputs(emus: tuple[Emul
     path = tmp_path / "bad.toml"
     path.write_text('name = "bad"\nversion = "1"\ninput = "input"\n[defaults]\nurgency = 9\nsummary = "s"\n',
                     encoding="utf-8")
-    chain = Chain([primary_tier(primary), backup_tier(backup), rules(RuleEngine(load_rule_set(path))),
+    chain = Chain([primary_tier(primary), backup_tier(backup), rule_engine(RuleEngine(load_rule_set(path))),
                    safe_default({"urgency": 0, "summary": ""})])
     with pytest.raises(ChainExhausted) as caught:
         chain.run(Ticket, system=SYSTEM, user=USER)
     d = caught.value.departures
     assert [x.tier for x in d] == ["primary", "backup", "rules", "safe-default"]
-    assert isinstance(d[0].error, guardrail.OutputTruncated) and len(d[0].error.raw_outputs) == 2
+    assert isinstance(d[0].error, OutputTruncated) and len(d[0].error.raw_outputs) == 2
     assert d[1].error.raw_outputs == ['{"urgency": 7}', '{"urgency": "x"}']
     assert len(caught.value.exceptions) == 4
     assert all(x.reason for x in d)
@@ -308,7 +309,7 @@ def test_chain_exhausted_carries_every_failure_with_raw_outputs(emus: tuple[Emul
 
 
 def test_safe_default_never_runs_a_tool_and_is_marked_degraded(emus: tuple[Emulator, Emulator]) -> None:
-    from guardrail.tools import ToolRegistry, tool
+    from guardrail.tools.execute import ToolRegistry, tool
 
     ran: list[Any] = []
     registry = ToolRegistry()
@@ -334,7 +335,7 @@ def test_rule_tier_value_refused_by_contract_is_not_returned(tmp_path: Path) -> 
     path = tmp_path / "bad.toml"
     path.write_text('name = "bad"\nversion = "1"\ninput = "input"\n[defaults]\nurgency = 9\nsummary = "s"\n',
                     encoding="utf-8")
-    result = Chain([rules(RuleEngine(load_rule_set(path))), default()]).run(Ticket, system="", user="x",
+    result = Chain([rule_engine(RuleEngine(load_rule_set(path))), default()]).run(Ticket, system="", user="x",
                                                                            inputs={"input": "x"})
     assert result.tier == "safe-default" and result.departures[0].tier == "rules"
 
@@ -347,7 +348,7 @@ def test_rule_tier_value_breaking_semantic_rules_is_not_returned(tmp_path: Path)
     path = tmp_path / "r.toml"
     path.write_text('name = "r"\nversion = "1"\ninput = "input"\n[defaults]\nurgency = 1\nminimum = 3\n',
                     encoding="utf-8")
-    chain = Chain([rules(RuleEngine(load_rule_set(path))), safe_default({"urgency": 4, "minimum": 3})],
+    chain = Chain([rule_engine(RuleEngine(load_rule_set(path))), safe_default({"urgency": 4, "minimum": 3})],
                   rules=[relation("urgency", ">=", "minimum")])
     result = chain.run(Bounded, system="", user="x", inputs={"input": "x"})
     assert result.tier == "safe-default" and result.value.urgency == 4
@@ -404,7 +405,7 @@ def test_chain_create_with_content_parts(emus: tuple[Emulator, Emulator]) -> Non
 def test_chain_create_feeds_the_rule_engine_the_message_text(emus: tuple[Emulator, Emulator]) -> None:
     primary, _ = emus
     primary.responder = lambda request: reply.server_error(503)
-    chain = Chain([primary_tier(primary), rules(triage_engine())])
+    chain = Chain([primary_tier(primary), rule_engine(triage_engine())])
     result = chain.create_with_result(response_model=DemoTicket, messages=[
         {"role": "user", "content": "I was charged twice, please refund me"}])
     assert result.tier == "rules" and result.value.category.value == "billing"
@@ -452,7 +453,7 @@ def test_chain_from_many_threads_opens_the_breaker_once_and_every_result_is_vali
 
 def test_rule_engine_on_100kb_korean_text_finishes_typed() -> None:
     text = ("배송이 2주째 안 와요. 환불해 주세요! " * 5000)[:100_000]
-    chain = Chain([rules(triage_engine())])
+    chain = Chain([rule_engine(triage_engine())])
     result = finishes(lambda: chain.run(DemoTicket, system="", user="", inputs={"inquiry": text}),
                       "the rule engine on 100 KB of Korean text")
     assert isinstance(result.value, DemoTicket) and len(result.value.summary) <= 120
@@ -461,7 +462,7 @@ def test_rule_engine_on_100kb_korean_text_finishes_typed() -> None:
 
 @pytest.mark.parametrize("text", ["\ud800 urgent refund \udfff", "\udc00" * 1000, "긴급 \ud83d 환불"])
 def test_rule_engine_with_lone_surrogates_stays_typed(text: str) -> None:
-    result = Chain([rules(triage_engine())]).run(DemoTicket, system="", user="", inputs={"inquiry": text})
+    result = Chain([rule_engine(triage_engine())]).run(DemoTicket, system="", user="", inputs={"inquiry": text})
     assert isinstance(result.value, DemoTicket)
     result.value.summary.encode("utf-8")
 
@@ -475,7 +476,7 @@ def test_video_segments_with_surrogates_and_100kb() -> None:
 
     engine = RuleEngine(load_rule_set(ROOT / "fallbacks" / "video_segments.toml"))
     transcript = ("오늘은 김치를 만듭니다. 배추를 절여요! \ud800 " * 3000)[:100_000]
-    result = finishes(lambda: Chain([rules(engine)]).run(list[Segment], system="", user="",
+    result = finishes(lambda: Chain([rule_engine(engine)]).run(list[Segment], system="", user="",
                                                          inputs={"transcript": transcript,
                                                                  "duration_seconds": 600.0,
                                                                  "segment_seconds": 30.0}),

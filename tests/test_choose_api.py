@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionTokenLogprob
 
 import guardrail
+from guardrail.local import Choice, LogprobBackend, LogprobsUnavailable, NoOptionMatched, Uncertain
 from guardrail.local.choose_api import Answer, Step, read_reply, score
 from guardrail.testing import Emulator, reply
 from guardrail.testing.script import parse_script
@@ -39,11 +40,11 @@ def oai(guardrail_openai: openai.OpenAI) -> openai.OpenAI:
 
 
 @pytest.fixture
-def backend(oai: openai.OpenAI) -> guardrail.LogprobBackend:
-    return guardrail.LogprobBackend(oai, "gpt-test")
+def backend(oai: openai.OpenAI) -> LogprobBackend:
+    return LogprobBackend(oai, "gpt-test")
 
 
-def total(choice: guardrail.Choice) -> float:
+def total(choice: Choice) -> float:
     return math.fsum(choice.probabilities.values())
 
 
@@ -109,7 +110,7 @@ def test_emulator_logprobs_reply_validation_scripts_and_other_endpoints(emu: Emu
 
 # -- choose through the SDK -----------------------------------------------------------------------------------
 
-def test_request_lists_the_options_and_asks_for_top_logprobs(emu: Emulator, backend: guardrail.LogprobBackend) -> None:
+def test_request_lists_the_options_and_asks_for_top_logprobs(emu: Emulator, backend: LogprobBackend) -> None:
     emu.script(reply.logprobs([{"billing": 0.7, "shipping": 0.2, "account": 0.1}]))
     choice = guardrail.choose("My card was charged twice.", ["billing", "shipping", "account"], backend=backend)
     assert choice.best == "billing" and total(choice) == pytest.approx(1, abs=1e-9)
@@ -125,7 +126,7 @@ def test_request_lists_the_options_and_asks_for_top_logprobs(emu: Emulator, back
 
 
 @pytest.mark.parametrize("forced", ["billing", "shipping", "account", "other"])
-def test_a_forced_option_is_ranked_first(emu: Emulator, backend: guardrail.LogprobBackend, forced: str) -> None:
+def test_a_forced_option_is_ranked_first(emu: Emulator, backend: LogprobBackend, forced: str) -> None:
     options = ["billing", "shipping", "account", "other"]
     table = {option: (0.85 if option == forced else 0.05) for option in options}
     emu.script(reply.logprobs([table]))
@@ -135,14 +136,14 @@ def test_a_forced_option_is_ranked_first(emu: Emulator, backend: guardrail.Logpr
 
 
 def test_a_forced_option_wins_even_when_the_answer_is_something_else(emu: Emulator,
-                                                                       backend: guardrail.LogprobBackend) -> None:
+                                                                       backend: LogprobBackend) -> None:
     # The generated token is not an option; the listed alternatives still are.
     emu.script(reply.logprobs([("Category", {"Category": 0.5, "shipping": 0.4, "billing": 0.1})]))
     choice = guardrail.choose("Category?", ["billing", "shipping"], backend=backend)
     assert choice.best == "shipping" and choice.probabilities["shipping"] == pytest.approx(0.8)
 
 
-def test_leading_space_and_case_variants_are_merged(emu: Emulator, backend: guardrail.LogprobBackend) -> None:
+def test_leading_space_and_case_variants_are_merged(emu: Emulator, backend: LogprobBackend) -> None:
     emu.script(reply.logprobs([{" Billing": 0.3, "billing": 0.2, "BILLING": 0.1, "\n": 0.1, '"': 0.05,
                                 "Shipping": 0.25}]))
     choice = guardrail.choose("Category?", ["billing", "shipping"], backend=backend)
@@ -151,7 +152,7 @@ def test_leading_space_and_case_variants_are_merged(emu: Emulator, backend: guar
     assert choice.probabilities["shipping"] == pytest.approx(0.25 / 0.85)
 
 
-def test_case_is_kept_when_options_differ_only_in_case(emu: Emulator, backend: guardrail.LogprobBackend) -> None:
+def test_case_is_kept_when_options_differ_only_in_case(emu: Emulator, backend: LogprobBackend) -> None:
     emu.script(reply.logprobs([{"A": 0.7, "a": 0.2, " b": 0.1}]))
     choice = guardrail.choose("Grade?", ["A", "a", "B"], backend=backend)
     assert choice.probabilities["A"] == pytest.approx(0.7 / 0.9)
@@ -160,13 +161,13 @@ def test_case_is_kept_when_options_differ_only_in_case(emu: Emulator, backend: g
 
 
 @pytest.mark.parametrize("answer", ['"shipping"', "Shipping.", "**shipping**"])
-def test_a_decorated_answer_counts_for_its_option(emu: Emulator, backend: guardrail.LogprobBackend,
+def test_a_decorated_answer_counts_for_its_option(emu: Emulator, backend: LogprobBackend,
                                                   answer: str) -> None:
     emu.script(reply.logprobs([{answer: 0.9, "billing": 0.1}]))
     assert guardrail.choose("Category?", ["billing", "shipping"], backend=backend).best == "shipping"
 
 
-def test_yes_and_yes_but_are_told_apart(emu: Emulator, backend: guardrail.LogprobBackend) -> None:
+def test_yes_and_yes_but_are_told_apart(emu: Emulator, backend: LogprobBackend) -> None:
     options = ["yes", "yes, but", "no"]
     emu.script(reply.logprobs([{"yes": 0.8, "no": 0.2}, {",": 0.9, ".": 0.1}, {" but": 1.0}]))
     qualified = guardrail.choose("Agree?", options, backend=backend)
@@ -185,7 +186,7 @@ def test_yes_and_yes_but_are_told_apart(emu: Emulator, backend: guardrail.Logpro
     assert total(plain) == pytest.approx(1, abs=1e-9)
 
 
-def test_billing_and_billing_dispute_are_told_apart(emu: Emulator, backend: guardrail.LogprobBackend) -> None:
+def test_billing_and_billing_dispute_are_told_apart(emu: Emulator, backend: LogprobBackend) -> None:
     options = ["billing", "billing_dispute", "shipping"]
     # Tokenised as "bill" "ing" "_dispute": the options diverge at the third position.
     emu.script(reply.logprobs([{"bill": 0.9, "ship": 0.1}, {"ing": 1.0}, {"_dispute": 0.75, ".": 0.25}]))
@@ -201,7 +202,7 @@ def test_billing_and_billing_dispute_are_told_apart(emu: Emulator, backend: guar
 
 
 def test_a_branch_shared_by_two_options_is_split_and_reported(emu: Emulator,
-                                                               backend: guardrail.LogprobBackend) -> None:
+                                                               backend: LogprobBackend) -> None:
     emu.script(reply.logprobs([{"shipping": 0.6, "bill": 0.4}]))
     choice = guardrail.choose("Category?", ["billing", "billing_dispute", "shipping"], backend=backend)
     assert choice.probabilities == pytest.approx({"billing": 0.2, "billing_dispute": 0.2, "shipping": 0.6})
@@ -209,13 +210,13 @@ def test_a_branch_shared_by_two_options_is_split_and_reported(emu: Emulator,
     assert choice.bounded == {"billing", "billing_dispute"}
 
 
-def test_an_answer_cut_off_by_max_tokens_shares_its_mass(emu: Emulator, backend: guardrail.LogprobBackend) -> None:
+def test_an_answer_cut_off_by_max_tokens_shares_its_mass(emu: Emulator, backend: LogprobBackend) -> None:
     emu.script(reply.logprobs([{"bill": 0.8, "ship": 0.2}], truncated=True))
     choice = guardrail.choose("Category?", ["billing", "billing_dispute", "shipping"], backend=backend)
     assert choice.probabilities == pytest.approx({"billing": 0.4, "billing_dispute": 0.4, "shipping": 0.2})
 
 
-def test_an_option_never_listed_gets_a_bounded_floor(emu: Emulator, backend: guardrail.LogprobBackend) -> None:
+def test_an_option_never_listed_gets_a_bounded_floor(emu: Emulator, backend: LogprobBackend) -> None:
     emu.script(reply.logprobs([{"billing": 0.5, "shipping": 0.3, "x": 0.1}]))
     choice = guardrail.choose("Category?", ["billing", "shipping", "account", "refund"], backend=backend)
     # Unlisted at that position: 1 - 0.9 = 0.1, shared by two missing options, and never above the smallest
@@ -227,51 +228,51 @@ def test_an_option_never_listed_gets_a_bounded_floor(emu: Emulator, backend: gua
 
 
 def test_threshold_routes_a_low_confidence_answer_to_uncertain(emu: Emulator,
-                                                               backend: guardrail.LogprobBackend) -> None:
+                                                               backend: LogprobBackend) -> None:
     emu.script(reply.logprobs([{"billing": 0.45, "shipping": 0.4, "account": 0.15}]))
-    with pytest.raises(guardrail.Uncertain) as caught:
+    with pytest.raises(Uncertain) as caught:
         guardrail.choose("Category?", ["billing", "shipping", "account"], backend=backend, threshold=0.6)
     error = caught.value
-    assert not isinstance(error, guardrail.NoOptionMatched)
+    assert not isinstance(error, NoOptionMatched)
     assert error.threshold == 0.6 and error.choice.best == "billing"
     assert error.choice.probabilities == pytest.approx({"billing": 0.45, "shipping": 0.4, "account": 0.15})
     emu.script(reply.logprobs([{"billing": 0.9, "shipping": 0.1}]))
     assert guardrail.choose("Category?", ["billing", "shipping"], backend=backend, threshold=0.6).best == "billing"
 
 
-def test_a_reply_without_any_option_is_no_option_matched(emu: Emulator, backend: guardrail.LogprobBackend) -> None:
+def test_a_reply_without_any_option_is_no_option_matched(emu: Emulator, backend: LogprobBackend) -> None:
     emu.script(reply.logprobs([{"I": 0.6, "The": 0.4}, {" cannot": 1.0}, {" say": 1.0}]))
-    with pytest.raises(guardrail.NoOptionMatched) as caught:
+    with pytest.raises(NoOptionMatched) as caught:
         guardrail.choose("Category?", ["billing", "shipping"], backend=backend)  # no threshold: raised anyway
     error = caught.value
-    assert isinstance(error, guardrail.Uncertain) and isinstance(error, guardrail.GuardrailError)
+    assert isinstance(error, Uncertain) and isinstance(error, guardrail.GuardrailError)
     assert error.text == "I cannot say" and not error.refused
     assert set(error.choice.scoring.values()) == {"floor"}
     assert math.fsum(error.choice.probabilities.values()) == pytest.approx(1, abs=1e-9)
 
     emu.script(reply.refusal("I can't help with that."))
-    with pytest.raises(guardrail.NoOptionMatched) as refused:
+    with pytest.raises(NoOptionMatched) as refused:
         guardrail.choose("Category?", ["billing", "shipping"], backend=backend)
     assert refused.value.refused and refused.value.text == "I can't help with that."
 
 
 def test_a_wrapped_client_works_and_a_bare_client_needs_a_model(emu: Emulator, oai: openai.OpenAI) -> None:
     emu.script(reply.logprobs([{"no": 0.7, "yes": 0.3}]))
-    choice = guardrail.choose("Agree?", ["yes", "no"], backend=guardrail.LogprobBackend(guardrail.wrap(oai), "m"))
+    choice = guardrail.choose("Agree?", ["yes", "no"], backend=LogprobBackend(guardrail.wrap(oai), "m"))
     assert choice.best == "no"
     with pytest.raises(TypeError, match="LogprobBackend"):
         guardrail.choose("Agree?", ["yes", "no"], backend=oai)
     with pytest.raises(TypeError):
         guardrail.choose("Agree?", ["yes", "no"], backend=object())
     with pytest.raises(TypeError):
-        guardrail.LogprobBackend(object(), "m")
+        LogprobBackend(object(), "m")
     for bad in ({"model": ""}, {"model": "m", "top_logprobs": 21}, {"model": "m", "max_tokens": 0}):
         with pytest.raises(ValueError):
-            guardrail.LogprobBackend(oai, **bad)
+            LogprobBackend(oai, **bad)
     with pytest.raises(ValueError):
-        guardrail.choose("Agree?", ["yes", " yes."], backend=guardrail.LogprobBackend(oai, "m"))
+        guardrail.choose("Agree?", ["yes", " yes."], backend=LogprobBackend(oai, "m"))
     with pytest.raises(ValueError):
-        guardrail.choose("Agree?", ["yes", "..."], backend=guardrail.LogprobBackend(oai, "m"))
+        guardrail.choose("Agree?", ["yes", "..."], backend=LogprobBackend(oai, "m"))
     assert len(emu.requests) == 1
 
 
@@ -279,13 +280,13 @@ def test_an_anthropic_client_raises_a_typed_error(emu: Emulator) -> None:
     client = anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="test", max_retries=0, timeout=5)
     async_client = anthropic.AsyncAnthropic(base_url=emu.anthropic_base_url, api_key="test", max_retries=0)
     for candidate in (client, guardrail.wrap(client), async_client):
-        with pytest.raises(guardrail.LogprobsUnavailable, match="no token logprobs"):
-            guardrail.LogprobBackend(candidate, "claude-test")
-        with pytest.raises(guardrail.LogprobsUnavailable):
+        with pytest.raises(LogprobsUnavailable, match="no token logprobs"):
+            LogprobBackend(candidate, "claude-test")
+        with pytest.raises(LogprobsUnavailable):
             guardrail.choose("Agree?", ["yes", "no"], backend=candidate)
-        with pytest.raises(guardrail.LogprobsUnavailable):
+        with pytest.raises(LogprobsUnavailable):
             asyncio.run(guardrail.achoose("Agree?", ["yes", "no"], backend=candidate))
-    assert issubclass(guardrail.LogprobsUnavailable, guardrail.GuardrailError)
+    assert issubclass(LogprobsUnavailable, guardrail.GuardrailError)
     assert emu.requests == []
     client.close()
 
@@ -293,25 +294,25 @@ def test_an_anthropic_client_raises_a_typed_error(emu: Emulator) -> None:
 def test_a_server_that_ignores_logprobs_raises_a_typed_error() -> None:
     plain = {"choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
                           "message": {"role": "assistant", "content": "billing", "refusal": None}}]}
-    with pytest.raises(guardrail.LogprobsUnavailable, match="without logprobs"):
+    with pytest.raises(LogprobsUnavailable, match="without logprobs"):
         read_reply(plain)
-    with pytest.raises(guardrail.LogprobsUnavailable):
+    with pytest.raises(LogprobsUnavailable):
         read_reply({"choices": []})
 
 
 def test_achoose_awaits_an_async_client(emu: Emulator, oai: openai.OpenAI) -> None:
-    async def main() -> tuple[guardrail.Choice, guardrail.Choice, guardrail.Choice]:
+    async def main() -> tuple[Choice, Choice, Choice]:
         client = openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0, timeout=5)
-        backend = guardrail.LogprobBackend(client, "m")
+        backend = LogprobBackend(client, "m")
         emu.script(reply.logprobs([{"ship": 0.9, "bill": 0.1}, {"ping": 1.0}]))
         first = await guardrail.achoose("Category?", ["billing", "shipping"], backend=backend)
         emu.script(reply.logprobs([{"bill": 0.6, "ship": 0.4}]))
         wrapped = await guardrail.achoose("Category?", ["billing", "shipping"],
-                                          backend=guardrail.LogprobBackend(guardrail.wrap(client), "m"))
+                                          backend=LogprobBackend(guardrail.wrap(client), "m"))
         emu.script(reply.logprobs([{"yes": 0.3, "no": 0.7}]))
-        threaded = await guardrail.achoose("Agree?", ["yes", "no"], backend=guardrail.LogprobBackend(oai, "m"))
+        threaded = await guardrail.achoose("Agree?", ["yes", "no"], backend=LogprobBackend(oai, "m"))
         emu.script(reply.logprobs([{"yes": 0.5, "no": 0.5}]))
-        with pytest.raises(guardrail.Uncertain):
+        with pytest.raises(Uncertain):
             await guardrail.achoose("Agree?", ["yes", "no"], backend=backend, threshold=0.9)
         with pytest.raises(TypeError, match="achoose"):
             guardrail.choose("Agree?", ["yes", "no"], backend=backend)
@@ -404,11 +405,11 @@ def test_core_property_choose_raises_only_the_documented_errors(options: list[st
 
     try:
         choice = _api_choice(options, as_response(steps, finished), threshold)
-    except guardrail.NoOptionMatched as error:
+    except NoOptionMatched as error:
         check_distribution(options, error.choice.probabilities)
         assert set(error.choice.scoring.values()) == {"floor"}
         return
-    except guardrail.Uncertain as error:
+    except Uncertain as error:
         assert threshold is not None and error.choice.confidence < threshold
         check_distribution(options, error.choice.probabilities)
         return
@@ -418,10 +419,10 @@ def test_core_property_choose_raises_only_the_documented_errors(options: list[st
 
 
 @pytest.fixture(scope="module")
-def shared_backend() -> Iterator[tuple[Emulator, guardrail.LogprobBackend]]:
+def shared_backend() -> Iterator[tuple[Emulator, LogprobBackend]]:
     with Emulator() as server:
         client = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0, timeout=5)
-        yield server, guardrail.LogprobBackend(client, "m")
+        yield server, LogprobBackend(client, "m")
         client.close()
 
 
@@ -432,14 +433,14 @@ TABLE = st.dictionaries(st.sampled_from([p for p in PIECES if p]), st.floats(min
 @settings(max_examples=60)
 @given(options=st.lists(st.sampled_from(POOL), min_size=2, max_size=5, unique=True),
        tables=st.lists(TABLE, min_size=1, max_size=5), truncated=st.booleans())
-def test_property_through_the_sdk_and_the_emulator(shared_backend: tuple[Emulator, guardrail.LogprobBackend],
+def test_property_through_the_sdk_and_the_emulator(shared_backend: tuple[Emulator, LogprobBackend],
                                                    options: list[str], tables: list[dict[str, float]],
                                                    truncated: bool) -> None:
     server, backend = shared_backend
     server.script(reply.logprobs(tables, truncated=truncated))
     try:
         choice = guardrail.choose("Pick one.", options, backend=backend)
-    except guardrail.NoOptionMatched as error:
+    except NoOptionMatched as error:
         choice = error.choice
     check_distribution(options, choice.probabilities)
     assert server.pending == 0

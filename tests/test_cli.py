@@ -58,7 +58,7 @@ def test_demo_json_output_is_machine_readable(vendor: str) -> None:
 
 @pytest.mark.slow
 def test_schema_command_shows_lowered_schema_and_report() -> None:
-    done = guardrail("schema", "guardrail.demo:Ticket", "--vendor", "openai", "--json")
+    done = guardrail("schema", "guardrail.cli.triage:Ticket", "--vendor", "openai", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["mode"] == "native" and data["modes_available"][0] == "native"
@@ -66,10 +66,10 @@ def test_schema_command_shows_lowered_schema_and_report() -> None:
     actions = {(e["path"], e["keyword"]): e["action"] for e in data["report"]["entries"]}
     assert actions[("/properties/summary", "maxLength")] == "post_validated"
     assert actions[("/properties/urgency", "minimum")] == "enforced"
-    anthropic = json.loads(guardrail("schema", "guardrail.demo:Ticket", "--vendor", "anthropic", "--json").stdout)
+    anthropic = json.loads(guardrail("schema", "guardrail.cli.triage:Ticket", "--vendor", "anthropic", "--json").stdout)
     anthropic_actions = {(e["path"], e["keyword"]): e["action"] for e in anthropic["report"]["entries"]}
     assert anthropic_actions[("/properties/urgency", "minimum")] == "post_validated"
-    table = guardrail("schema", "guardrail.demo:Ticket", "--vendor", "vllm")
+    table = guardrail("schema", "guardrail.cli.triage:Ticket", "--vendor", "vllm")
     assert table.returncode == 0 and "CompileReport (grammar)" in table.stdout
 
 
@@ -187,7 +187,7 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
     (("bogus",), ("guardrail:", "invalid choice", "'bogus'")),
     (("policy",), ("guardrail policy:", "ACTION")),
     (("schema", "no_colon"), ("guardrail schema:", "MODULE:Type", "'no_colon'")),
-    (("schema", "guardrail.demo:Ticket", "--vendor", "nope"), ("--vendor", "'nope'")),
+    (("schema", "guardrail.cli.triage:Ticket", "--vendor", "nope"), ("--vendor", "'nope'")),
     (("emulator", "--port", "99999"), ("guardrail emulator:", "--port", "99999", "0-65535")),
     (("emulator", "--port", "http"), ("--port", "'http'")),
     (("rules", "check", "--contract", "garbage"), ("guardrail rules check:", "--contract", "NAME=MODULE:Type",
@@ -203,9 +203,10 @@ def test_usage_errors_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (("schema", "guardrail.demo:NotAType"), ("guardrail schema:", "'guardrail.demo'", "no attribute 'NotAType'")),
-    (("schema", "guardrail.demo:INQUIRIES"), ("'guardrail.demo:INQUIRIES'", "is a tuple, not a type")),
-    (("schema", "guardrail.demo:triage"), ("is a function, not a type",)),
+    (("schema", "guardrail.cli.triage:NotAType"),
+     ("guardrail schema:", "'guardrail.cli.triage'", "no attribute 'NotAType'")),
+    (("schema", "guardrail.cli.triage:INQUIRIES"), ("'guardrail.cli.triage:INQUIRIES'", "is a tuple, not a type")),
+    (("schema", "guardrail.cli.triage:triage"), ("is a function, not a type",)),
     (("schema", "no_such_module_xyz:Thing"), ("cannot import 'no_such_module_xyz'", "no such module")),
     (("policy", "check", "{tmp}/missing"), ("guardrail policy check:", "missing: does not exist")),
     (("rules", "check", "{tmp}/missing"), ("guardrail rules check:", "missing: does not exist")),
@@ -258,7 +259,8 @@ def test_demo_with_an_unknown_vendor_in_the_environment_is_one_line() -> None:
     one_line(done.stderr, "guardrail demo:", "GUARDRAIL_VENDOR", "'mistral'")
 
 
-@pytest.mark.parametrize("args", [("schema", "guardrail.demo:Ticket", "--json"), ("schema", "guardrail.demo:Ticket")])
+@pytest.mark.parametrize("args", [("schema", "guardrail.cli.triage:Ticket", "--json"),
+                                  ("schema", "guardrail.cli.triage:Ticket")])
 def test_a_reader_that_goes_away_ends_the_command_quietly(args: tuple[str, ...]) -> None:
     """``guardrail schema ... | head -c 10``, made deterministic: the pipe's read end is closed before the
     command starts, so its first write fails with EPIPE (a real ``head`` may or may not exit in time)."""
@@ -289,7 +291,7 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_console_script_imports_contracts_from_the_current_directory(tmp_path: Path) -> None:
-    (tmp_path / "contracts.py").write_text("from pydantic import BaseModel\nfrom guardrail.demo import Ticket\n\n"
+    (tmp_path / "contracts.py").write_text("from pydantic import BaseModel\nfrom guardrail.cli.triage import Ticket\n\n"
                                            "class Other(BaseModel):\n    priority: int\n")
     fallbacks = str(ROOT / "fallbacks")
     ok = console_script("rules", "check", fallbacks, "--contract", "ticket_triage=contracts:Ticket", cwd=tmp_path)

@@ -11,8 +11,10 @@ from helpers import RecordingRetry
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 import guardrail
+import guardrail.call.methods
 import guardrail.errors
-import guardrail.methods
+from guardrail.contract import compile_contract
+from guardrail.errors import OutputTruncated, VendorUnavailable
 from guardrail.testing import Emulator, reply
 
 
@@ -130,7 +132,7 @@ def test_truncation_raises_the_token_limit_once_without_feedback(emu: Emulator) 
 
 def test_truncated_twice_is_a_truncated_error_not_a_closed_up_object(emu: Emulator) -> None:
     emu.script(reply.truncated('{"title": "Printer on fire", "priority": 5'), reply.truncated('{"title": "P'))
-    with pytest.raises(guardrail.OutputTruncated) as caught:
+    with pytest.raises(OutputTruncated) as caught:
         wrapped(emu).chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket,
                                              max_tokens=50)
     assert caught.value.kind == "truncated"
@@ -141,7 +143,7 @@ def test_truncated_twice_is_a_truncated_error_not_a_closed_up_object(emu: Emulat
 def test_truncation_at_the_ceiling_is_not_asked_again(emu: Emulator) -> None:
     emu.script(reply.truncated('{"title": "P'))
     client = wrapped(emu, settings=guardrail.Settings(max_tokens_ceiling=64))
-    with pytest.raises(guardrail.OutputTruncated):
+    with pytest.raises(OutputTruncated):
         client.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket, max_tokens=64)
     assert len(emu.requests) == 1
 
@@ -269,7 +271,7 @@ def test_server_errors_timeouts_and_drops_are_retried(emu: Emulator) -> None:
 def test_retries_stop_at_max_tries_and_the_sdk_does_not_retry_on_its_own(emu: Emulator) -> None:
     emu.script(*(reply.server_error(500) for _ in range(5)))
     policy = guardrail.RetryPolicy(max_tries=2, initial_wait=0.01, max_wait=0.05, deadline=10)
-    with pytest.raises(guardrail.VendorUnavailable) as caught:
+    with pytest.raises(VendorUnavailable) as caught:
         wrapped(emu, retry=policy).chat.completions.create(model="gpt-4o", messages=MESSAGES,
                                                            response_model=Ticket)
     assert caught.value.status == 500
@@ -280,7 +282,7 @@ def test_retries_stop_at_max_tries_and_the_sdk_does_not_retry_on_its_own(emu: Em
 def test_the_deadline_bounds_the_whole_call(emu: Emulator) -> None:
     emu.script(*(reply.rate_limited(retry_after=0.4) for _ in range(10)))
     policy = RecordingRetry(max_tries=10, initial_wait=0.01, max_wait=1, deadline=1.0)
-    with pytest.raises(guardrail.VendorUnavailable) as caught:
+    with pytest.raises(VendorUnavailable) as caught:
         wrapped(emu, retry=policy).chat.completions.create(model="gpt-4o", messages=MESSAGES,
                                                            response_model=Ticket)
     # 10 tries were allowed, but a wait that would end past the 1 s deadline is never started:
@@ -443,7 +445,7 @@ def test_result_record_is_json_friendly(emu: Emulator) -> None:
     assert result.provider == "openai" and result.model == "gpt-4o" and result.mode == "native"
     assert result.compile_report is not None and result.compile_report.ok
     assert json.dumps(result.compile_report.to_dict())
-    assert result.schema_hash == guardrail.compile_contract(Ticket).schema_hash
+    assert result.schema_hash == compile_contract(Ticket).schema_hash
 
 
 class Short(BaseModel):
@@ -584,7 +586,7 @@ def test_with_options_timeout_bounds_the_structured_call(emu: Emulator) -> None:
     emu.script(reply.timeout(2.0, then=reply.answer(GOOD)))
     client = guardrail.wrap(raw_client(emu, timeout=30),
                             retry=guardrail.RetryPolicy(max_tries=1, initial_wait=0.01, max_wait=0.01, deadline=30))
-    with pytest.raises(guardrail.VendorUnavailable):
+    with pytest.raises(VendorUnavailable):
         client.with_options(timeout=0.2).chat.completions.create(model="gpt-4o", messages=MESSAGES,
                                                                  response_model=Ticket)
 
@@ -609,7 +611,7 @@ def test_with_raw_response_gives_the_value_and_every_http_response(emu: Emulator
               "method": lambda: client.chat.completions.with_raw_response.create}[route]()
     emu.script(reply.answer('{"title": "x", "priority": 9}'), reply.answer(GOOD))
     raw = create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
-    assert isinstance(raw, guardrail.methods.RawStructured)
+    assert isinstance(raw, guardrail.call.methods.RawStructured)
     assert raw.parse() == raw.value == Ticket(title="Printer on fire", priority=5, tags=["hw"])
     assert raw.status_code == 200 and raw.headers["x-request-id"].startswith("req_")
     assert len(raw.responses) == 2 and len(raw.result.attempts) == 2

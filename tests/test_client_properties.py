@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
 import guardrail
+from guardrail.errors import CallError
 from guardrail.testing import Emulator, reply
 
 
@@ -48,7 +49,7 @@ def ask(setup: tuple[Emulator, Any], outputs: list[str]) -> Any:
 def test_any_text_gives_a_valid_value_or_a_call_error(setup: tuple[Emulator, Any], outputs: list[str]) -> None:
     try:
         result = ask(setup, outputs)
-    except guardrail.CallError as error:
+    except CallError as error:
         assert error.raw_outputs == outputs[: len(error.raw_outputs)]
         assert len(error.outcome.attempts) <= len(outputs)
         return

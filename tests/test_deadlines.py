@@ -26,9 +26,9 @@ from helpers import endpoint_client, endpoint_method, structured_call
 from pydantic import BaseModel
 
 import guardrail
-from guardrail.chain import Chain, safe_default, vendor
+from guardrail.call.retry import RetryPolicy
+from guardrail.chain.tiers import Chain, safe_default, vendor
 from guardrail.errors import DeadlineExceeded
-from guardrail.retry import RetryPolicy
 from guardrail.testing import Emulator, reply
 from guardrail.testing.behaviours import Reply
 

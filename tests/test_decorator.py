@@ -14,6 +14,8 @@ import pytest
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 import guardrail
+from guardrail.call import reset_config
+from guardrail.outcome import Partial
 from guardrail.testing import Emulator, reply
 
 
@@ -40,9 +42,9 @@ def emu() -> Iterator[Emulator]:
 
 @pytest.fixture(autouse=True)
 def clean_config() -> Iterator[None]:
-    guardrail.reset_config()
+    reset_config()
     yield
-    guardrail.reset_config()
+    reset_config()
 
 
 def openai_client(emu: Emulator) -> Any:
@@ -163,7 +165,7 @@ def test_streaming_from_a_decorated_function(emu: Emulator) -> None:
     emu.script(reply.answer(GOOD))
     items = list(triage.stream("late"))
     assert isinstance(items[-1], Ticket) and items[-1].urgency == 4
-    assert all(isinstance(i, guardrail.Partial) for i in items[:-1]) and len(items) > 1
+    assert all(isinstance(i, Partial) for i in items[:-1]) and len(items) > 1
 
 
 def test_responses_api_by_configuration(emu: Emulator) -> None:

@@ -35,9 +35,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import guardrail
-from guardrail.chain import Chain, ChainExhausted, Tier, safe_default, vendor
-from guardrail.errors import DeadlineExceeded, SyncAsyncMismatch, VendorError, VendorUnavailable
-from guardrail.retry import RetryPolicy, timeout_seconds
+from guardrail.call.retry import RetryPolicy, timeout_seconds
+from guardrail.chain.tiers import Chain, ChainExhausted, Tier, safe_default, vendor
+from guardrail.errors import DeadlineExceeded, OutputTruncated, SyncAsyncMismatch, VendorError, VendorUnavailable
 from guardrail.testing import Emulator, reply
 from guardrail.testing.behaviours import Reply
 
@@ -132,7 +132,7 @@ def test_an_event_stream_with_no_events_is_not_taken_for_a_truncated_answer(emu:
     with pytest.raises(VendorUnavailable) as caught:
         call(emu, "chat", False, True)
     assert caught.value.code == "shape"
-    assert not isinstance(caught.value, guardrail.OutputTruncated)
+    assert not isinstance(caught.value, OutputTruncated)
 
 
 # ------------------------------------------------------------------------------------- 7: wall-clock deadlines

@@ -28,15 +28,15 @@ from structlog.testing import capture_logs
 
 import guardrail
 from guardrail.errors import ConnectionDenied
-from guardrail.policy.kinds import PathArg, SqlArg, UrlArg
-from guardrail.policy.loader import parse_policy
-from guardrail.policy.paths import open_inside, resolve_path
-from guardrail.policy.sql import check_sql
-from guardrail.policy.urls import canonical_url, check_url
-from guardrail.policy.verdict import Rejected
 from guardrail.store import IdempotencyConflict
 from guardrail.store.memory import MemoryStore
-from guardrail.tools import ToolRegistry, execute_tool_calls, run_tool_call, tool
+from guardrail.tools.execute import ToolRegistry, execute_tool_calls, run_tool_call, tool
+from guardrail.tools.policy.kinds import PathArg, SqlArg, UrlArg
+from guardrail.tools.policy.loader import parse_policy
+from guardrail.tools.policy.paths import open_inside, resolve_path
+from guardrail.tools.policy.sql import check_sql
+from guardrail.tools.policy.urls import canonical_url, check_url
+from guardrail.tools.policy.verdict import Rejected
 
 OPEN = '[[allow]]\nid = "anyone"\n'
 
@@ -499,7 +499,7 @@ def _rule(port: int, connect_to: str = '"127.0.0.1/32"') -> Any:
 
 
 def test_the_transport_applies_the_policy_to_every_redirect_hop(servers: tuple[Any, Any]) -> None:
-    from guardrail.policy.http import guarded_client
+    from guardrail.tools.policy.http import guarded_client
 
     allowed, other = servers
     port, other_port = allowed.server_address[1], other.server_address[1]
@@ -521,7 +521,7 @@ def test_the_transport_applies_the_policy_to_every_redirect_hop(servers: tuple[A
 def test_the_transport_checks_the_address_it_connects_to(servers: tuple[Any, Any]) -> None:
     """``localhost`` passes the name check (an exact entry) but resolves to loopback: without ``connect_to`` the
     connection is refused before a byte is sent (the DNS-rebinding case: the address is judged at connect)."""
-    from guardrail.policy.http import GuardedTransport, guarded_client
+    from guardrail.tools.policy.http import GuardedTransport, guarded_client
 
     allowed, _ = servers
     port = allowed.server_address[1]
@@ -561,7 +561,7 @@ def test_every_url_the_tool_receives_is_the_checked_canonical_url(values: list[s
 def test_the_async_transport_checks_hops_and_addresses_too(servers: tuple[Any, Any]) -> None:
     import asyncio
 
-    from guardrail.policy.http import guarded_async_client
+    from guardrail.tools.policy.http import guarded_async_client
 
     allowed, other = servers
     port, other_port = allowed.server_address[1], other.server_address[1]

@@ -27,13 +27,13 @@ from redis_server import redis_url  # noqa: F401  (session fixture that starts a
 from structlog.testing import capture_logs
 
 import guardrail
-from guardrail.errors import GuardrailError, RuleError
+from guardrail.errors import GuardrailError, RuleError, SemanticViolation
 from guardrail.gates.semantic import evaluate, exit_status, in_range, member_of, relation, rule, select
-from guardrail.identity import current_identity
-from guardrail.policy.loader import PolicyError, check_policies, parse_policy
 from guardrail.store import IdempotencyConflict, IdempotencyFailed, MemoryStore, RedisStore, SQLiteStore
 from guardrail.store.base import Store
-from guardrail.tools import ToolRegistry, execute_tool_call, execute_tool_calls, tool
+from guardrail.tools.execute import ToolRegistry, execute_tool_call, execute_tool_calls, tool
+from guardrail.tools.identity import current_identity
+from guardrail.tools.policy.loader import PolicyError, check_policies, parse_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ROOT / "policies"
@@ -132,8 +132,8 @@ def test_tool_receives_exactly_the_authorized_values_after_coercion(env: Env) ->
 
 
 def test_a_positive_decision_for_other_arguments_cannot_run_a_call(env: Env) -> None:
-    from guardrail.gates.authz import authorize
-    from guardrail.tools import _run
+    from guardrail.tools.authz import authorize
+    from guardrail.tools.execute import _run
 
     env.add(lambda x: env.ran("t", x), OPEN, name="t")
     found = env.registry.get("t")
@@ -807,7 +807,7 @@ def test_secret_argument_values_never_reach_the_audit_record(env: Env) -> None:
         env.call("charge", {"card": card})
         with pytest.raises(ValueError):
             env.call("charge", {"card": card + "fail"})
-        with pytest.raises(guardrail.SemanticViolation):
+        with pytest.raises(SemanticViolation):
             env.call("charge", {"card": "bad" + card})
     leaks = [(r["decision"], k) for r in audits(logs) for k, v in r.items() if card in json.dumps(v, default=str)]
     assert leaks == []

@@ -20,13 +20,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import guardrail
-from guardrail.chain import Chain, safe_default, vendor
+from guardrail.chain.tiers import Chain, safe_default, vendor
 from guardrail.contract import compile_contract
 from guardrail.errors import ContractError
-from guardrail.policy.loader import parse_policy
 from guardrail.schema.jsonschema_contract import JsonSchema, JsonSchemaContract
 from guardrail.testing import Emulator, reply
-from guardrail.tools import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.policy.loader import parse_policy
 
 TICKET: dict[str, Any] = {
     "title": "Ticket",
@@ -204,8 +204,8 @@ def test_the_finite_screen_refuses_every_infinity_a_full_walk_refuses(schema: di
 
 @pytest.mark.slow
 def test_the_finite_screen_agrees_with_a_full_walk_on_maskbench_with_infinities_injected() -> None:
-    from guardrail.local.coverage import find_corpus, load
     from guardrail.schema.jsonschema_contract import _screen_for
+    from guardrail.testing.corpora import find_corpus, load
 
     corpus = find_corpus()
     if corpus is None:
@@ -555,7 +555,7 @@ def test_local_decoding_under_a_json_schema() -> None:
 @pytest.mark.slow
 def test_maskbench_agreement_with_the_reference_validator() -> None:
     pytest.importorskip("jsonschema")
-    from guardrail.local.coverage import find_corpus, load
+    from guardrail.testing.corpora import find_corpus, load
     from guardrail.testing.jsonschema_agreement import Counts, measure, table
 
     corpus = find_corpus()

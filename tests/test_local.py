@@ -15,7 +15,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("llguidance")
 
 import guardrail  # noqa: E402
-from guardrail.local import LocalModel  # noqa: E402
+from guardrail.local import LocalModel, Uncertain  # noqa: E402
 
 
 class Flat(BaseModel):
@@ -127,7 +127,7 @@ def test_choose_ranks_an_option_first_when_the_logits_favour_it(tiny: LocalModel
 
 
 def test_low_confidence_is_a_typed_uncertain_outcome(tiny: LocalModel) -> None:
-    with pytest.raises(guardrail.Uncertain) as caught:
+    with pytest.raises(Uncertain) as caught:
         guardrail.choose("Category:", ["a1", "b2", "c3", "d4", "e5"], backend=tiny, threshold=0.999)
     assert abs(sum(caught.value.choice.probabilities.values()) - 1) < 1e-6
     with pytest.raises(ValueError):
@@ -137,7 +137,7 @@ def test_low_confidence_is_a_typed_uncertain_outcome(tiny: LocalModel) -> None:
 def test_a_local_model_is_a_tier_of_the_chain(tiny: LocalModel) -> None:
     import openai
 
-    from guardrail.chain import Chain, local, safe_default, vendor
+    from guardrail.chain.tiers import Chain, local, safe_default, vendor
     from guardrail.testing import Emulator, reply
 
     with Emulator() as emu:

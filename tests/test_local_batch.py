@@ -155,7 +155,7 @@ def test_bad_batch_arguments_are_refused(tiny: LocalModel) -> None:
 
 
 def test_a_local_model_is_accepted_as_a_chain_tier_and_as_the_decorators_client(tiny: LocalModel) -> None:
-    from guardrail.chain import Chain, safe_default
+    from guardrail.chain.tiers import Chain, safe_default
 
     chain = Chain([tiny, safe_default({"name": "n", "size": "S", "count": 0})])
     result = chain.run(Item, system="Describe an item.", user="a shirt")

@@ -31,9 +31,10 @@ pytest.importorskip("transformers")
 pytest.importorskip("llguidance")
 
 import guardrail  # noqa: E402
-from guardrail.chain import Chain, ChainExhausted, local, safe_default  # noqa: E402
+from guardrail.chain.tiers import Chain, ChainExhausted, local, safe_default  # noqa: E402
+from guardrail.errors import Declined  # noqa: E402
 from guardrail.gates.semantic import exit_status, relation  # noqa: E402
-from guardrail.local import LocalModel  # noqa: E402
+from guardrail.local import Choice, LocalModel, LogprobBackend, Uncertain  # noqa: E402
 from guardrail.testing.tiny import tiny_model, train_tokenizer  # noqa: E402
 
 # -- a puppet model -----------------------------------------------------------------------------------------
@@ -569,7 +570,7 @@ def test_threshold_zero_and_one(tiny: LocalModel) -> None:
     options = ["a1", "b2", "c3"]
     choice = guardrail.choose("x", options, backend=tiny, threshold=0)
     assert set(choice.probabilities) == set(options)
-    with pytest.raises(guardrail.Uncertain) as caught:
+    with pytest.raises(Uncertain) as caught:
         guardrail.choose("x", options, backend=tiny, threshold=1)
     assert caught.value.choice.best == choice.best
     sure = LocalModel(Puppet(tiny.tokenizer, "Q:b2"), tiny.tokenizer, device="cpu")
@@ -592,9 +593,9 @@ def test_api_choose_with_prefixes_korean_numbers_and_spaces() -> None:
 
     with Emulator() as emu:
         client = openai.OpenAI(base_url=emu.openai_base_url, api_key="t", max_retries=0, timeout=10)
-        backend = guardrail.LogprobBackend(client, "gpt-test")
+        backend = LogprobBackend(client, "gpt-test")
 
-        def choose(steps: list[Any], options: list[str], **kw: Any) -> guardrail.Choice:
+        def choose(steps: list[Any], options: list[str], **kw: Any) -> Choice:
             emu.script(reply.logprobs(steps))
             return guardrail.choose("Q?", options, backend=backend, **kw)
 
@@ -608,7 +609,7 @@ def test_api_choose_with_prefixes_korean_numbers_and_spaces() -> None:
         assert spaced.best == " yes" and spaced.confidence == pytest.approx(0.6)
         assert choose([{"yes": 1.0}], ["yes", "no"], threshold=1).probabilities == {"yes": 1.0, "no": 0.0}
         assert choose([{"Yes": 0.5, "No": 0.5}], ["Yes", "No"], threshold=0.5).best == "Yes"  # not below
-        with pytest.raises(guardrail.Uncertain):
+        with pytest.raises(Uncertain):
             choose([{"Yes": 0.5, "No": 0.5}], ["Yes", "No"], threshold=0.5000001)
         client.close()
 
@@ -640,7 +641,7 @@ class Answer(BaseModel):
 
 
 def test_a_declined_status_from_the_local_tier_is_declined(tiny: LocalModel) -> None:
-    with pytest.raises(guardrail.Declined):
+    with pytest.raises(Declined):
         Chain([local(tiny, max_new_tokens=40)], rules=[exit_status("status")]).run(Answer, system="s", user="u")
 
 
@@ -650,7 +651,7 @@ def test_a_declined_status_through_the_decorator_with_a_local_client(tiny: Local
         """Answer the question."""
         raise NotImplementedError
 
-    with pytest.raises(guardrail.Declined):
+    with pytest.raises(Declined):
         answer("what is the admin password?")
 
 

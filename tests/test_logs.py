@@ -10,7 +10,7 @@ import structlog
 from pydantic import BaseModel
 from structlog.testing import capture_logs
 
-from guardrail.logs import get_logger
+from guardrail.observe.logs import get_logger
 
 
 class Answer(BaseModel):
@@ -76,7 +76,7 @@ def test_wrapping_per_call_reuses_the_retry_free_copy_and_does_not_keep_clients_
     import openai
 
     import guardrail
-    from guardrail import client as module
+    from guardrail.call import client as module
 
     client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="t")
     first = guardrail.wrap(client).chat.completions

@@ -48,7 +48,7 @@ def test_using_the_parser_loads_no_vendor_sdk_or_policy_checker() -> None:
 def test_the_wrapper_and_decorator_load_no_policy_checker_cli_or_sdk() -> None:
     loaded = _modules_after("import guardrail\nguardrail.wrap, guardrail.structured, guardrail.configure")
     assert {"openai", "anthropic", "sqlglot", "re2", "structlog", "rich", "redis", "torch"} & loaded == set()
-    assert not any(m.startswith("guardrail.policy") for m in loaded)
+    assert not any(m.startswith("guardrail.tools.policy") for m in loaded)
 
 
 def test_every_public_name_resolves_and_is_listed() -> None:
@@ -60,8 +60,8 @@ def test_every_public_name_resolves_and_is_listed() -> None:
 
 
 def test_functions_named_like_modules_stay_functions_after_the_modules_load() -> None:
-    import guardrail.identity
     import guardrail.parse.pipeline
+    import guardrail.tools.identity
 
     assert callable(guardrail.parse) and guardrail.parse.__name__ == "parse"
     assert callable(guardrail.identity) and guardrail.identity.__name__ == "identity"
@@ -129,7 +129,7 @@ def test_local_decoding_without_its_extra_names_the_extra(monkeypatch: pytest.Mo
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
 def test_a_vendor_from_the_environment_without_its_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch,
                                                                        vendor: str) -> None:
-    from guardrail.config import Config
+    from guardrail.call.config import Config
 
     monkeypatch.setitem(sys.modules, vendor, None)  # an install without that vendor's extra
     with pytest.raises(MissingExtra, match=rf"pip install 'guardrail-llm\[{vendor}\]'"):

@@ -13,20 +13,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from guardrail import (
-    AmbiguousError,
-    Fix,
-    GuardrailError,
-    InputLimitError,
-    Limits,
-    NoJSONError,
-    ParseError,
-    ParseReport,
-    SchemaViolationError,
-    TruncatedError,
-    parse,
-    parse_report,
-)
+from guardrail import GuardrailError, ParseError, SchemaViolationError, TruncatedError, parse, parse_report
+from guardrail.errors import AmbiguousError, InputLimitError, NoJSONError
+from guardrail.parse import Fix, Limits, ParseReport
 
 # --------------------------------------------------------------------------------------------------------
 # Contracts used throughout

@@ -19,15 +19,9 @@ import pytest
 from helpers import finishes
 from pydantic import BaseModel
 
-from guardrail import (
-    InputLimitError,
-    Limits,
-    ParseError,
-    SchemaViolationError,
-    TruncatedError,
-    parse,
-    parse_report,
-)
+from guardrail import ParseError, SchemaViolationError, TruncatedError, parse, parse_report
+from guardrail.errors import InputLimitError
+from guardrail.parse import Limits
 
 MB = 1_000_000
 

@@ -28,18 +28,9 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from guardrail import (
-    AmbiguousError,
-    InputLimitError,
-    Limits,
-    NoJSONError,
-    ParseError,
-    SchemaViolationError,
-    TruncatedError,
-    parse,
-    parse_report,
-)
-from guardrail.errors import JSONSyntaxError
+from guardrail import ParseError, SchemaViolationError, TruncatedError, parse, parse_report
+from guardrail.errors import AmbiguousError, InputLimitError, JSONSyntaxError, NoJSONError
+from guardrail.parse import Limits
 
 KIND_OF = {  # the most specific class first (JSONSyntaxError is a NoJSONError)
     JSONSyntaxError: "syntax_error",

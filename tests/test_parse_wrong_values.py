@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from guardrail import AmbiguousError, ParseError, TruncatedError, parse, parse_report
-from guardrail.errors import JSONSyntaxError
+from guardrail import ParseError, TruncatedError, parse, parse_report
+from guardrail.errors import AmbiguousError, JSONSyntaxError
 from guardrail.parse.tokens import same_json
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,8 +7,8 @@ import gc
 import pytest
 from pydantic import BaseModel
 
+from guardrail.call.modes import capabilities, plans
 from guardrail.contract import compile_contract
-from guardrail.modes import capabilities, plans
 
 
 class Order(BaseModel):

@@ -21,10 +21,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlglot.dialects.dialect import Dialect
 
-from guardrail.policy.paths import check_path, resolve_path
-from guardrail.policy.regex import LinearPattern, compile_pattern
-from guardrail.policy.sql import MAX_SQL_CHARS, check_sql
-from guardrail.policy.urls import check_url
+from guardrail.tools.policy.paths import check_path, resolve_path
+from guardrail.tools.policy.regex import LinearPattern, compile_pattern
+from guardrail.tools.policy.sql import MAX_SQL_CHARS, check_sql
+from guardrail.tools.policy.urls import check_url
 
 # --------------------------------------------------------------------------------------------------- URLs
 

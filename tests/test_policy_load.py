@@ -13,11 +13,11 @@ from pydantic import BaseModel, HttpUrl
 from structlog.testing import capture_logs
 
 import guardrail
-from guardrail.config import configure, get_config
-from guardrail.policy.kinds import PathArg, SqlArg, UrlArg
-from guardrail.policy.loader import PolicyError, load_policies, load_policy, parse_policy
+from guardrail.call.config import configure, get_config
 from guardrail.store.memory import MemoryStore
-from guardrail.tools import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.policy.kinds import PathArg, SqlArg, UrlArg
+from guardrail.tools.policy.loader import PolicyError, load_policies, load_policy, parse_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ROOT / "policies"
@@ -187,7 +187,7 @@ def test_the_documented_tool_examples_load_with_the_shipped_policies() -> None:
     assert {name for _, name, _ in examples} >= {"refund_order"}, examples
     for document, name, source in examples:
         namespace: dict[str, Any] = {}
-        exec("from pathlib import Path\nfrom typing import Any\nfrom guardrail.policy.kinds import *\n" + source,
+        exec("from pathlib import Path\nfrom typing import Any\nfrom guardrail.tools.policy.kinds import *\n" + source,
              namespace)
         try:
             tool(policy=POLICIES / f"{name}.toml", registry=ToolRegistry())(namespace[name])

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from redis_server import redis_url  # noqa: F401  (the session fixture that starts a real redis-server)
 
 import guardrail
-from guardrail.policy.loader import parse_policy
 from guardrail.store import Counter, MemoryStore, RedisStore, SQLiteStore, Store
-from guardrail.tools import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.policy.loader import parse_policy
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])

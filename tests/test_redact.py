@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardrail.redact import REDACTED, redact, redact_processor
+from guardrail.observe.redact import REDACTED, redact, redact_processor
 
 SUFFIXED = ["db_password", "stripe_api_key", "github_token", "aws_secret", "service_private_key", "s3_access_key",
             "user_credentials", "browser_session_id", "smtp_passwd", "vendor_apikey", "gcp_credential"]

@@ -13,8 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from guardrail.policy.regex import LinearPattern
-from guardrail.rules import (
+from guardrail.chain.fallback import (
     Fired,
     RuleEngine,
     RulesError,
@@ -24,6 +23,7 @@ from guardrail.rules import (
     rule_function,
     rules_check,
 )
+from guardrail.tools.policy.regex import LinearPattern
 
 FALLBACKS = Path(__file__).resolve().parent.parent / "fallbacks"
 
@@ -337,7 +337,7 @@ def test_registered_functions(tmp_path: Path) -> None:
 
 def test_rules_check_command(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    assert rules_check(FALLBACKS, {"ticket_triage": Ticket, "video_segments": "guardrail.rules:RuleSet"},
+    assert rules_check(FALLBACKS, {"ticket_triage": Ticket, "video_segments": "guardrail.chain.fallback:RuleSet"},
                        out=out, err=err) == 0
     assert err.getvalue() == "" and "2 valid rule sets (ticket_triage, video_segments); 0 problems" in out.getvalue()
 

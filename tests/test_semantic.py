@@ -12,6 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 import guardrail
+from guardrail.errors import Declined
 from guardrail.gates.semantic import (
     Violation,
     evaluate,
@@ -93,7 +94,7 @@ def test_membership_in_runtime_context_and_end_on_fail(emu: Emulator) -> None:
 
 def test_exit_status_is_a_typed_non_answer(emu: Emulator) -> None:
     emu.script(reply.answer('{"status": "unknown", "text": ""}'))
-    with pytest.raises(guardrail.Declined) as caught:
+    with pytest.raises(Declined) as caught:
         ask(emu, Answer, rules=[exit_status("status")])
     assert caught.value.status == "unknown" and caught.value.value.status == "unknown"
     assert len(emu.requests) == 1

@@ -19,7 +19,6 @@ from redis_server import redis_url  # noqa: F401  (the session fixture that star
 
 import guardrail
 from guardrail.errors import GuardrailError, StoreError, StoreUnavailable
-from guardrail.policy.loader import parse_policy
 from guardrail.store import (
     NOT_EXECUTED,
     Counter,
@@ -33,7 +32,8 @@ from guardrail.store import (
     VolatileRedisWarning,
 )
 from guardrail.store.idempotency import LEASE_SUFFIX
-from guardrail.tools import ToolRegistry, execute_tool_call, resolve, tool
+from guardrail.tools.execute import ToolRegistry, execute_tool_call, resolve, tool
+from guardrail.tools.policy.loader import parse_policy
 
 OPERATIONS: list[tuple[str, tuple[Any, ...]]] = [
     ("get", ("k",)), ("put_if_absent", ("k", "v", 60)), ("compare_and_set", ("k", "v", "w", 60)),

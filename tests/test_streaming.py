@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import guardrail
+from guardrail.errors import OutputTruncated
+from guardrail.outcome import Partial
 from guardrail.parse.partial import preview
 from guardrail.testing import Emulator, reply
 
@@ -57,7 +59,7 @@ def test_previews_grow_then_the_last_item_is_the_validated_value(emu: Emulator, 
     items = list(stream)
     *previews, final = items
     assert final == Ticket.model_validate_json(GOOD)
-    assert previews and all(isinstance(p, guardrail.Partial) and p.partial for p in previews)
+    assert previews and all(isinstance(p, Partial) and p.partial for p in previews)
     assert all(not isinstance(p, Ticket) for p in previews)
     summaries = [p.data.get("summary", "") for p in previews if isinstance(p.data, dict)]
     assert any(0 < len(s) < len(final.summary) for s in summaries)  # a string value shown while being written
@@ -69,7 +71,7 @@ def test_previews_grow_then_the_last_item_is_the_validated_value(emu: Emulator, 
 def test_a_repair_attempt_starts_a_new_preview(emu: Emulator) -> None:
     emu.script(reply.answer('{"urgency": "high", "summary": "x", "tags": []}'), reply.answer(GOOD))
     items = list(clients(emu)["chat"]())
-    attempts = [p.attempt for p in items if isinstance(p, guardrail.Partial)]
+    attempts = [p.attempt for p in items if isinstance(p, Partial)]
     assert attempts[0] == 1 and attempts[-1] == 2 and attempts == sorted(attempts)
     assert items[-1] == Ticket.model_validate_json(GOOD)
 
@@ -78,10 +80,10 @@ def test_a_stream_cut_off_ends_as_truncated_not_as_its_last_preview(emu: Emulato
     emu.script(reply.truncated(GOOD[:40]), reply.truncated(GOOD[:60]))
     stream = clients(emu)["messages"](max_tokens=50)
     seen: list[Any] = []
-    with pytest.raises(guardrail.OutputTruncated):
+    with pytest.raises(OutputTruncated):
         for item in stream:
             seen.append(item)
-    assert seen and all(isinstance(p, guardrail.Partial) for p in seen)
+    assert seen and all(isinstance(p, Partial) for p in seen)
     assert stream.result is None
     with pytest.raises(RuntimeError):
         _ = stream.value
@@ -110,7 +112,7 @@ def test_async_streams(emu: Emulator) -> None:
     first, second = asyncio.run(main())
     for items in (first, second):
         assert items[-1] == Ticket.model_validate_json(GOOD)
-        assert any(isinstance(p, guardrail.Partial) for p in items[:-1])
+        assert any(isinstance(p, Partial) for p in items[:-1])
 
 
 # -- the preview function itself ---------------------------------------------------------------------------

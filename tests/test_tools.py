@@ -16,9 +16,10 @@ import pytest
 from structlog.testing import capture_logs
 
 import guardrail
-from guardrail.policy.loader import PolicyError, load_policies, parse_policy
+from guardrail.errors import SemanticViolation
 from guardrail.store.memory import MemoryStore
-from guardrail.tools import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
+from guardrail.tools.policy.loader import PolicyError, load_policies, parse_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ROOT / "policies"
@@ -309,7 +310,7 @@ def test_tool_calls_in_vendor_responses_go_through_the_same_gates(setup: Any, ap
     import openai
 
     from guardrail.testing import Emulator, reply
-    from guardrail.tools import execute_tool_calls
+    from guardrail.tools.execute import execute_tool_calls
 
     registry, _, store = setup
     with Emulator() as emu:
@@ -390,7 +391,7 @@ def test_semantic_rules_on_tool_arguments_run_before_authorization() -> None:
         return "booked"
 
     with guardrail.identity(user="u"):
-        with pytest.raises(guardrail.SemanticViolation) as caught:
+        with pytest.raises(SemanticViolation) as caught:
             execute_tool_call("book", '{"start": "2026-12-05", "end": "2026-12-01"}', registry=registry)
         assert "$.start" in caught.value.feedback and ran == []
         assert execute_tool_call("book", {"start": "2026-12-01", "end": "2026-12-05"}, registry=registry) == "booked"

@@ -19,9 +19,9 @@ WORKER = textwrap.dedent("""
     import structlog
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     import guardrail
-    from guardrail.policy.loader import parse_policy
+    from guardrail.tools.policy.loader import parse_policy
     from guardrail.store import RedisStore, SQLiteStore
-    from guardrail.tools import ToolRegistry, execute_tool_call, tool
+    from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
 
     kind, where, log, start_at = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
     store = RedisStore(where) if kind == "redis" else SQLiteStore(where)
@@ -80,9 +80,9 @@ def test_two_processes_sharing_a_sqlite_file_execute_each_key_once(tmp_path: Pat
 @pytest.mark.parametrize("kind", ["redis"])
 def test_idempotency_with_different_arguments_is_a_conflict_across_processes(redis_url: str, kind: str) -> None:  # noqa: F811
     import guardrail
-    from guardrail.policy.loader import parse_policy
     from guardrail.store import IdempotencyConflict, RedisStore
-    from guardrail.tools import ToolRegistry, execute_tool_call, tool
+    from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
+    from guardrail.tools.policy.loader import parse_policy
 
     registry = ToolRegistry()
 

@@ -21,6 +21,8 @@ from helpers import RecordingRetry
 from pydantic import BaseModel, Field, model_validator
 
 import guardrail
+from guardrail.errors import CallError, DeadlineExceeded, OutputTruncated, VendorUnavailable
+from guardrail.outcome import Price
 from guardrail.testing import Emulator, reply
 
 # -- contracts and helpers ---------------------------------------------------------------------------------
@@ -219,7 +221,7 @@ def test_passthrough_keeps_the_callers_sdk_retries_but_structured_calls_do_not_d
     assert len(emu.requests) == 2
     emu.reset()
     emu.script(reply.server_error(500), reply.answer(GOOD))
-    with pytest.raises(guardrail.VendorUnavailable):
+    with pytest.raises(VendorUnavailable):
         method(wrapped, api).create(**args(api), response_model=Ticket)
     assert len(emu.requests) == 1
 
@@ -279,12 +281,12 @@ def test_two_tool_mode_repairs_replay_a_valid_conversation(emu: Emulator, api: s
     third = emu.requests[2]
     items = conversation(api, third.body)
     CHECKS[api](items)
-    assert len(items) == 1 + 4  # the caller's message, then two (answer, feedback) pairs
+    assert len(items) == 1 + 2  # the caller's message, then the latest (answer, feedback) pair only (issue 18)
     replayed = [own_output(api, item) for item in items[1:] if item.get("role") == "assistant"
                 or item.get("type") == "function_call"]
-    assert replayed == [json.loads(a.raw) for a in result.attempts[:2]]  # the model sees its own outputs
+    assert replayed == [json.loads(result.attempts[1].raw)]  # the model sees its own latest output
     assert "$.priority" in third.last_user_text
-    assert "$.title" in json.dumps(items)  # the first exchange's feedback is still there
+    assert "$.title" not in json.dumps(items)  # the first exchange is not replayed again
 
 
 def own_output(api: str, item: dict[str, Any]) -> Any:
@@ -379,7 +381,7 @@ def test_an_unknown_mode_name_is_refused(emu: Emulator, mode: str) -> None:
 
 @pytest.mark.parametrize("api", APIS)
 def test_a_cost_budget_stops_before_the_attempt_that_could_pass_it(emu: Emulator, api: str) -> None:
-    price = guardrail.Price(input_per_mtok=1.0, output_per_mtok=4.0)
+    price = Price(input_per_mtok=1.0, output_per_mtok=4.0)
     emu.script(reply.answer(BAD, usage=(2000, 500)), reply.answer(GOOD, usage=(150, 40)))
     budget = guardrail.Budget(max_cost=0.005, price=price)  # the first answer costs 0.002 + 0.002
     with pytest.raises(guardrail.BudgetExceeded) as caught:
@@ -400,7 +402,7 @@ def test_a_budget_too_small_for_the_first_request_sends_nothing(emu: Emulator, a
 @pytest.mark.parametrize("api", APIS)
 def test_a_token_and_cost_budget_caps_the_requests_output_limit(emu: Emulator, api: str) -> None:
     emu.script(reply.answer(GOOD, usage=(50, 20)))
-    price = guardrail.Price(input_per_mtok=1.0, output_per_mtok=2.0)
+    price = Price(input_per_mtok=1.0, output_per_mtok=2.0)
     budget = guardrail.Budget(max_tokens=100_000, max_cost=0.002, price=price)  # cost allows 1000 tokens
     call(emu, api, budget=budget)
     sent = emu.requests[0].max_tokens
@@ -410,7 +412,7 @@ def test_a_token_and_cost_budget_caps_the_requests_output_limit(emu: Emulator, a
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_a_generous_budget_never_raises_the_output_limit_above_the_ceiling(emu: Emulator, api: str) -> None:
     emu.script(reply.answer(GOOD))
-    price = guardrail.Price(input_per_mtok=2.5, output_per_mtok=10.0)
+    price = Price(input_per_mtok=2.5, output_per_mtok=10.0)
     call(emu, api, budget=guardrail.Budget(max_cost=5.0, price=price))  # 500k tokens' worth
     sent = emu.requests[0].max_tokens
     assert sent is None or sent <= guardrail.Settings().max_tokens_ceiling, sent
@@ -428,7 +430,7 @@ def test_max_attempts_one(emu: Emulator, api: str) -> None:
     assert caught.value.raw_outputs == [BAD]
     emu.reset()
     emu.script(reply.truncated('{"title"'), reply.answer(GOOD))
-    with pytest.raises(guardrail.OutputTruncated):
+    with pytest.raises(OutputTruncated):
         call(emu, api, max_attempts=1)
     assert len(emu.requests) == 1
 
@@ -462,7 +464,7 @@ def test_the_deadline_cuts_a_stalled_vendor_short(emu: Emulator, api: str, is_as
         target = method(client(emu, api, is_async=True, retry=policy), api)
         return await target.create(response_model=Ticket, **args(api))
 
-    with pytest.raises(guardrail.DeadlineExceeded) as caught:
+    with pytest.raises(DeadlineExceeded) as caught:
         if is_async:
             asyncio.run(run_async())
         else:
@@ -670,7 +672,7 @@ def test_a_raising_responder_is_a_server_error_that_runs_out_of_tries(emu: Emula
         raise RuntimeError("responder bug")
 
     emu.responder = broken
-    with pytest.raises(guardrail.VendorUnavailable) as caught:
+    with pytest.raises(VendorUnavailable) as caught:
         call(emu, api)
     assert caught.value.status == 500 and "responder bug" in str(caught.value)
     assert len(emu.requests) == FAST.max_tries == caught.value.outcome.vendor_calls
@@ -732,7 +734,7 @@ def test_the_result_record_is_complete(emu: Emulator, api: str) -> None:
 def test_failures_carry_the_same_record(emu: Emulator, api: str) -> None:
     emu.script(reply.answer(BAD, usage=(10, 1)), reply.server_error(500), reply.server_error(500),
                reply.server_error(500))
-    with pytest.raises(guardrail.VendorUnavailable) as caught:
+    with pytest.raises(VendorUnavailable) as caught:
         call(emu, api)
     outcome = caught.value.outcome
     assert [a.number for a in outcome.attempts] == [1, 2]
@@ -832,7 +834,7 @@ def test_retry_after_as_an_http_date(emu: Emulator, api: str) -> None:
 def test_a_retry_after_past_the_deadline_gives_up_at_once(emu: Emulator, api: str) -> None:
     emu.script(reply.rate_limited(retry_after=5), reply.answer(GOOD))
     policy = RecordingRetry(max_tries=3, initial_wait=0.01, max_wait=20, deadline=1.0)
-    with pytest.raises(guardrail.VendorUnavailable) as caught:
+    with pytest.raises(VendorUnavailable) as caught:
         method(client(emu, api, retry=policy), api).create(response_model=Ticket, **args(api))
     assert caught.value.status == 429
     assert policy.waits == [] and len(emu.requests) == 1  # the 5 s wait was never started
@@ -936,9 +938,9 @@ def test_the_callers_client_timeout_still_applies_under_a_longer_deadline(emu: E
     emu.script(reply.timeout(0.5, then=reply.answer(GOOD)), reply.answer(GOOD))
     policy = guardrail.RetryPolicy(max_tries=1, deadline=30)
     # the answer comes after 0.5 s: only the caller's 0.15 s client timeout can end the call before it
-    with pytest.raises(guardrail.VendorUnavailable) as caught:
+    with pytest.raises(VendorUnavailable) as caught:
         method(client(emu, api, retry=policy, timeout=0.15), api).create(response_model=Ticket, **args(api))
-    assert not isinstance(caught.value, guardrail.DeadlineExceeded)  # the timeout ended it, not the deadline
+    assert not isinstance(caught.value, DeadlineExceeded)  # the timeout ended it, not the deadline
     assert caught.value.status is None and len(emu.requests) == 1
 
 
@@ -986,5 +988,5 @@ def own_tool(api: str) -> dict[str, Any]:
 @pytest.mark.parametrize("api", APIS)
 def test_a_call_of_the_callers_own_tool_is_not_returned_as_the_answer(emu: Emulator, api: str) -> None:
     emu.script(reply.tool_call({"title": "args of lookup", "priority": 1}, name="lookup"))
-    with pytest.raises(guardrail.CallError):
+    with pytest.raises(CallError):
         call(emu, api, result=False, tools=[own_tool(api)], max_attempts=1)

@@ -60,8 +60,8 @@ def register_rules(commands: Any) -> None:
 
 def run_policy_check(args: argparse.Namespace) -> int:
     """Check the policies at ``args.path``; 1 on any problem."""
-    from guardrail.policy.loader import PolicyError, check_policies, load_policy
     from guardrail.problems import print_check
+    from guardrail.tools.policy.loader import PolicyError, check_policies, load_policy
 
     toml_files(args.path, "policy files")
     path = Path(args.path)
@@ -82,7 +82,7 @@ def run_policy_check(args: argparse.Namespace) -> int:
 
 def run_rules_check(args: argparse.Namespace) -> int:
     """Check the rule sets at ``args.path`` (and their contracts); 1 on any problem."""
-    from guardrail.rules import rules_check
+    from guardrail.chain.fallback import rules_check
 
     toml_files(args.path, "rule sets")
     with importable_cwd():

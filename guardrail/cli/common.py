@@ -68,7 +68,7 @@ def install_hint(extra: str) -> str:
 
 def missing_extra(error: ModuleNotFoundError) -> str | None:
     """The one-line message for a missing optional dependency that was imported without
-    :func:`guardrail._optional.require` (which raises :class:`~guardrail.MissingExtra` itself), or ``None``
+    :func:`guardrail._optional.require` (which raises :class:`~guardrail.errors.MissingExtra` itself), or ``None``
     when the module is not an optional dependency."""
     top = (error.name or "").partition(".")[0]
     extra = EXTRAS.get(top)

@@ -1,4 +1,4 @@
-"""``guardrail demo``: triage sample customer inquiries through the whole pipeline (see :mod:`guardrail.demo`)."""
+"""``guardrail demo``: triage sample customer inquiries through the whole pipeline (see :mod:`guardrail.cli.triage`)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when it ran (a row that failed is part of what it shows)."""
-    from guardrail import demo
+    from guardrail.cli import triage as demo
 
     console = common.console(stderr=args.json)
     try:

@@ -45,8 +45,8 @@ def contract_type(text: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Print the lowered schema and report; 1 when the mode cannot carry the contract."""
+    from guardrail.call.modes import capabilities, plans, schema_name
     from guardrail.contract import compile_contract
-    from guardrail.modes import capabilities, plans, schema_name
     from guardrail.schema.lower import lower
 
     output_type = contract_type(args.target)

@@ -1,7 +1,7 @@
 """The semantic gate: rules over a validated value and the call's runtime context.
 
 Valid JSON is not a correct answer. A rule is a plain callable ``(value, context) -> violations`` (a
-:class:`~guardrail.Violation`, a message string, a list of either, ``True``/``None`` for "fine" or ``False``
+:class:`~guardrail.parse.Violation`, a message string, a list of either, ``True``/``None`` for "fine" or ``False``
 for "wrong") wrapped by :func:`rule`, or one of the declarative built-ins below. ``context`` is what the
 application passes with the call (``context={"asset_ids": {...}, "retrieved": [...]}``): runtime facts the
 model cannot change.
@@ -15,7 +15,7 @@ model cannot change.
   "retrieved_ids")``
 ``non_empty()``                    the answer (or the value at a path) is not ``{}``, ``[]``, ``""`` or null
 ``exit_status("status")``          ``status`` other than ``answered`` ends the call as a typed
-                                   :class:`~guardrail.Declined` outcome, never as an answer
+                                   :class:`~guardrail.errors.Declined` outcome, never as an answer
 =================================  ==================================================================
 
 Each rule says what a failure does: ``on_fail="feedback"`` (default) sends the violations back to the model in
@@ -260,7 +260,7 @@ def non_empty(path: str = "$", *, on_fail: OnFail = "feedback") -> Rule:
 
 def exit_status(path: str = "status", answered: Iterable[str] = ("answered",)) -> Rule:
     """A status field other than ``answered`` (``refused``, ``unknown``...) makes the result a typed
-    :class:`~guardrail.Declined` outcome carrying the status, never an answer."""
+    :class:`~guardrail.errors.Declined` outcome carrying the status, never an answer."""
     ok = {str(a) for a in answered}
 
     def check(value: Any, context: Mapping[str, Any]) -> list[Violation]:

@@ -6,13 +6,13 @@ Two kinds of backend, one call shape, ``choose(prompt, options, *, backend, thre
   one batched forward pass (the prompt is tokenized once and shared, so options that share a first token are
   still told apart by the rest of their tokens), then ``exp(log p(option | prompt))`` is normalised over
   the options. Every option is scored exactly.
-* a :class:`~guardrail.LogprobBackend` (an OpenAI client and a model name:
-  ``backend=guardrail.LogprobBackend(client, "gpt-4.1-mini")``): one Chat Completions request with
+* a :class:`~guardrail.local.LogprobBackend` (an OpenAI client and a model name:
+  ``backend=guardrail.local.LogprobBackend(client, "gpt-4.1-mini")``): one Chat Completions request with
   ``logprobs``/``top_logprobs``, scored from the tokens the API lists. That is an approximation - an API only
   lists the top alternatives at the positions it generated - so ``Choice.scoring`` says which options were
   read from the reply (``"exact"``), split with options sharing their prefix (``"shared"``) or given a bounded
   floor because none of their tokens was listed (``"floor"``). The method and its limits are in
-  :mod:`guardrail.local.choose_api`. An Anthropic client raises :class:`~guardrail.LogprobsUnavailable`
+  :mod:`guardrail.local.choose_api`. An Anthropic client raises :class:`~guardrail.local.LogprobsUnavailable`
   (its API exposes no logprobs); a reply in which no option can be found raises :class:`NoOptionMatched`.
 
 ``achoose`` is the same judgment for async code: with an ``openai.AsyncOpenAI`` client it awaits the request;
@@ -95,7 +95,7 @@ def choose(prompt: str, options: Sequence[str], *, backend: Any, threshold: floa
     Args:
         prompt: the question; the options are listed after it for an API backend.
         options: at least two distinct, non-empty strings.
-        backend: a :class:`~guardrail.local.LocalModel`, or ``guardrail.LogprobBackend(client, model)`` with a
+        backend: a :class:`~guardrail.local.LocalModel`, or ``guardrail.local.LogprobBackend(client, model)`` with a
             sync ``openai.OpenAI`` client (an ``AsyncOpenAI`` one needs :func:`achoose`).
         threshold: below this probability the best option is not an answer: :class:`Uncertain`.
 
@@ -148,9 +148,10 @@ def _api(backend: Any) -> LogprobBackend | None:
     if isinstance(backend, LogprobBackend):
         return backend
     if is_sdk_client(backend):  # raises LogprobsUnavailable for an Anthropic client
-        raise TypeError("an SDK client needs a model name: backend=guardrail.LogprobBackend(client, 'model-name')")
+        raise TypeError("an SDK client needs a model name: "
+                        "backend=guardrail.local.LogprobBackend(client, 'model-name')")
     if not (hasattr(backend, "model") and hasattr(backend, "tokenizer")):
-        raise TypeError(f"backend must be a guardrail.local.LocalModel or a guardrail.LogprobBackend, not "
+        raise TypeError(f"backend must be a guardrail.local.LocalModel or a guardrail.local.LogprobBackend, not "
                         f"{type(backend).__name__}")
     return None
 

@@ -1,7 +1,7 @@
 """Finite-choice judgments from an API vendor's ``logprobs``/``top_logprobs`` (OpenAI Chat Completions and
 OpenAI-compatible servers that return them).
 
-``guardrail.choose(prompt, options, backend=guardrail.LogprobBackend(client, "gpt-4.1-mini"))`` sends one
+``guardrail.choose(prompt, options, backend=guardrail.local.LogprobBackend(client, "gpt-4.1-mini"))`` sends one
 Chat Completions request (``logprobs=True``, ``top_logprobs=20``, ``temperature=0``, a small ``max_tokens``)
 whose messages list the options one per line and ask for exactly one of them, copied. The reply's tokens
 are then scored by :func:`score` - pure code, no I/O, shared by the sync and async drivers in
@@ -52,7 +52,7 @@ tokens *at that position only*. Nothing is known about positions it did not gene
 
 The mass given to options is finally normalised over the options (the answer is assumed to be one of
 them). When no option gets any mass read from the reply (the answer and every listed alternative miss all
-options, or the model refused), there is no judgment: :class:`~guardrail.local.choose.NoOptionMatched`.
+options, or the model refused), there is no judgment: :class:`~guardrail.local.NoOptionMatched`.
 """
 
 from __future__ import annotations
@@ -157,9 +157,9 @@ def _sdk_client(client: Any) -> tuple[Any, bool]:
 
     Raises :class:`LogprobsUnavailable` for an Anthropic client (wrapped or not).
     """
-    from guardrail.client import Wrapped, _kind
+    from guardrail.call.client import WrappedClient, _kind
 
-    raw = client.__dict__["_raw"] if isinstance(client, Wrapped) else client
+    raw = client.__dict__["_raw"] if isinstance(client, WrappedClient) else client
     try:
         kind, is_async = _kind(raw)
     except TypeError:

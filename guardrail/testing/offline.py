@@ -36,7 +36,7 @@ def offline(*behaviours: Reply, model: str = "gpt-4o-mini") -> Iterator[Emulator
         model: the default model name guardrail's entry points use inside the block.
     """
     from guardrail._optional import require
-    from guardrail.config import Config, configure, get_config
+    from guardrail.call.config import Config, configure, get_config
 
     openai = require("openai", "openai", "guardrail.testing.offline()")
     saved_env = {name: os.environ.get(name) for name in

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from guardrail.modes import Plan
+from guardrail.call.modes import Plan
 from guardrail.outcome import Usage
 from guardrail.vendors.base import (
     Accumulator,

@@ -1,7 +1,7 @@
 """What every vendor adapter shares: the completion record, the repair exchange, and the adapter contract.
 
 An adapter (one per wire format: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages) knows how
-to turn the caller's SDK keywords plus a :class:`~guardrail.modes.Plan` into the keywords for one SDK call,
+to turn the caller's SDK keywords plus a :class:`~guardrail.call.modes.Plan` into the keywords for one SDK call,
 and how to read the SDK's response (or stream of events) into a :class:`Completion`. It holds no state
 between calls and does no I/O itself: the drivers call the SDK method it names.
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from guardrail.outcome import Usage
 
 if TYPE_CHECKING:
-    from guardrail.modes import Plan
+    from guardrail.call.modes import Plan
 
 Finish = Literal["stop", "length", "refusal", "content_filter", "other"]
 

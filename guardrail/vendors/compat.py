@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardrail.modes import Plan
+from guardrail.call.modes import Plan
 
 
 def chat_native_fields(server: str | None, plan: Plan) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from guardrail.redact import redact_text
+from guardrail.observe.redact import redact_text
 
 FailureKind = Literal["retryable", "schema_rejected", "fatal"]
 

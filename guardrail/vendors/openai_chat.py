@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from guardrail.modes import Plan
+from guardrail.call.modes import Plan
 from guardrail.outcome import Usage
 from guardrail.vendors import compat
 from guardrail.vendors.base import (

@@ -14,9 +14,9 @@ import openai
 from pydantic import BaseModel, Field
 
 import guardrail
-import guardrail.client_types
-from guardrail.methods import RawStructured
-from guardrail.streaming import AsyncStructuredStream, StructuredStream
+import guardrail.call.client_types
+from guardrail.call.methods import RawStructured
+from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 
 
 class Ticket(BaseModel):
@@ -53,7 +53,7 @@ def check_openai(raw: openai.OpenAI) -> None:
     streamed: Any = client.with_streaming_response.chat.completions.create(model="gpt-4o", messages=MESSAGES)
     models: Any = client.models.list()  # everything else is the SDK's own
     vendor: str = client.vendor
-    again: guardrail.client_types.OpenAIClient = guardrail.wrap(client.with_options(timeout=1))
+    again: guardrail.call.client_types.OpenAIClient = guardrail.wrap(client.with_options(timeout=1))
     print(ticket, many, result, stream, from_responses, beta, beta_responses, faster, copied, parsed, headers,
           status, method_raw, passthrough, streamed, models, vendor, again)
 

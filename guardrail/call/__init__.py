@@ -1,0 +1,66 @@
+"""Calling a vendor: the SDK wrapper, the decorator, the attempt loop and its drivers, retry, modes, streaming, config.
+
+One call flows ``wrap``/``structured`` -> :mod:`.engine` (the I/O-free attempt loop) -> :mod:`.drivers`
+(sync/async shells) -> :mod:`.exchange` (one HTTP try under the deadline) -> an endpoint in
+:mod:`guardrail.vendors`, which owns every vendor wire format.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from guardrail._lazy import namespace
+
+if TYPE_CHECKING:
+    from guardrail.call.client import WrappedClient, wrap
+    from guardrail.call.config import Config, configure, get_config, reset_config
+    from guardrail.call.decorator import StructuredFunction, structured
+    from guardrail.call.engine import Settings
+    from guardrail.call.methods import AsyncStructuredMethod, RawStructured, StructuredMethod
+    from guardrail.call.modes import Capabilities, Mode, Plan
+    from guardrail.call.retry import RetryPolicy
+    from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
+
+_NAMES: dict[str, str] = {
+    "AsyncStructuredMethod": "guardrail.call.methods",
+    "AsyncStructuredStream": "guardrail.call.streaming",
+    "Capabilities": "guardrail.call.modes",
+    "Config": "guardrail.call.config",
+    "configure": "guardrail.call.config",
+    "get_config": "guardrail.call.config",
+    "Mode": "guardrail.call.modes",
+    "Plan": "guardrail.call.modes",
+    "RawStructured": "guardrail.call.methods",
+    "reset_config": "guardrail.call.config",
+    "RetryPolicy": "guardrail.call.retry",
+    "Settings": "guardrail.call.engine",
+    "structured": "guardrail.call.decorator",
+    "StructuredFunction": "guardrail.call.decorator",
+    "StructuredMethod": "guardrail.call.methods",
+    "StructuredStream": "guardrail.call.streaming",
+    "wrap": "guardrail.call.client",
+    "WrappedClient": "guardrail.call.client",
+}
+
+__all__ = [
+    "AsyncStructuredMethod",
+    "AsyncStructuredStream",
+    "Capabilities",
+    "Config",
+    "Mode",
+    "Plan",
+    "RawStructured",
+    "RetryPolicy",
+    "Settings",
+    "StructuredFunction",
+    "StructuredMethod",
+    "StructuredStream",
+    "WrappedClient",
+    "configure",
+    "get_config",
+    "reset_config",
+    "structured",
+    "wrap",
+]
+
+__getattr__, __dir__ = namespace(__name__, globals(), _NAMES)

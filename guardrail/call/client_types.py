@@ -1,0 +1,127 @@
+"""What a type checker sees of ``guardrail.wrap(client)``: one protocol per client class.
+
+``wrap`` has an overload per SDK client class (see :func:`guardrail.call.client.wrap`), each returning one of the
+protocols below, so ``client.chat.completions.create(..., response_model=Ticket)`` is a ``Ticket`` (an
+awaitable of one for async clients), ``create_with_result`` a ``Result[Ticket]``, ``with_raw_response``'s
+``create`` a ``RawStructured[Ticket]``, and ``response_model=`` under ``with_streaming_response`` a type
+error. The structured resources are typed exactly (the method classes of :mod:`guardrail.call.methods`); every
+other attribute is the SDK's own at runtime and ``Any`` here (``__getattr__``), as only the SDK's types
+describe it.
+
+The protocols exist for type checkers; at runtime the wrapper is a :class:`guardrail.call.client.WrappedClient`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, TypeVar
+
+from guardrail.call.methods import (
+    AsyncRawStructuredMethod,
+    AsyncStructuredMethod,
+    RawStructuredMethod,
+    StreamingResponseMethod,
+    StructuredMethod,
+)
+
+#: The method class at the leaves of a namespace (structured, raw-response or streaming-response flavor).
+M = TypeVar("M", covariant=True)
+
+
+class ChatNamespace(Protocol[M]):
+    """``client.chat``: ``completions`` is structured."""
+
+    @property
+    def completions(self) -> M: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class OpenAIBeta(Protocol[M]):
+    """``client.beta`` of an OpenAI client: ``chat.completions`` and ``responses`` are structured."""
+
+    @property
+    def chat(self) -> ChatNamespace[M]: ...
+    @property
+    def responses(self) -> M: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class OpenAIResources(Protocol[M]):
+    """An OpenAI client's resources in one flavor (the client itself, or its ``with_raw_response``)."""
+
+    @property
+    def chat(self) -> ChatNamespace[M]: ...
+    @property
+    def responses(self) -> M: ...
+    @property
+    def beta(self) -> OpenAIBeta[M]: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class OpenAIClient(OpenAIResources[StructuredMethod], Protocol):
+    """``guardrail.wrap(openai.OpenAI(...))``."""
+
+    @property
+    def vendor(self) -> str: ...
+    @property
+    def with_raw_response(self) -> OpenAIResources[RawStructuredMethod]: ...
+    @property
+    def with_streaming_response(self) -> OpenAIResources[StreamingResponseMethod]: ...
+    def with_options(self, **options: Any) -> OpenAIClient: ...
+    def copy(self, **options: Any) -> OpenAIClient: ...
+
+
+class AsyncOpenAIClient(OpenAIResources[AsyncStructuredMethod], Protocol):
+    """``guardrail.wrap(openai.AsyncOpenAI(...))``."""
+
+    @property
+    def vendor(self) -> str: ...
+    @property
+    def with_raw_response(self) -> OpenAIResources[AsyncRawStructuredMethod]: ...
+    @property
+    def with_streaming_response(self) -> OpenAIResources[StreamingResponseMethod]: ...
+    def with_options(self, **options: Any) -> AsyncOpenAIClient: ...
+    def copy(self, **options: Any) -> AsyncOpenAIClient: ...
+
+
+class AnthropicBeta(Protocol[M]):
+    """``client.beta`` of an Anthropic client: ``messages`` is structured."""
+
+    @property
+    def messages(self) -> M: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class AnthropicResources(Protocol[M]):
+    """An Anthropic client's resources in one flavor (the client itself, or its ``with_raw_response``)."""
+
+    @property
+    def messages(self) -> M: ...
+    @property
+    def beta(self) -> AnthropicBeta[M]: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class AnthropicClient(AnthropicResources[StructuredMethod], Protocol):
+    """``guardrail.wrap(anthropic.Anthropic(...))``."""
+
+    @property
+    def vendor(self) -> str: ...
+    @property
+    def with_raw_response(self) -> AnthropicResources[RawStructuredMethod]: ...
+    @property
+    def with_streaming_response(self) -> AnthropicResources[StreamingResponseMethod]: ...
+    def with_options(self, **options: Any) -> AnthropicClient: ...
+    def copy(self, **options: Any) -> AnthropicClient: ...
+
+
+class AsyncAnthropicClient(AnthropicResources[AsyncStructuredMethod], Protocol):
+    """``guardrail.wrap(anthropic.AsyncAnthropic(...))``."""
+
+    @property
+    def vendor(self) -> str: ...
+    @property
+    def with_raw_response(self) -> AnthropicResources[AsyncRawStructuredMethod]: ...
+    @property
+    def with_streaming_response(self) -> AnthropicResources[StreamingResponseMethod]: ...
+    def with_options(self, **options: Any) -> AsyncAnthropicClient: ...
+    def copy(self, **options: Any) -> AsyncAnthropicClient: ...

@@ -1,0 +1,214 @@
+"""``@guardrail.structured``: a function whose return annotation is the contract and whose body is the model.
+
+The function's body is never run. Its docstring and the call's arguments make the prompt, the wrapped vendor
+client runs the same attempt loop as ``guardrail.wrap``, and the call returns the validated value (or raises
+the same typed errors)::
+
+    @guardrail.structured(model="gpt-4o-mini")
+    def triage(inquiry: str, customer_tier: str) -> Ticket:
+        \"\"\"Triage a customer inquiry: urgency 1-5, a category, a one-line summary.\"\"\"
+
+    ticket = triage("My parcel is two weeks late", customer_tier="gold")
+
+The prompt template (``default_prompt``), one system and one user message:
+
+* system: ``You compute the return value of the function `triage`.`` then the docstring, then
+  ``Reply with that value only.``
+* user: one line per argument, ``name = <JSON of the value>`` (pydantic models and dataclasses as JSON
+  objects; ``self``/``cls`` left out).
+
+``output=`` gives the contract explicitly instead of the return annotation: a type, or a JSON Schema ``dict``
+(the value is then plain JSON data). ``prompt=`` replaces the user message: a callable taking the function's
+arguments by name and returning a string. ``async def`` functions use the configured ``async_client`` and
+return awaitables. Decorated functions also have ``.with_result(...)`` (the :class:`~guardrail.Result`) and
+``.stream(...)`` (partial previews, then the value).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+from pydantic_core import to_jsonable_python
+
+from guardrail.call.client import WrappedClient, wrap
+from guardrail.call.config import Config, get_config
+from guardrail.call.modes import Mode
+from guardrail.gates.semantic import Rule
+from guardrail.outcome import Budget
+
+P = ParamSpec("P")
+R = TypeVar("R")
+_SKIP = frozenset({"self", "cls"})
+
+
+def default_prompt(name: str, doc: str, arguments: Mapping[str, Any]) -> tuple[str, str]:
+    """The default (system, user) messages for a call of function ``name`` with ``arguments``."""
+    system = f"You compute the return value of the function `{name}`.\n{doc}\nReply with that value only.".replace(
+        "\n\n", "\n")
+    user = "\n".join(f"{key} = {json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False)}"
+                     for key, value in arguments.items())
+    return system, user or "(no arguments)"
+
+
+class StructuredFunction(Generic[P, R]):
+    """What ``@structured`` returns: call it like the function; ``with_result``/``stream`` give more."""
+
+    def __init__(self, fn: Callable[P, R], config: Config | None, overrides: dict[str, Any],
+                 prompt: Callable[..., str] | None, instance: Any = None, rules: Sequence[Rule] = (),
+                 context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, *,
+                 output: Any = None) -> None:
+        functools.update_wrapper(self, fn)
+        self._output = output
+        self._rules = tuple(rules)
+        self._context = context
+        self._fn = fn
+        self._config = config
+        self._overrides = overrides
+        self._prompt = prompt
+        self._instance = instance
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._signature = inspect.signature(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
+        if output is None and ("return" not in hints or hints["return"] is type(None)):
+            raise TypeError(f"@structured needs a return annotation (or output=) on {fn.__qualname__}: "
+                            "it is the contract")
+        self.output_type: Any = hints["return"] if output is None else output
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        result = self.with_result(*args, **kwargs)
+        if self._is_async:
+            return self._value_async(result)  # type: ignore[return-value]
+        return result.value  # type: ignore[no-any-return]
+
+    async def _value_async(self, pending: Any) -> Any:
+        return (await pending).value
+
+    def with_result(self, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Like calling the function, but returns the :class:`~guardrail.Result` (async: an awaitable of it);
+        with a ``chain``, the :class:`~guardrail.chain.tiers.ChainResult` (which tier, why earlier ones were left)."""
+        base = self._config or get_config()
+        chain = self._overrides.get("chain") or base.chain
+        config = self._merged(base)
+        if chain is None:
+            chain = self._local_chain(config)
+        if chain is not None:
+            system, user, arguments = self._prompt_parts(args, kwargs)
+            context = self._context() if callable(self._context) else self._context
+            if self._is_async:  # async tiers awaited, sync ones in a worker thread
+                return chain.arun(self.output_type, system=system, user=user, inputs=arguments, context=context,
+                                  rules=self._rules)
+            return chain.run(self.output_type, system=system, user=user, inputs=arguments, context=context,
+                             rules=self._rules)
+        method, request = self._request(args, kwargs, config)
+        return method.create_with_result(**request)
+
+    def _merged(self, base: Config | None = None) -> Config:
+        """The configuration for this call: the decorator's overrides over the given (or global) one."""
+        return (base or self._config or get_config()).merge(
+            **{k: v for k, v in self._overrides.items() if k != "chain"})
+
+    def _local_chain(self, config: Config) -> Any:
+        """A one-tier chain when the configured client is a :class:`guardrail.local.LocalModel`, else None.
+
+        The configured ``max_tokens`` bounds the local model's new tokens (512 when unset)."""
+        from guardrail.chain.tiers import Chain, is_local_model, local
+
+        raw = config.async_client if self._is_async else config.client
+        if raw is None and self._is_async:
+            raw = config.client  # a local model serves async functions too (run in a worker thread)
+        if raw is None or not is_local_model(raw):
+            return None
+        return Chain([local(raw, max_new_tokens=config.max_tokens or 512)])
+
+    def _prompt_parts(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+        """(system, user, arguments by name) for a call: the documented template, or ``prompt=``."""
+        bound = self._signature.bind(*((self._instance,) if self._instance is not None else ()), *args, **kwargs)
+        bound.apply_defaults()
+        arguments = {k: v for k, v in bound.arguments.items() if k not in _SKIP}
+        name = self._fn.__qualname__.rsplit("<locals>.", 1)[-1]
+        system, user = default_prompt(name, inspect.getdoc(self._fn) or "", arguments)
+        if self._prompt is not None:
+            user = self._prompt(**arguments)
+        return system, user, arguments
+
+    def stream(self, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Stream previews, then the value: a :class:`~guardrail.call.StructuredStream` (async: ``async for``)."""
+        config = self._merged()
+        if self._local_chain(config) is not None:
+            raise TypeError("streaming previews need a vendor client; a LocalModel client has no preview stream "
+                            "(call the function for the value)")
+        method, request = self._request(args, kwargs, config)
+        return method.create_partial(**request)
+
+    def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 config: Config) -> tuple[Any, dict[str, Any]]:
+        """The wrapped SDK method to call and its keywords, from the configuration and the call's arguments."""
+        raw = config.async_client if self._is_async else config.client
+        if raw is None:
+            kind = "async_client" if self._is_async else "client"
+            raise TypeError(f"no {kind} configured for {self._fn.__qualname__}: pass {kind}= to @structured or call "
+                            "guardrail.configure(...), or set OPENAI_API_KEY / ANTHROPIC_API_KEY")
+        client: WrappedClient = wrap(raw, server=config.server, settings=config.settings, retry=config.retry)
+        system, user, _ = self._prompt_parts(args, kwargs)
+        context = self._context() if callable(self._context) else self._context
+        common: dict[str, Any] = {"response_model": self.output_type, "model": config.model,
+                                  "aliases": config.aliases, "max_attempts": config.max_attempts,
+                                  "budget": config.budget, "mode": config.mode, "rules": self._rules,
+                                  "context": context}
+        if client.vendor == "anthropic" or config.api == "messages":
+            request = {**common, "system": system, "messages": [{"role": "user", "content": user}],
+                       "max_tokens": config.max_tokens or 1024}
+            return client.messages, request
+        tokens = {"max_completion_tokens": config.max_tokens} if config.max_tokens else {}
+        if config.api == "responses":
+            tokens = {"max_output_tokens": config.max_tokens} if config.max_tokens else {}
+            return client.responses, {**common, **tokens, "instructions": system, "input": user}
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return client.chat.completions, {**common, **tokens, "messages": messages}
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """Bind to an instance like a method does (``self`` is not part of the prompt)."""
+        if instance is None:
+            return self
+        return StructuredFunction(self._fn, self._config, self._overrides, self._prompt, instance, self._rules,
+                                  self._context, output=self._output)
+
+
+@overload
+def structured(fn: Callable[P, R], /) -> StructuredFunction[P, R]: ...
+@overload
+def structured(*, config: Config | None = None, client: Any = None, async_client: Any = None,
+               model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
+               aliases: Mapping[str, str] | None = None, max_attempts: int | None = None,
+               budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None,
+               rules: Sequence[Rule] = (),
+               context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
+               chain: Any = None, output: Any = None) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
+def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
+               model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
+               aliases: Mapping[str, str] | None = None, max_attempts: int | None = None,
+               budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None,
+               rules: Sequence[Rule] = (),
+               context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, chain: Any = None,
+               output: Any = None) -> Any:
+    """Turn a typed function signature into a validated model call (see the module docstring).
+
+    Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
+    only; ``config=`` replaces the configuration it starts from. ``rules`` are semantic rules every answer must
+    meet; ``context`` (a mapping, or a callable giving one per call) is the runtime facts they read.
+    ``chain`` (a :class:`guardrail.chain.tiers.Chain`) replaces the single client with a degradation chain.
+    ``output`` is the contract when the return annotation is not (a JSON Schema ``dict``, say).
+    """
+    overrides = {"client": client, "async_client": async_client, "model": model, "api": api, "aliases": aliases,
+                 "max_attempts": max_attempts, "budget": budget, "mode": mode, "max_tokens": max_tokens,
+                 "chain": chain}
+
+    def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
+        return StructuredFunction(function, config, overrides, prompt, None, rules, context, output=output)
+
+    return decorate(fn) if fn is not None else decorate

@@ -1,0 +1,84 @@
+"""What ``create_partial`` and ``@structured(...).stream`` return: previews while streaming, then the value.
+
+Iterating gives :class:`~guardrail.outcome.Partial` previews (``item.partial is True``, never validated) and, last,
+the validated value itself; after the loop ``.result`` holds the :class:`~guardrail.Result`. A failure
+raises the same typed errors as ``create`` at the point it happens; a stream cut off mid-way ends as
+``truncated`` (after the token limit is raised once), never as its last preview.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+from guardrail.outcome import Partial, Result
+
+T = TypeVar("T")
+
+
+class StructuredStream(Generic[T]):
+    """A sync stream of previews then the value (see the module docstring); ``T`` is the value's type."""
+
+    def __init__(self, items: Generator[Partial | Result[Any], None, None]) -> None:
+        self._items = items
+        self.result: Result[T] | None = None
+
+    def close(self) -> None:
+        """Stop early: end the HTTP stream and the call's span (also done on leaving a ``with`` block)."""
+        self._items.close()
+
+    def __enter__(self) -> StructuredStream[T]:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in self._items:
+            if isinstance(item, Result):
+                self.result = item
+                yield item.value
+            else:
+                yield item
+
+    @property
+    def value(self) -> T:
+        """The validated value, once the stream has been read to the end."""
+        if self.result is None:
+            raise RuntimeError("the stream has not been read to the end yet")
+        return self.result.value
+
+
+class AsyncStructuredStream(Generic[T]):
+    """The async twin of :class:`StructuredStream` (``async for``)."""
+
+    def __init__(self, items: AsyncGenerator[Partial | Result[Any], None]) -> None:
+        self._items = items
+        self.result: Result[T] | None = None
+
+    async def aclose(self) -> None:
+        """Stop early: end the HTTP stream and the call's span (also done on leaving an ``async with`` block)."""
+        await self._items.aclose()
+
+    async def __aenter__(self) -> AsyncStructuredStream[T]:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        async for item in self._items:
+            if isinstance(item, Result):
+                self.result = item
+                yield item.value
+            else:
+                yield item
+
+    @property
+    def value(self) -> T:
+        """The validated value, once the stream has been read to the end."""
+        if self.result is None:
+            raise RuntimeError("the stream has not been read to the end yet")
+        return self.result.value

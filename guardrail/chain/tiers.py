@@ -1,0 +1,491 @@
+"""The degradation chain: primary vendor → backup vendor → self-hosted → rule engine → safe default.
+
+A :class:`Chain` is an ordered list of tiers held to one contract. Each vendor tier runs guardrail's whole
+attempt loop (its own mode, lowered schema, retries); a tier is *left* for the next one on a fault — transport
+failure after retries, an open circuit breaker, validation or semantic failure after its attempts, truncation
+at the token ceiling, a schema the vendor cannot take, the deadline running out — and *never* on an answer:
+a refusal (:class:`~guardrail.Refused`), a typed non-answer (:class:`~guardrail.errors.Declined`) or an
+authorization denial ends the call as it is. The result records which tier produced the value and why each
+earlier tier was left; if every tier fails, :class:`ChainExhausted` carries every tier's failure.
+
+The request is given once, vendor-neutrally: a system text, a user text and the call's inputs (a dict, for
+the rule engine). The decorator builds exactly that (``@structured(chain=...)``); ``Chain.run`` takes it
+directly. The deadline and the budget cover the whole chain: each tier gets what the earlier ones left, and
+the deadline is wall-clock (a vendor answer still arriving when it passes is cut off).
+
+Sync and async: ``chain.run(...)`` for sync code, ``await chain.arun(...)`` for async code. Both drive one
+I/O-free core (``_walk``) that decides everything; ``arun`` awaits async tiers (vendors over
+``AsyncOpenAI``/``AsyncAnthropic``) and runs sync tiers in a worker thread. ``run`` refuses a chain with an
+async tier (:class:`~guardrail.errors.SyncAsyncMismatch`) before sending anything, and no tier's value is ever an
+un-awaited coroutine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
+
+from guardrail.call.client import WrappedClient, wrap
+from guardrail.call.retry import RetryPolicy, timeout_seconds
+from guardrail.chain.breaker import CircuitBreaker, SharedCircuitBreaker
+from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused, SyncAsyncMismatch
+from guardrail.gates.semantic import Rule, evaluate
+from guardrail.outcome import Budget, Outcome, Result, Usage
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One call, vendor-neutral: what every tier gets."""
+
+    output_type: Any
+    system: str
+    user: str
+    inputs: Mapping[str, Any]
+    context: Mapping[str, Any]
+    rules: tuple[Rule, ...]
+    budget: Budget | None = None
+
+
+@dataclass
+class Tier:
+    """One tier. Make them with :func:`vendor`, :func:`local`, :func:`rule_engine` and :func:`safe_default`.
+
+    ``run(request, seconds_left)`` produces the value synchronously; ``arun`` (optional) is its async twin,
+    which :meth:`Chain.arun` awaits. A tier with only ``arun`` (a vendor over ``AsyncOpenAI`` or
+    ``AsyncAnthropic``) cannot serve :meth:`Chain.run`; one with only ``run`` is run in a worker thread by
+    :meth:`Chain.arun`. A coroutine function given as ``run`` is taken as ``arun``.
+    """
+
+    name: str
+    kind: str
+    run: Callable[[Request, float | None], Any] | None
+    breaker: CircuitBreaker | None = None
+    arun: Callable[[Request, float | None], Awaitable[Any]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.arun is None and inspect.iscoroutinefunction(self.run):
+            self.run, self.arun = None, self.run
+        if self.run is None and self.arun is None:
+            raise ValueError(f"tier {self.name!r} needs run (sync) or arun (async)")
+
+
+@dataclass(frozen=True, slots=True)
+class Departure:
+    """Why the chain left a tier: the tier's name and the error (its ``.outcome`` when it was a vendor call)."""
+
+    tier: str
+    reason: str
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class ChainResult(Generic[T]):
+    """The value, the tier that produced it, and why each earlier tier was left.
+
+    ``degraded`` is true when a rule engine or safe default produced the value; ``notice`` is then the
+    user-facing sentence to show (e.g. "AI analysis is temporarily unavailable; an empty draft was created").
+    ``detail`` is the tier's own record: a :class:`~guardrail.Result`, the rules that fired, or ``None``.
+    """
+
+    value: T
+    tier: str
+    departures: tuple[Departure, ...]
+    degraded: bool = False
+    notice: str | None = None
+    detail: Any = None
+    seconds: float = 0.0
+
+
+class ChainExhausted(GuardrailError):
+    """Every tier failed; ``.departures`` holds each tier's failure, in order (an ExceptionGroup-style record)."""
+
+    def __init__(self, departures: Sequence[Departure]) -> None:
+        lines = "; ".join(f"{d.tier}: {d.reason}" for d in departures)
+        super().__init__(f"every tier failed: {lines}")
+        self.departures = tuple(departures)
+
+    @property
+    def exceptions(self) -> tuple[BaseException, ...]:
+        return tuple(d.error for d in self.departures)
+
+
+class _Degraded:
+    """Marks a tier's value as degraded (rule engine, safe default), with its notice and detail."""
+
+    def __init__(self, value: Any, notice: str | None, detail: Any) -> None:
+        self.value, self.notice, self.detail = value, notice, detail
+
+
+#: Errors that are answers (or a caller's mistake), never faults: they end the chain as they are.
+_ANSWERS: tuple[type[BaseException], ...] = (Refused, Declined, Denied, SyncAsyncMismatch)
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """Effect of the chain's core: run ``tier`` for ``request`` with ``left`` seconds (``None``: no deadline)."""
+
+    tier: Tier
+    request: Request
+    left: float | None
+
+
+#: What a driver sends back for a step: the tier's product, or the exception it raised.
+_Done = tuple[Any, Exception | None]
+
+
+def _walk(chain: Chain, request: Request) -> Generator[_Step, _Done, ChainResult[Any]]:
+    """The chain's I/O-free core, shared by :meth:`Chain.run` and :meth:`Chain.arun`: which tier next, with how
+    much time and budget, what its outcome means (value, departure, or an answer that ends the chain), and the
+    breakers' accounting. The drivers only run the tiers it yields, each in its own way."""
+    started = time.monotonic()
+    departures: list[Departure] = []
+    used = Usage()
+    for tier in chain.tiers:
+        if chain.budget is not None:
+            request = replace(request, budget=_remaining(chain.budget, used))
+        left = None if chain.deadline is None else chain.deadline - (time.monotonic() - started)
+        if left is not None and left <= 0 and tier.kind in ("vendor", "local"):
+            departures.append(Departure(tier.name, "deadline", TimeoutError("no time left for this tier")))
+            continue
+        if tier.breaker is not None and not tier.breaker.allow():
+            departures.append(Departure(tier.name, "circuit open", RuntimeError("circuit breaker is open")))
+            continue
+        try:
+            produced, error = yield _Step(tier, request, left)
+        except BaseException:
+            if tier.breaker is not None:
+                tier.breaker.release()  # cancelled or interrupted: no verdict on the vendor
+            raise
+        value: Any = None
+        if error is None:
+            try:
+                value = _judged(tier, produced, request, started)
+            except Exception as judged:
+                error = judged
+        if isinstance(error, SyncAsyncMismatch):
+            if tier.breaker is not None:
+                tier.breaker.release()  # nothing reached the vendor
+            raise error
+        if isinstance(error, _ANSWERS):
+            if tier.breaker is not None:
+                tier.breaker.record(True)  # the vendor worked: refusing is an answer, not a fault
+            raise error
+        if error is not None:
+            if tier.breaker is not None:
+                if isinstance(error, CallError) and error.outcome.vendor_calls == 0:
+                    tier.breaker.release()  # stopped before any request (budget): not the vendor's fault
+                else:
+                    tier.breaker.record(False)
+            if isinstance(error, CallError):
+                used = used + error.outcome.usage
+            departures.append(Departure(tier.name, _reason(error), error))
+            continue
+        if tier.breaker is not None:
+            tier.breaker.record(True)
+        degraded = isinstance(produced, _Degraded)
+        return ChainResult(value, tier.name, tuple(departures), degraded,
+                           produced.notice if degraded else None,
+                           produced.detail if degraded else produced if isinstance(produced, Result) else None,
+                           time.monotonic() - started)
+    raise ChainExhausted(departures)
+
+
+def _judged(tier: Tier, produced: Any, request: Request, started: float) -> Any:
+    """The value a tier produced, held to the chain's rules (vendor tiers met them inside their own loop)."""
+    if inspect.isawaitable(produced):
+        if inspect.iscoroutine(produced):
+            produced.close()  # never left un-awaited
+        raise SyncAsyncMismatch(f"tier {tier.name!r} returned an awaitable from its sync run; give an async "
+                                "function as the tier's arun and call `await chain.arun(...)`")
+    value = produced.value if isinstance(produced, (_Degraded, Result)) else produced
+    if not request.rules or tier.kind == "vendor":
+        return value
+    verdict = evaluate(request.rules, value, request.context)
+    if verdict.declined is not None:  # a typed non-answer, as from a vendor
+        raise Declined(verdict.declined, value=value, outcome=_tier_outcome(tier, started))
+    if not verdict.ok:
+        raise GuardrailError(f"the {tier.kind} tier's value broke the rules: "
+                             + "; ".join(f"{v.path}: {v.message}" for v in verdict.violations))
+    return value
+
+
+@dataclass
+class Chain:
+    """Tiers tried in order for one contract, within one ``deadline`` (seconds for the whole chain).
+
+    :meth:`run` serves sync code; ``await`` :meth:`arun` serves async code (async tiers awaited, sync tiers in a
+    worker thread). Both walk the same core, so a tier is left, kept or refused for the same reasons.
+    """
+
+    tiers: Sequence[Tier]
+    deadline: float | None = 60.0
+    rules: Sequence[Rule] = field(default_factory=tuple)
+    #: Tokens/cost for the whole chain: each vendor tier gets what the earlier tiers left.
+    budget: Budget | None = None
+
+    def __post_init__(self) -> None:
+        # a LocalModel may stand in the list as itself: it becomes a default local tier
+        self.tiers = [tier if isinstance(tier, Tier) else local(tier) if is_local_model(tier) else _not_a_tier(tier)
+                      for tier in self.tiers]
+
+    def _request(self, output_type: Any, system: str, user: str, inputs: Mapping[str, Any] | None,
+                 context: Mapping[str, Any] | None, rules: Sequence[Rule]) -> Request:
+        if isinstance(output_type, Mapping):  # a JSON Schema: its hashable, pydantic-compatible form for every tier
+            from guardrail.schema.jsonschema_contract import as_output_type
+
+            output_type = as_output_type(output_type)
+        return Request(output_type, system, user, dict(inputs or {}), dict(context or {}), (*self.rules, *rules))
+
+    def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
+            context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+        """Produce a value of ``output_type`` from the first tier that can (see the module docstring).
+
+        ``rules`` (with the chain's own) hold every tier to the same semantic gate: vendor tiers get them as
+        feedback rules, and the rule engine's and safe default's values are checked by them too. A chain with
+        an async tier raises :class:`~guardrail.errors.SyncAsyncMismatch` before calling anything: use :meth:`arun`.
+        """
+        for tier in self.tiers:
+            if tier.run is None:
+                raise SyncAsyncMismatch(f"tier {tier.name!r} is async (an AsyncOpenAI/AsyncAnthropic client or an "
+                                        "async function): call `await chain.arun(...)` instead of chain.run(...)")
+        core = _walk(self, self._request(output_type, system, user, inputs, context, rules))
+        try:
+            step = next(core)
+            while True:
+                try:
+                    assert step.tier.run is not None
+                    done: _Done = (step.tier.run(step.request, step.left), None)
+                except Exception as error:
+                    done = (None, error)
+                except BaseException as stop:
+                    core.throw(stop)
+                    raise
+                step = core.send(done)
+        except StopIteration as finished:
+            return finished.value  # type: ignore[no-any-return]
+
+    async def arun(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
+                   context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+        """The async :meth:`run`: async tiers are awaited, sync tiers run in a worker thread (each still within
+        the time the chain has left, which its own deadline enforces)."""
+        core = _walk(self, self._request(output_type, system, user, inputs, context, rules))
+        try:
+            step = next(core)
+            while True:
+                try:
+                    if step.tier.arun is not None:
+                        produced = await step.tier.arun(step.request, step.left)
+                    else:
+                        produced = await asyncio.to_thread(step.tier.run, step.request, step.left)  # type: ignore[arg-type]
+                    done: _Done = (produced, None)
+                except Exception as error:
+                    done = (None, error)
+                except BaseException as stop:
+                    core.throw(stop)
+                    raise
+                step = core.send(done)
+        except StopIteration as finished:
+            return finished.value  # type: ignore[no-any-return]
+
+    def create(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
+               inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+               rules: Sequence[Rule] = ()) -> Any:
+        """The wrapper's call shape: OpenAI-style ``messages`` in, the validated value out (any tier's).
+
+        Use :meth:`create_with_result` for the :class:`ChainResult` (which tier, why earlier ones were left).
+        """
+        return self.create_with_result(response_model=response_model, messages=messages, inputs=inputs,
+                                       context=context, rules=rules).value
+
+    def create_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
+                           inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+                           rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+        """Like :meth:`create`, returning the :class:`ChainResult`."""
+        system, user = _split_messages(messages)
+        return self.run(response_model, system=system, user=user, inputs=inputs or {"input": user},
+                        context=context, rules=rules)
+
+    async def acreate(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
+                      inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+                      rules: Sequence[Rule] = ()) -> Any:
+        """The async :meth:`create` (through :meth:`arun`)."""
+        result = await self.acreate_with_result(response_model=response_model, messages=messages, inputs=inputs,
+                                                context=context, rules=rules)
+        return result.value
+
+    async def acreate_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
+                                  inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+                                  rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+        """The async :meth:`create_with_result` (through :meth:`arun`)."""
+        system, user = _split_messages(messages)
+        return await self.arun(response_model, system=system, user=user, inputs=inputs or {"input": user},
+                               context=context, rules=rules)
+
+
+def _tier_outcome(tier: Tier, started: float) -> Outcome:
+    """The record a non-vendor tier's typed non-answer carries (no vendor attempts, no usage)."""
+    return Outcome(tier.name, tier.kind, tier.kind, (), Usage(), uuid.uuid4().hex, time.monotonic() - started, "")
+
+
+def _split_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """(system, user) text from OpenAI-style messages (``system``/``developer`` vs the rest)."""
+    system: list[str] = []
+    user: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        text = content if isinstance(content, str) else " ".join(
+            part.get("text", "") for part in content or () if isinstance(part, Mapping))
+        (system if message.get("role") in {"system", "developer"} else user).append(text)
+    return "\n".join(system), "\n".join(user)
+
+
+def _tighter(first: Budget | None, second: Budget | None) -> Budget | None:
+    """The tighter of two budgets, cap by cap (a chain's share and a tier's own)."""
+    if first is None or second is None:
+        return first or second
+    tokens = [b.max_tokens for b in (first, second) if b.max_tokens is not None]
+    priced = [b for b in (first, second) if b.max_cost is not None and b.price is not None]
+    cheapest = min(priced, key=lambda b: b.max_cost or 0.0) if priced else None
+    return Budget(min(tokens) if tokens else None, cheapest.max_cost if cheapest else None,
+                  cheapest.price if cheapest else None)
+
+
+def _remaining(budget: Budget, used: Usage) -> Budget:
+    """What ``budget`` leaves after ``used`` (never negative)."""
+    tokens = None if budget.max_tokens is None else max(0, budget.max_tokens - used.total_tokens)
+    cost = None
+    if budget.max_cost is not None and budget.price is not None:
+        cost = max(0.0, budget.max_cost - used.cost(budget.price))
+    return Budget(tokens, cost, budget.price)
+
+
+def _reason(error: BaseException) -> str:
+    kind = getattr(error, "kind", None)
+    name = type(error).__name__
+    return f"{name} ({kind})" if isinstance(kind, str) else f"{name}: {str(error)[:120]}"
+
+
+def vendor(client: Any, model: str, *, name: str | None = None, api: str | None = None, max_tokens: int = 1024,
+           max_attempts: int | None = None, mode: Any = None, budget: Budget | None = None,
+           retry: RetryPolicy | None = None, breaker: CircuitBreaker | None = None,
+           server: str | None = None) -> Tier:
+    """A vendor tier: an OpenAI/Anthropic (or OpenAI-compatible self-hosted) client and a model.
+
+    It runs the full attempt loop; its deadline is the tighter of its own (``retry.deadline``, by default the
+    client's timeout) and what the chain has left. A sync client serves :meth:`Chain.run` (and
+    :meth:`Chain.arun`, in a worker thread); an ``AsyncOpenAI``/``AsyncAnthropic`` client serves
+    :meth:`Chain.arun` only.
+    """
+    base_retry = retry or RetryPolicy()
+    wrapped: WrappedClient = wrap(client, server=server, retry=base_retry)
+    own = base_retry.deadline_seconds(timeout_seconds(getattr(client, "timeout", None)))
+
+    def call(request: Request, left: float | None) -> Any:
+        """The wrapped SDK call for this request: a Result (sync client) or an awaitable of one (async)."""
+        target: WrappedClient = wrapped
+        if left is not None:  # the chain's deadline: the tighter of it and the tier's own
+            seconds = left if own is None else min(own, left)
+            target = wrap(client, server=server, retry=replace(base_retry, deadline=seconds))
+        common: dict[str, Any] = {"response_model": request.output_type, "model": model,
+                                  "max_attempts": max_attempts, "mode": mode,
+                                  "budget": _tighter(request.budget, budget), "rules": request.rules,
+                                  "context": request.context}
+        if target.vendor == "anthropic" or api == "messages":
+            return target.messages.create_with_result(system=request.system, max_tokens=max_tokens,
+                                                      messages=[{"role": "user", "content": request.user}], **common)
+        if api == "responses":
+            return target.responses.create_with_result(instructions=request.system, input=request.user,
+                                                       max_output_tokens=max_tokens, **common)
+        return target.chat.completions.create_with_result(
+            messages=[{"role": "system", "content": request.system}, {"role": "user", "content": request.user}],
+            max_completion_tokens=max_tokens, **common)
+
+    async def acall(request: Request, left: float | None) -> Any:
+        return await call(request, left)
+
+    tier_name = name or f"{getattr(wrapped, 'vendor', 'vendor')}:{model}"
+    chosen = breaker if breaker is not None else CircuitBreaker()
+    if _is_async_client(client):
+        return Tier(tier_name, "vendor", None, chosen, arun=acall)
+    return Tier(tier_name, "vendor", call, chosen)
+
+
+def _is_async_client(client: Any) -> bool:
+    """An ``AsyncOpenAI``/``AsyncAnthropic`` (or subclass) client; its SDK is imported if it is one."""
+    for module, name in (("openai", "AsyncOpenAI"), ("anthropic", "AsyncAnthropic")):
+        sdk = sys.modules.get(module)
+        if sdk is not None and isinstance(client, getattr(sdk, name)):
+            return True
+    return False
+
+
+def local(model: Any, *, name: str = "local", temperature: float = 1.0, max_new_tokens: int = 512,
+          breaker: CircuitBreaker | None = None) -> Tier:
+    """A local tier: a :class:`guardrail.local.LocalModel` generating under the contract's grammar mask.
+
+    The prompt is the system text and the user text; the value passes the same parse layer, validation and
+    (in the chain) semantic rules as every other tier's.
+    """
+
+    def run(request: Request, left: float | None) -> Any:
+        prompt = f"{request.system}\n\n{request.user}" if request.system else request.user
+        return model.generate(prompt, request.output_type, temperature=temperature, max_new_tokens=max_new_tokens,
+                              timeout=left)
+
+    return Tier(name, "local", run, breaker if breaker is not None else CircuitBreaker())
+
+
+def is_local_model(candidate: Any) -> bool:
+    """A :class:`guardrail.local.LocalModel` (checked by shape, so the ``local`` extra is not imported here)."""
+    return callable(getattr(candidate, "generate_batch", None)) and hasattr(candidate, "tokenizer")
+
+
+def _not_a_tier(candidate: Any) -> Tier:
+    raise TypeError(f"a chain tier must be a Tier (vendor(...), local(...), rule_engine(...), safe_default(...)) or a "
+                    f"LocalModel, not {type(candidate).__name__}")
+
+
+def safe_default(value: Any | Callable[[], Any], *,
+                 notice: str = "AI analysis is temporarily unavailable; an empty draft was created.",
+                 name: str = "safe-default") -> Tier:
+    """The last tier: a fixed contract value (or a factory) marked as a degraded default with a notice.
+
+    The value is validated against the contract like any other tier's; a contract with no safe default simply
+    has no such tier, and the chain ends with :class:`ChainExhausted`. It never runs a tool.
+    """
+    from guardrail.contract import compile_contract
+
+    def run(request: Request, left: float | None) -> Any:
+        raw = value() if callable(value) else value
+        contract = compile_contract(request.output_type)
+        checked = contract.adapter.validate_python(raw)
+        return _Degraded(checked, notice, None)
+
+    return Tier(name, "default", run)
+
+
+def rule_engine(engine: Any, *, name: str = "rules",
+          notice: str = "AI analysis is temporarily unavailable; this was filled in by rules.") -> Tier:
+    """A rule-engine tier (:class:`guardrail.chain.fallback.RuleEngine`): deterministic, model-free, from the inputs."""
+
+    def run(request: Request, left: float | None) -> Any:
+        inputs = dict(request.inputs)
+        field = getattr(getattr(engine, "rule_set", None), "input", None)
+        if isinstance(field, str) and field not in inputs:
+            inputs[field] = request.user  # a call made with messages: the user text is the input the rules read
+        value, fired = engine.run(inputs, request.output_type)
+        return _Degraded(value, notice, fired)
+
+    return Tier(name, "rules", run)
+
+
+__all__ = ["Chain", "ChainExhausted", "ChainResult", "CircuitBreaker", "Departure", "SharedCircuitBreaker", "Tier",
+           "local", "rule_engine", "safe_default", "vendor"]

@@ -1,0 +1,52 @@
+"""The audit trail: one structured record per decision on a tool call, secrets redacted.
+
+Records go to the logger ``guardrail.audit`` as the event ``"guardrail.audit"`` with the fields below:
+through the application's structlog pipeline once structlog is configured (render them as JSON with
+structlog's ``JSONRenderer`` and ship them wherever the application keeps its audit log), else to the stdlib
+logger ``guardrail.audit`` at INFO (see :mod:`guardrail.observe.logs`: enable it, or the records are not kept).
+Every record passes through :func:`guardrail.observe.redact.redact` first, with the arguments the policy marks
+``secret`` removed by name.
+
+========================  =================================================================================
+request_id                the id of the request that triggered the call (given, or generated)
+tool                      the tool name as proposed
+arguments                 the parsed arguments (redacted)
+identity                  tenant, user, roles from the trusted runtime (``None`` when anonymous)
+decision                  allowed, denied, pending_approval, invalid, executed, replayed, conflict, failed
+rule                      the rule that decided (``allow.<id>``, ``deny.<id>``, ``args.<name>``, ``limits.rate``...)
+reason                    the internal detail (never sent to the model)
+policy_version            the policy file's ``version``
+idempotency_key           the key used, if any
+result / error            what the tool returned (redacted) or the error's type and message
+========================  =================================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guardrail.observe.logs import get_logger
+from guardrail.observe.redact import redact
+from guardrail.tools.identity import Identity
+
+_log = get_logger("guardrail.audit")
+
+
+def record(*, request_id: str, tool: str, decision: str, rule: str = "", reason: str = "",
+           arguments: Any = None, identity: Identity | None = None, policy_version: str = "",
+           idempotency_key: str | None = None, result: Any = None, error: BaseException | None = None,
+           secret_args: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Write one audit record (redacted) and return it."""
+    entry: dict[str, Any] = {
+        "request_id": request_id, "tool": tool, "decision": decision, "rule": rule, "reason": reason,
+        "arguments": arguments, "identity": identity.as_dict() if identity else None,
+        "policy_version": policy_version, "idempotency_key": idempotency_key, "result": result,
+        "error": f"{type(error).__name__}: {error}" if error is not None else None,
+    }
+    values: list[str] = []
+    if isinstance(arguments, dict):
+        values = [str(arguments[name]) for name in secret_args if name in arguments and arguments[name] is not None
+                  and len(str(arguments[name])) >= 3]
+    clean: dict[str, Any] = redact(entry, secret_args, tuple(sorted(values, key=len, reverse=True)))
+    _log.info("guardrail.audit", **clean)
+    return clean

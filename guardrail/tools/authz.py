@@ -1,0 +1,98 @@
+"""The authorization gate: a policy, the caller's identity and a call's arguments in; a sealed decision out.
+
+Order (deny wins, default deny):
+
+1. any ``[[deny]]`` rule that matches the arguments as proposed → deny (that rule);
+2. any ``[args.*]`` constraint the arguments break → deny (``args.<path>``); otherwise each constrained value
+   is replaced by its canonical form (the resolved path, the normalised URL): the *checked arguments*;
+3. any ``[[deny]]`` rule that matches the checked arguments → deny (so a deny pattern cannot be dodged by
+   a spelling that canonicalises to what it names);
+4. the first ``[[allow]]`` rule that matches → allow (that rule);
+5. nothing matched → deny (``default-deny``).
+
+Identity comes only from :func:`guardrail.identity` (the trusted runtime). A :class:`Decision` can only be
+made here; it carries the checked arguments, and the tool executor runs the tool with exactly those values
+and only with a positive decision made for exactly that call (complete mediation). ``Decision.rule``,
+``.argument`` and ``.reason`` explain a denial to the application and the audit record; what the model is
+told is always the generic :data:`GENERIC_DENIAL`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from guardrail.tools.identity import Identity
+from guardrail.tools.policy.arguments import canonicalize
+from guardrail.tools.policy.model import Policy
+from guardrail.tools.policy.verdict import Rejected
+
+GENERIC_DENIAL = "This action is not permitted."
+_SEAL = object()
+
+
+def arguments_hash(tool: str, arguments: dict[str, Any]) -> str:
+    """SHA-256 over the tool name and the canonical JSON of its arguments (sorted keys, no spaces)."""
+    canonical = json.dumps({"tool": tool, "arguments": arguments}, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The gate's verdict on one call. Only :func:`authorize` makes sealed decisions the executor accepts.
+
+    ``arguments`` are the checked arguments (canonical values in place) and ``arguments_hash`` covers them;
+    ``argument`` is where a constraint failed (``path``, ``urls[1]``, ``target.url``), ``""`` otherwise.
+    """
+
+    allowed: bool
+    tool: str
+    rule: str
+    reason: str
+    policy_version: str
+    identity: Identity | None
+    arguments_hash: str
+    arguments: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    argument: str = ""
+    _seal: object = field(default=None, repr=False, compare=False)
+
+    def permits(self, tool: str, arguments: dict[str, Any]) -> bool:
+        """Whether this is a positive decision made by the gate for exactly this tool and these (checked)
+        arguments."""
+        return (self._seal is _SEAL and self.allowed and self.tool == tool
+                and self.arguments_hash == arguments_hash(tool, arguments))
+
+
+def authorize(policy: Policy | None, tool: str, arguments: dict[str, Any], who: Identity | None) -> Decision:
+    """Decide one call (see the module docstring). No policy at all is a denial."""
+    checked = arguments
+
+    def decide(allowed: bool, rule: str, reason: str, argument: str = "") -> Decision:
+        version = policy.version if policy is not None else ""
+        return Decision(allowed, tool, rule, reason, version, who, arguments_hash(tool, checked), checked,
+                        argument, _SEAL)
+
+    if policy is None:
+        return decide(False, "no-policy", f"no policy for tool {tool!r}")
+    if policy.tool != tool:
+        return decide(False, "policy-mismatch", f"the policy is for {policy.tool!r}, not {tool!r}")
+    for rule in policy.deny:
+        if rule.matches(who, arguments, deny=True):
+            return decide(False, f"deny.{rule.id}", "a deny rule matched")
+    for path, constraint in policy.args.items():
+        try:
+            checked = canonicalize(checked, path, constraint)
+        except Rejected as rejected:
+            checked = arguments
+            return decide(False, f"args.{path}", rejected.reason, rejected.argument or path)
+    if checked != arguments:
+        for rule in policy.deny:
+            if rule.matches(who, checked, deny=True):
+                return decide(False, f"deny.{rule.id}", "a deny rule matched the checked arguments")
+    for rule in policy.allow:
+        if rule.matches(who, arguments):
+            return decide(True, f"allow.{rule.id}", "an allow rule matched")
+    return decide(False, "default-deny", "no allow rule matched")

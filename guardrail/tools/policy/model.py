@@ -1,0 +1,416 @@
+"""The policy for one tool: who may call it, with which arguments, how often, and with whose approval.
+
+A policy file (TOML, one per tool, in ``policies/``) reads::
+
+    tool = "refund_order"            # the tool's exact name
+    version = "2026-11-30.1"         # recorded in every audit record
+    approval = "required"            # park each call until a person approves that exact call
+    idempotency = "required"         # side effects run once per idempotency key
+
+    [[allow]]                        # default deny: a call runs only if an allow rule matches
+    id = "support-refunds"
+    roles = ["support"]              # the caller (guardrail.identity) has any of these roles
+    tenants = ["acme"]               # ...and belongs to one of these tenants
+
+    [[deny]]                         # any matching deny rule wins over every allow rule
+    id = "no-large-refunds"
+    when.amount = { min = 1000 }     # matches when the argument satisfies the constraint
+
+    [args.amount]                    # constraints every call must meet
+    min = 0.01
+    max = 5000
+    [args.callback]
+    url = { hosts = ["hooks.example.com"] }
+    [args.card_number]
+    secret = true                    # redacted from logs, spans and audit records
+
+    [limits]
+    rate = { calls = 10, per_seconds = 60 }          # per identity
+    spend = { arg = "amount", max = 2000, per_seconds = 86400 }
+
+Argument constraints: ``one_of``, ``min``/``max`` (numbers), ``min_length``/``max_length``, ``pattern`` (RE2:
+linear time), ``url`` (hosts, schemes, ``allow_ip_literals``, ``allow_nested_urls``, ``connect_to``), ``path``
+(a base directory relative to the policy file, ``allow_absolute``, ``must_exist``), ``sql`` (allowed statement
+kinds, ``dialect``, ``tables``, extra ``functions``), ``required``, ``secret``. ``[args.NAME]`` names a
+parameter of the tool; ``[args."NAME.FIELD"]`` a field of a nested model; lists on the way are walked element
+by element (``[args.urls]`` on ``urls: list[str]`` checks every URL).
+
+The ``url`` and ``path`` checkers produce the *canonical* value (the normalised URL, the resolved path inside
+the base) and that value, not the model's spelling, is what the tool receives (see docs/tools-and-policies.md).
+Which arguments a policy may name, and which it must constrain, is checked against the tool's parameters by
+:mod:`guardrail.tools.policy.binding`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+
+from guardrail.tools.identity import Identity
+from guardrail.tools.policy.arguments import leaves
+from guardrail.tools.policy.paths import resolve_path
+from guardrail.tools.policy.regex import compile_pattern
+from guardrail.tools.policy.sql import check_sql
+from guardrail.tools.policy.urls import address_reason, canonical_url
+from guardrail.tools.policy.verdict import Rejected
+
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class UrlRule(BaseModel):
+    """A URL argument: only these hosts (``*.example.com`` for subdomains) and schemes; no URL nested in the
+    path, query or fragment unless ``allow_nested_urls``; ``connect_to`` lists the non-public networks the
+    HTTP transport hook (:mod:`guardrail.tools.policy.http`) may still connect to."""
+
+    model_config = _STRICT
+    hosts: tuple[str, ...]
+    schemes: tuple[str, ...] = ("https",)
+    allow_ip_literals: bool = False
+    allow_nested_urls: bool = False
+    connect_to: tuple[str, ...] = ()
+
+    def canonical(self, value: object) -> str:
+        """The normalised URL (:func:`~guardrail.tools.policy.urls.canonical_url`), or :class:`Rejected`."""
+        return canonical_url(value, hosts=self.hosts, schemes=self.schemes, allow_ip_literals=self.allow_ip_literals,
+                             allow_nested_urls=self.allow_nested_urls)
+
+    def address_reason(self, address: str) -> str | None:
+        """Why the transport must not connect to ``address`` (a resolved IP), else ``None``."""
+        return address_reason(address, self.connect_to)
+
+
+class PathRule(BaseModel):
+    """A file path argument: must resolve inside ``base`` (symlinks followed).
+
+    A relative ``base`` is relative to the policy file's directory (to ``base_dir`` for policies parsed from
+    text), fixed when the policy is loaded; it need not exist until a call comes.
+    """
+
+    model_config = _STRICT
+    base: str
+    allow_absolute: bool = False
+    must_exist: bool = False
+
+    @field_validator("base")
+    @classmethod
+    def _anchored(cls, base: str, info: ValidationInfo) -> str:
+        if not base or "\x00" in base:
+            raise ValueError("base must be a non-empty path")
+        anchor = (info.context or {}).get("policy_dir")
+        expanded = os.path.expanduser(base) if base.startswith("~") else base
+        if os.path.isabs(expanded) or anchor is None:
+            return os.path.abspath(expanded)
+        return os.path.abspath(os.path.join(os.fspath(anchor), expanded))
+
+    def canonical(self, value: object) -> str:
+        """The resolved path inside the base (a str), or :class:`Rejected`; ``ValueError`` when the base is
+        unusable (it does not exist yet)."""
+        if not isinstance(value, str):
+            raise Rejected(f"path must be a str, not {type(value).__name__}")
+        try:
+            return str(resolve_path(value, base=self.base, allow_absolute=self.allow_absolute,
+                                    must_exist=self.must_exist))
+        except ValueError as error:
+            if str(error).startswith("path policy"):
+                raise  # the policy's own problem: judged "cannot be applied" by the caller
+            raise Rejected(str(error)) from None
+
+
+class SqlRule(BaseModel):
+    """A SQL argument: one statement, of the listed kinds only, on the listed tables (if given), calling only
+    the dialect's pure functions plus ``functions``."""
+
+    model_config = _STRICT
+    allow: tuple[str, ...]
+    dialect: str | None = None
+    tables: tuple[str, ...] | None = None
+    functions: tuple[str, ...] = ()
+
+    def canonical(self, value: object) -> str:
+        """The statement itself, unchanged (what was parsed is what runs), or :class:`Rejected`."""
+        reason = check_sql(value, allow=self.allow, dialect=self.dialect, tables=self.tables,
+                           functions=self.functions)
+        if reason is not None:
+            raise Rejected(reason)
+        assert isinstance(value, str)  # check_sql denies anything else
+        return value
+
+
+class ArgRule(BaseModel):
+    """Constraints on one argument; :meth:`check` says why a value breaks them (``None`` if it does not)."""
+
+    model_config = _STRICT
+    one_of: tuple[str | int | float | bool, ...] | None = None
+    min: float | None = None
+    max: float | None = None
+    min_length: int | None = Field(default=None, ge=0)
+    max_length: int | None = Field(default=None, ge=0)
+    pattern: str | None = None
+    url: UrlRule | None = None
+    path: PathRule | None = None
+    sql: SqlRule | None = None
+    required: bool = False
+    secret: bool = False
+
+    @field_validator("pattern")
+    @classmethod
+    def _linear(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            compile_pattern(pattern)  # ValueError when RE2 cannot run it in linear time
+        return pattern
+
+    @model_validator(mode="after")
+    def _checkers_accept_the_configuration(self) -> ArgRule:
+        """Run the URL and SQL checkers once on a dummy value: they raise ValueError for a bad configuration
+        (a typo in ``allow``, an unknown dialect, a malformed host entry), which belongs at load time. Path
+        bases are checked when a call comes (the directory may be created after the policy is loaded)."""
+        if self.url is not None:
+            with contextlib.suppress(Rejected):
+                self.url.canonical("https://example.invalid/")
+            address_reason("192.0.2.1", self.url.connect_to)
+        if self.sql is not None:
+            check_sql("", allow=self.sql.allow, dialect=self.sql.dialect, tables=self.sql.tables,
+                      functions=self.sql.functions)
+        return self
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The typed checkers this rule applies: a subset of ``{"path", "url", "sql"}``."""
+        return frozenset(kind for kind in ("path", "url", "sql") if getattr(self, kind) is not None)
+
+    def check(self, value: Any) -> str | None:
+        """``None`` when ``value`` meets every constraint, else the first reason it does not (internal).
+
+        A checker that finds its own configuration unusable at call time (a path base that does not exist)
+        denies the call; it never raises.
+        """
+        try:
+            self.canonical(value)
+        except Rejected as rejected:
+            return rejected.reason
+        return None
+
+    def canonical(self, value: Any) -> Any:
+        """The value the tool must receive for ``value`` (the resolved path, the normalised URL; any other
+        value unchanged), or :class:`Rejected` with the reason. ``one_of``, the bounds, the lengths and the
+        pattern judge the value as written; the ``url``/``path``/``sql`` checkers then produce the canonical
+        value from it (no decoding on either side). ``null`` (an optional argument left out) passes the
+        ``url``/``path``/``sql`` checkers unless the rule is ``required``: there is nothing to fetch, open or
+        run."""
+        try:
+            reason = self._plain_reason(value)
+            if reason is not None:
+                raise Rejected(reason)
+            if value is None and not self.required:
+                return value
+            if self.url is not None:
+                value = self._typed("url", self.url.canonical, value)
+            if self.path is not None:
+                value = self._typed("path", self.path.canonical, value)
+            if self.sql is not None:
+                value = self._typed("sql", self.sql.canonical, value)
+        except ValueError as error:
+            raise Rejected(f"policy cannot be applied: {error}") from None
+        return value
+
+    @staticmethod
+    def _typed(kind: str, checker: Any, value: Any) -> Any:
+        try:
+            return checker(value)
+        except Rejected as rejected:
+            raise Rejected(f"{kind}: {rejected.reason}") from None
+
+    def _plain_reason(self, value: Any) -> str | None:
+        if self.one_of is not None and not any(_same(value, x) for x in self.one_of):
+            return "not one of the allowed values"
+        if self.min is not None or self.max is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return "not a number"
+            if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+                return "out of range"
+        if self.min_length is not None or self.max_length is not None:
+            if not isinstance(value, (str, list, tuple)):
+                return "has no length"
+            if (self.min_length is not None and len(value) < self.min_length) or \
+                    (self.max_length is not None and len(value) > self.max_length):
+                return "length out of range"
+        matches = self.pattern is None or (isinstance(value, str) and compile_pattern(self.pattern).fullmatch(value))
+        if not matches:
+            return "does not match the pattern"
+        return None
+
+    def length_reason(self, value: list[Any]) -> str | None:
+        """The length constraints on a list argument itself (the other constraints judge its elements)."""
+        if (self.min_length is not None and len(value) < self.min_length) or \
+                (self.max_length is not None and len(value) > self.max_length):
+            return "length out of range"
+        return None
+
+    def for_elements(self) -> ArgRule:
+        """This rule without its length constraints: what each element of a list argument must meet."""
+        if self.min_length is None and self.max_length is None:
+            return self
+        return self.model_copy(update={"min_length": None, "max_length": None})
+
+
+#: Reasons that mean "this constraint cannot judge this value" rather than "the value fails it".
+_UNJUDGED = ("not a number", "has no length", "policy cannot be applied")
+
+
+def _same(value: Any, allowed: Any) -> bool:
+    """Equality for ``one_of``: numbers compare by value (5 == 5.0), but a bool is never a number."""
+    if isinstance(value, bool) or isinstance(allowed, bool):
+        return type(value) is type(allowed) and value == allowed
+    if isinstance(value, (int, float)) and isinstance(allowed, (int, float)):
+        return value == allowed
+    return type(value) is type(allowed) and bool(value == allowed)
+
+
+class Match(BaseModel):
+    """An allow or deny rule: conditions on the caller (from the trusted runtime) and on the arguments.
+
+    Every condition given must hold: the caller has one of ``roles``, is in one of ``tenants``, is one of
+    ``users``; each ``when`` argument meets its constraint. A rule with no identity condition matches any
+    *identified* caller; an anonymous caller (no ``guardrail.identity``) matches only ``anonymous = true``.
+    """
+
+    model_config = _STRICT
+    id: str = Field(min_length=1)
+    roles: tuple[str, ...] = ()
+    tenants: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    anonymous: bool = False
+    when: dict[str, ArgRule] = Field(default_factory=dict)
+
+    @field_validator("when")
+    @classmethod
+    def _argument_paths(cls, when: dict[str, ArgRule]) -> dict[str, ArgRule]:
+        for path in when:
+            if not all(part.isidentifier() for part in path.split(".")):
+                raise ValueError(f"{path!r} is not an argument path (parameter or parameter.field.field)")
+        return when
+
+    def matches(self, who: Identity | None, arguments: dict[str, Any], *, deny: bool = False) -> bool:
+        """Whether the rule applies. A deny rule fails closed: it applies to anonymous callers unless it names
+        roles/tenants/users, and a ``when`` constraint that cannot judge a value (wrong type, missing) counts as
+        met; an allow rule needs every condition positively met. A ``when`` path that reaches a list judges
+        each element: a deny condition holds when any element meets it, an allow condition when all do."""
+        if deny:
+            if who is None and (self.roles or self.tenants or self.users):
+                return False
+            if who is not None and not self._identity_matches(who):
+                return False
+            for name, rule in self.when.items():
+                values = leaves(arguments, name)
+                if values is not None and not any(_met_or_unjudged(rule.check(value)) for value in values):
+                    return False
+            return True
+        if who is None:
+            if not self.anonymous:
+                return False
+        else:
+            if self.roles and not (who.roles & set(self.roles)):
+                return False
+            if self.tenants and who.tenant not in self.tenants:
+                return False
+            if self.users and who.user not in self.users:
+                return False
+        for name, rule in self.when.items():
+            values = leaves(arguments, name)
+            if values is None or not all(rule.check(value) is None for value in values):
+                return False
+        return True
+
+    def may_match(self, who: Identity | None) -> bool:
+        """Whether the rule's identity conditions admit this caller (its ``when`` conditions aside)."""
+        return self.anonymous if who is None else self._identity_matches(who)
+
+    def _identity_matches(self, who: Identity) -> bool:
+        return (not self.roles or bool(who.roles & set(self.roles))) and \
+            (not self.tenants or who.tenant in self.tenants) and (not self.users or who.user in self.users)
+
+
+def _met_or_unjudged(reason: str | None) -> bool:
+    return reason is None or reason.startswith(_UNJUDGED)
+
+
+class Rate(BaseModel):
+    """At most ``calls`` calls per ``per_seconds``, per identity."""
+
+    model_config = _STRICT
+    calls: int = Field(ge=0)
+    per_seconds: float = Field(gt=0)
+
+
+class Spend(BaseModel):
+    """At most ``max`` in total of the numeric argument ``arg`` per ``per_seconds``, per identity."""
+
+    model_config = _STRICT
+    arg: str
+    max: float = Field(ge=0)
+    per_seconds: float = Field(gt=0)
+
+
+class Limits(BaseModel):
+    """Rate limit, quota (a longer-window rate) and spend budget, each per identity and tool."""
+
+    model_config = _STRICT
+    rate: Rate | None = None
+    quota: Rate | None = None
+    spend: Spend | None = None
+
+
+class Policy(BaseModel):
+    """One tool's policy (see the module docstring for the file format)."""
+
+    model_config = _STRICT
+    tool: str = Field(min_length=1)
+    version: str = "1"
+    description: str = ""
+    approval: Literal["none", "required"] = "none"
+    approval_ttl: float = Field(default=3600.0, gt=0)
+    idempotency: Literal["none", "optional", "required"] = "optional"
+    idempotency_ttl: float = Field(default=86400.0, gt=0)
+    allow: tuple[Match, ...] = ()
+    deny: tuple[Match, ...] = ()
+    args: dict[str, ArgRule] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
+    _source: str = PrivateAttr(default="<policy>")
+    _text: str = PrivateAttr(default="")
+
+    @field_validator("args")
+    @classmethod
+    def _argument_paths(cls, args: dict[str, ArgRule]) -> dict[str, ArgRule]:
+        for path in args:
+            if not all(part.isidentifier() for part in path.split(".")):
+                raise ValueError(f"{path!r} is not an argument path (parameter or parameter.field.field)")
+        return args
+
+    @property
+    def source(self) -> tuple[str, str]:
+        """Where the policy came from (its file, or ``<policy>``) and its TOML text, for error messages."""
+        return self._source, self._text
+
+    def located(self, source: str, text: str) -> Policy:
+        """Remember the file and text this policy was read from (the loader calls this)."""
+        self._source, self._text = source, text
+        return self
+
+    def argument_names(self) -> set[str]:
+        """Every argument name the policy refers to (constraints, ``when`` conditions, the spend argument)."""
+        names = set(self.args)
+        for rule in (*self.allow, *self.deny):
+            names.update(rule.when)
+        if self.limits.spend is not None:
+            names.add(self.limits.spend.arg)
+        return names
+
+    @property
+    def secret_args(self) -> frozenset[str]:
+        """Argument names whose values never appear in logs, spans or audit records (for a nested path such
+        as ``card.number``, the whole path and its last field name)."""
+        return frozenset(name for path, rule in self.args.items() if rule.secret
+                         for name in {path, path.rsplit(".", 1)[-1]})
