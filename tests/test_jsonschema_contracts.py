@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import guardrail
 from guardrail.chain.tiers import Chain, safe_default, vendor
 from guardrail.contract import compile_contract
-from guardrail.errors import ContractError
+from guardrail.errors import ContractError, InputLimitError, JSONSyntaxError, NoJSONError
 from guardrail.schema.jsonschema_contract import JsonSchema, JsonSchemaContract
 from guardrail.testing import Emulator, reply
 from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
@@ -136,9 +136,9 @@ def test_a_leading_scalar_before_prose_is_the_answer_when_the_schema_allows_any_
         report = guardrail.parse_report('"x"\n\nHope this helps', schema)
         assert report.value == "x" and [fix.kind for fix in report.fixes] == ["strip_prose"]
     assert guardrail.parse("42\n\nLet me know", {}) == 42
-    with pytest.raises(guardrail.NoJSONError):
+    with pytest.raises(NoJSONError):
         guardrail.parse("42\n\n43", {})  # two whole values: two readings
-    with pytest.raises(guardrail.NoJSONError):
+    with pytest.raises(NoJSONError):
         guardrail.parse('"x"\n\nHope this helps', {"type": "object"})
 
 
@@ -151,9 +151,9 @@ def test_an_unquoted_word_is_the_string_only_where_the_schema_takes_only_a_strin
     for other in ({"type": ["string", "null"]}, {}, {"anyOf": [{"type": "string"}, {"type": "integer"}]},
                   {"enum": ["Kim", "Lee"]}):
         loose = {"type": "object", "properties": {"name": other}}
-        with pytest.raises(guardrail.JSONSyntaxError):
+        with pytest.raises(JSONSyntaxError):
             guardrail.parse('{"name": Kim}', loose)
-    with pytest.raises(guardrail.JSONSyntaxError):
+    with pytest.raises(JSONSyntaxError):
         guardrail.parse('{"name": Kim Lee}', schema)
 
 
@@ -239,7 +239,7 @@ def test_the_depth_limit_is_exact_on_the_fast_path(schema: dict[str, Any], frame
     nested = "[" * (depth - extra) + inner + "]" * (depth - extra)
     report = guardrail.parse_report(frame.replace("{}", nested), schema)
     if depth > 200:
-        assert isinstance(report.error, guardrail.InputLimitError), report.value
+        assert isinstance(report.error, InputLimitError), report.value
     else:
         assert report.error is None and report.fast_path
 
