@@ -585,7 +585,8 @@ def test_byte_limit_is_exact_in_utf8(value: str, slack: int, ensure_ascii: bool)
 # --------------------------------------------------------------------------------------------------------
 
 _SCALARS = (st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
-            | st.text(max_size=12))
+            | st.text(max_size=12).filter(lambda s: not set(s) & set("{}[]`~")))  # brackets or fences in a
+# string are read as values or fences of their own (other rules); here only the scalar-then-prose rule is judged
 _PROSE = st.text(alphabet="abcXYZ 0123456789.,!?'\"-\n", min_size=1, max_size=40).filter(
     lambda p: any(c.isalpha() for c in p))  # prose: a word somewhere (a lone "}" or "-" is debris, not a remark)
 
