@@ -53,6 +53,19 @@ class ExactValidator(Protocol):
                         context: Any = ...) -> Any: ...
 
 
+class _NotExact:
+    """The type of :data:`NOT_EXACT`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_EXACT"
+
+
+#: What :attr:`Contract.text_check` returns for text that is not exactly valid (the stages decide it).
+NOT_EXACT: Final[Any] = _NotExact()
+
+
 @dataclass(frozen=True, eq=False)
 class Contract(Generic[T]):
     """A compiled output type.
@@ -103,6 +116,10 @@ class Contract(Generic[T]):
     #: Whether :attr:`exact_validator` itself refuses JSON text that gives a key twice in one object, so the
     #: fast paths need no separate duplicate-key screen (``parse.dupes``). False here; a subclass may say so.
     exact_unique_keys: bool = field(init=False, repr=False)
+    #: The whole exact check of JSON text in one call, where a contract has one: text in, the value or
+    #: :data:`NOT_EXACT` out, with repeated keys, non-finite numbers and anything not strict JSON refused
+    #: by the check itself (so no separate screen runs). ``None`` here; a subclass may provide it.
+    text_check: Callable[[str], Any] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         exact = self.finite_validator or self.adapter.validator
@@ -111,6 +128,7 @@ class Contract(Generic[T]):
         object.__setattr__(self, "nesting_bound", sys.maxsize if self.max_nesting is None else self.max_nesting)
         object.__setattr__(self, "container_root", bool(self.root_shapes))
         object.__setattr__(self, "exact_unique_keys", False)
+        object.__setattr__(self, "text_check", None)
 
     def validate_exact(self, payload: str) -> T:
         """Strict JSON validation with unknown keys forbidden and, with a finite validator, NaN and infinity

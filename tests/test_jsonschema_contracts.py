@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import guardrail
 from guardrail.chain.tiers import Chain, safe_default, vendor
 from guardrail.contract import compile_contract
-from guardrail.errors import ContractError
+from guardrail.errors import ContractError, InputLimitError, JSONSyntaxError, NoJSONError
 from guardrail.schema.jsonschema_contract import JsonSchema, JsonSchemaContract
 from guardrail.testing import Emulator, reply
 from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
@@ -129,6 +129,133 @@ def test_no_schema_lets_an_infinite_number_through(schema: dict[str, Any], text:
     if report.error is None:
         json.dumps(report.value, allow_nan=False)  # raises on infinity
         assert report.fixes
+
+
+def test_a_leading_scalar_before_prose_is_the_answer_when_the_schema_allows_any_value() -> None:
+    for schema in ({}, {"description": "anything"}, {"type": ["string", "number"]}):
+        report = guardrail.parse_report('"x"\n\nHope this helps', schema)
+        assert report.value == "x" and [fix.kind for fix in report.fixes] == ["strip_prose"]
+    assert guardrail.parse("42\n\nLet me know", {}) == 42
+    with pytest.raises(NoJSONError):
+        guardrail.parse("42\n\n43", {})  # two whole values: two readings
+    with pytest.raises(NoJSONError):
+        guardrail.parse('"x"\n\nHope this helps', {"type": "object"})
+
+
+def test_an_unquoted_word_is_the_string_only_where_the_schema_takes_only_a_string() -> None:
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+              "required": ["name"]}
+    report = guardrail.parse_report('{"name": Kim, "age": 3}', schema)
+    assert report.value == {"name": "Kim", "age": 3}
+    assert [(fix.kind, fix.path) for fix in report.fixes] == [("bare_string", "$.name")]
+    for other in ({"type": ["string", "null"]}, {}, {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                  {"enum": ["Kim", "Lee"]}):
+        loose = {"type": "object", "properties": {"name": other}}
+        with pytest.raises(JSONSyntaxError):
+            guardrail.parse('{"name": Kim}', loose)
+    with pytest.raises(JSONSyntaxError):
+        guardrail.parse('{"name": Kim Lee}', schema)
+
+
+#: Schemas whose untyped slots hide in each construct the finite screen reasons about (guardrail.schema.finite).
+SCREENED: list[dict[str, Any]] = [
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "items": [{"type": "string"}, {}]},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "items": [{"type": "number"}],
+     "additionalItems": {"type": "object", "additionalProperties": False, "properties": {"a": True}}},
+    {"type": "array", "prefixItems": [{"type": "number"}, True], "items": {"type": "object"}},
+    {"$defs": {"node": {"type": "object", "properties": {"v": {"type": "number"},
+                                                         "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                        "additionalProperties": False}}, "$ref": "#/$defs/node"},
+    {"anyOf": [{"type": "object", "properties": {"k": {"const": "a"}}, "additionalProperties": {"type": "number"}},
+               {"type": "object", "additionalProperties": {"type": "array"}}]},
+    # Draft 7 ignores the siblings of $ref: "x" is untyped there, whatever its "type" says.
+    {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"any": {}}, "type": "object",
+     "properties": {"x": {"$ref": "#/definitions/any", "type": "string"}}},
+    {"type": "object", "patternProperties": {"^n": {"type": "number"}, "^a": {}}, "additionalProperties": False},
+    {"type": "object", "properties": {"x": {"not": {"type": "string"}}}, "additionalProperties": False},
+    {"oneOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "array", "items": True}]},
+    {"type": ["object", "null"], "additionalProperties": {"$ref": "#"}},
+    {"$id": "https://example.com/root", "type": "object", "additionalProperties": False,
+     "properties": {"p": {"$id": "inner", "$defs": {"x": {}}, "type": "object",
+                          "properties": {"q": {"$ref": "#/$defs/x"}}, "additionalProperties": False}}},
+    {"type": "object", "properties": {"e": {"enum": [{"a": 1}, [2]]}}, "additionalProperties": False},
+]
+_KEYS = st.sampled_from(["a", "b", "e", "k", "v", "x", "p", "q", "n1", "a1", "kids"])
+
+
+@given(st.sampled_from(SCREENED),
+       st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([math.inf, -math.inf, 1.5])
+                    | st.sampled_from(["a", "s"]), lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(_KEYS, inner, max_size=3), max_leaves=12))
+def test_the_finite_screen_refuses_every_infinity_a_full_walk_refuses(schema: dict[str, Any], data: Any) -> None:
+    """The fast path walks only untyped slots for infinity (``1e400`` parses to it); never fewer than a full walk."""
+    from guardrail.schema.jsonschema_contract import _FINITE, _screen_for
+
+    validator = jsonschema_rs.validator_for(schema)
+    if not validator.is_valid(data):
+        return
+    screen = _screen_for(schema)
+    assert (screen is None or screen(data)) == _FINITE.is_valid(data)
+    text = json.dumps(data).replace("Infinity", "1e400")
+    value = guardrail.parse_report(text, schema).value
+    assert value is None or json.dumps(value, allow_nan=False)
+
+
+@pytest.mark.slow
+def test_the_finite_screen_agrees_with_a_full_walk_on_maskbench_with_infinities_injected() -> None:
+    from guardrail.schema.jsonschema_contract import _screen_for
+    from guardrail.testing.corpora import find_corpus, load
+
+    corpus = find_corpus()
+    if corpus is None:
+        pytest.skip("MaskBench corpus not found (set GUARDRAIL_CORPORA)")
+    checked = 0
+    for entries in load(corpus).values():
+        for entry in entries[::7]:
+            try:
+                validator = jsonschema_rs.validator_for(entry["schema"], validate_formats=True, offline=True)
+            except Exception:  # a schema the validator refuses has no fast path
+                continue
+            screen = _screen_for(entry["schema"])
+            for test in entry["tests"]:
+                for mutated in _with_infinity(test["data"]):
+                    if validator.is_valid(mutated):  # infinity sits in a slot no type judges
+                        checked += 1
+                        assert screen is not None and not screen(mutated), entry["schema"]
+    assert checked > 500
+
+
+@pytest.mark.parametrize(("schema", "frame", "extra"), [
+    ({}, "{}", 0), ({"type": "array"}, "{}", 0), ({"type": "object"}, '{"x": {}}', 1),
+    ({"type": "object", "properties": {"x": {"type": "array", "items": True}}}, '{"x": {}}', 1),
+    ({"$defs": {"n": {"type": ["array", "number"], "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}, "{}", 0),
+])
+@pytest.mark.parametrize("depth", [199, 200, 201, 202])
+@pytest.mark.parametrize("inner", ["", "1"])
+def test_the_depth_limit_is_exact_on_the_fast_path(schema: dict[str, Any], frame: str, extra: int, depth: int,
+                                                    inner: str) -> None:
+    """The screen bounds nesting where the schema does not (no bracket count): exactly ``max_depth`` levels."""
+    nested = "[" * (depth - extra) + inner + "]" * (depth - extra)
+    report = guardrail.parse_report(frame.replace("{}", nested), schema)
+    if depth > 200:
+        assert isinstance(report.error, InputLimitError), report.value
+    else:
+        assert report.error is None and report.fast_path
+
+
+def _with_infinity(value: Any) -> list[Any]:
+    """Copies of ``value`` with infinity put in each place: instead of each node, as a new member or item."""
+    out: list[Any] = [math.inf]
+    if isinstance(value, dict):
+        out.append({**value, "zz_extra": -math.inf})
+        for key, item in value.items():
+            out.extend({**value, key: changed} for changed in _with_infinity(item))
+    elif isinstance(value, list):
+        out.append([*value, math.inf])
+        for index, item in enumerate(value):
+            out.extend([*value[:index], changed, *value[index + 1:]] for changed in _with_infinity(item))
+    return out
 
 
 # -- drafts, references, booleans ------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
@@ -1122,3 +1123,73 @@ def test_float_keyed_mapping_refuses_non_finite_keys(text):
 
 def test_float_keyed_mapping_keeps_finite_keys():
     assert parse('{"1.5": 3, "-2": 4}', dict[float, int]) == {1.5: 3, -2.0: 4}
+
+
+# -- issue 14, class 4: a leading scalar before prose, an unquoted word where only a string fits ------------
+
+@pytest.mark.parametrize(("text", "value"), [('"x"\n\nHope this helps', "x"), ("42\n\nLet me know", 42),
+                                             ("true\n\nthanks!", True), ("  -3.5\nThat is the delta.", -3.5),
+                                             ('"a: b"\nAnything else?', "a: b"), ("null\n\nNothing found.", None)])
+@pytest.mark.parametrize("contract", [Any, object])
+def test_a_whole_scalar_on_its_own_line_before_prose_is_the_answer(text, value, contract):
+    report = parse_report(text, contract)
+    assert report.error is None and report.value == value and type(report.value) is type(value)
+    assert [fix.kind for fix in report.fixes] == ["strip_prose"]
+
+
+@pytest.mark.parametrize("text", ["42\n\n43", '"x"\n\n"y"', "42\n\nnull", "42 apples\nThat is all.",
+                                  "NaN\n\nsorry", "Here: 42\n\nthanks", "42"[:0] + "4 2\nok"])
+def test_a_leading_scalar_is_refused_when_the_reply_reads_another_way(text):
+    report = parse_report(text, Any)
+    assert isinstance(report.error, NoJSONError), report.value
+
+
+def test_a_leading_scalar_never_satisfies_an_object_contract():
+    report = parse_report('"x"\n\nHope this helps', Person)
+    assert isinstance(report.error, NoJSONError) and report.error.kind == "no_json", report.value
+
+
+class Named(BaseModel):
+    name: str
+    age: int = 0
+
+
+class MaybeNamed(BaseModel):
+    name: str | None
+
+
+class AnyNamed(BaseModel):
+    name: str | int
+
+
+def test_an_unquoted_word_is_the_string_where_the_field_takes_only_a_string():
+    report = parse_report('{"name": Kim, "age": 3}', Named)
+    assert report.value == Named(name="Kim", age=3)
+    assert [(fix.kind, fix.path, fix.after) for fix in report.fixes] == [("bare_string", "$.name", "Kim")]
+    listed = parse_report('[{"name": Kim}, {"name": "Lee"}, {"name": O-Brien}]', list[Named])
+    assert [n.name for n in listed.value] == ["Kim", "Lee", "O-Brien"]
+    assert [fix.path for fix in listed.fixes] == ["$[0].name", "$[2].name"]
+
+
+@pytest.mark.parametrize(("text", "contract"), [
+    ('{"name": Kim}', MaybeNamed),  # null is a reading of the field too
+    ('{"name": Kim}', AnyNamed),
+    ('{"name": Kim}', Any),
+    ('{"name": Kim}', dict[str, Any]),
+    ('{"name": Kim Lee}', Named),  # two words
+    ('{"name": Kim, "age": three}', Named),  # the word for an int
+])
+def test_an_unquoted_word_stays_a_syntax_error_where_another_reading_could_validate(text, contract):
+    report = parse_report(text, contract)
+    assert report.error is not None and report.error.kind == "syntax_error", report.value
+    assert report.error.position == text.index("Kim" if "three" not in text else "three")
+
+
+@pytest.mark.parametrize("word", ["True", "None", "null", "true", "NaN"])
+def test_a_literal_word_is_never_read_as_a_string(word):
+    report = parse_report('{"name": ' + word + '}', Named)
+    assert report.error is not None, report.value
+
+
+def test_an_unquoted_word_outside_an_object_member_is_not_read():
+    assert parse_report("[Kim]", list[str]).error is not None

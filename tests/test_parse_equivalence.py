@@ -591,8 +591,8 @@ def reference_find_candidates(state: Any) -> Any:
                 if span < 0:
                     break
                 pos = span
-    if not state.candidates:  # a whole reply that is one bare scalar: the library's own reading, as there
-        bare = S._bare_reply(state)
+    if not state.candidates:  # a whole reply that is one bare scalar, or a scalar line before prose: the
+        bare = S._bare_reply(state) or S._leading_scalar(state, STRICT_DECODER)  # library's own readings
         if bare is not None:
             state.candidates.append(bare)
     return state

@@ -578,3 +578,59 @@ def test_byte_limit_is_exact_in_utf8(value: str, slack: int, ensure_ascii: bool)
             parse(text, Any, limits=limits)
         assert info.value.limit == "max_bytes"
         assert info.value.value == max_bytes
+
+
+# --------------------------------------------------------------------------------------------------------
+# 5. Issue 14, class 4: a scalar alone on the first line before prose; an unquoted word as a member value
+# --------------------------------------------------------------------------------------------------------
+
+_SCALARS = (st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
+            | st.text(max_size=12).filter(lambda s: not set(s) & set("{}[]`~")))  # brackets or fences in a
+# string are read as values or fences of their own (other rules); here only the scalar-then-prose rule is judged
+_PROSE = st.text(alphabet="abcXYZ 0123456789.,!?'\"-\n", min_size=1, max_size=40).filter(
+    lambda p: any(c.isalpha() for c in p))  # prose: a word somewhere (a lone "}" or "-" is debris, not a remark)
+
+
+def _is_json_line(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return bool(line.strip())
+
+
+@given(value=_SCALARS, prose=_PROSE)
+@example(value="x", prose="Hope this helps")
+@example(value=42, prose="43")
+def test_a_leading_scalar_before_prose_is_the_answer_exactly_when_no_other_line_is_json(value: Any, prose: str) -> None:
+    text = json.dumps(value) + "\n\n" + prose
+    report = parse_report(text, Any)
+    if any(_is_json_line(line.strip()) for line in prose.splitlines()):
+        assert report.error is not None, report.value  # two readings: never one of them silently
+        return
+    assert report.error is None, report.error
+    assert same_json(report.value, value)
+    assert [fix.kind for fix in report.fixes] == ["strip_prose"]
+
+
+class _Named(BaseModel):
+    name: str
+
+
+class _MaybeNamed(BaseModel):
+    name: str | None
+
+
+_WORDS = st.from_regex(r"[A-Za-z][A-Za-z0-9_\-]{0,12}", fullmatch=True).filter(
+    lambda w: w not in ("true", "false", "null", "True", "False", "None", "NaN", "Infinity"))
+
+
+@given(word=_WORDS, after=st.sampled_from(["", " ", "\n"]))
+def test_an_unquoted_word_is_a_string_exactly_where_only_a_string_fits(word: str, after: str) -> None:
+    text = '{"name": ' + word + after + '}'
+    report = parse_report(text, _Named)
+    assert report.value == _Named(name=word)
+    assert [(fix.kind, fix.path) for fix in report.fixes] == [("bare_string", "$.name")]
+    for contract in (_MaybeNamed, Any):  # null, or any value, is another reading: still broken there
+        other = parse_report(text, contract)
+        assert isinstance(other.error, JSONSyntaxError) and other.error.position == len('{"name": '), other.value

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 from guardrail.parse.lexer import Lexer
 from guardrail.parse.lexicon import JSON_LITERALS, NONFINITE_WORDS, PYTHON_LITERALS
-from guardrail.parse.tokens import ELEMENT_SCALAR, MEMBER_SCALAR, NO_SCALAR, NonFinite, fast_scalar, same_json
+from guardrail.parse.tokens import (
+    ELEMENT_SCALAR,
+    MEMBER_SCALAR,
+    NO_SCALAR,
+    BareWord,
+    NonFinite,
+    fast_scalar,
+    same_json,
+)
 
 if TYPE_CHECKING:
     from guardrail.parse.scanner import Budget
@@ -24,18 +32,22 @@ __all__ = ["Assembler"]
 #: The quote that ends a string value whose inner quotes were not escaped: the first one followed (on the
 #: same line) by a separator or closer.
 _STRUCTURAL_QUOTE: Final = re.compile(r'"(?=[ \t]*[,}\]])')
+#: What may follow a member's value for that member to end there: the next member or the closing brace.
+_MEMBER_ENDS: Final = re.compile(r"[ \t\r\n]*[,}]").match
 
 
 class Assembler(Lexer):
     """The open containers of one scan, what was stored last, and the repairs that rewrite it."""
 
-    __slots__ = ("conflicts", "last_key", "last_str", "root", "tokens")
+    __slots__ = ("bare_words", "conflicts", "last_key", "last_str", "root", "tokens")
 
     def __init__(self, text: str, budget: Budget) -> None:
         super().__init__(text, budget)
         self.tokens = 0
         self.root: Any = None
         self.conflicts: list[str] = []
+        #: Unquoted words read as member values (``{"name": Kim}``): the contract decides them later.
+        self.bare_words: list[BareWord] = []
         #: Where the last scalar read began, if it was a double-quoted string value (else -1), and the
         #: key it was stored under: what an inner-quote repair rewrites.
         self.last_str = -1
@@ -86,7 +98,15 @@ class Assembler(Lexer):
             return PYTHON_LITERALS[word]
         if word in NONFINITE_WORDS:
             return NonFinite(word)
-        raise self.syntax(start, "a value (string, number, object, array, true, false or null)")
+        stop = self.syntax(start, "a value (string, number, object, array, true, false or null)")
+        frame = self.stack[-1] if self.stack else None
+        if frame is not None and frame[0].__class__ is dict and frame[1] is not None \
+                and _MEMBER_ENDS(self.text, end) is not None:
+            # One word, then the member ends: perhaps a string without its quotes; the contract decides.
+            bare = BareWord(word, start, stop.message)
+            self.bare_words.append(bare)
+            return bare
+        raise stop
 
     def close(self) -> bool:
         """Close the innermost container: attach it to its parent, or keep it as ``root`` (True) if last."""

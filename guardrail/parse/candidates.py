@@ -107,7 +107,9 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
                 pos = span_end
                 continue
             cand = Candidate(base + start, base + result.end, segment.source, "invalid", data=result.value,
-                             fixes=result.fixes, tokens=result.tokens)
+                             fixes=result.fixes, tokens=result.tokens, bare_words=result.bare_words)
+            for bare in result.bare_words:
+                bare.pos += base
             if result.conflict:
                 cand.status, cand.path = "ambiguous", result.conflict
                 cand.message = "this key is given twice with different values; give it once"

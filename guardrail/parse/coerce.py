@@ -29,7 +29,7 @@ from guardrail.parse.lexicon import INTEGER_RE, NUMBER_RE
 from guardrail.parse.report import Fix, Violation, json_path
 from guardrail.parse.scalars import fold
 from guardrail.parse.scanner import scan
-from guardrail.parse.tokens import NonFinite
+from guardrail.parse.tokens import BareWord, NonFinite
 from guardrail.schema.view import Schema, SchemaView
 
 _INTEGER: Final = INTEGER_RE
@@ -49,11 +49,15 @@ class CoerceContext:
     big_numbers: bool = False
     #: The contract has mappings keyed by floats or Decimals: their keys are checked too.
     float_keys: bool = False
+    #: Unquoted member values (``BareWord``) no single string reading explains: the value broke there.
+    unresolved: list[BareWord] = field(default_factory=list)
 
 
 def coerce(value: Any, schema: Schema, ctx: CoerceContext, path: list[str | int]) -> Any:
     """Return ``value`` coerced toward ``schema`` where that is lossless; record what changed."""
     view = ctx.view
+    if value.__class__ is BareWord:
+        return _bare_word(value, schema, ctx, path)
     if isinstance(value, NonFinite):
         if view.allows_null(schema):
             ctx.fixes.append(Fix("nonfinite_to_null", tuple(path), value.literal, None))
@@ -77,6 +81,22 @@ def coerce(value: Any, schema: Schema, ctx: CoerceContext, path: list[str | int]
         ctx.violations.append(Violation(
             json_path(path), "the number is too large for a floating-point number; a finite number is expected"))
     return _descend(value, node, ctx, path)
+
+
+def _bare_word(value: BareWord, schema: Schema, ctx: CoerceContext, path: list[str | int]) -> Any:
+    """``{"name": Kim}``: the string ``"Kim"`` where every alternative here is a plain string (no enum, no
+    const: one reading), recorded as ``bare_string``; anywhere else it stays unread (``ctx.unresolved``)."""
+    view = ctx.view
+    branches = view.branches(schema)
+    if branches and all(view.types(node) == _STRING_ONLY and "enum" not in node and "const" not in node
+                        for node in branches):
+        ctx.fixes.append(Fix("bare_string", tuple(path), value.word, value.word))
+        return value.word
+    ctx.unresolved.append(value)
+    return None
+
+
+_STRING_ONLY: Final = frozenset({"string"})
 
 
 def _beyond_float(value: int, types: frozenset[str]) -> bool:
@@ -118,7 +138,7 @@ def _check_number_keys(mapping: dict[str, Any], ctx: CoerceContext, path: list[s
 
 
 #: Child values the walk visits (ints and bools need nothing, unless numbers may exceed float range).
-_WALKED: Final = (dict, list, str, float, NonFinite)
+_WALKED: Final = (dict, list, str, float, NonFinite, BareWord)
 _WALKED_BIG: Final = (*_WALKED, int)
 
 
@@ -203,7 +223,7 @@ def _to_integer(text: str) -> int | None:
 def _decode_embedded(raw: str, text: str, types: frozenset[str], ctx: CoerceContext,
                      path: list[str | int]) -> Any:
     result = scan(text, 0, max_depth=ctx.max_depth, depth=len(path))
-    if result.status != "complete" or text[result.end :].strip():
+    if result.status != "complete" or text[result.end :].strip() or result.bare_words:
         return _REFUSED
     decoded = result.value
     is_array, is_object = isinstance(decoded, list), isinstance(decoded, dict)

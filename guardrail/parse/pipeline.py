@@ -21,6 +21,10 @@ the stages, which decide.
   value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside.
   So the stages would choose the same value, with no other valid, truncated or ambiguous candidate.
 
+A JSON Schema contract has its own exact check in one call (``Contract.text_check``: jiter refusing a
+repeated key, the schema validator, a screen for infinity that also bounds nesting); ``parse`` runs it first,
+inline, before anything else (the target there is the validator alone fed by ``json.loads``).
+
 Both are skipped when custom stages are given (the clean path still runs under ``ABSENT_AS_NULL_STAGES``: that
 stage only drops a null the field does not admit, and such a null fails the exact validation anyway), when the
 text may exceed ``max_bytes`` or nest deeper than ``max_depth`` (the bracket count bounds the depth, for contracts
@@ -37,7 +41,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from guardrail.contract import _CACHE as _COMPILED
-from guardrail.contract import VALIDATION_CONTEXT, Contract, compile_contract
+from guardrail.contract import NOT_EXACT, VALIDATION_CONTEXT, Contract, compile_contract
+from guardrail.contract import SCHEMAS_BY_IDENTITY as _SCHEMAS
 from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
 from guardrail.parse.candidates import MEMBER_AFTER
 from guardrail.parse.dupes import may_repeat_key
@@ -57,6 +62,12 @@ _LOOKS_LIKE_JSON = re.compile(r'[ \t\r\n]*[\[{"\-0-9tfnNI]').match
 #: list (a lone string as a one-item list), which makes the answer ambiguous. An object root cannot be.
 _SCALAR_IN_PROSE = re.compile(r'["\d]|\b(?:true|false|null|True|False|None|NaN|Infinity)\b').search
 DEFAULT_LIMITS = Limits()
+#: The default limits' depth bound, and the longest text surely within their ``max_bytes`` (4 UTF-8 bytes a
+#: character at most), for the JSON Schema clean path in ``parse``.
+_DEPTH = DEFAULT_LIMITS.max_depth
+_CHARS = DEFAULT_LIMITS.max_bytes // 4
+#: Text this short cannot nest deeper than ``_DEPTH``: that takes ``_DEPTH + 1`` openers and as many closers.
+_SHALLOW = 2 * _DEPTH + 1
 
 
 @overload
@@ -97,7 +108,7 @@ def _run(text: str, contract: Contract[Any], aliases: Mapping[str, str] | None, 
     return run_stages(state, tuple(stages) if stages is not None else DEFAULT_STAGES).report
 
 
-_MISS: Any = object()
+_MISS: Any = NOT_EXACT
 
 
 def _starts_like_json(text: str) -> bool:
@@ -112,9 +123,12 @@ def _exact(payload: str, contract: Contract[Any], limits: Limits) -> Any:
     The caller has checked ``max_bytes`` and ``float_keys`` (see :func:`_fast_ok`).
     """
     max_depth = limits.max_depth
-    if contract.nesting_bound > max_depth and len(payload) > max_depth \
+    if contract.nesting_bound > max_depth and len(payload) > 2 * max_depth + 1 \
             and payload.count("{") + payload.count("[") > max_depth:
         return _MISS
+    check = contract.text_check
+    if check is not None:  # a JSON Schema contract: one call does it all
+        return check(payload)
     if contract.screen_nonfinite and may_hold_nonfinite(payload):
         return _MISS
     try:
@@ -148,8 +162,23 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
         raise TypeError(f"text must be str, not {type(text).__name__}")
     # The hot path of the library, written out in one function: on a small answer each extra Python call
     # costs a few percent. The clean fast path, then the wrapped one (see the module docstring).
+    tried = False
     if output_type.__class__ is dict:  # a JSON Schema: unhashable, cached by identity (no TypeError raised)
-        contract = compile_contract(output_type)
+        entry = _SCHEMAS.get(id(output_type))  # compile_contract's cache, read inline
+        if entry is not None and entry[0] is output_type:
+            contract = entry[1]
+            # Its clean fast path first: one closure does the whole exact check (Contract.text_check); only
+            # the default limits' size and depth bounds come before it (as in _fast_ok and _exact).
+            check = contract.text_check
+            if check is not None and limits is None and (
+                    len(text) <= _SHALLOW or (len(text) <= _CHARS and (
+                        contract.nesting_bound <= _DEPTH or text.count("{") + text.count("[") <= _DEPTH))):
+                value = check(text)
+                if value is not _MISS:
+                    return value
+                tried = True
+        else:
+            contract = compile_contract(output_type)
     else:
         try:
             contract = _COMPILED[output_type]  # compile_contract's cache, read inline
@@ -159,7 +188,7 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
         limits = DEFAULT_LIMITS
     if len(text) * 4 <= limits.max_bytes and not contract.float_keys:  # _fast_ok, inline
         clean = bool(text) and (text[0] in VALUE_START or (text[0].isspace() and _LOOKS_LIKE_JSON(text) is not None))
-        if clean:
+        if clean and not tried:
             value = _exact(text, contract, limits)
             if value is not _MISS:
                 return value
@@ -197,7 +226,7 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
                 # _exact, inline
                 payload = text[opener:end]
                 max_depth = limits.max_depth
-                if not ((contract.nesting_bound > max_depth and len(payload) > max_depth
+                if not ((contract.nesting_bound > max_depth and len(payload) > 2 * max_depth + 1
                          and payload.count("{") + payload.count("[") > max_depth)
                         or (contract.screen_nonfinite and may_hold_nonfinite(payload))):
                     try:

@@ -96,6 +96,9 @@ class Candidate:
     json_text: str = ""
     #: For a ``syntax_error``: the character offset in the text where the value broke.
     position: int = -1
+    #: Unquoted words ``data`` holds as member values (``parse.tokens.BareWord``, positions in the text):
+    #: coercion makes each a string where the contract takes only one, or the value broke there.
+    bare_words: list[Any] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -53,6 +53,7 @@ from guardrail.parse.tokens import (
     T_STR,
     T_WORD,
     WS,
+    BareWord,
 )
 
 #: Failed C-decoder attempts allowed per search (each costs O(position) for the error's line number).
@@ -99,6 +100,8 @@ class ScanResult:
     tokens: int = 0
     #: For a complete value: the path of a key given twice with different values ("" if none).
     conflict: str = ""
+    #: For a complete value: the unquoted words it holds as member values (positions in the scanned text).
+    bare_words: list[BareWord] = field(default_factory=list)
 
 
 # Parser states.
@@ -124,7 +127,7 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget 
         return ScanResult(stop.status, None, stop.pos, scanner.fixes, stop.message, scanner.path(),
                           scanner.tokens)
     return ScanResult("complete", value, end, scanner.fixes, "", "$", scanner.tokens,
-                      scanner.conflicts[0] if scanner.conflicts else "")
+                      scanner.conflicts[0] if scanner.conflicts else "", scanner.bare_words)
 
 class _Scanner(Assembler):
     """One scan: an explicit stack of open containers fed by a tokenizer with a C-speed fast path.

@@ -38,12 +38,12 @@ from guardrail.parse.aliases import FieldConflict, normalize
 from guardrail.parse.candidates import canonical, find_in_segment
 from guardrail.parse.coerce import CoerceContext, coerce
 from guardrail.parse.fences import split_segments, unwrap_scalar
-from guardrail.parse.lexicon import may_hold_nonfinite, may_hold_surrogate, may_overflow
+from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite, may_hold_surrogate, may_overflow
 from guardrail.parse.report import Candidate, Fix, Violation
 from guardrail.parse.scalars import read_bare
 from guardrail.parse.scanner import Budget
 from guardrail.parse.state import ParseState, Stage
-from guardrail.parse.tokens import PLAIN_DECODER, STRICT_DECODER
+from guardrail.parse.tokens import PLAIN_DECODER, STRICT_DECODER, BareWord, NonFinite
 
 _READ: Final = ("invalid",)
 
@@ -74,10 +74,54 @@ def find_candidates(state: ParseState) -> ParseState:
     for segment in state.segments:
         state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth, budget, limit))
     if not state.candidates:
-        bare = _bare_reply(state)
+        bare = _bare_reply(state) or _leading_scalar(state, decoder)
         if bare is not None:
             state.candidates.append(bare)
     return state
+
+
+def _leading_scalar(state: ParseState, decoder: json.JSONDecoder) -> Candidate | None:
+    """A reply that opens with one complete JSON scalar alone on its line, then prose (``"x"\n\nHope this
+    helps``, ``42\n\nLet me know``): that scalar, when the contract's root may be a scalar, the reply has no
+    fence, what follows is prose (a letter, no bracket or brace) and no line of it is itself a JSON value
+    (which would make two readings). Only reached when the reply holds no other JSON value; the dropped
+    prose is recorded (``strip_prose``) when chosen.
+    """
+    if state.contract.container_root:
+        return None
+    text = state.text
+    filled = [seg for seg in state.segments if text[seg.start : seg.end].strip()]
+    if len(filled) != 1 or filled[0].source != "text":
+        return None
+    segment = filled[0]
+    body = text[segment.start : segment.end]
+    start = len(body) - len(body.lstrip())
+    if body[start] not in VALUE_START or body[start] in "{[":
+        return None
+    try:
+        value, end = decoder.raw_decode(body, start)
+    except (ValueError, RecursionError):
+        return None
+    line_end = body.find("\n", end)
+    if line_end < 0 or body[end:line_end].strip() or isinstance(value, NonFinite):
+        return None  # more on the scalar's own line (``42 apples``): not a value alone
+    rest = body[line_end:]
+    if not any(c.isalpha() for c in rest) or any(c in rest for c in "{}[]"):
+        return None  # not prose (a stray ``}``: broken JSON, not a remark)
+    for line in rest.splitlines():
+        word = line.strip()
+        if word and word[0] in VALUE_START and _is_json(word, decoder):
+            return None  # another whole value: two readings
+    return Candidate(segment.start + start, segment.start + end, "text", "invalid", data=value, tokens=1,
+                     json_text=body[start:end])
+
+
+def _is_json(line: str, decoder: json.JSONDecoder) -> bool:
+    try:
+        decoder.decode(line)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _bare_reply(state: ParseState) -> Candidate | None:
@@ -110,7 +154,7 @@ def accept_exact(state: ParseState) -> ParseState:
     screen = contract.screen_nonfinite
     context = VALIDATION_CONTEXT.get()  # the call's context= for pydantic validators (ValidationInfo.context)
     for cand in state.candidates:
-        if cand.status != "invalid":
+        if cand.status != "invalid" or cand.bare_words:  # unquoted words: the contract reads them, later
             continue
         source = cand.json_text or state.text[cand.start : cand.end]
         # NaN/Infinity markers must meet the JSON encoder (which refuses them), never pydantic directly;
@@ -152,9 +196,33 @@ def coerce_values(state: ParseState) -> ParseState:
         big = contract.holds_floats and may_hold_nonfinite(cand.json_text or state.text[cand.start : cand.end])
         ctx = CoerceContext(contract.view, state.limits.max_depth, state.aliases, cand.fixes, cand.violations,
                             big_numbers=big, float_keys=contract.float_keys)
-        return coerce(cand.data, contract.schema, ctx, [])
+        data = coerce(cand.data, contract.schema, ctx, [])
+        if ctx.unresolved or (cand.bare_words and _holds_bare_word(data)):
+            _broken_at_word(cand, min(ctx.unresolved or cand.bare_words, key=lambda bare: bare.pos))
+        return data
 
     return _each_read(state, one)
+
+
+def _holds_bare_word(value: Any) -> bool:
+    """Whether an unquoted word is still in ``value`` (one coercion did not reach, under a replaced parent)."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if node.__class__ is BareWord:
+            return True
+        if isinstance(node, dict):
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return False
+
+
+def _broken_at_word(cand: Candidate, bare: BareWord) -> None:
+    """The candidate is the syntax error it was before the word was weighed (no second reading is safe)."""
+    cand.status = "syntax_error"
+    cand.position = bare.pos
+    cand.message = f"{bare.message} at character {bare.pos}"
 
 
 def _each_read(state: ParseState, step: Callable[[Candidate], Any]) -> ParseState:

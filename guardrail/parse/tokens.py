@@ -38,6 +38,30 @@ class NonFinite:
         return hash(("NonFinite", self.literal))
 
 
+class BareWord:
+    """An unquoted word as an object member's value (``{"name": Kim}``): not JSON, so not yet a value.
+
+    It becomes the string ``word`` only where the contract takes a plain string and nothing else (one reading);
+    anywhere else the value is broken where the word stands (``pos``, ``message``: the syntax error it was).
+    """
+
+    __slots__ = ("message", "pos", "word")
+
+    def __init__(self, word: str, pos: int, message: str) -> None:
+        self.word = word
+        self.pos = pos
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"BareWord({self.word!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BareWord) and other.word == self.word
+
+    def __hash__(self) -> int:
+        return hash(("BareWord", self.word))
+
+
 def finite_or_marker(token: str) -> float | NonFinite:
     """A JSON number too large for a float (``1e400``) is not silently infinity: it is judged like Infinity."""
     value = float(token)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Final, NoReturn
@@ -35,10 +35,12 @@ from pydantic import TypeAdapter
 from pydantic_core import PydanticCustomError, ValidationError, core_schema, from_json
 
 from guardrail._optional import require
+from guardrail.contract import NOT_EXACT, Contract, compile_contract
 from guardrail.contract import SCHEMAS_BY_IDENTITY as _BY_IDENTITY
-from guardrail.contract import Contract, compile_contract
 from guardrail.errors import ContractError
 from guardrail.parse.report import json_path
+from guardrail.parse.state import MAX_DEPTH
+from guardrail.schema.finite import FINITE_DEF, finite_screen
 from guardrail.schema.jsonschema_view import JsonSchemaView, holds_floats, root_shapes, subschemas
 from guardrail.schema.view import Schema
 
@@ -139,6 +141,14 @@ def _is_valid(validator: Any, data: Any) -> bool:
         return False
 
 
+def _screened(screen: Callable[[Any], bool] | None, data: Any) -> bool:
+    """Whether ``data`` passes the finite screen (``None``: the schema needs none)."""
+    try:
+        return screen is None or bool(screen(data))
+    except Exception:  # a value the validator cannot represent
+        return False
+
+
 def _violations(validator: Any, data: Any) -> list[dict[str, Any]]:
     """The validator's errors as pydantic line errors (path, message, offending value)."""
     out: list[dict[str, Any]] = []
@@ -173,39 +183,39 @@ class _Invalid(ValueError):
 class ExactJsonSchemaValidator:
     """What the fast paths call as ``contract.exact_validator``: strict JSON text in, plain data or ValueError.
 
-    The text is read by jiter (pydantic-core's JSON parser; strict JSON: no ``NaN``, a lone surrogate refused,
-    a key given twice in one object refused), then judged by the schema validator. ``strict``/``extra`` are
-    accepted for the shared call signature; JSON Schema says itself which members are allowed, and the value
-    is returned whole, so nothing is dropped.
+    :attr:`check` (also the contract's ``text_check``) is the whole exact check in one closure, built once
+    per contract, because on the clean path every Python call shows (the target is the validator alone fed
+    by ``json.loads``):
 
-    A number beyond float range (``1e400``) is read as infinity. Where ``type`` says ``number`` the validator
-    refuses it (infinity is not a JSON number); where the schema has untyped slots (``{}``, ``true``, an
-    object's undescribed members) a second validator walks the value for one (:data:`_FINITE`, in Rust: five
-    times cheaper than screening the text). The check is on the value, not the text, so a valid instance is
-    never sent to the stages (and their key renaming) because of how its strings look (``"123e4567"``).
+    1. jiter (pydantic-core's JSON parser) reads the text: strict JSON only (no ``NaN``, a lone surrogate
+       refused), and a key given twice in one object refused (``json`` would let the last one win
+       silently). One Rust pass, so no second duplicate-key screen is needed.
+    2. The schema validator's ``is_valid``; its errors are gathered only on failure, by the stages.
+    3. Only for a schema with untyped slots: the finite screen (:mod:`guardrail.schema.finite`). A number
+       beyond float range (``1e400``) is read as infinity; where ``type`` judges a slot the validator
+       refuses it (infinity is no JSON type), elsewhere the screen does, walking only those slots. The check
+       is on the value, not the text, so a valid instance is never sent to the stages (and their key
+       renaming) because of how its strings look (``"123e4567"``).
+
+    ``strict``/``extra`` are accepted for the shared call signature; JSON Schema says itself which members
+    are allowed, and the value is returned whole, so nothing is dropped.
     """
 
-    __slots__ = ("_is_valid", "screen")
+    __slots__ = ("check", "screen")
 
-    def __init__(self, validator: Any, screen: bool) -> None:
-        self._is_valid = validator.is_valid
-        #: Whether the schema has untyped slots, where only this screen keeps infinity out.
+    def __init__(self, validator: Any, screen: Any) -> None:
+        #: The finite screen's ``is_valid`` for a schema with untyped slots, else ``None``.
         self.screen = screen
+        self.check: Callable[[str], Any] = _text_check(validator.is_valid, screen)
 
     def validate_json(self, payload: str | bytes, *, strict: bool | None = None, extra: Any = None,
                       context: Any = None) -> Any:
-        if isinstance(payload, str):
-            payload = payload.encode("utf-8", "surrogatepass")  # a lone surrogate: invalid UTF-8, refused
-        # ValueError on anything but strict JSON, and on a key given twice in one object (which json would
-        # let the last one win silently): one Rust pass, so the fast paths need no second duplicate screen.
-        data = jiter.from_json(payload, allow_inf_nan=False, catch_duplicate_keys=True)
-        try:
-            valid = self._is_valid(data) and (not self.screen or _finite(data))
-        except Exception:  # a value the validator cannot represent: not exact
-            raise _Invalid from None
-        if valid:
-            return data
-        raise _Invalid
+        if isinstance(payload, bytes):
+            payload = payload.decode("utf-8", "surrogatepass")
+        value = self.check(payload)
+        if value is NOT_EXACT:
+            raise _Invalid
+        return value
 
     def validate_python(self, data: Any, *, strict: bool | None = None, extra: Any = None,
                         context: Any = None) -> Any:
@@ -216,14 +226,47 @@ class ExactJsonSchemaValidator:
         return self.validate_json(payload)
 
 
-#: Any JSON value, with every number finite: jsonschema-rs refuses an infinite float where ``type`` says
-#: ``number``, so this walks a value for one (what ``1e400`` decodes to) at the validator's speed.
-_FINITE_SCHEMA: Final = {"$defs": {"v": {"type": ["null", "boolean", "string", "number", "array", "object"],
-                                         "items": {"$ref": "#/$defs/v"},
-                                         "additionalProperties": {"$ref": "#/$defs/v"}}},
-                         "$ref": "#/$defs/v"}
-_FINITE: Final = jsonschema_rs.validator_for(_FINITE_SCHEMA)
-_finite: Final = _FINITE.is_valid
+def _text_check(is_valid: Callable[[Any], bool], screen: Callable[[Any], bool] | None) -> Callable[[str], Any]:
+    """The exact check as one closure (see :class:`ExactJsonSchemaValidator`): the value or ``NOT_EXACT``."""
+    loads = jiter.from_json
+    if screen is None:
+        def check(text: str) -> Any:
+            try:  # a lone surrogate encodes to invalid UTF-8, which jiter refuses
+                data = loads(text.encode("utf-8", "surrogatepass"), allow_inf_nan=False, catch_duplicate_keys=True,
+                             cache_mode="keys")
+                if is_valid(data):
+                    return data
+            except Exception:  # ValueError: not strict JSON, or a repeated key; from the validator: a value it
+                pass  # cannot represent (an integer beyond its range). Either way not exact: the stages decide.
+            return NOT_EXACT
+        return check
+
+    def screened(text: str) -> Any:
+        try:
+            data = loads(text.encode("utf-8", "surrogatepass"), allow_inf_nan=False, catch_duplicate_keys=True,
+                         cache_mode="keys")
+            if is_valid(data) and screen(data):
+                return data
+        except Exception:  # as in check() above
+            pass
+        return NOT_EXACT
+    return screened
+
+
+#: Any JSON value, with every number finite (the screen of a schema made only of untyped slots, and the
+#: building block of every other screen): ``type`` refuses an infinite float, which is no JSON type.
+_FINITE: Final = jsonschema_rs.validator_for({"$defs": {"finite": FINITE_DEF}, "$ref": "#/$defs/finite"})
+
+
+def _screen_for(schema: Schema) -> Callable[[Any], bool] | None:
+    """The finite screen's ``is_valid`` for the schema, or ``None`` when every slot is typed."""
+    document = finite_screen(schema).document
+    if document is None:
+        return None
+    try:
+        return jsonschema_rs.validator_for(document).is_valid
+    except Exception:  # pragma: no cover - a screen the validator will not compile: walk everything
+        return _FINITE.is_valid
 
 
 @dataclass(frozen=True, eq=False)
@@ -239,9 +282,10 @@ class JsonSchemaContract(Contract[Any]):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        exact = ExactJsonSchemaValidator(self.validator, holds_floats(self.schema, typed=False))
+        exact = ExactJsonSchemaValidator(self.validator, _screen_for(self.schema))
         object.__setattr__(self, "exact", exact)
         object.__setattr__(self, "exact_validator", exact)
+        object.__setattr__(self, "text_check", exact.check)
         object.__setattr__(self, "screen_nonfinite", False)  # the exact validator checks the value itself
         object.__setattr__(self, "exact_unique_keys", True)  # and refuses a repeated key while parsing
 
@@ -253,7 +297,7 @@ class JsonSchemaContract(Contract[Any]):
             data = from_json(payload, allow_inf_nan=False)
         except ValueError as error:
             raise _json_invalid(error) from None
-        if _is_valid(self.validator, data) and (not self.exact.screen or _is_valid(_FINITE, data)):
+        if _is_valid(self.validator, data) and _screened(self.exact.screen, data):
             return data
         raise _validation_error(self.validator, data)
 
@@ -327,8 +371,10 @@ def compile_json_schema(source: JsonSchema) -> JsonSchemaContract:
     view = JsonSchemaView(source.schema)
     floats = holds_floats(source.schema)
     adapter: TypeAdapter[Any] = TypeAdapter(source)  # type: ignore[arg-type]  # a pydantic-compatible instance
+    # The screen also bounds nesting where it can (guardrail.schema.finite): then no bracket count is needed.
+    bounded = finite_screen(source.schema).bounded
     return JsonSchemaContract(source, adapter, source.schema, source.digest, view, floats, False, False, None,
-                              root_shapes(view), None, validator=source.validator)
+                              root_shapes(view), MAX_DEPTH if bounded else None, validator=source.validator)
 
 
 _IDENTITY_CACHE_SIZE: Final = 512
