@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
@@ -332,6 +332,53 @@ def _judged(tier: Tier, produced: Any, request: Request, started: float) -> Any:
     return value
 
 
+#: How a driver runs the tier of one step: an awaitable of the tier's product.
+_Execute = Callable[[_Step], Awaitable[Any]]
+
+
+async def _drive(core: Generator[_Step, _Done, ChainResult[Any]], execute: _Execute) -> ChainResult[Any]:
+    """The one loop behind :meth:`Chain.run` and :meth:`Chain.arun`: run each tier the core yields with
+    ``execute`` and send back its product or its exception, until the core returns its result. An interrupt
+    (``KeyboardInterrupt``, a cancelled task) is thrown into the core, so the tier's breaker is released."""
+    try:
+        step = next(core)
+        while True:
+            try:
+                done: _Done = (await execute(step), None)
+            except Exception as error:
+                done = (None, error)
+            except BaseException as stop:
+                core.throw(stop)
+                raise
+            step = core.send(done)
+    except StopIteration as finished:
+        return finished.value  # type: ignore[no-any-return]
+
+
+async def _in_this_thread(step: _Step) -> Any:
+    """The sync driver's ``execute``: the tier's ``run``, called right here (it never suspends)."""
+    assert step.tier.run is not None  # Chain._run refused async-only tiers before walking
+    return step.tier.run(step.request, step.left)
+
+
+async def _on_the_loop(step: _Step) -> Any:
+    """The async driver's ``execute``: an async tier awaited, a sync one run in a worker thread."""
+    if step.tier.arun is not None:
+        return await step.tier.arun(step.request, step.left)
+    return await asyncio.to_thread(step.tier.run, step.request, step.left)  # type: ignore[arg-type]
+
+
+def _without_loop(driving: Coroutine[Any, Any, T]) -> T:
+    """The result of a drive that never suspends (every step runs in this thread), with no event loop: the
+    sync :meth:`Chain.run` shares :func:`_drive` with the async one this way, and keeps no loop of its own."""
+    try:
+        driving.send(None)
+    except StopIteration as finished:
+        return finished.value  # type: ignore[no-any-return]
+    driving.close()  # unreachable: _in_this_thread awaits nothing
+    raise SyncAsyncMismatch("the sync chain driver was asked to wait on an event loop")
+
+
 @dataclass
 class Chain:
     """Tiers tried in order for one contract, within one ``deadline`` (seconds for the whole chain).
@@ -359,6 +406,25 @@ class Chain:
             output_type = as_output_type(output_type)
         return Request(output_type, system, user, dict(inputs or {}), dict(context or {}), (*self.rules, *rules))
 
+    def _from_messages(self, output_type: Any, messages: Sequence[Mapping[str, Any]],
+                       inputs: Mapping[str, Any] | None, context: Mapping[str, Any] | None,
+                       rules: Sequence[Rule]) -> Request:
+        """The request of a call in the wrapper's shape (the user text is the rule engine's input by default)."""
+        system, user = _split_messages(messages)
+        return self._request(output_type, system, user, inputs or {"input": user}, context, rules)
+
+    def _run(self, request: Request) -> ChainResult[Any]:
+        """Walk the chain for ``request`` in this thread (every tier's sync ``run``)."""
+        for tier in self.tiers:
+            if tier.run is None:
+                raise SyncAsyncMismatch(f"tier {tier.name!r} is async (an AsyncOpenAI/AsyncAnthropic client or an "
+                                        "async function): call `await chain.arun(...)` instead of chain.run(...)")
+        return _without_loop(_drive(_walk(self, request), _in_this_thread))
+
+    async def _arun(self, request: Request) -> ChainResult[Any]:
+        """Walk the chain for ``request`` on the event loop (async tiers awaited, sync ones in a worker thread)."""
+        return await _drive(_walk(self, request), _on_the_loop)
+
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
         """Produce a value of ``output_type`` from the first tier that can (see the module docstring).
@@ -367,48 +433,13 @@ class Chain:
         feedback rules, and the rule engine's and safe default's values are checked by them too. A chain with
         an async tier raises :class:`~guardrail.errors.SyncAsyncMismatch` before calling anything: use :meth:`arun`.
         """
-        for tier in self.tiers:
-            if tier.run is None:
-                raise SyncAsyncMismatch(f"tier {tier.name!r} is async (an AsyncOpenAI/AsyncAnthropic client or an "
-                                        "async function): call `await chain.arun(...)` instead of chain.run(...)")
-        core = _walk(self, self._request(output_type, system, user, inputs, context, rules))
-        try:
-            step = next(core)
-            while True:
-                try:
-                    assert step.tier.run is not None
-                    done: _Done = (step.tier.run(step.request, step.left), None)
-                except Exception as error:
-                    done = (None, error)
-                except BaseException as stop:
-                    core.throw(stop)
-                    raise
-                step = core.send(done)
-        except StopIteration as finished:
-            return finished.value  # type: ignore[no-any-return]
+        return self._run(self._request(output_type, system, user, inputs, context, rules))
 
     async def arun(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
                    context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
         """The async :meth:`run`: async tiers are awaited, sync tiers run in a worker thread (each still within
         the time the chain has left, which its own deadline enforces)."""
-        core = _walk(self, self._request(output_type, system, user, inputs, context, rules))
-        try:
-            step = next(core)
-            while True:
-                try:
-                    if step.tier.arun is not None:
-                        produced = await step.tier.arun(step.request, step.left)
-                    else:
-                        produced = await asyncio.to_thread(step.tier.run, step.request, step.left)  # type: ignore[arg-type]
-                    done: _Done = (produced, None)
-                except Exception as error:
-                    done = (None, error)
-                except BaseException as stop:
-                    core.throw(stop)
-                    raise
-                step = core.send(done)
-        except StopIteration as finished:
-            return finished.value  # type: ignore[no-any-return]
+        return await self._arun(self._request(output_type, system, user, inputs, context, rules))
 
     def create(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
@@ -417,32 +448,25 @@ class Chain:
 
         Use :meth:`create_with_result` for the :class:`ChainResult` (which tier, why earlier ones were left).
         """
-        return self.create_with_result(response_model=response_model, messages=messages, inputs=inputs,
-                                       context=context, rules=rules).value
+        return self._run(self._from_messages(response_model, messages, inputs, context, rules)).value
 
     def create_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                            inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
                            rules: Sequence[Rule] = ()) -> ChainResult[Any]:
         """Like :meth:`create`, returning the :class:`ChainResult`."""
-        system, user = _split_messages(messages)
-        return self.run(response_model, system=system, user=user, inputs=inputs or {"input": user},
-                        context=context, rules=rules)
+        return self._run(self._from_messages(response_model, messages, inputs, context, rules))
 
     async def acreate(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                       inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
                       rules: Sequence[Rule] = ()) -> Any:
         """The async :meth:`create` (through :meth:`arun`)."""
-        result = await self.acreate_with_result(response_model=response_model, messages=messages, inputs=inputs,
-                                                context=context, rules=rules)
-        return result.value
+        return (await self._arun(self._from_messages(response_model, messages, inputs, context, rules))).value
 
     async def acreate_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                                   inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
                                   rules: Sequence[Rule] = ()) -> ChainResult[Any]:
         """The async :meth:`create_with_result` (through :meth:`arun`)."""
-        system, user = _split_messages(messages)
-        return await self.arun(response_model, system=system, user=user, inputs=inputs or {"input": user},
-                               context=context, rules=rules)
+        return await self._arun(self._from_messages(response_model, messages, inputs, context, rules))
 
 
 def _tier_outcome(tier: Tier, started: float) -> Outcome:
