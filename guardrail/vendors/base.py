@@ -118,6 +118,22 @@ def instruction(plan: Plan) -> str:
             f"It must match this JSON Schema:\n{schema}")
 
 
+def with_history(out: dict[str, Any], key: str, turns: list[Any], history: list[Exchange],
+                 replay: Callable[[Exchange], list[dict[str, Any]]], *, max_tokens: int | None, token_key: str,
+                 temperature: float | None) -> dict[str, Any]:
+    """The end of every endpoint's request: the caller's ``turns`` and then each earlier exchange of this call
+    (``replay`` renders one in the endpoint's shape) under ``key``, the output-token limit under ``token_key``,
+    the temperature. Returns ``out``."""
+    for exchange in history:
+        turns.extend(replay(exchange))
+    out[key] = turns
+    if max_tokens is not None:
+        out[token_key] = max_tokens
+    if temperature is not None:
+        out["temperature"] = temperature
+    return out
+
+
 def feedback_message(feedback: str) -> str:
     """The user turn that sends the model the list of what was wrong with its last answer."""
     return f"Your previous answer could not be used.\n{feedback}"

@@ -16,6 +16,7 @@ from guardrail.vendors.base import (
     feedback_message,
     instruction,
     usage_from,
+    with_history,
 )
 from guardrail.vendors.failures import StreamError
 
@@ -49,14 +50,8 @@ class Responses(Endpoint):
             out["instructions"] = f"{own}\n\n{instruction(plan)}" if own else instruction(plan)
         if text:
             out["text"] = text
-        for exchange in history:
-            items.extend(_replay(exchange))
-        out["input"] = items
-        if max_tokens is not None:
-            out["max_output_tokens"] = max_tokens
-        if temperature is not None:
-            out["temperature"] = temperature
-        return out
+        return with_history(out, "input", items, history, _replay, max_tokens=max_tokens,
+                            token_key=self.max_tokens_key, temperature=temperature)
 
     def read(self, response: Any, tool: str | None) -> Completion:
         if getattr(response, "status", None) == "failed":  # the vendor failed mid-way: a transport problem
