@@ -13,11 +13,11 @@ the rule engine). The decorator builds exactly that (``@structured(chain=...)``)
 directly. The deadline and the budget cover the whole chain: each tier gets what the earlier ones left, and
 the deadline is wall-clock (a vendor answer still arriving when it passes is cut off).
 
-Sync and async: ``chain.run(...)`` for sync code, ``await chain.arun(...)`` for async code. Both drive one
-I/O-free core (``_walk``) that decides everything; ``arun`` awaits async tiers (vendors over
-``AsyncOpenAI``/``AsyncAnthropic``) and runs sync tiers in a worker thread. ``run`` refuses a chain with an
-async tier (:class:`~guardrail.errors.SyncAsyncMismatch`) before sending anything, and no tier's value is ever an
-un-awaited coroutine.
+Sync and async: ``chain.run(...)`` for sync code, ``await chain.arun(...)`` for async code. Both step one
+I/O-free core (``_walk``) that decides everything, through one loop (``_drive``); ``arun`` awaits async tiers
+(vendors over ``AsyncOpenAI``/``AsyncAnthropic``) and runs sync tiers in a worker thread. ``run`` refuses a
+chain with an async tier (:class:`~guardrail.errors.SyncAsyncMismatch`) before sending anything, and no tier's
+value is ever an un-awaited coroutine.
 """
 
 from __future__ import annotations
