@@ -28,6 +28,7 @@ from guardrail.parse import parse
 from guardrail.tools.identity import identity
 
 if TYPE_CHECKING:
+    from guardrail.call.cache import Cache
     from guardrail.call.client import wrap
     from guardrail.call.config import Config, configure
     from guardrail.call.decorator import structured
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from guardrail.tools.policy.loader import load_policies, load_policy
 
 _NAMES: dict[str, str] = {
+    "Cache": "guardrail.call.cache",
     "achoose": "guardrail.local.choose",
     "ApprovalRequired": "guardrail.errors",
     "approve": "guardrail.tools.execute",
@@ -115,6 +117,7 @@ __all__ = [
     "ApprovalRequired",
     "Budget",
     "BudgetExceeded",
+    "Cache",
     "Chain",
     "Config",
     "Declined",

@@ -43,6 +43,8 @@ The tree::
     ContractError                  a JSON Schema contract cannot be honoured (.keyword, .path), before any call
     UnsupportedCall                (also a TypeError) a call shape that cannot give a validated value, such as
                                    response_model= under with_streaming_response; raised before any request
+    PriceUnknown                   (also a LookupError) Budget(max_usd=...) for a model genai-prices cannot price
+                                   (.provider, .model); raised before any request
 
 ``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
 there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
@@ -261,10 +263,12 @@ class SemanticViolation(GuardrailError):
 
     kind: str = "semantic_violation"
 
-    def __init__(self, feedback: str, violations: tuple[Any, ...]) -> None:
+    def __init__(self, feedback: str, violations: tuple[Any, ...], rules: tuple[str, ...] = ()) -> None:
         super().__init__(f"semantic_violation: {feedback}")
         self.feedback = feedback
         self.violations = violations
+        #: The names of the rules that failed (metrics count rejections per rule).
+        self.rules = rules
 
 
 class GaveUp(CallError):
@@ -477,3 +481,17 @@ class UnsupportedCall(GuardrailError, TypeError):
     while validation needs all of it). Raised before any request is sent; the message names what to use
     instead. Also a ``TypeError``, like any other misuse of a call's arguments.
     """
+
+
+# -- cost (issue 18) ---------------------------------------------------------------------------------------------
+class PriceUnknown(GuardrailError, LookupError):
+    """A dollar budget (``Budget(max_usd=...)``) was set for a model the price table cannot price.
+
+    Without a price the cap cannot be kept, so nothing is sent. Attributes: ``provider`` and ``model`` as
+    looked up in ``genai-prices``.
+    """
+
+    def __init__(self, message: str, *, provider: str, model: str) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model

@@ -19,17 +19,30 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens billed by the vendor; ``+`` sums them across attempts."""
+    """Tokens billed by the vendor; ``+`` sums them across attempts.
+
+    ``input_tokens`` counts *every* input token, cached ones included (OpenAI reports it so; Anthropic's
+    separate cache buckets are added in), as the OpenTelemetry GenAI conventions count
+    ``gen_ai.usage.input_tokens``. ``cached_input_tokens`` (read from the vendor's prompt cache, billed at a
+    discount) and ``cache_write_tokens`` (written to it; Anthropic bills them at a premium) are parts of it;
+    ``reasoning_tokens`` (hidden reasoning / thinking) are part of ``output_tokens``.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
+                     self.cached_input_tokens + other.cached_input_tokens,
+                     self.reasoning_tokens + other.reasoning_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens)
 
     def cost(self, price: Price) -> float:
         """What these tokens cost at ``price``."""
@@ -46,20 +59,28 @@ class Price:
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """A cap across all attempts of one call: total tokens, and/or cost at ``price``.
+    """A cap across all attempts of one call: total tokens, cost at your own ``price``, and/or US dollars.
 
     The attempt loop stops *before* an attempt that could pass the cap: it estimates the next request's
     input tokens, needs room for at least as many output tokens as the last answer used, and lowers the
     request's output-token limit to what the budget leaves.
+
+    ``max_usd`` prices the model's tokens from the maintained ``genai-prices`` table (the ``cost`` extra):
+    what the attempts so far cost (each at the model that answered it) is subtracted, and what is left is
+    turned into tokens at the model's dearer rate. A model the table does not know cannot be held to a
+    dollar cap, so such a call fails before its first request (:class:`~guardrail.errors.PriceUnknown`).
     """
 
     max_tokens: int | None = None
     max_cost: float | None = None
     price: Price | None = None
+    max_usd: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_cost is not None and self.price is None:
             raise ValueError("Budget(max_cost=...) needs price=Price(...) to turn tokens into cost")
+        if self.max_usd is not None and not self.max_usd >= 0:
+            raise ValueError("Budget(max_usd=...) must be a number of dollars, 0 or more")
 
     def tokens_left(self, used: Usage) -> float:
         """How many more tokens (input + output, at the dearer rate for cost caps) the budget allows."""
@@ -94,6 +115,9 @@ class Attempt:
     seconds: float = 0.0
     max_tokens: int | None = None
     temperature: float | None = None
+    #: The model that answered (``gen_ai.response.model``) and the vendor's id for the answer, when sent.
+    response_model: str | None = None
+    response_id: str | None = None
 
     @property
     def error_kind(self) -> str | None:
@@ -124,6 +148,21 @@ class Outcome:
         return sum(a.vendor_calls for a in self.attempts)
 
     @property
+    def cost_usd(self) -> float | None:
+        """What the call cost in US dollars, every attempt included, each at the model that answered it
+        (``genai-prices``, the ``cost`` extra); ``None`` when any billed attempt's price is unknown (no extra, an
+        unpriced model or server), never a partial sum that looks complete. Computed when read."""
+        from guardrail.observe.cost import usd  # the price table loads on first use only
+
+        total = 0.0
+        for attempt in self.attempts:
+            spent = usd(attempt.usage, self.provider, attempt.response_model or self.model)
+            if spent is None:
+                return None
+            total += spent
+        return total
+
+    @property
     def raw(self) -> str | None:
         """The last raw model output received."""
         for attempt in reversed(self.attempts):
@@ -134,9 +173,14 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Result(Outcome, Generic[T]):
-    """A validated value and the :class:`Outcome` that produced it (``create_with_result`` returns this)."""
+    """A validated value and the :class:`Outcome` that produced it (``create_with_result`` returns this).
+
+    ``cached`` is true when the value came from a response cache (:class:`guardrail.call.cache.Cache`) instead of
+    the vendor: re-validated against the current contract and rules, with no attempts and ``vendor_calls == 0``.
+    """
 
     value: T = None  # type: ignore[assignment]
+    cached: bool = False
 
     @property
     def fixes(self) -> tuple[Fix, ...]:

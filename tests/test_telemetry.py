@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel_sdk import EXPORTER as _EXPORTER  # the global SDK providers, installed once per process
 from pydantic import BaseModel
 from structlog.testing import capture_logs
 
 import guardrail
 from guardrail.testing import Emulator, reply
-
-_EXPORTER = InMemorySpanExporter()
-_PROVIDER = TracerProvider()
-_PROVIDER.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-trace.set_tracer_provider(_PROVIDER)  # once per process; other tests see a real provider too, which is harmless
 
 SECRET = "Kim Min-jun, 010-1234-5678"
 
@@ -72,7 +67,15 @@ def test_message_content_is_not_recorded_unless_asked(spans: InMemorySpanExporte
     quiet, loud = spans.get_finished_spans()
     assert SECRET not in repr(dict(quiet.attributes or {})) and not quiet.events
     assert SECRET not in repr(logs)
-    assert [e.attributes["content"] for e in loud.events] == [f'{{"name": "{SECRET}"}}']  # type: ignore[index]
+    # Opt-in capture follows the GenAI conventions: one inference-details event per attempt, messages as JSON.
+    (event,) = loud.events
+    assert event.name == "gen_ai.client.inference.operation.details"
+    attrs = dict(event.attributes or {})
+    output = json.loads(str(attrs["gen_ai.output.messages"]))
+    assert output == [{"role": "assistant", "parts": [{"type": "text", "content": f'{{"name": "{SECRET}"}}'}],
+                       "finish_reason": "stop"}]
+    assert json.loads(str(attrs["gen_ai.input.messages"])) == [{"role": "user",
+                                                                "parts": [{"type": "text", "content": SECRET}]}]
 
 
 def test_errors_set_error_type_and_logs_name_each_attempt(spans: InMemorySpanExporter) -> None:
@@ -99,3 +102,65 @@ def test_captured_content_and_error_messages_on_spans_are_redacted(spans: InMemo
     text = repr([(dict(s.attributes or {}), [dict(e.attributes or {}) for e in s.events], s.status.description)
                  for s in spans.get_finished_spans()])
     assert "[REDACTED]" in text and canary not in text
+
+
+def test_span_names_the_response_the_server_and_the_usage_details(spans: InMemorySpanExporter) -> None:
+    with Emulator() as emu:
+        emu.script(reply.answer(f'{{"name": "{SECRET}"}}', usage=(100, 20)).with_usage_details(cached=60, reasoning=9))
+        result = call(emu)
+        port = int(emu.base_url.rsplit(":", 1)[1])
+    (span,) = spans.get_finished_spans()
+    attrs = dict(span.attributes or {})
+    assert attrs["gen_ai.response.model"] == "gpt-4o"
+    assert attrs["gen_ai.response.id"] == result.attempts[-1].response_id
+    assert str(attrs["gen_ai.response.id"]).startswith("chatcmpl-")
+    assert attrs["server.address"] == "127.0.0.1" and attrs["server.port"] == port
+    assert attrs["gen_ai.usage.input_tokens"] == 100 and attrs["gen_ai.usage.cache_read.input_tokens"] == 60
+    assert attrs["gen_ai.usage.reasoning.output_tokens"] == 9
+    assert attrs["gen_ai.usage.cache_creation.input_tokens"] == 0
+
+
+def test_content_capture_has_system_instructions_tool_calls_and_repair_turns(spans: InMemorySpanExporter) -> None:
+    import anthropic
+
+    canary = "sk-canaryCANARYcanary0123456789"
+    with Emulator() as emu:
+        emu.script(reply.answer('{"name": 1}'), reply.answer('{"name": "Ada"}'))
+        raw = anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="test", timeout=5)
+        client = guardrail.wrap(raw, settings=guardrail.Settings(capture_content=True),
+                                retry=guardrail.RetryPolicy(initial_wait=0.01, max_wait=0.1))
+        client.messages.create(model="claude-sonnet-4-5", max_tokens=200, system=f"be brief {canary}",
+                               messages=[{"role": "user", "content": "who?"}], response_model=Contact, mode="tool")
+    # the anthropic SDK traces each of its API calls itself (child spans, no metrics); guardrail's is the call's
+    (span,) = [s for s in spans.get_finished_spans() if s.name == "chat claude-sonnet-4-5"]
+    first, second = (dict(event.attributes or {}) for event in span.events)
+    assert json.loads(str(first["gen_ai.system_instructions"])) == [{"type": "text",
+                                                                     "content": "be brief [REDACTED]"}]
+    (answer,) = json.loads(str(first["gen_ai.output.messages"]))
+    assert answer["parts"][0]["type"] == "tool_call" and answer["finish_reason"] == "tool_use"
+    # the second attempt's input replays the first answer as a tool call and the feedback as its result
+    replay = json.loads(str(second["gen_ai.input.messages"]))
+    assert [message["role"] for message in replay] == ["user", "assistant", "user"]
+    assert replay[1]["parts"][0]["type"] == "tool_call"
+    assert replay[2]["parts"][0]["type"] == "tool_call_response"
+    assert canary not in repr(span.events)
+
+
+def test_each_chain_tier_gets_a_span_with_the_vendor_call_inside(spans: InMemorySpanExporter) -> None:
+    from guardrail.chain import Chain, safe_default, vendor
+
+    with Emulator() as emu:
+        raw = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", timeout=5, max_retries=0)
+        chain = Chain([vendor(raw, "gpt-4o", name="primary", retry=guardrail.RetryPolicy(max_tries=1)),
+                       safe_default(Contact(name="nobody"), name="fallback")])
+        emu.script(reply.server_error(500))
+        result = chain.create_with_result(response_model=Contact, messages=[{"role": "user", "content": "x"}])
+    assert result.tier == "fallback" and result.degraded
+    by_name = {span.name: span for span in spans.get_finished_spans()}
+    primary, fallback = by_name["guardrail.chain.tier primary"], by_name["guardrail.chain.tier fallback"]
+    assert dict(primary.attributes or {})["guardrail.chain.kind"] == "vendor"
+    assert dict(primary.attributes or {})["error.type"] == "VendorUnavailable"
+    assert dict(fallback.attributes or {})["guardrail.chain.kind"] == "default"
+    assert "error.type" not in dict(fallback.attributes or {})
+    vendor_call = by_name["chat gpt-4o"]
+    assert vendor_call.parent is not None and vendor_call.parent.span_id == primary.context.span_id

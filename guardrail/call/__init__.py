@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from guardrail._lazy import namespace
 
 if TYPE_CHECKING:
+    from guardrail.call.cache import Cache
     from guardrail.call.client import WrappedClient, wrap
     from guardrail.call.config import Config, configure, get_config, reset_config
     from guardrail.call.decorator import StructuredFunction, structured
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 _NAMES: dict[str, str] = {
     "AsyncStructuredMethod": "guardrail.call.methods",
     "AsyncStructuredStream": "guardrail.call.streaming",
+    "Cache": "guardrail.call.cache",
     "Capabilities": "guardrail.call.modes",
     "Config": "guardrail.call.config",
     "configure": "guardrail.call.config",
@@ -45,6 +47,7 @@ _NAMES: dict[str, str] = {
 __all__ = [
     "AsyncStructuredMethod",
     "AsyncStructuredStream",
+    "Cache",
     "Capabilities",
     "Config",
     "Mode",

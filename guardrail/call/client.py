@@ -27,6 +27,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from guardrail.call.cache import Cache
 from guardrail.call.engine import Settings
 from guardrail.call.methods import AsyncStructuredMethod, Binding, StructuredMethod
 from guardrail.call.modes import SERVER_KINDS
@@ -60,11 +61,11 @@ class WrappedClient:
     """
 
     def __init__(self, raw: Any, members: Mapping[str, Any], vendor: str | None = None,
-                 rewrap: Callable[[Any], WrappedClient] | None = None) -> None:
+                 rewrap: Callable[..., WrappedClient] | None = None) -> None:
         self._raw = raw
         self._members = dict(members)
         self.vendor = vendor
-        self._rewrap = rewrap  # wraps another client like this one (with_options, copy); clients only
+        self._rewrap = rewrap  # wraps another client like this one (with_options, copy, cache=); clients only
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -98,33 +99,37 @@ class WrappedClient:
 
 @overload
 def wrap(client: openai.AsyncOpenAI, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None) -> AsyncOpenAIClient: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None) -> AsyncOpenAIClient: ...
 @overload
 def wrap(client: openai.OpenAI, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None) -> OpenAIClient: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None) -> OpenAIClient: ...
 @overload
 def wrap(client: anthropic.AsyncAnthropic, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None) -> AsyncAnthropicClient: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None) -> AsyncAnthropicClient: ...
 @overload
 def wrap(client: anthropic.Anthropic, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None) -> AnthropicClient: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None) -> AnthropicClient: ...
 @overload
 def wrap(client: W, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None) -> W: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None) -> W: ...
 @overload
 def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None) -> Any: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None) -> Any: ...
 def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None) -> Any:
+         retry: RetryPolicy | None = None, cache: Cache | None = None) -> Any:
     """Wrap an official ``openai`` (sync or async) or ``anthropic`` (sync or async) client.
 
     Args:
         client: ``openai.OpenAI``/``AsyncOpenAI`` (also any OpenAI-compatible server via ``base_url``) or
-            ``anthropic.Anthropic``/``AsyncAnthropic``. An already wrapped client is returned as it is.
+            ``anthropic.Anthropic``/``AsyncAnthropic``. An already wrapped client is returned as it is (with
+            ``cache=``: a copy wrapped with the same settings and that cache).
         server: for an OpenAI-compatible self-hosted server, its kind (``"vllm"``, ``"sglang"``,
             ``"llamacpp"``, ``"ollama"``), so its own constrained-decoding fields are sent.
         settings: attempt-loop settings (attempts, token ceiling, temperature, content capture).
         retry: the transport retry policy (tries, waits, deadline).
+        cache: a response cache (:class:`~guardrail.call.cache.Cache`) structured calls go through: a repeated
+            call is answered from it, concurrent identical calls send one request; a call opts out with
+            ``cache=False`` and versions its prompt with ``prompt_version=``.
 
     Returns:
         An object with the client's call shape: ``chat.completions.create`` and ``responses.create``
@@ -133,8 +138,8 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
         ``with_raw_response`` and ``with_streaming_response`` keep the wrapper; everything else is the
         client's own. Type checkers see one protocol per client class (:mod:`guardrail.call.client_types`).
     """
-    if isinstance(client, WrappedClient):
-        return client
+    if isinstance(client, WrappedClient):  # as it is; given a cache, the same client wrapped alike with it
+        return client if cache is None or client._rewrap is None else client._rewrap(client._raw, cache)
     if server is not None and server not in SERVER_KINDS:
         raise ValueError(f"unknown server kind {server!r}; expected one of {', '.join(SERVER_KINDS)}")
     kind, is_async = _kind(client)
@@ -147,10 +152,10 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     timeout = _seconds(client.timeout)
 
     def make(endpoint: Endpoint, path: str) -> StructuredMethod | AsyncStructuredMethod:
-        return method(Binding(endpoint, _at(client, path), _at(quiet, path), settings, retry, timeout))
+        return method(Binding(endpoint, _at(client, path), _at(quiet, path), settings, retry, timeout, cache))
 
-    def rewrap(other: Any) -> WrappedClient:
-        wrapped: WrappedClient = wrap(other, server=server, settings=settings, retry=retry)
+    def rewrap(other: Any, other_cache: Cache | None = cache) -> WrappedClient:
+        wrapped: WrappedClient = wrap(other, server=server, settings=settings, retry=retry, cache=other_cache)
         return wrapped
 
     if kind == "openai":

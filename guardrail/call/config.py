@@ -47,6 +47,7 @@ class Config:
         store: the :class:`~guardrail.store.Store` for idempotency, quotas and approvals (in-memory if unset).
         policies: the directory of per-tool policy files (``policies`` if unset).
         chain: a :class:`~guardrail.chain.tiers.Chain` that decorated functions use instead of a single client.
+        cache: a response cache (:class:`~guardrail.call.cache.Cache`) decorated functions' calls go through.
     """
 
     client: Any = None
@@ -64,6 +65,7 @@ class Config:
     store: Any = None
     policies: str | None = None
     chain: Any = None
+    cache: Any = None
 
     def merge(self, **overrides: Any) -> Config:
         """A copy with every override that is not ``None`` applied."""

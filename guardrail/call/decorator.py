@@ -22,10 +22,15 @@ The prompt template (``default_prompt``), one system and one user message:
 arguments by name and returning a string. ``async def`` functions use the configured ``async_client`` and
 return awaitables. Decorated functions also have ``.with_result(...)`` (the :class:`~guardrail.Result`) and
 ``.stream(...)`` (partial previews, then the value).
+
+``cache=`` (a :class:`~guardrail.call.cache.Cache`, else the configured one; ``False``: none) answers repeated
+calls from a response cache, and ``version=`` is the prompt's version in its key: bump it when the prompt's
+meaning changes in a way the request text does not show (a ``prompt=`` function's logic, say).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
@@ -35,6 +40,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from pydantic_core import to_jsonable_python
 
+from guardrail.call.cache import Cache
 from guardrail.call.client import WrappedClient, wrap
 from guardrail.call.config import Config, get_config
 from guardrail.call.modes import Mode
@@ -61,9 +67,10 @@ class StructuredFunction(Generic[P, R]):
     def __init__(self, fn: Callable[P, R], config: Config | None, overrides: dict[str, Any],
                  prompt: Callable[..., str] | None, instance: Any = None, rules: Sequence[Rule] = (),
                  context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, *,
-                 output: Any = None) -> None:
+                 output: Any = None, version: str | None = None) -> None:
         functools.update_wrapper(self, fn)
         self._output = output
+        self._version = version
         self._rules = tuple(rules)
         self._context = context
         self._fn = fn
@@ -99,18 +106,23 @@ class StructuredFunction(Generic[P, R]):
         if chain is not None:
             system, user, arguments = self._prompt_parts(args, kwargs)
             context = self._context() if callable(self._context) else self._context
+            cached = self._overrides.get("cache") is not False  # the chain's vendor tiers hold the caches
             if self._is_async:  # async tiers awaited, sync ones in a worker thread
                 return chain.arun(self.output_type, system=system, user=user, inputs=arguments, context=context,
-                                  rules=self._rules)
+                                  rules=self._rules, prompt_version=self._version, cache=cached)
             return chain.run(self.output_type, system=system, user=user, inputs=arguments, context=context,
-                             rules=self._rules)
+                             rules=self._rules, prompt_version=self._version, cache=cached)
         method, request = self._request(args, kwargs, config)
         return method.create_with_result(**request)
 
     def _merged(self, base: Config | None = None) -> Config:
         """The configuration for this call: the decorator's overrides over the given (or global) one."""
-        return (base or self._config or get_config()).merge(
-            **{k: v for k, v in self._overrides.items() if k != "chain"})
+        config = (base or self._config or get_config()).merge(
+            **{k: v for k, v in self._overrides.items() if k not in ("chain", "cache")})
+        cache = self._overrides.get("cache")
+        if cache is False:
+            return dataclasses.replace(config, cache=None)
+        return config.merge(cache=cache)
 
     def _local_chain(self, config: Config) -> Any:
         """A one-tier chain when the configured client is a :class:`guardrail.local.LocalModel`, else None.
@@ -153,13 +165,14 @@ class StructuredFunction(Generic[P, R]):
             kind = "async_client" if self._is_async else "client"
             raise TypeError(f"no {kind} configured for {self._fn.__qualname__}: pass {kind}= to @structured or call "
                             "guardrail.configure(...), or set OPENAI_API_KEY / ANTHROPIC_API_KEY")
-        client: WrappedClient = wrap(raw, server=config.server, settings=config.settings, retry=config.retry)
+        client: WrappedClient = wrap(raw, server=config.server, settings=config.settings, retry=config.retry,
+                                     cache=config.cache)
         system, user, _ = self._prompt_parts(args, kwargs)
         context = self._context() if callable(self._context) else self._context
         common: dict[str, Any] = {"response_model": self.output_type, "model": config.model,
                                   "aliases": config.aliases, "max_attempts": config.max_attempts,
                                   "budget": config.budget, "mode": config.mode, "rules": self._rules,
-                                  "context": context}
+                                  "context": context, "prompt_version": self._version}
         if client.vendor == "anthropic" or config.api == "messages":
             request = {**common, "system": system, "messages": [{"role": "user", "content": user}],
                        "max_tokens": config.max_tokens or 1024}
@@ -176,7 +189,7 @@ class StructuredFunction(Generic[P, R]):
         if instance is None:
             return self
         return StructuredFunction(self._fn, self._config, self._overrides, self._prompt, instance, self._rules,
-                                  self._context, output=self._output)
+                                  self._context, output=self._output, version=self._version)
 
 
 @overload
@@ -188,14 +201,15 @@ def structured(*, config: Config | None = None, client: Any = None, async_client
                budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None,
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
-               chain: Any = None, output: Any = None) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
+               chain: Any = None, output: Any = None, cache: Cache | bool | None = None,
+               version: str | None = None) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
 def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
                model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
                aliases: Mapping[str, str] | None = None, max_attempts: int | None = None,
                budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None,
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, chain: Any = None,
-               output: Any = None) -> Any:
+               output: Any = None, cache: Cache | bool | None = None, version: str | None = None) -> Any:
     """Turn a typed function signature into a validated model call (see the module docstring).
 
     Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
@@ -203,12 +217,18 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
     meet; ``context`` (a mapping, or a callable giving one per call) is the runtime facts they read.
     ``chain`` (a :class:`guardrail.chain.tiers.Chain`) replaces the single client with a degradation chain.
     ``output`` is the contract when the return annotation is not (a JSON Schema ``dict``, say).
+    ``cache`` is the response cache (:class:`~guardrail.call.cache.Cache`; the configured one when unset, none
+    with ``False``; with a ``chain``, its vendor tiers hold the caches and ``False`` turns them off for this
+    function) and ``version`` the prompt's version, part of the cache key.
     """
+    if cache is True:
+        raise TypeError("cache= takes a guardrail Cache(...), False for none, or None for the configured one")
     overrides = {"client": client, "async_client": async_client, "model": model, "api": api, "aliases": aliases,
                  "max_attempts": max_attempts, "budget": budget, "mode": mode, "max_tokens": max_tokens,
-                 "chain": chain}
+                 "chain": chain, "cache": cache}
 
     def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
-        return StructuredFunction(function, config, overrides, prompt, None, rules, context, output=output)
+        return StructuredFunction(function, config, overrides, prompt, None, rules, context, output=output,
+                                  version=version)
 
     return decorate(fn) if fn is not None else decorate

@@ -19,14 +19,17 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iter
 from contextlib import aclosing, closing
 from typing import Any
 
+from opentelemetry.trace import Span
 from tenacity import AsyncRetrying, Retrying
 
 from guardrail.call.engine import DEADLINE, Call, Received, Send, attempt_loop
 from guardrail.call.exchange import exchange_async, exchange_sync
 from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.errors import CallError
+from guardrail.observe.metrics import record_call, request
+from guardrail.observe.target import Target, target_of
 from guardrail.observe.telemetry import call_span, finish_span
-from guardrail.outcome import Partial, Result
+from guardrail.outcome import Outcome, Partial, Result
 from guardrail.parse.partial import preview
 from guardrail.vendors.base import Accumulator, Completion
 from guardrail.vendors.failures import Failure, classify
@@ -60,7 +63,7 @@ async def run_async(call: Call, method: Callable[..., Awaitable[Any]], policy: R
 def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
                  previews: bool) -> Generator[Item, None, None]:
     """Run the loop, yielding previews of streamed answers (if ``previews``) and the result last."""
-    with _attempts(call, policy) as attempts:
+    with _attempts(call, method, policy) as attempts:
         for effect in attempts:
             attempts.received = yield from _send_sync(method, _Tries(attempts, effect, previews), policy)
         yield attempts.result()
@@ -69,7 +72,7 @@ def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
 async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], policy: RetryPolicy, *,
                         previews: bool) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
-    with _attempts(call, policy) as attempts:
+    with _attempts(call, method, policy) as attempts:
         for effect in attempts:
             async with aclosing(_send_async(method, _Tries(attempts, effect, previews), policy)) as sent:
                 async for item in sent:
@@ -85,9 +88,10 @@ class _Attempts:
     performs each effect, sets :attr:`received` to what came back, and asks for the next; when the loop ends,
     :meth:`result` is the result and the call's span is finished with it."""
 
-    def __init__(self, call: Call, policy: RetryPolicy, span: Any) -> None:
-        self.call, self.span = call, span
+    def __init__(self, call: Call, policy: RetryPolicy, span: Span, target: Target) -> None:
+        self.call, self.span, self.target = call, span, target
         self.deadline_at = _deadline(policy, call)
+        self.sent_requests: list[dict[str, Any]] = []  # each attempt's keywords, for content capture
         self.received: Received | None = None
         self._result: Result[Any] | None = None
         self._loop = attempt_loop(call)
@@ -104,25 +108,37 @@ class _Attempts:
         try:
             if not self._started:
                 self._started = True
-                return next(self._loop)
-            received, self.received = self.received, None
-            assert received is not None, "a driver asked for the next effect without performing this one"
-            return self._loop.send(received)
+                effect = next(self._loop)
+            else:
+                received, self.received = self.received, None
+                assert received is not None, "a driver asked for the next effect without performing this one"
+                effect = self._loop.send(received)
         except StopIteration as stop:
             self._result = stop.value
-            finish_span(self.span, stop.value, None, capture_content=self.call.settings.capture_content)
+            self.finish(stop.value, None)
             raise
+        if self.call.settings.capture_content:
+            self.sent_requests.append(effect.kwargs)
+        return effect
+
+    def finish(self, outcome: Outcome, error: CallError | None) -> None:
+        """The call's end: its span's attributes and guardrail's counters (:mod:`guardrail.observe.metrics`)."""
+        finish_span(self.span, outcome, error, capture_content=self.call.settings.capture_content,
+                    requests=self.sent_requests)
+        record_call(self.target, outcome, error, outcome.value if isinstance(outcome, Result) else None)
 
 
 @contextlib.contextmanager
-def _attempts(call: Call, policy: RetryPolicy) -> Iterator[_Attempts]:
+def _attempts(call: Call, method: Callable[..., Any], policy: RetryPolicy) -> Iterator[_Attempts]:
     """The attempt loop inside the call's telemetry span; a call that fails finishes the span with its error."""
-    with call_span(call.endpoint.provider, call.model, dict(call.kwargs)) as (span, trace_id):
-        attempts = _Attempts(dataclasses.replace(call, trace_id=trace_id), policy, span)
+    target = target_of(method, call.endpoint.provider)
+    with call_span(target, call.model, dict(call.kwargs)) as (span, trace_id):
+        call = dataclasses.replace(call, trace_id=trace_id, provider=target.provider)
+        attempts = _Attempts(call, policy, span, target)
         try:
             yield attempts
         except CallError as error:
-            finish_span(span, error.outcome, error, capture_content=attempts.call.settings.capture_content)
+            attempts.finish(error.outcome, error)
             raise
 
 
@@ -176,6 +192,7 @@ class _Tries:
 
     def __init__(self, attempts: _Attempts, effect: Send, previews: bool) -> None:
         self.call, self.effect, self.deadline_at = attempts.call, effect, attempts.deadline_at
+        self.target = attempts.target
         self.previews = previews and effect.stream
         self.started, self.calls = time.monotonic(), 0
 
@@ -216,7 +233,9 @@ def _send_sync(method: Callable[..., Any], tries: _Tries, policy: RetryPolicy) -
                 kwargs = tries.kwargs()
                 if kwargs is None:
                     return tries.out_of_time()
-                completion = yield from exchange_sync(method, tries.call.endpoint, kwargs, **tries.exchange())
+                with request(tries.target, tries.call.model) as sent:  # the GenAI client metrics of this request
+                    completion = yield from exchange_sync(method, tries.call.endpoint, kwargs, **tries.exchange())
+                    sent.usage, sent.response_model = completion.usage, completion.model
     except Exception as error:
         return tries.failed(error)
     return tries.received(completion)
@@ -232,12 +251,15 @@ async def _send_async(method: Callable[..., Awaitable[Any]], tries: _Tries, poli
                 if kwargs is None:
                     yield tries.out_of_time()
                     return
-                async with aclosing(exchange_async(method, tries.call.endpoint, kwargs, **tries.exchange())) as items:
-                    async for item in items:
-                        if isinstance(item, Completion):
-                            completion = item
-                        else:
-                            yield item
+                with request(tries.target, tries.call.model) as sent:  # the GenAI client metrics of this request
+                    async with aclosing(exchange_async(method, tries.call.endpoint, kwargs,
+                                                       **tries.exchange())) as items:
+                        async for item in items:
+                            if isinstance(item, Completion):
+                                completion = item
+                                sent.usage, sent.response_model = item.usage, item.model
+                            else:
+                                yield item
     except Exception as error:
         yield tries.failed(error)
         return

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from guardrail.call.reading import HEAD_BYTES, Reading, Show, deadline_passed
 from guardrail.call.watchdog import Alarm, Cut, arm, install_hooks, watching
+from guardrail.observe.target import instrumented
 from guardrail.outcome import Partial
 from guardrail.vendors.base import Completion, Endpoint
 
@@ -68,9 +69,18 @@ class _AsyncDirect(_Direct):
 
 
 # -- sync -----------------------------------------------------------------------------------------------------
+def _raw_create(method: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any] | None:
+    """The ``with_streaming_response`` twin to call, or ``None`` to call ``method`` itself: a stream through a
+    method an OpenTelemetry instrumentation wraps (``opentelemetry-instrumentation-openai-v2`` wraps the
+    stream it returns in its own object, which has no raw response) is read the SDK's plain way."""
+    if kwargs.get("stream") and instrumented(method):
+        return None
+    return _streaming_create(method)
+
+
 @contextlib.contextmanager
 def _open_sync(method: Callable[..., Any], kwargs: dict[str, Any]) -> Iterator[Any]:
-    streaming = _streaming_create(method)
+    streaming = _raw_create(method, kwargs)
     if streaming is None:
         value = method(**kwargs)
         with value if kwargs.get("stream") and hasattr(value, "__enter__") else contextlib.nullcontext():
@@ -166,7 +176,7 @@ async def _within(step: Awaitable[T], deadline_at: float | None) -> T:
 @contextlib.asynccontextmanager
 async def _open_async(method: Callable[..., Any], kwargs: dict[str, Any], deadline_at: float | None
                       ) -> AsyncIterator[Any]:
-    streaming = _streaming_create(method)
+    streaming = _raw_create(method, kwargs)
     if streaming is None:
         value = await _within(method(**kwargs), deadline_at)
         async with value if kwargs.get("stream") and hasattr(value, "__aenter__") else contextlib.nullcontext():

@@ -20,6 +20,7 @@ import inspect
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
+from guardrail.call.cache import Cache, run_cached, run_cached_async
 from guardrail.call.drivers import iterate_async, iterate_sync, run_async, run_sync
 from guardrail.call.engine import Call, Settings
 from guardrail.call.modes import Mode, capabilities, plans, schema_name
@@ -52,7 +53,8 @@ class Binding:
     """What every flavor of one wrapped method shares: the endpoint, the SDK resources and the policies.
 
     ``raw`` is the caller's SDK resource (passthrough calls); ``quiet`` the same resource on the client copy
-    with the SDK's retries off (guardrail retries); ``timeout`` the client's own request timeout in seconds.
+    with the SDK's retries off (guardrail retries); ``timeout`` the client's own request timeout in seconds;
+    ``cache`` the response cache structured calls go through (:mod:`guardrail.call.cache`), if any.
     """
 
     endpoint: Endpoint
@@ -61,6 +63,7 @@ class Binding:
     settings: Settings
     retry: RetryPolicy
     timeout: float | None = None
+    cache: Cache | None = None
 
 
 class _Method:
@@ -91,6 +94,10 @@ class _Method:
         return Call(self._endpoint, kwargs, contract, chosen, caps, aliases, budget, settings,
                     timeout=self._binding.timeout, rules=tuple(rules), context=context if context is not None else {})
 
+    def _cache(self, use: bool) -> Cache | None:
+        """The response cache for this call: the wrapper's, unless the call said ``cache=False``."""
+        return self._binding.cache if use else None
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("_binding", "_raw", "_quiet", "_endpoint"):
             raise AttributeError(name)
@@ -111,7 +118,8 @@ class StructuredMethod(_Method):
     def create(self, *, response_model: TypeForm, **kwargs: Any) -> Any: ...
     def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
                max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, cache: bool = True,
+               prompt_version: str | None = None, **kwargs: Any) -> Any:
         """The SDK's ``create``; with ``response_model`` it returns the validated value.
 
         Args:
@@ -122,12 +130,19 @@ class StructuredMethod(_Method):
             budget: a token/cost cap across all attempts (:class:`~guardrail.Budget`).
             rules: semantic rules (:mod:`guardrail.gates.semantic`) every validated answer must meet.
             context: runtime facts the rules read and pydantic validators see as ``info.context``.
+            cache: ``False`` skips the wrapper's response cache for this call (:mod:`guardrail.call.cache`).
+            prompt_version: your prompt's version, part of the cache key (change it to stop reusing answers).
             **kwargs: the SDK's own arguments, passed on.
         """
         if response_model is None:
             return self._raw.create(**kwargs)
         call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
-        return run_sync(call, self._quiet.create, self._binding.retry).value
+        return self._run(call, cache, prompt_version).value
+
+    def _run(self, call: Call, cache: bool, prompt_version: str | None) -> Result[Any]:
+        retry = self._binding.retry
+        return run_cached(self._cache(cache), call, prompt_version, retry,
+                          lambda policy: run_sync(call, self._quiet.create, policy or retry))
 
     @overload
     def create_with_result(self, *, response_model: type[T], **kwargs: Any) -> Result[T]: ...
@@ -136,10 +151,11 @@ class StructuredMethod(_Method):
     def create_with_result(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
                            max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                            rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
-                           **kwargs: Any) -> Result[Any]:
-        """Like :meth:`create` but returns the :class:`~guardrail.Result` (value, attempts, usage, timing)."""
+                           cache: bool = True, prompt_version: str | None = None, **kwargs: Any) -> Result[Any]:
+        """Like :meth:`create` but returns the :class:`~guardrail.Result` (value, attempts, usage, timing;
+        ``cached`` says whether it came from the response cache)."""
         call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
-        return run_sync(call, self._quiet.create, self._binding.retry)
+        return self._run(call, cache, prompt_version)
 
     @overload
     def create_partial(self, *, response_model: type[T], **kwargs: Any) -> StructuredStream[T]: ...
@@ -148,11 +164,13 @@ class StructuredMethod(_Method):
     def create_partial(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
                        max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                        rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
+                       cache: bool = True, prompt_version: str | None = None,
                        **kwargs: Any) -> StructuredStream[Any]:
         """Stream: iterate :class:`~guardrail.outcome.Partial` previews as the answer arrives, then the validated value.
 
         After the loop the stream's ``.result`` holds the :class:`~guardrail.Result`. Previews are never
-        validated; only the last item, the value, is.
+        validated; only the last item, the value, is. Streams do not use the response cache (``cache`` and
+        ``prompt_version`` are accepted so one set of keywords serves every method).
         """
         call = self._call(response_model, aliases, max_attempts, mode, budget, {**kwargs, "stream": True}, rules,
                           context)
@@ -180,17 +198,23 @@ class AsyncStructuredMethod(_Method):
     def create(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, Any]: ...
     def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
                max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, cache: bool = True,
+               prompt_version: str | None = None, **kwargs: Any) -> Any:
         """The SDK's ``create``; with ``response_model`` an awaitable of the validated value (see
         :meth:`StructuredMethod.create` for the arguments)."""
         if response_model is None:
             return self._raw.create(**kwargs)
         call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
-        return self._value(call)
+        return self._value(call, cache, prompt_version)
 
-    async def _value(self, call: Call) -> Any:
-        result: Result[Any] = await run_async(call, self._quiet.create, self._binding.retry)
+    async def _value(self, call: Call, cache: bool, prompt_version: str | None) -> Any:
+        result = await self._run(call, cache, prompt_version)
         return result.value
+
+    async def _run(self, call: Call, cache: bool, prompt_version: str | None) -> Result[Any]:
+        retry = self._binding.retry
+        return await run_cached_async(self._cache(cache), call, prompt_version, retry,
+                                      lambda policy: run_async(call, self._quiet.create, policy or retry))
 
     @overload
     def create_with_result(self, *, response_model: type[T],
@@ -200,10 +224,11 @@ class AsyncStructuredMethod(_Method):
     def create_with_result(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
                            max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                            rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
+                           cache: bool = True, prompt_version: str | None = None,
                            **kwargs: Any) -> Coroutine[Any, Any, Result[Any]]:
         """Like :meth:`create` but an awaitable of the :class:`~guardrail.Result`."""
         call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
-        return run_async(call, self._quiet.create, self._binding.retry)
+        return self._run(call, cache, prompt_version)
 
     @overload
     def create_partial(self, *, response_model: type[T], **kwargs: Any) -> AsyncStructuredStream[T]: ...
@@ -212,8 +237,10 @@ class AsyncStructuredMethod(_Method):
     def create_partial(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
                        max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
                        rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
+                       cache: bool = True, prompt_version: str | None = None,
                        **kwargs: Any) -> AsyncStructuredStream[Any]:
-        """Stream previews with ``async for``, then the validated value; ``.result`` after the loop."""
+        """Stream previews with ``async for``, then the validated value; ``.result`` after the loop (no cache, as
+        :meth:`StructuredMethod.create_partial`)."""
         call = self._call(response_model, aliases, max_attempts, mode, budget, {**kwargs, "stream": True}, rules,
                           context)
         return AsyncStructuredStream(iterate_async(call, self._quiet.create, self._binding.retry, previews=True))
@@ -283,8 +310,10 @@ class RawStructuredMethod(_Method):
     def create(self, *, response_model: TypeForm, **kwargs: Any) -> RawStructured[Any]: ...
     def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
                max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
-        """The SDK's raw-response ``create``; with ``response_model`` the value and the raw responses."""
+               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, cache: bool = True,
+               prompt_version: str | None = None, **kwargs: Any) -> Any:
+        """The SDK's raw-response ``create``; with ``response_model`` the value and the raw responses (always from
+        the vendor: this flavor exists for the HTTP responses, so it does not use the response cache)."""
         if response_model is None:
             return self._raw.create(**kwargs)
         call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
@@ -310,8 +339,10 @@ class AsyncRawStructuredMethod(_Method):
     def create(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, RawStructured[Any]]: ...
     def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
                max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
-        """The SDK's raw-response ``create``; with ``response_model`` an awaitable of the value and the responses."""
+               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, cache: bool = True,
+               prompt_version: str | None = None, **kwargs: Any) -> Any:
+        """The SDK's raw-response ``create``; with ``response_model`` an awaitable of the value and the responses
+        (never from the response cache)."""
         if response_model is None:
             return self._raw.create(**kwargs)
         return self._structured(self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules,

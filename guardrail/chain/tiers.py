@@ -24,141 +24,34 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
+from guardrail.call.cache import Cache
 from guardrail.call.client import WrappedClient, wrap
 from guardrail.call.retry import RetryPolicy, timeout_seconds
+from guardrail.chain.breaker import CircuitBreaker, SharedCircuitBreaker
 from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused, SyncAsyncMismatch
 from guardrail.gates.semantic import Rule, evaluate
+from guardrail.observe import metrics
+from guardrail.observe.telemetry import tier_span
 from guardrail.outcome import Budget, Outcome, Result, Usage
 
 T = TypeVar("T")
 
 
-class CircuitBreaker:
-    """Per vendor+model: opens after ``failures`` consecutive failures; while open, no calls at all; after
-    ``reset_after`` seconds it lets exactly one probe through (half-open); a success closes it, a failure opens
-    it again. Thread-safe (one lock); asyncio code uses it from the event loop thread the same way."""
-
-    def __init__(self, failures: int = 5, reset_after: float = 30.0) -> None:
-        if failures < 1 or reset_after <= 0:
-            raise ValueError("failures must be >= 1 and reset_after > 0")
-        self.failures = failures
-        self.reset_after = reset_after
-        self._lock = threading.Lock()
-        self._count = 0
-        self._opened_at: float | None = None
-        self._probing = False
-
-    @property
-    def state(self) -> str:
-        """``closed``, ``open`` or ``half_open``."""
-        with self._lock:
-            if self._opened_at is None:
-                return "closed"
-            return "half_open" if time.monotonic() - self._opened_at >= self.reset_after else "open"
-
-    def allow(self) -> bool:
-        """Whether a call may go out now (claims the single half-open probe when it is due)."""
-        with self._lock:
-            if self._opened_at is None:
-                return True
-            if time.monotonic() - self._opened_at < self.reset_after or self._probing:
-                return False
-            self._probing = True
-            return True
-
-    def release(self) -> None:
-        """Give back an allowed call that never reached the vendor (no success, no failure)."""
-        with self._lock:
-            self._probing = False
-
-    def record(self, ok: bool) -> None:
-        """Report the outcome of an allowed call."""
-        with self._lock:
-            self._probing = False
-            if ok:
-                self._count, self._opened_at = 0, None
-                return
-            self._count += 1
-            if self._opened_at is not None or self._count >= self.failures:
-                self._opened_at = time.monotonic()
-
-
-class SharedCircuitBreaker:
-    """A :class:`CircuitBreaker` whose state lives in a :class:`~guardrail.store.Store` (SQLite, Redis), so
-    several processes share it: one opens it for all, and across all of them only one half-open probe goes out.
-    Every change is a compare-and-set on one JSON record; wall-clock time (``time.time``) since it is shared."""
-
-    def __init__(self, store: Any, key: str, failures: int = 5, reset_after: float = 30.0,
-                 ttl: float = 86400.0) -> None:
-        if failures < 1 or reset_after <= 0:
-            raise ValueError("failures must be >= 1 and reset_after > 0")
-        self.store, self.key, self.failures, self.reset_after, self.ttl = store, f"breaker:{key}", failures, \
-            reset_after, ttl
-
-    def _read(self) -> tuple[str | None, dict[str, Any]]:
-        raw = self.store.get(self.key)
-        return raw, (json.loads(raw) if raw else {"count": 0, "opened_at": None, "probe_at": None})
-
-    def _write(self, raw: str | None, state: dict[str, Any]) -> bool:
-        text = json.dumps(state, sort_keys=True)
-        if raw is None:
-            return bool(self.store.put_if_absent(self.key, text, self.ttl))
-        return bool(self.store.compare_and_set(self.key, raw, text, self.ttl))
-
-    @property
-    def state(self) -> str:
-        _, state = self._read()
-        if state["opened_at"] is None:
-            return "closed"
-        return "half_open" if time.time() - state["opened_at"] >= self.reset_after else "open"
-
-    def allow(self) -> bool:
-        for _ in range(50):
-            raw, state = self._read()
-            opened = state["opened_at"]
-            if opened is None:
-                return True
-            now = time.time()
-            probing = state["probe_at"] is not None and now - state["probe_at"] < self.reset_after
-            if now - opened < self.reset_after or probing:
-                return False
-            if self._write(raw, {**state, "probe_at": now}):
-                return True
-        return False
-
-    def release(self) -> None:
-        """Give back an allowed call that never reached the vendor (frees a claimed probe)."""
-        for _ in range(50):
-            raw, state = self._read()
-            if state["probe_at"] is None or self._write(raw, {**state, "probe_at": None}):
-                return
-
-    def record(self, ok: bool) -> None:
-        for _ in range(50):
-            raw, state = self._read()
-            new: dict[str, Any]
-            if ok:
-                new = {"count": 0, "opened_at": None, "probe_at": None}
-            else:
-                count = state["count"] + 1
-                reopen = state["opened_at"] is not None or count >= self.failures
-                new = {"count": count, "opened_at": time.time() if reopen else None, "probe_at": None}
-            if self._write(raw, new):
-                return
-
-
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One call, vendor-neutral: what every tier gets."""
+    """One call, vendor-neutral: what every tier gets.
+
+    ``prompt_version`` and ``cache`` reach the vendor tiers' response caches (``vendor(..., cache=...)``): the
+    prompt's version in the cache key, and ``False`` to skip the caches for this call. ``response_cache`` is the
+    chain's own cache (``Chain(cache=...)``), used by vendor tiers that have none.
+    """
 
     output_type: Any
     system: str
@@ -167,6 +60,9 @@ class Request:
     context: Mapping[str, Any]
     rules: tuple[Rule, ...]
     budget: Budget | None = None
+    prompt_version: str | None = None
+    cache: bool = True
+    response_cache: Cache | None = None
 
 
 @dataclass
@@ -182,7 +78,7 @@ class Tier:
     name: str
     kind: str
     run: Callable[[Request, float | None], Any] | None
-    breaker: CircuitBreaker | SharedCircuitBreaker | None = None
+    breaker: CircuitBreaker | None = None
     arun: Callable[[Request, float | None], Awaitable[Any]] | None = None
 
     def __post_init__(self) -> None:
@@ -263,9 +159,10 @@ def _walk(chain: Chain, request: Request) -> Generator[_Step, _Done, ChainResult
     started = time.monotonic()
     departures: list[Departure] = []
     used = Usage()
+    spent: float | None = 0.0  # US dollars the failed tiers cost (None: a price was unknown)
     for tier in chain.tiers:
         if chain.budget is not None:
-            request = replace(request, budget=_remaining(chain.budget, used))
+            request = replace(request, budget=_remaining(chain.budget, used, spent))
         left = None if chain.deadline is None else chain.deadline - (time.monotonic() - started)
         if left is not None and left <= 0 and tier.kind in ("vendor", "local"):
             departures.append(Departure(tier.name, "deadline", TimeoutError("no time left for this tier")))
@@ -301,11 +198,15 @@ def _walk(chain: Chain, request: Request) -> Generator[_Step, _Done, ChainResult
                     tier.breaker.record(False)
             if isinstance(error, CallError):
                 used = used + error.outcome.usage
+                if chain.budget is not None and chain.budget.max_usd is not None and spent is not None:
+                    cost = error.outcome.cost_usd
+                    spent = None if cost is None else spent + cost
             departures.append(Departure(tier.name, _reason(error), error))
             continue
         if tier.breaker is not None:
             tier.breaker.record(True)
         degraded = isinstance(produced, _Degraded)
+        metrics.chain_result(tier.name, tier.kind, degraded)
         return ChainResult(value, tier.name, tuple(departures), degraded,
                            produced.notice if degraded else None,
                            produced.detail if degraded else produced if isinstance(produced, Result) else None,
@@ -344,7 +245,8 @@ async def _drive(core: Generator[_Step, _Done, ChainResult[Any]], execute: _Exec
         step = next(core)
         while True:
             try:
-                done: _Done = (await execute(step), None)
+                with tier_span(step.tier.name, step.tier.kind):
+                    done: _Done = (await execute(step), None)
             except Exception as error:
                 done = (None, error)
             except BaseException as stop:
@@ -392,6 +294,8 @@ class Chain:
     rules: Sequence[Rule] = field(default_factory=tuple)
     #: Tokens/cost for the whole chain: each vendor tier gets what the earlier tiers left.
     budget: Budget | None = None
+    #: A response cache for the vendor tiers that have none of their own (``vendor(..., cache=...)``).
+    cache: Cache | None = None
 
     def __post_init__(self) -> None:
         # a LocalModel may stand in the list as itself: it becomes a default local tier
@@ -399,19 +303,22 @@ class Chain:
                       for tier in self.tiers]
 
     def _request(self, output_type: Any, system: str, user: str, inputs: Mapping[str, Any] | None,
-                 context: Mapping[str, Any] | None, rules: Sequence[Rule]) -> Request:
+                 context: Mapping[str, Any] | None, rules: Sequence[Rule], prompt_version: str | None = None,
+                 cache: bool = True) -> Request:
         if isinstance(output_type, Mapping):  # a JSON Schema: its hashable, pydantic-compatible form for every tier
             from guardrail.schema.jsonschema_contract import as_output_type
 
             output_type = as_output_type(output_type)
-        return Request(output_type, system, user, dict(inputs or {}), dict(context or {}), (*self.rules, *rules))
+        return Request(output_type, system, user, dict(inputs or {}), dict(context or {}), (*self.rules, *rules),
+                       prompt_version=prompt_version, cache=cache, response_cache=self.cache)
 
     def _from_messages(self, output_type: Any, messages: Sequence[Mapping[str, Any]],
                        inputs: Mapping[str, Any] | None, context: Mapping[str, Any] | None,
-                       rules: Sequence[Rule]) -> Request:
+                       rules: Sequence[Rule], prompt_version: str | None, cache: bool) -> Request:
         """The request of a call in the wrapper's shape (the user text is the rule engine's input by default)."""
         system, user = _split_messages(messages)
-        return self._request(output_type, system, user, inputs or {"input": user}, context, rules)
+        return self._request(output_type, system, user, inputs or {"input": user}, context, rules, prompt_version,
+                             cache)
 
     def _run(self, request: Request) -> ChainResult[Any]:
         """Walk the chain for ``request`` in this thread (every tier's sync ``run``)."""
@@ -426,47 +333,58 @@ class Chain:
         return await _drive(_walk(self, request), _on_the_loop)
 
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
-            context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+            context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (), prompt_version: str | None = None,
+            cache: bool = True) -> ChainResult[Any]:
         """Produce a value of ``output_type`` from the first tier that can (see the module docstring).
 
         ``rules`` (with the chain's own) hold every tier to the same semantic gate: vendor tiers get them as
         feedback rules, and the rule engine's and safe default's values are checked by them too. A chain with
         an async tier raises :class:`~guardrail.errors.SyncAsyncMismatch` before calling anything: use :meth:`arun`.
+        ``prompt_version`` goes into the vendor tiers' cache keys; ``cache=False`` skips their caches. Only a
+        vendor tier's answer is ever cached: a degraded value (rule engine, safe default) never is.
         """
-        return self._run(self._request(output_type, system, user, inputs, context, rules))
+        return self._run(self._request(output_type, system, user, inputs, context, rules, prompt_version, cache))
 
     async def arun(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
-                   context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+                   context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (),
+                   prompt_version: str | None = None, cache: bool = True) -> ChainResult[Any]:
         """The async :meth:`run`: async tiers are awaited, sync tiers run in a worker thread (each still within
         the time the chain has left, which its own deadline enforces)."""
-        return await self._arun(self._request(output_type, system, user, inputs, context, rules))
+        request = self._request(output_type, system, user, inputs, context, rules, prompt_version, cache)
+        return await self._arun(request)
 
     def create(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-               rules: Sequence[Rule] = ()) -> Any:
+               rules: Sequence[Rule] = (), prompt_version: str | None = None, cache: bool = True) -> Any:
         """The wrapper's call shape: OpenAI-style ``messages`` in, the validated value out (any tier's).
 
         Use :meth:`create_with_result` for the :class:`ChainResult` (which tier, why earlier ones were left).
         """
-        return self._run(self._from_messages(response_model, messages, inputs, context, rules)).value
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        return self._run(request).value
 
     def create_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                            inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-                           rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+                           rules: Sequence[Rule] = (), prompt_version: str | None = None,
+                           cache: bool = True) -> ChainResult[Any]:
         """Like :meth:`create`, returning the :class:`ChainResult`."""
-        return self._run(self._from_messages(response_model, messages, inputs, context, rules))
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        return self._run(request)
 
     async def acreate(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                       inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-                      rules: Sequence[Rule] = ()) -> Any:
+                      rules: Sequence[Rule] = (), prompt_version: str | None = None, cache: bool = True) -> Any:
         """The async :meth:`create` (through :meth:`arun`)."""
-        return (await self._arun(self._from_messages(response_model, messages, inputs, context, rules))).value
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        return (await self._arun(request)).value
 
     async def acreate_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                                   inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-                                  rules: Sequence[Rule] = ()) -> ChainResult[Any]:
+                                  rules: Sequence[Rule] = (), prompt_version: str | None = None,
+                                  cache: bool = True) -> ChainResult[Any]:
         """The async :meth:`create_with_result` (through :meth:`arun`)."""
-        return await self._arun(self._from_messages(response_model, messages, inputs, context, rules))
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        return await self._arun(request)
 
 
 def _tier_outcome(tier: Tier, started: float) -> Outcome:
@@ -493,17 +411,20 @@ def _tighter(first: Budget | None, second: Budget | None) -> Budget | None:
     tokens = [b.max_tokens for b in (first, second) if b.max_tokens is not None]
     priced = [b for b in (first, second) if b.max_cost is not None and b.price is not None]
     cheapest = min(priced, key=lambda b: b.max_cost or 0.0) if priced else None
+    dollars = [b.max_usd for b in (first, second) if b.max_usd is not None]
     return Budget(min(tokens) if tokens else None, cheapest.max_cost if cheapest else None,
-                  cheapest.price if cheapest else None)
+                  cheapest.price if cheapest else None, min(dollars) if dollars else None)
 
 
-def _remaining(budget: Budget, used: Usage) -> Budget:
-    """What ``budget`` leaves after ``used`` (never negative)."""
+def _remaining(budget: Budget, used: Usage, spent: float | None = 0.0) -> Budget:
+    """What ``budget`` leaves after ``used`` tokens and ``spent`` dollars (never negative; an unknown spend
+    leaves no dollars: a dollar cap is never assumed kept)."""
     tokens = None if budget.max_tokens is None else max(0, budget.max_tokens - used.total_tokens)
     cost = None
     if budget.max_cost is not None and budget.price is not None:
         cost = max(0.0, budget.max_cost - used.cost(budget.price))
-    return Budget(tokens, cost, budget.price)
+    dollars = None if budget.max_usd is None else max(0.0, budget.max_usd - spent) if spent is not None else 0.0
+    return Budget(tokens, cost, budget.price, dollars)
 
 
 def _reason(error: BaseException) -> str:
@@ -514,29 +435,35 @@ def _reason(error: BaseException) -> str:
 
 def vendor(client: Any, model: str, *, name: str | None = None, api: str | None = None, max_tokens: int = 1024,
            max_attempts: int | None = None, mode: Any = None, budget: Budget | None = None,
-           retry: RetryPolicy | None = None, breaker: CircuitBreaker | SharedCircuitBreaker | None = None,
-           server: str | None = None) -> Tier:
+           retry: RetryPolicy | None = None, breaker: CircuitBreaker | None = None,
+           server: str | None = None, cache: Cache | None = None) -> Tier:
     """A vendor tier: an OpenAI/Anthropic (or OpenAI-compatible self-hosted) client and a model.
 
     It runs the full attempt loop; its deadline is the tighter of its own (``retry.deadline``, by default the
     client's timeout) and what the chain has left. A sync client serves :meth:`Chain.run` (and
     :meth:`Chain.arun`, in a worker thread); an ``AsyncOpenAI``/``AsyncAnthropic`` client serves
-    :meth:`Chain.arun` only.
+    :meth:`Chain.arun` only. ``cache`` is a response cache for this tier's answers
+    (:class:`~guardrail.call.cache.Cache`; default: the chain's ``cache``); the chain's request passes
+    ``prompt_version`` and ``cache=False`` on.
     """
     base_retry = retry or RetryPolicy()
-    wrapped: WrappedClient = wrap(client, server=server, retry=base_retry)
+    wrapped: WrappedClient = wrap(client, server=server, retry=base_retry, cache=cache)
     own = base_retry.deadline_seconds(timeout_seconds(getattr(client, "timeout", None)))
 
     def call(request: Request, left: float | None) -> Any:
         """The wrapped SDK call for this request: a Result (sync client) or an awaitable of one (async)."""
         target: WrappedClient = wrapped
+        chosen = cache if cache is not None else request.response_cache  # the tier's own, else the chain's
         if left is not None:  # the chain's deadline: the tighter of it and the tier's own
             seconds = left if own is None else min(own, left)
-            target = wrap(client, server=server, retry=replace(base_retry, deadline=seconds))
+            target = wrap(client, server=server, retry=replace(base_retry, deadline=seconds), cache=chosen)
+        elif chosen is not cache:
+            target = wrap(wrapped, cache=chosen)
         common: dict[str, Any] = {"response_model": request.output_type, "model": model,
                                   "max_attempts": max_attempts, "mode": mode,
                                   "budget": _tighter(request.budget, budget), "rules": request.rules,
-                                  "context": request.context}
+                                  "context": request.context, "prompt_version": request.prompt_version,
+                                  "cache": request.cache}
         if target.vendor == "anthropic" or api == "messages":
             return target.messages.create_with_result(system=request.system, max_tokens=max_tokens,
                                                       messages=[{"role": "user", "content": request.user}], **common)
@@ -567,7 +494,7 @@ def _is_async_client(client: Any) -> bool:
 
 
 def local(model: Any, *, name: str = "local", temperature: float = 1.0, max_new_tokens: int = 512,
-          breaker: CircuitBreaker | SharedCircuitBreaker | None = None) -> Tier:
+          breaker: CircuitBreaker | None = None) -> Tier:
     """A local tier: a :class:`guardrail.local.LocalModel` generating under the contract's grammar mask.
 
     The prompt is the system text and the user text; the value passes the same parse layer, validation and

@@ -70,6 +70,8 @@ class Verdict:
     violations: tuple[Violation, ...] = ()
     end: bool = False
     declined: str | None = None
+    #: The names of the rules that failed, in order (metrics count rejections per rule).
+    failed: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -79,15 +81,17 @@ class Verdict:
 def evaluate(rules: Iterable[Rule], value: Any, context: Mapping[str, Any]) -> Verdict:
     """Run every rule over ``value``; an exit rule that fires wins (the answer is a typed non-answer)."""
     found: list[Violation] = []
+    failed: list[str] = []
     end = False
     for each in rules:
         problems = each(value, context)
         if each.kind == "exit" and problems:
-            return Verdict(tuple(problems), False, problems[0].message)
+            return Verdict(tuple(problems), False, problems[0].message, (each.name,))
         if problems:
             found.extend(problems)
+            failed.append(each.name)
             end = end or each.on_fail == "end"
-    return Verdict(tuple(found), end, None)
+    return Verdict(tuple(found), end, None, tuple(failed))
 
 
 def rule(fn: Callable[[Any, Mapping[str, Any]], Any] | None = None, *, name: str | None = None,

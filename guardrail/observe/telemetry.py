@@ -1,26 +1,33 @@
 """Telemetry for vendor calls: one OpenTelemetry span per call and an event per attempt (:mod:`guardrail.observe.logs`).
 
 The span follows the OpenTelemetry GenAI semantic conventions (``gen_ai.operation.name``,
-``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens``/``output_tokens``,
+``gen_ai.provider.name`` (``azure.ai.openai`` for an Azure OpenAI client), ``gen_ai.request.model``,
+``gen_ai.response.model``, ``gen_ai.response.id`` (the last answer's), ``server.address``/``server.port``,
+``gen_ai.usage.input_tokens``/``output_tokens`` with ``gen_ai.usage.cache_read.input_tokens``,
+``gen_ai.usage.cache_creation.input_tokens`` and ``gen_ai.usage.reasoning.output_tokens``,
 ``gen_ai.response.finish_reasons``, ``error.type``) plus guardrail's own ``guardrail.*`` attributes (mode,
-attempts, fixes, vendor calls, schema hash). Message content is not recorded unless
-``Settings.capture_content`` is set, and then only after :func:`guardrail.observe.redact.redact_text` (as are error
-messages on the span). Without an OpenTelemetry SDK configured, spans are no-ops and the
-trace id is a random one, so every error still carries an id to search logs by.
+attempts, fixes, vendor calls, schema hash, ``guardrail.cost.usd`` when the ``cost`` extra prices the model).
+Message content is not recorded unless ``Settings.capture_content`` is set; then each attempt adds one
+``gen_ai.client.inference.operation.details`` event (:mod:`guardrail.observe.content`) whose messages pass
+through :func:`guardrail.observe.redact.redact` first (as do error messages on the span). Without an
+OpenTelemetry SDK configured, spans are no-ops and the trace id is a random one, so every error still carries
+an id to search logs by.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from guardrail.observe import content, cost
 from guardrail.observe.logs import get_logger
 from guardrail.observe.redact import redact_text
+from guardrail.observe.target import Target
 from guardrail.outcome import Outcome
 
 log = get_logger("guardrail")
@@ -28,9 +35,10 @@ _tracer = trace.get_tracer("guardrail")
 
 
 @contextmanager
-def call_span(provider: str, model: str, request: dict[str, Any]) -> Iterator[tuple[Span, str]]:
+def call_span(target: Target, model: str, request: dict[str, Any]) -> Iterator[tuple[Span, str]]:
     """Open the call's span; yields it and the trace id (the span's, or a random one when tracing is off)."""
-    attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider,
+    provider = target.provider
+    attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", **target.attributes(),
                                   "gen_ai.request.model": model, "gen_ai.output.type": "json"}
     for key, name in (("temperature", "gen_ai.request.temperature"), ("max_tokens", "gen_ai.request.max_tokens"),
                       ("max_completion_tokens", "gen_ai.request.max_tokens"),
@@ -45,24 +53,39 @@ def call_span(provider: str, model: str, request: dict[str, Any]) -> Iterator[tu
         yield span, trace_id
 
 
-def finish_span(span: Span, outcome: Outcome, error: BaseException | None, *, capture_content: bool) -> None:
-    """Put the outcome on the span and log the call's end."""
+def finish_span(span: Span, outcome: Outcome, error: BaseException | None, *, capture_content: bool,
+                requests: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Put the outcome on the span and log the call's end; ``requests`` are the SDK keywords each attempt
+    sent (for content capture)."""
     reasons = [a.finish_reason for a in outcome.attempts if a.finish_reason]
     last = outcome.attempts[-1] if outcome.attempts else None
-    span.set_attributes({
-        "gen_ai.usage.input_tokens": outcome.usage.input_tokens,
-        "gen_ai.usage.output_tokens": outcome.usage.output_tokens,
+    usage = outcome.usage
+    attributes: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": usage.input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+        "gen_ai.usage.cache_read.input_tokens": usage.cached_input_tokens,
+        "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens,
+        "gen_ai.usage.reasoning.output_tokens": usage.reasoning_tokens,
         "gen_ai.response.finish_reasons": reasons,
         "guardrail.mode": outcome.mode,
         "guardrail.attempts": len(outcome.attempts),
         "guardrail.vendor_calls": outcome.vendor_calls,
         "guardrail.fixes": len(last.fixes) if last else 0,
         "guardrail.schema_hash": outcome.schema_hash,
-    })
+    }
+    answered = next((a for a in reversed(outcome.attempts) if a.response_model or a.response_id), None)
+    if answered is not None and answered.response_model:
+        attributes["gen_ai.response.model"] = answered.response_model
+    if answered is not None and answered.response_id:
+        attributes["gen_ai.response.id"] = answered.response_id
+    if span.is_recording() and cost.available():  # priced only when someone records it
+        spent = outcome.cost_usd
+        if spent is not None:
+            attributes["guardrail.cost.usd"] = spent
+    span.set_attributes(attributes)
     if capture_content:
-        for attempt in outcome.attempts:
-            span.add_event("guardrail.output", {"guardrail.attempt": attempt.number,
-                                                "content": redact_text(attempt.raw or "")})
+        for attempt, sent in zip(outcome.attempts, requests, strict=False):
+            span.add_event(content.EVENT, content.event_attributes(attempt, sent))
     if error is not None:
         span.set_attribute("error.type", type(error).__name__)
         span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:200]))
@@ -70,3 +93,19 @@ def finish_span(span: Span, outcome: Outcome, error: BaseException | None, *, ca
              mode=outcome.mode, attempts=len(outcome.attempts), vendor_calls=outcome.vendor_calls,
              input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
              seconds=round(outcome.seconds, 4), error=type(error).__name__ if error else None)
+
+
+@contextmanager
+def tier_span(name: str, kind: str) -> Iterator[Span]:
+    """A span around one chain tier's run (``guardrail.chain.tier NAME``): a vendor tier's call span is its child,
+    and a local, rules or default tier, which makes no vendor call, still shows up in the trace with its time.
+    A tier that raised gets ``error.type`` and an error status (the message redacted)."""
+    attributes = {"guardrail.chain.tier": name, "guardrail.chain.kind": kind}
+    with _tracer.start_as_current_span(f"guardrail.chain.tier {name}", kind=SpanKind.INTERNAL, attributes=attributes,
+                                       record_exception=False, set_status_on_exception=False) as span:
+        try:
+            yield span
+        except Exception as error:
+            span.set_attribute("error.type", type(error).__name__)
+            span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:200]))
+            raise

@@ -78,6 +78,8 @@ class Reply:
         every, piece: trickle the body out ``piece`` bytes at a time, ``every`` seconds apart (see
             :meth:`trickled`); ``every == 0`` sends it at once.
         slow_head: trickle the status line and headers too (``trickled(..., headers=True)``).
+        cached_tokens, cache_write_tokens, reasoning_tokens: the usage details to report (see
+            :meth:`with_usage_details`).
     """
 
     kind: ReplyKind
@@ -101,6 +103,24 @@ class Reply:
     every: float = 0.0
     piece: int = 1
     slow_head: bool = False
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def with_usage_details(self, *, cached: int = 0, cache_write: int = 0, reasoning: int = 0) -> Reply:
+        """The same behaviour reporting prompt-cache and reasoning tokens in its usage, as each vendor does.
+
+        The counts are parts of the input and output totals (the behaviour's ``usage``, or the estimate):
+        OpenAI sends ``prompt_tokens_details.cached_tokens`` / ``completion_tokens_details.reasoning_tokens``
+        (Responses: ``input_tokens_details`` / ``output_tokens_details``) within its totals; Anthropic sends
+        ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` *apart from* ``input_tokens`` (which is
+        then the total less both) and ``output_tokens_details.thinking_tokens``. ``cache_write`` is
+        Anthropic's alone (OpenAI writes its cache for free and does not report it).
+        """
+        if min(cached, cache_write, reasoning) < 0:
+            raise ValueError("with_usage_details() counts must be 0 or more")
+        return dataclasses.replace(self, cached_tokens=int(cached), cache_write_tokens=int(cache_write),
+                                   reasoning_tokens=int(reasoning))
 
     def after(self, seconds: float) -> Reply:
         """The same behaviour, answered ``seconds`` later (simulated model latency)."""

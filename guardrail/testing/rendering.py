@@ -41,6 +41,10 @@ class Output:
     model: str
     top_logprobs: int | None = None
     tokens: tuple[TokenStep, ...] | None = None
+    #: Parts of ``input_tokens`` read from / written to the prompt cache, and of ``output_tokens`` spent reasoning.
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 def resolve(reply: Reply, request: RecordedRequest) -> Output:
@@ -72,6 +76,9 @@ def resolve(reply: Reply, request: RecordedRequest) -> Output:
         model=request.model or DEFAULT_MODEL,
         top_logprobs=_top_logprobs(request),
         tokens=reply.tokens,
+        cached_tokens=min(reply.cached_tokens, input_tokens),
+        cache_write_tokens=min(reply.cache_write_tokens, max(0, input_tokens - reply.cached_tokens)),
+        reasoning_tokens=min(reply.reasoning_tokens, output_tokens),
     )
 
 

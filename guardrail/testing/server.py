@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 import select
 import socket
 import sys
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["Handler", "Server"]
 
 _ROUTES: dict[str, Api] = {"/chat/completions": "chat", "/responses": "responses", "/messages": "messages"}
+#: The deployment prefix of Azure OpenAI paths (``openai.AzureOpenAI`` puts the model's deployment in the path).
+_AZURE_DEPLOYMENT = re.compile(r"^(?:/openai)?/deployments/[^/]+(?=/)")
 
 
 class Server(ThreadingHTTPServer):
@@ -93,6 +96,7 @@ class Handler(BaseHTTPRequestHandler):
         emulator = self.server.emulator
         path = urlsplit(self.path).path
         route = path[3:] if path.startswith("/v1/") else path
+        route = _AZURE_DEPLOYMENT.sub("", route)  # Azure OpenAI: /openai/deployments/NAME/chat/completions
         api = _ROUTES.get(route.rstrip("/"))
         raw = self._read_body()
         if api is None:

@@ -39,12 +39,14 @@ def _stop_details(out: Output) -> dict[str, Any] | None:
     return None
 
 
-def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+def _usage(out: Output, output_tokens: int) -> dict[str, Any]:
+    """Anthropic's usage: the cache buckets apart from ``input_tokens`` (the Output's total holds all three)."""
     return {
-        "input_tokens": input_tokens,
+        "input_tokens": out.input_tokens - out.cached_tokens - out.cache_write_tokens,
         "output_tokens": output_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": out.cache_write_tokens,
+        "cache_read_input_tokens": out.cached_tokens,
+        "output_tokens_details": {"thinking_tokens": min(out.reasoning_tokens, output_tokens)},
         "service_tier": "standard",
     }
 
@@ -59,7 +61,7 @@ def _message(out: Output, content: list[dict[str, Any]], stop: str | None, outpu
         "stop_reason": stop,
         "stop_sequence": None,
         "stop_details": _stop_details(out) if stop else None,
-        "usage": _usage(out.input_tokens, output_tokens),
+        "usage": _usage(out, output_tokens),
     }
 
 
@@ -102,6 +104,7 @@ def messages_stream(out: Output, failure: Reply | None = None) -> list[bytes]:
         return frames
     emit("content_block_stop", index=0)
     delta = {"stop_reason": _stop_reason(out), "stop_sequence": None, "stop_details": _stop_details(out)}
-    emit("message_delta", delta=delta, usage={"output_tokens": out.output_tokens})
+    emit("message_delta", delta=delta, usage={"output_tokens": out.output_tokens,
+                                              "output_tokens_details": {"thinking_tokens": out.reasoning_tokens}})
     emit("message_stop")
     return frames

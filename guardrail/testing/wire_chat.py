@@ -27,9 +27,9 @@ def _usage(out: Output) -> dict[str, Any]:
         "prompt_tokens": out.input_tokens,
         "completion_tokens": out.output_tokens,
         "total_tokens": out.input_tokens + out.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "prompt_tokens_details": {"cached_tokens": out.cached_tokens, "audio_tokens": 0},
         "completion_tokens_details": {
-            "reasoning_tokens": 0,
+            "reasoning_tokens": out.reasoning_tokens,
             "audio_tokens": 0,
             "accepted_prediction_tokens": 0,
             "rejected_prediction_tokens": 0,

@@ -18,9 +18,9 @@ __all__ = ["responses_body", "responses_stream"]
 def _usage(out: Output) -> dict[str, Any]:
     return {
         "input_tokens": out.input_tokens,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "input_tokens_details": {"cached_tokens": out.cached_tokens, "cache_write_tokens": 0},
         "output_tokens": out.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": out.reasoning_tokens},
         "total_tokens": out.input_tokens + out.output_tokens,
     }
 

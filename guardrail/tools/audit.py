@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from guardrail.observe import metrics
 from guardrail.observe.logs import get_logger
 from guardrail.observe.redact import redact
 from guardrail.tools.identity import Identity
@@ -48,5 +49,7 @@ def record(*, request_id: str, tool: str, decision: str, rule: str = "", reason:
         values = [str(arguments[name]) for name in secret_args if name in arguments and arguments[name] is not None
                   and len(str(arguments[name])) >= 3]
     clean: dict[str, Any] = redact(entry, secret_args, tuple(sorted(values, key=len, reverse=True)))
+    if decision == "denied":
+        metrics.tool_denied(rule, tool)
     _log.info("guardrail.audit", **clean)
     return clean

@@ -15,9 +15,9 @@ from guardrail.vendors.base import (
     Exchange,
     Finish,
     as_text,
+    count,
     feedback_message,
     instruction,
-    usage_from,
     with_history,
 )
 
@@ -59,7 +59,7 @@ class Messages(Endpoint):
                             token_key=self.max_tokens_key, temperature=temperature)
 
     def read(self, response: Any, tool: str | None) -> Completion:
-        usage = usage_from(response.usage, "input_tokens", "output_tokens")
+        usage = messages_usage(response.usage)
         reason = response.stop_reason or "end_turn"
         texts: list[str] = []
         for block in response.content or ():
@@ -79,6 +79,18 @@ def _completion(text: str | None, reason: str, usage: Usage, call_id: str | None
     refusal = (text or "the model declined to answer") if finish == "refusal" else None
     return Completion(text, finish, reason, usage, refusal, call_id, name, getattr(response, "model", None),
                       getattr(response, "id", None))
+
+
+def messages_usage(usage: Any) -> Usage:
+    """Messages ``usage``. Anthropic counts cache reads and cache writes apart from ``input_tokens``; guardrail
+    adds them in (every input token, as the OpenTelemetry conventions count them) and keeps them as parts.
+    Thinking tokens are part of ``output_tokens`` (``output_tokens_details.thinking_tokens``)."""
+    read = count(usage, "cache_read_input_tokens")
+    written = count(usage, "cache_creation_input_tokens")
+    return Usage(count(usage, "input_tokens") + read + written,
+                 count(usage, "output_tokens"),
+                 cached_input_tokens=read, cache_write_tokens=written,
+                 reasoning_tokens=count(usage, "output_tokens_details", "thinking_tokens"))
 
 
 def _with_system(system: Any, text: str) -> Any:
@@ -117,8 +129,8 @@ class _MessagesStream(Accumulator):
         self.call_id: str | None = None
         self.name: str | None = None
         self.reason = "stream_ended"  # until message_delta says why it stopped
-        self.input_tokens = 0
-        self.output_tokens = 0
+        self.start_usage: Any = None  # message_start's usage: the input side, cache buckets included
+        self.delta_usage: Any = None  # the last message_delta's usage: cumulative output (and thinking) tokens
         self.model: str | None = None
         self.id: str | None = None
 
@@ -126,7 +138,7 @@ class _MessagesStream(Accumulator):
         kind = getattr(event, "type", "")
         if kind == "message_start":
             self.model, self.id = event.message.model, event.message.id
-            self.input_tokens = event.message.usage.input_tokens or 0
+            self.start_usage = event.message.usage
         elif kind == "content_block_start" and event.content_block.type == "tool_use" and self.call_id is None \
                 and self.tool is not None and event.content_block.name == self.tool:
             self.call_id, self.name = event.content_block.id, event.content_block.name
@@ -139,13 +151,17 @@ class _MessagesStream(Accumulator):
                 self.args.append(delta.partial_json)
         elif kind == "message_delta":
             self.reason = event.delta.stop_reason or self.reason
-            self.output_tokens = event.usage.output_tokens or self.output_tokens
+            self.delta_usage = getattr(event, "usage", None) or self.delta_usage
 
     def text(self) -> str:
         return "".join(self.args) if self.call_id is not None else "".join(self.texts)
 
     def completion(self) -> Completion:
-        usage = Usage(self.input_tokens, self.output_tokens)
+        start = messages_usage(self.start_usage)
+        usage = start if self.delta_usage is None else Usage(
+            start.input_tokens, count(self.delta_usage, "output_tokens") or start.output_tokens,
+            cached_input_tokens=start.cached_input_tokens, cache_write_tokens=start.cache_write_tokens,
+            reasoning_tokens=count(self.delta_usage, "output_tokens_details", "thinking_tokens"))
         if self.call_id is not None:
             return _completion("".join(self.args), self.reason, usage, self.call_id, self.name, self)
         return _completion("".join(self.texts) if self.texts else None, self.reason, usage, None, None, self)

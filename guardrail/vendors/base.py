@@ -146,9 +146,11 @@ def as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def usage_from(obj: Any, input_key: str, output_key: str) -> Usage:
-    """Read a usage object or dict with the given field names; missing fields count as zero."""
-    if obj is None:
-        return Usage()
-    get: Callable[[str], Any] = obj.get if isinstance(obj, dict) else (lambda k: getattr(obj, k, None))
-    return Usage(int(get(input_key) or 0), int(get(output_key) or 0))
+def count(obj: Any, *path: str) -> int:
+    """The token count at ``path`` in a usage object or dict (SDK models and plain dicts alike); 0 when any
+    step is missing or not a number (a vendor that does not report a detail reports none of it)."""
+    for name in path:
+        if obj is None:
+            return 0
+        obj = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+    return obj if isinstance(obj, int) and not isinstance(obj, bool) else 0

@@ -18,9 +18,9 @@ from guardrail.vendors.base import (
     Endpoint,
     Exchange,
     Finish,
+    count,
     feedback_message,
     instruction,
-    usage_from,
     with_history,
 )
 
@@ -79,7 +79,7 @@ class ChatCompletions(Endpoint):
     def read(self, response: Any, tool: str | None) -> Completion:
         choice = response.choices[0]
         message = choice.message
-        usage = usage_from(response.usage, "prompt_tokens", "completion_tokens")
+        usage = chat_usage(response.usage)
         reason = choice.finish_reason or "stop"
         for call in message.tool_calls or ():
             function = getattr(call, "function", None)
@@ -96,6 +96,15 @@ def _completion(text: str | None, reason: str, usage: Usage, refusal: str | None
     finish: Finish = "refusal" if refusal else _FINISH.get(reason, "other")
     return Completion(text, finish, reason, usage, refusal, call_id, name, getattr(response, "model", None),
                       getattr(response, "id", None))
+
+
+def chat_usage(usage: Any) -> Usage:
+    """Chat Completions ``usage``: ``prompt_tokens`` (cached ones included, as
+    ``prompt_tokens_details.cached_tokens``) and ``completion_tokens`` (reasoning included, as
+    ``completion_tokens_details.reasoning_tokens``)."""
+    return Usage(count(usage, "prompt_tokens"), count(usage, "completion_tokens"),
+                 cached_input_tokens=count(usage, "prompt_tokens_details", "cached_tokens"),
+                 reasoning_tokens=count(usage, "completion_tokens_details", "reasoning_tokens"))
 
 
 def _with_system(messages: list[Any], text: str) -> list[Any]:
@@ -135,7 +144,7 @@ class _ChatStream(Accumulator):
         self.model = getattr(event, "model", None) or self.model
         self.id = getattr(event, "id", None) or self.id
         if getattr(event, "usage", None) is not None:
-            self.usage = usage_from(event.usage, "prompt_tokens", "completion_tokens")
+            self.usage = chat_usage(event.usage)
         for choice in getattr(event, "choices", None) or ():
             if choice.index != 0:
                 continue

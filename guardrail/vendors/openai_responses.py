@@ -13,9 +13,9 @@ from guardrail.vendors.base import (
     Endpoint,
     Exchange,
     Finish,
+    count,
     feedback_message,
     instruction,
-    usage_from,
     with_history,
 )
 from guardrail.vendors.failures import StreamError
@@ -58,7 +58,7 @@ class Responses(Endpoint):
             error = getattr(response, "error", None)
             raise StreamError({"type": getattr(error, "code", None) or "server_error",
                                "message": getattr(error, "message", None) or "the response failed"})
-        usage = usage_from(response.usage, "input_tokens", "output_tokens")
+        usage = responses_usage(response.usage)
         status = getattr(response, "status", None) or "completed"
         details = getattr(response, "incomplete_details", None)
         reason = getattr(details, "reason", None) if details is not None else None
@@ -87,6 +87,14 @@ class Responses(Endpoint):
 
     def accumulator(self, tool: str | None) -> Accumulator:
         return _ResponsesStream(self, tool)
+
+
+def responses_usage(usage: Any) -> Usage:
+    """Responses ``usage``: ``input_tokens`` (cached ones included, as ``input_tokens_details.cached_tokens``)
+    and ``output_tokens`` (reasoning included, as ``output_tokens_details.reasoning_tokens``)."""
+    return Usage(count(usage, "input_tokens"), count(usage, "output_tokens"),
+                 cached_input_tokens=count(usage, "input_tokens_details", "cached_tokens"),
+                 reasoning_tokens=count(usage, "output_tokens_details", "reasoning_tokens"))
 
 
 def _replay(exchange: Exchange) -> list[dict[str, Any]]:
