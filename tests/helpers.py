@@ -86,6 +86,16 @@ def finishes(fn: Callable[[], T], what: str, within: float = HANG_GUARD_S) -> T:
     return done[0]
 
 
+def in_threads(worker: Callable[[int], object], count: int) -> None:
+    """Run ``worker(0)`` .. ``worker(count - 1)``, each in its own thread, all started before any is joined
+    (a worker that must start at the same moment as the others waits on a barrier of its own)."""
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def until(condition: Callable[[], bool], what: str, within: float = HANG_GUARD_S) -> None:
     """Poll ``condition`` (every 10 ms) until it holds; fail with ``what`` if it still does not after ``within``
     seconds. For waiting on another thread's progress instead of sleeping a guessed time."""

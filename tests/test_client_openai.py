@@ -342,15 +342,19 @@ def test_responses_tool_mode_replays_the_function_call(emu: Emulator) -> None:
 # -- streaming ----------------------------------------------------------------------------------------------
 
 
+def streamed(client: Any, api: str) -> Any:
+    """A streamed structured call for a ``Ticket`` on ``api`` (``chat`` or ``responses``); its result."""
+    if api == "chat":
+        return client.chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES, stream=True,
+                                                          response_model=Ticket)
+    return client.responses.create_with_result(model="gpt-4o", input="x", stream=True, response_model=Ticket)
+
+
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_streamed_answers_are_assembled_then_validated(emu: Emulator, api: str) -> None:
     emu.script(reply.answer(GOOD))
     client = wrapped(emu)
-    if api == "chat":
-        result = client.chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES, stream=True,
-                                                            response_model=Ticket)
-    else:
-        result = client.responses.create_with_result(model="gpt-4o", input="x", stream=True, response_model=Ticket)
+    result = streamed(client, api)
     assert result.value.tags == ["hw"]
     assert result.usage.output_tokens > 0
     assert emu.requests[0].stream
@@ -360,11 +364,7 @@ def test_streamed_answers_are_assembled_then_validated(emu: Emulator, api: str) 
 def test_a_mid_stream_error_is_retried(emu: Emulator, api: str) -> None:
     emu.script(reply.stream_error(text_before='{"title": '), reply.answer(GOOD))
     client = wrapped(emu)
-    if api == "chat":
-        result = client.chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES, stream=True,
-                                                            response_model=Ticket)
-    else:
-        result = client.responses.create_with_result(model="gpt-4o", input="x", stream=True, response_model=Ticket)
+    result = streamed(client, api)
     assert result.value.priority == 5 and result.vendor_calls == 2
 
 

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import openai
 import pytest
-from helpers import LooseTicket, endpoint_client, endpoint_method, structured_call
+from helpers import HANG_GUARD_S, LooseTicket, endpoint_client, endpoint_method, finishes, structured_call
 
 import guardrail
 from guardrail.call.retry import RetryPolicy
@@ -36,8 +35,6 @@ pytestmark = pytest.mark.slow
 APIS = ("chat", "responses", "messages")
 COMBOS = list(itertools.product(APIS, (False, True), (False, True)))
 IDS = [f"{api}-{'async' if a else 'sync'}-{'stream' if s else 'plain'}" for api, a, s in COMBOS]
-#: Far longer than any deadline here: a call still running after it has hung.
-HANG_GUARD = 60.0
 LONG = "x" * 3000
 
 #: name -> (the slow answer, whether the server sees the client hang up before the answer was finished)
@@ -50,32 +47,12 @@ SLOW: dict[str, tuple[Callable[[], Reply], bool]] = {
                         .trickled(0.05, headers=True), True),
     "error headers trickle": (lambda: reply.error(429, headers={"x-pad": LONG}).trickled(0.05, headers=True),
                               True),
-    "nothing is sent": (lambda: reply.timeout(HANG_GUARD), False),
+    "nothing is sent": (lambda: reply.timeout(HANG_GUARD_S), False),
 }
 
 
 def client_for(emu: Emulator, api: str, is_async: bool) -> Any:
     return endpoint_client(emu, api, is_async, 30.0)
-
-
-def bounded(run: Callable[[], Any]) -> Any:
-    """Run ``run`` in a thread; return what it returned or raise what it raised; a hang fails the test."""
-    out: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            out["value"] = run()
-        except BaseException as error:  # handed to the test thread
-            out["error"] = error
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(HANG_GUARD)
-    if thread.is_alive():
-        pytest.fail("the call ran on long past its deadline (hung)")
-    if "error" in out:
-        raise out["error"]
-    return out.get("value")
 
 
 def call(emu: Emulator, api: str, is_async: bool, stream: bool, deadline: float) -> Any:
@@ -90,7 +67,7 @@ def test_the_call_deadline_bounds_every_slow_phase(emu: Emulator, api: str, is_a
     make, hung_up_early = SLOW[slow]
     emu.script(make(), make(), make())
     with pytest.raises(DeadlineExceeded) as caught:
-        bounded(lambda: call(emu, api, is_async, stream, deadline=0.5))
+        finishes(lambda: call(emu, api, is_async, stream, deadline=0.5), "a call past its deadline")
     assert caught.value.code == "deadline"
     if hung_up_early:
         assert emu.wait_closed_early(1, 10), "the server never saw the connection closed before the answer was done"
@@ -113,7 +90,7 @@ def test_the_chain_deadline_bounds_every_slow_phase_and_the_chain_moves_on(emu: 
         return asyncio.run(chain.arun(LooseTicket, system="s", user="u")) if is_async else \
             chain.run(LooseTicket, system="s", user="u")
 
-    result = bounded(run)
+    result = finishes(run, "a chain past its deadline")
     assert result.tier == "safe-default" and result.degraded
     assert result.departures[0].tier == "first"
     assert isinstance(result.departures[0].error, DeadlineExceeded)  # cut off, typed
@@ -151,5 +128,5 @@ def test_a_kept_alive_connection_is_cut_too(emu: Emulator, api: str, slow: str) 
     method, kwargs = endpoint_method(client, api)
     assert method.create(response_model=LooseTicket, **kwargs).urgency == 3
     with pytest.raises(DeadlineExceeded):
-        bounded(lambda: method.create(response_model=LooseTicket, **kwargs))
+        finishes(lambda: method.create(response_model=LooseTicket, **kwargs), "a second call past its deadline")
     assert emu.wait_closed_early(1, 10)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import OPEN, ToolEnv
+from helpers import OPEN, ToolEnv, in_threads
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis_server import redis_url  # noqa: F401  (the session fixture that starts a real redis-server)
@@ -87,11 +87,7 @@ def test_fifty_threads_never_pass_either_limit(store: Store) -> None:
             with lock:
                 accepted.append(amount)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(50)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(worker, 50)
     assert len(accepted) <= 20 and sum(accepted) <= Decimal("3.00")
     assert store.get("{t}:rate") == str(len(accepted))
     assert Decimal(store.get("{t}:spend") or "0") == sum(accepted)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import in_threads
 from redis_server import redis_url  # noqa: F401  (registers the session fixture that starts redis-server)
 
 from guardrail.errors import GuardrailError
@@ -215,11 +216,7 @@ def test_add_within_limit_never_exceeds_the_limit_under_50_threads(store: Store)
                 with lock:
                     accepted.append(amount)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(50)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(worker, 50)
     assert sum(accepted) <= limit
     assert sum(accepted) > limit - 3, "rejections only happen when the next amount would not fit"
     assert store.add_within_limit("budget", 0, limit, 60) == (True, sum(accepted))
@@ -301,11 +298,7 @@ def test_50_threads_one_key_execute_once(store: Store) -> None:
         with lock:
             outcomes.append(outcome)
 
-    threads = [threading.Thread(target=worker) for _ in range(50)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(lambda _: worker(), 50)
     assert execute.count == 1
     assert len(outcomes) == 50
     assert {result for result, _ in outcomes} == {'{"execution": 1}'}

@@ -149,7 +149,7 @@ def test_argument_constraints(setup: Any) -> None:
 
 
 def test_approval_tokens_cannot_be_replayed_changed_expired_or_forged(setup: Any) -> None:
-    registry, bank, store = setup
+    _, bank, store = setup
     cases = 0
     with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
         with pytest.raises(guardrail.ApprovalRequired) as parked:
@@ -180,8 +180,7 @@ def test_approval_tokens_cannot_be_replayed_changed_expired_or_forged(setup: Any
         cases += 1
     short = parse_policy((POLICIES / "refund_order.toml").read_text().replace("approval_ttl = 3600",
                                                                                "approval_ttl = 0.2"))
-    registry.remove("refund_order")
-    tool(name="refund_order", policy=short, registry=registry)(bank.refund)
+    reregister_refund(setup, short)
     with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
         with pytest.raises(guardrail.ApprovalRequired) as parked:
             call(setup, "refund_order", {**REFUND, "order_id": "ORD-2"})
@@ -199,11 +198,18 @@ def free_policy(text: str) -> Any:
     return parse_policy(text.replace('approval = "required"', 'approval = "none"'))
 
 
-def test_idempotency_same_key_replays_different_arguments_conflict(setup: Any) -> None:
+def reregister_refund(setup: Any, policy: Any = None) -> None:
+    """Register ``refund_order`` again under ``policy`` (by default the shipped one without approval)."""
     registry, bank, _store = setup
     registry.remove("refund_order")
-    tool(name="refund_order", policy=free_policy((POLICIES / "refund_order.toml").read_text()),
-         registry=registry)(bank.refund)
+    if policy is None:
+        policy = free_policy((POLICIES / "refund_order.toml").read_text())
+    tool(name="refund_order", policy=policy, registry=registry)(bank.refund)
+
+
+def test_idempotency_same_key_replays_different_arguments_conflict(setup: Any) -> None:
+    _, bank, _ = setup
+    reregister_refund(setup)
     with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
         first = call(setup, "refund_order", REFUND, idempotency_key="k-1")
         again = call(setup, "refund_order", REFUND, idempotency_key="k-1")
@@ -216,10 +222,8 @@ def test_idempotency_same_key_replays_different_arguments_conflict(setup: Any) -
 
 
 def test_fifty_concurrent_calls_with_one_key_execute_once_threads_and_asyncio(setup: Any) -> None:
-    registry, bank, _store = setup
-    registry.remove("refund_order")
-    tool(name="refund_order", policy=free_policy((POLICIES / "refund_order.toml").read_text()),
-         registry=registry)(bank.refund)
+    _, bank, _ = setup
+    reregister_refund(setup)
 
     def one(_: int) -> Any:
         with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
@@ -244,10 +248,7 @@ def test_fifty_concurrent_calls_with_one_key_execute_once_threads_and_asyncio(se
 
 
 def test_a_call_that_fails_validation_stores_nothing(setup: Any) -> None:
-    registry, bank, _store = setup
-    registry.remove("refund_order")
-    tool(name="refund_order", policy=free_policy((POLICIES / "refund_order.toml").read_text()),
-         registry=registry)(bank.refund)
+    reregister_refund(setup)
     with guardrail.identity(tenant="acme", user="u-1", roles=["support"]):
         with pytest.raises(guardrail.SchemaViolationError):
             call(setup, "refund_order", {"order_id": "ORD-1", "amount": "lots"}, idempotency_key="k-v")
@@ -255,11 +256,10 @@ def test_a_call_that_fails_validation_stores_nothing(setup: Any) -> None:
 
 
 def test_rate_limits_and_spend_budgets_per_identity(setup: Any) -> None:
-    registry, bank, _store = setup
+    _, bank, _ = setup
     text = (POLICIES / "refund_order.toml").read_text().replace('approval = "required"', 'approval = "none"')
     text = text.replace("rate = { calls = 20, per_seconds = 60 }", "rate = { calls = 3, per_seconds = 60 }")
-    registry.remove("refund_order")
-    tool(name="refund_order", policy=parse_policy(text), registry=registry)(bank.refund)
+    reregister_refund(setup, parse_policy(text))
     with guardrail.identity(tenant="acme", user="u-1", roles=["support-lead"]):
         for i in range(3):
             call(setup, "refund_order", {**REFUND, "order_id": f"ORD-{i}"})
@@ -276,10 +276,7 @@ def test_rate_limits_and_spend_budgets_per_identity(setup: Any) -> None:
 def test_canary_secrets_never_reach_logs_or_audit(setup: Any) -> None:
     canaries = ["sk-canaryCANARYcanary0123456789", "AKIACANARY0123456789", "eyJhbGciOiJI.eyJjYW5hcnkiOjF9.c2ln",
                 "tok_card_canary_4242"]
-    registry, bank, _store = setup
-    registry.remove("refund_order")
-    tool(name="refund_order", policy=free_policy((POLICIES / "refund_order.toml").read_text()),
-         registry=registry)(bank.refund)
+    reregister_refund(setup)
     with guardrail.identity(tenant="acme", user="u-1", roles=["support"]), capture_logs() as logs:
         call(setup, "refund_order", {**REFUND, "card_token": canaries[3]})
         with pytest.raises(guardrail.Denied):

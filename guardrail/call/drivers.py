@@ -12,9 +12,10 @@ return the result.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator
 from contextlib import AbstractContextManager, aclosing, closing
 from typing import Any
 
@@ -62,71 +63,83 @@ async def run_async(call: Call, method: Callable[..., Awaitable[Any]], policy: R
 def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
                  previews: bool) -> Generator[Item, None, None]:
     """Run the loop, yielding previews of streamed answers (if ``previews``) and the result last."""
-    target = target_of(method, call.endpoint.provider)
-    with _span(call, target) as (span, trace_id):
-        call = dataclasses.replace(call, trace_id=trace_id, provider=target.provider)
-        deadline_at = _deadline(policy, call)
-        loop = attempt_loop(call)
-        sent_requests: list[dict[str, Any]] = []  # each attempt's keywords, for content capture
-        try:
-            effect = next(loop)
-            while True:
-                received: Received | None = None
-                if call.settings.capture_content:
-                    sent_requests.append(effect.kwargs)
-                with closing(_send_sync(method, call, effect, policy, deadline_at, previews, target)) as sent:
-                    for item in sent:
-                        if isinstance(item, Received):
-                            received = item
-                        else:
-                            yield item
-                assert received is not None
-                effect = loop.send(received)
-        except StopIteration as stop:
-            _finish(span, call, target, stop.value, None, sent_requests)
-            yield stop.value
-        except CallError as error:
-            _finish(span, call, target, error.outcome, error, sent_requests)
-            raise
+    with _attempts(call, method, policy) as attempts:
+        for effect in attempts:
+            attempts.received = yield from _send_sync(method, _Tries(attempts, effect, previews), policy)
+        yield attempts.result()
 
 
 async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], policy: RetryPolicy, *,
                         previews: bool) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
+    with _attempts(call, method, policy) as attempts:
+        for effect in attempts:
+            async with aclosing(_send_async(method, _Tries(attempts, effect, previews), policy)) as sent:
+                async for item in sent:
+                    if isinstance(item, Received):
+                        attempts.received = item
+                    else:
+                        yield item
+        yield attempts.result()
+
+
+class _Attempts:
+    """The engine's attempt loop as an iterator of its :class:`Send` effects, for both drivers: a driver
+    performs each effect, sets :attr:`received` to what came back, and asks for the next; when the loop ends,
+    :meth:`result` is the result and the call's span is finished with it."""
+
+    def __init__(self, call: Call, policy: RetryPolicy, span: Span, target: Target) -> None:
+        self.call, self.span, self.target = call, span, target
+        self.deadline_at = _deadline(policy, call)
+        self.sent_requests: list[dict[str, Any]] = []  # each attempt's keywords, for content capture
+        self.received: Received | None = None
+        self._result: Result[Any] | None = None
+        self._loop = attempt_loop(call)
+        self._started = False
+
+    def result(self) -> Result[Any]:
+        assert self._result is not None, "the attempt loop has not ended"
+        return self._result
+
+    def __iter__(self) -> _Attempts:
+        return self
+
+    def __next__(self) -> Send:
+        try:
+            if not self._started:
+                self._started = True
+                effect = next(self._loop)
+            else:
+                received, self.received = self.received, None
+                assert received is not None, "a driver asked for the next effect without performing this one"
+                effect = self._loop.send(received)
+        except StopIteration as stop:
+            self._result = stop.value
+            self.finish(stop.value, None)
+            raise
+        if self.call.settings.capture_content:
+            self.sent_requests.append(effect.kwargs)
+        return effect
+
+    def finish(self, outcome: Outcome, error: CallError | None) -> None:
+        """The call's end: its span's attributes and guardrail's counters (:mod:`guardrail.observe.metrics`)."""
+        finish_span(self.span, outcome, error, capture_content=self.call.settings.capture_content,
+                    requests=self.sent_requests)
+        record_call(self.target, outcome, error, outcome.value if isinstance(outcome, Result) else None)
+
+
+@contextlib.contextmanager
+def _attempts(call: Call, method: Callable[..., Any], policy: RetryPolicy) -> Iterator[_Attempts]:
+    """The attempt loop inside the call's telemetry span; a call that fails finishes the span with its error."""
     target = target_of(method, call.endpoint.provider)
     with _span(call, target) as (span, trace_id):
         call = dataclasses.replace(call, trace_id=trace_id, provider=target.provider)
-        deadline_at = _deadline(policy, call)
-        loop = attempt_loop(call)
-        sent_requests: list[dict[str, Any]] = []  # each attempt's keywords, for content capture
+        attempts = _Attempts(call, policy, span, target)
         try:
-            effect = next(loop)
-            while True:
-                received: Received | None = None
-                if call.settings.capture_content:
-                    sent_requests.append(effect.kwargs)
-                async with aclosing(_send_async(method, call, effect, policy, deadline_at, previews,
-                                                target)) as sent:
-                    async for item in sent:
-                        if isinstance(item, Received):
-                            received = item
-                        else:
-                            yield item
-                assert received is not None
-                effect = loop.send(received)
-        except StopIteration as stop:
-            _finish(span, call, target, stop.value, None, sent_requests)
-            yield stop.value
+            yield attempts
         except CallError as error:
-            _finish(span, call, target, error.outcome, error, sent_requests)
+            attempts.finish(error.outcome, error)
             raise
-
-
-def _finish(span: Span, call: Call, target: Target, outcome: Outcome, error: CallError | None,
-            requests: list[dict[str, Any]]) -> None:
-    """The call's end: its span's attributes and guardrail's counters (:mod:`guardrail.observe.metrics`)."""
-    finish_span(span, outcome, error, capture_content=call.settings.capture_content, requests=requests)
-    record_call(target, outcome, error, outcome.value if isinstance(outcome, Result) else None)
 
 
 def _span(call: Call, target: Target) -> AbstractContextManager[tuple[Span, str]]:
@@ -159,12 +172,6 @@ def _with_timeout(kwargs: dict[str, Any], deadline_at: float | None, client_time
     return {**kwargs, "timeout": left}
 
 
-def _deadline_failure(calls: int, started: float) -> Received:
-    error = TimeoutError("the call's deadline passed")
-    return Received(None, Failure("retryable", None, DEADLINE, str(error), None, error), calls,
-                    time.monotonic() - started)
-
-
 class _Previewer:
     """Turns the accumulated text into a new :class:`Partial` when the preview changed."""
 
@@ -186,47 +193,73 @@ class _Previewer:
         return Partial(data, text, self.attempt)
 
 
-def _send_sync(method: Callable[..., Any], call: Call, effect: Send, policy: RetryPolicy,
-               deadline_at: float | None, previews: bool, target: Target
-               ) -> Generator[Partial | Received, None, None]:
-    started, calls = time.monotonic(), 0
+class _Tries:
+    """The transport tries of one :class:`Send` (tenacity's retries): what both drivers count and conclude."""
+
+    def __init__(self, attempts: _Attempts, effect: Send, previews: bool) -> None:
+        self.call, self.effect, self.deadline_at = attempts.call, effect, attempts.deadline_at
+        self.target = attempts.target
+        self.previews = previews and effect.stream
+        self.started, self.calls = time.monotonic(), 0
+
+    def kwargs(self) -> dict[str, Any] | None:
+        """The next try's request keywords (its SDK timeout cut to the time left); ``None``: no time is left."""
+        kwargs = _with_timeout(self.effect.kwargs, self.deadline_at, self.call.timeout)
+        if kwargs is not None:
+            self.calls += 1
+        return kwargs
+
+    def exchange(self) -> dict[str, Any]:
+        """The exchange's options for the next try (a fresh previewer each, when previews are on)."""
+        return dict(stream=self.effect.stream, tool=self.effect.tool, deadline_at=self.deadline_at,
+                    show=_Previewer(self.effect) if self.previews else None)
+
+    def received(self, completion: Completion | None = None, failure: Failure | None = None) -> Received:
+        return Received(completion, failure, self.calls, time.monotonic() - self.started)
+
+    def out_of_time(self) -> Received:
+        error = TimeoutError("the call's deadline passed")
+        return self.received(None, Failure("retryable", None, DEADLINE, str(error), None, error))
+
+    def failed(self, error: Exception) -> Received:
+        """The failure left when the tries end; a retryable one that ran into the deadline is the deadline's."""
+        failure = classify(error)
+        if failure is None:
+            raise error
+        if failure.kind == "retryable" and self.deadline_at is not None and time.monotonic() >= self.deadline_at:
+            said = failure.message if "deadline" in failure.message else f"{failure.message} (the deadline passed)"
+            failure = dataclasses.replace(failure, code=DEADLINE, message=said)
+        return self.received(None, failure)
+
+
+def _send_sync(method: Callable[..., Any], tries: _Tries, policy: RetryPolicy) -> Generator[Partial, None, Received]:
     try:
-        for attempt in Retrying(**policy.tenacity_kwargs(deadline_at)):
+        for attempt in Retrying(**policy.tenacity_kwargs(tries.deadline_at)):
             with attempt:
-                kwargs = _with_timeout(effect.kwargs, deadline_at, call.timeout)
+                kwargs = tries.kwargs()
                 if kwargs is None:
-                    yield _deadline_failure(calls, started)
-                    return
-                calls += 1
-                with request(target, call.model) as sent:  # the GenAI client metrics of this HTTP request
-                    completion = yield from exchange_sync(
-                        method, call.endpoint, kwargs, stream=effect.stream, tool=effect.tool,
-                        deadline_at=deadline_at, show=_Previewer(effect) if previews and effect.stream else None)
+                    return tries.out_of_time()
+                with request(tries.target, tries.call.model) as sent:  # the GenAI client metrics of this request
+                    completion = yield from exchange_sync(method, tries.call.endpoint, kwargs, **tries.exchange())
                     sent.usage, sent.response_model = completion.usage, completion.model
     except Exception as error:
-        yield _failed(error, calls, started, deadline_at)
-        return
-    yield Received(completion, None, calls, time.monotonic() - started)
+        return tries.failed(error)
+    return tries.received(completion)
 
 
-async def _send_async(method: Callable[..., Awaitable[Any]], call: Call, effect: Send, policy: RetryPolicy,
-                      deadline_at: float | None, previews: bool, target: Target
+async def _send_async(method: Callable[..., Awaitable[Any]], tries: _Tries, policy: RetryPolicy
                       ) -> AsyncGenerator[Partial | Received, None]:
-    started, calls = time.monotonic(), 0
     completion: Completion | None = None
     try:
-        async for attempt in AsyncRetrying(**policy.tenacity_kwargs(deadline_at)):
+        async for attempt in AsyncRetrying(**policy.tenacity_kwargs(tries.deadline_at)):
             with attempt:
-                kwargs = _with_timeout(effect.kwargs, deadline_at, call.timeout)
+                kwargs = tries.kwargs()
                 if kwargs is None:
-                    yield _deadline_failure(calls, started)
+                    yield tries.out_of_time()
                     return
-                calls += 1
-                show = _Previewer(effect) if previews and effect.stream else None
-                with request(target, call.model) as sent:  # the GenAI client metrics of this HTTP request
-                    async with aclosing(exchange_async(method, call.endpoint, kwargs, stream=effect.stream,
-                                                       tool=effect.tool, deadline_at=deadline_at,
-                                                       show=show)) as items:
+                with request(tries.target, tries.call.model) as sent:  # the GenAI client metrics of this request
+                    async with aclosing(exchange_async(method, tries.call.endpoint, kwargs,
+                                                       **tries.exchange())) as items:
                         async for item in items:
                             if isinstance(item, Completion):
                                 completion = item
@@ -234,18 +267,7 @@ async def _send_async(method: Callable[..., Awaitable[Any]], call: Call, effect:
                             else:
                                 yield item
     except Exception as error:
-        yield _failed(error, calls, started, deadline_at)
+        yield tries.failed(error)
         return
     assert completion is not None
-    yield Received(completion, None, calls, time.monotonic() - started)
-
-
-def _failed(error: Exception, calls: int, started: float, deadline_at: float | None) -> Received:
-    """The failure left when transport tries end; a retryable one that ran into the deadline is the deadline's."""
-    failure = classify(error)
-    if failure is None:
-        raise error
-    if failure.kind == "retryable" and deadline_at is not None and time.monotonic() >= deadline_at:
-        said = failure.message if "deadline" in failure.message else f"{failure.message} (the deadline passed)"
-        failure = dataclasses.replace(failure, code=DEADLINE, message=said)
-    return Received(None, failure, calls, time.monotonic() - started)
+    yield tries.received(completion)

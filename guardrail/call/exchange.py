@@ -15,7 +15,8 @@ content type are known before a byte of the body is read, and the body is read u
   every await (the request, the body, each stream event) runs under
   ``asyncio.timeout``, never across a ``yield``. Either way the try raises ``TimeoutError``.
 
-The checks are plain functions shared by both; the two exchanges differ only in ``await``.
+What the pieces mean (the checks and the parsing) is decided once, without I/O, by a
+:class:`~guardrail.call.reading.Reading`; the two exchanges here only do the I/O, each in its own way.
 """
 
 from __future__ import annotations
@@ -26,118 +27,18 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any, TypeVar
 
+from guardrail.call.reading import HEAD_BYTES, Reading, Show, deadline_passed
 from guardrail.call.watchdog import Alarm, Cut, arm, install_hooks, watching
 from guardrail.observe.target import instrumented
 from guardrail.outcome import Partial
-from guardrail.vendors.base import Accumulator, Completion, Endpoint
-from guardrail.vendors.failures import BadResponse
+from guardrail.vendors.base import Completion, Endpoint
 
 T = TypeVar("T")
-#: Turns the accumulated stream into a preview to yield, or ``None`` (the drivers' previewer).
-Show = Callable[[Accumulator], Partial | None]
-#: What an adapter or the SDK raises on data that is not in the API's shape.
-_SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
-#: Errors of a connection lost mid-body (httpx's names; the SDKs let them through while a body is read).
-_CUT_NAMES = frozenset({"RemoteProtocolError", "ReadError", "IncompleteRead"})
-#: Bytes of a wrong-content-type body read for its snippet (the rest is never read).
-_HEAD_BYTES = 4096
 
-
-def deadline_passed() -> TimeoutError:
-    """The error a try ends with when the call's deadline passes while the answer is on its way."""
-    return TimeoutError("the call's deadline passed while the answer was arriving; the connection was closed")
-
-
-# -- the checks, shared by both exchanges -------------------------------------------------------------------
-def _meta(http: Any) -> tuple[int | None, str]:
-    """(status, content type) of an httpx response, or (None, "") when there is none to read."""
-    if http is None:
-        return None, ""
-    status = getattr(http, "status_code", None)
-    headers = getattr(http, "headers", None) or {}
-    return (status if isinstance(status, int) else None), str(headers.get("content-type") or "")
-
-
-def _wrong_type(content_type: str, stream: bool) -> bool:
-    """Whether a stated content type is not what the API sends (no content type: let the SDK judge)."""
-    if not content_type:
-        return False
-    media = content_type.split(";")[0].strip().lower()
-    return "event-stream" not in media if stream else not media.endswith("json")
-
-
-def _wrong_type_error(http: Any, stream: bool, head: bytes) -> BadResponse:
-    status, content_type = _meta(http)
-    expected = "an event stream" if stream else "JSON"
-    return BadResponse(f"the response is not the API's: status {status}, content type {content_type!r} where "
-                       f"{expected} was expected", status=status, content_type=content_type, code="content_type",
-                       body=head)
-
-
-def _body(http: Any) -> bytes | None:
-    try:
-        content = http.content if http is not None else None
-    except Exception:  # not read (or not readable): nothing to show
-        return None
-    return content if isinstance(content, bytes) else None
-
-
-def _not_json(http: Any, error: BaseException, what: str) -> BadResponse:
-    status, content_type = _meta(http)
-    doc = getattr(error, "doc", None)  # json.JSONDecodeError keeps the text it could not read
-    return BadResponse(f"{what} is not JSON (status {status}, {content_type or 'no content type'}): {error}",
-                       status=status, content_type=content_type, code="not_json",
-                       body=doc if isinstance(doc, str) else _body(http))
-
-
-def _cut_off(http: Any, error: Exception) -> Exception:
-    """A connection lost while the body was arriving, as a :class:`BadResponse` with the status (other errors
-    are returned as they are)."""
-    if type(error).__name__ not in _CUT_NAMES:
-        return error
-    status, content_type = _meta(http)
-    return BadResponse(f"the response body was cut off (status {status}): {error}", status=status,
-                       content_type=content_type, code="cut_off", body=None)
-
-
-def _read(endpoint: Endpoint, http: Any, parsed: Any, tool: str | None) -> Completion:
-    """The adapter's reading of a parsed answer; a body without the API's fields is a :class:`BadResponse`."""
-    status, content_type = _meta(http)
-    if isinstance(parsed, (str, bytes)):  # the SDK hands back text it could not read as JSON
-        raise BadResponse(f"the response is not JSON (status {status}, {content_type or 'no content type'})",
-                          status=status, content_type=content_type, code="not_json", body=parsed)
-    missing = endpoint.missing_fields(parsed)
-    if missing:
-        raise BadResponse(f"the response is JSON but not the API's answer (status {status}): no "
-                          f"{', '.join(missing)}", status=status, content_type=content_type, code="shape",
-                          body=_body(http) or repr(parsed))
-    try:
-        return endpoint.read(parsed, tool)
-    except _SHAPE_ERRORS as error:
-        raise BadResponse(f"the response is JSON but not in the API's shape (status {status}): "
-                          f"{type(error).__name__}: {error}", status=status, content_type=content_type,
-                          code="shape", body=_body(http) or repr(parsed)) from error
-
-
-def _feed(accumulator: Accumulator, http: Any, event: Any) -> None:
-    try:
-        accumulator.feed(event)
-    except _SHAPE_ERRORS as error:
-        status, content_type = _meta(http)
-        raise BadResponse(f"a stream event is not in the API's shape: {type(error).__name__}: {error}",
-                          status=status, content_type=content_type, code="shape", body=repr(event)) from error
-
-
-def _finish(accumulator: Accumulator, http: Any, events: int) -> Completion:
-    status, content_type = _meta(http)
-    if events == 0:
-        raise BadResponse(f"the event stream ended without a single event (status {status})", status=status,
-                          content_type=content_type, code="shape", body=_body(http))
-    try:
-        return accumulator.completion()
-    except _SHAPE_ERRORS as error:
-        raise BadResponse(f"the stream's final event is not in the API's shape: {type(error).__name__}: {error}",
-                          status=status, content_type=content_type, code="shape", body=None) from error
+def _full(head: bytearray, chunk: bytes) -> bool:
+    """Add a chunk of a wrong-content-type body to its snippet; whether the snippet is long enough now."""
+    head += chunk
+    return len(head) >= HEAD_BYTES
 
 
 def _streaming_create(method: Callable[..., Any]) -> Callable[..., Any] | None:
@@ -206,13 +107,12 @@ def _hook(method: Callable[..., Any]) -> None:
 
 
 def _head_sync(http: Any) -> bytes:
-    head = b""
+    head = bytearray()
     with contextlib.suppress(Exception):
         for chunk in http.iter_bytes():
-            head += chunk
-            if len(head) >= _HEAD_BYTES:
+            if _full(head, chunk):
                 break
-    return head
+    return bytes(head)
 
 
 def exchange_sync(method: Callable[..., Any], endpoint: Endpoint, kwargs: dict[str, Any], *, stream: bool,
@@ -230,35 +130,28 @@ def exchange_sync(method: Callable[..., Any], endpoint: Endpoint, kwargs: dict[s
             http = response.http_response
             if http is not None:
                 cut.attach(getattr(http, "extensions", {}).get("network_stream"))
-            if _wrong_type(_meta(http)[1], stream):
-                raise _wrong_type_error(http, stream, _head_sync(http))
+            reading = Reading(endpoint, http, stream=stream, tool=tool, show=show)
+            if reading.wrong_type():
+                raise reading.wrong_type_error(_head_sync(http))
             if not stream:
                 try:
                     parsed = response.parse()
-                except ValueError as error:
-                    raise _not_json(http, error, "the response") from error
                 except Exception as error:
-                    raise _cut_off(http, error) from error
-                return _read(endpoint, http, parsed, tool)
-            accumulator, events = endpoint.accumulator(tool), 0
-            iterator = iter(response.parse())
+                    raise reading.failed(error, "the response") from error
+                return reading.answer(parsed)
+            events = iter(response.parse())
             while True:
                 try:
-                    event = next(iterator)
+                    event = next(events)
                 except StopIteration:
                     break
-                except ValueError as error:
-                    raise _not_json(http, error, "a stream event") from error
                 except Exception as error:
-                    raise _cut_off(http, error) from error
-                events += 1
-                _feed(accumulator, http, event)
-                snapshot = show(accumulator) if show is not None else None
-                if snapshot is not None:
+                    raise reading.failed(error, "a stream event") from error
+                if (snapshot := reading.event(event)) is not None:
                     yield snapshot
             if alarm is not None and alarm.fired:  # a connection closed at the deadline may look like an end
                 raise deadline_passed()
-            return _finish(accumulator, http, events)
+            return reading.end()
     except Exception as error:
         if alarm is not None and alarm.fired and not isinstance(error, TimeoutError):
             raise deadline_passed() from error
@@ -298,13 +191,12 @@ async def _open_async(method: Callable[..., Any], kwargs: dict[str, Any], stream
 
 
 async def _head_async(http: Any) -> bytes:
-    head = b""
+    head = bytearray()
     with contextlib.suppress(Exception):
         async for chunk in http.aiter_bytes():
-            head += chunk
-            if len(head) >= _HEAD_BYTES:
+            if _full(head, chunk):
                 break
-    return head
+    return bytes(head)
 
 
 async def exchange_async(method: Callable[..., Any], endpoint: Endpoint, kwargs: dict[str, Any], *, stream: bool,
@@ -313,32 +205,24 @@ async def exchange_async(method: Callable[..., Any], endpoint: Endpoint, kwargs:
     """The async twin of :func:`exchange_sync`; the completion is its last item (async generators return
     nothing)."""
     async with _open_async(method, kwargs, stream, deadline_at) as response:
-        http = response.http_response
-        if _wrong_type(_meta(http)[1], stream):
-            raise _wrong_type_error(http, stream, await _within(_head_async(http), deadline_at))
+        reading = Reading(endpoint, response.http_response, stream=stream, tool=tool, show=show)
+        if reading.wrong_type():
+            raise reading.wrong_type_error(await _within(_head_async(reading.http), deadline_at))
         if not stream:
             try:
                 parsed = await _within(response.parse(), deadline_at)
-            except ValueError as error:
-                raise _not_json(http, error, "the response") from error
             except Exception as error:
-                raise _cut_off(http, error) from error
-            yield _read(endpoint, http, parsed, tool)
+                raise reading.failed(error, "the response") from error
+            yield reading.answer(parsed)
             return
-        accumulator, events = endpoint.accumulator(tool), 0
-        iterator = (await _within(response.parse(), deadline_at)).__aiter__()
+        events = (await _within(response.parse(), deadline_at)).__aiter__()
         while True:
             try:
-                event = await _within(iterator.__anext__(), deadline_at)
+                event = await _within(events.__anext__(), deadline_at)
             except StopAsyncIteration:
                 break
-            except ValueError as error:
-                raise _not_json(http, error, "a stream event") from error
             except Exception as error:
-                raise _cut_off(http, error) from error
-            events += 1
-            _feed(accumulator, http, event)
-            snapshot = show(accumulator) if show is not None else None
-            if snapshot is not None:
+                raise reading.failed(error, "a stream event") from error
+            if (snapshot := reading.event(event)) is not None:
                 yield snapshot
-        yield _finish(accumulator, http, events)
+        yield reading.end()

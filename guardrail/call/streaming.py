@@ -17,12 +17,31 @@ from guardrail.outcome import Partial, Result
 T = TypeVar("T")
 
 
-class StructuredStream(Generic[T]):
+class _Stream(Generic[T]):
+    """What the sync and async streams share: the result once read to the end, and the items shown."""
+
+    result: Result[T] | None = None
+
+    def _shown(self, item: Partial | Result[Any]) -> Any:
+        """A preview as it is; the result as its value (kept as :attr:`result`)."""
+        if isinstance(item, Result):
+            self.result = item
+            return item.value
+        return item
+
+    @property
+    def value(self) -> T:
+        """The validated value, once the stream has been read to the end."""
+        if self.result is None:
+            raise RuntimeError("the stream has not been read to the end yet")
+        return self.result.value
+
+
+class StructuredStream(_Stream[T]):
     """A sync stream of previews then the value (see the module docstring); ``T`` is the value's type."""
 
     def __init__(self, items: Generator[Partial | Result[Any], None, None]) -> None:
         self._items = items
-        self.result: Result[T] | None = None
 
     def close(self) -> None:
         """Stop early: end the HTTP stream and the call's span (also done on leaving a ``with`` block)."""
@@ -36,26 +55,14 @@ class StructuredStream(Generic[T]):
 
     def __iter__(self) -> Iterator[Any]:
         for item in self._items:
-            if isinstance(item, Result):
-                self.result = item
-                yield item.value
-            else:
-                yield item
-
-    @property
-    def value(self) -> T:
-        """The validated value, once the stream has been read to the end."""
-        if self.result is None:
-            raise RuntimeError("the stream has not been read to the end yet")
-        return self.result.value
+            yield self._shown(item)
 
 
-class AsyncStructuredStream(Generic[T]):
+class AsyncStructuredStream(_Stream[T]):
     """The async twin of :class:`StructuredStream` (``async for``)."""
 
     def __init__(self, items: AsyncGenerator[Partial | Result[Any], None]) -> None:
         self._items = items
-        self.result: Result[T] | None = None
 
     async def aclose(self) -> None:
         """Stop early: end the HTTP stream and the call's span (also done on leaving an ``async with`` block)."""
@@ -70,15 +77,4 @@ class AsyncStructuredStream(Generic[T]):
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         async for item in self._items:
-            if isinstance(item, Result):
-                self.result = item
-                yield item.value
-            else:
-                yield item
-
-    @property
-    def value(self) -> T:
-        """The validated value, once the stream has been read to the end."""
-        if self.result is None:
-            raise RuntimeError("the stream has not been read to the end yet")
-        return self.result.value
+            yield self._shown(item)

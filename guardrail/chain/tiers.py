@@ -13,11 +13,11 @@ the rule engine). The decorator builds exactly that (``@structured(chain=...)``)
 directly. The deadline and the budget cover the whole chain: each tier gets what the earlier ones left, and
 the deadline is wall-clock (a vendor answer still arriving when it passes is cut off).
 
-Sync and async: ``chain.run(...)`` for sync code, ``await chain.arun(...)`` for async code. Both drive one
-I/O-free core (``_walk``) that decides everything; ``arun`` awaits async tiers (vendors over
-``AsyncOpenAI``/``AsyncAnthropic``) and runs sync tiers in a worker thread. ``run`` refuses a chain with an
-async tier (:class:`~guardrail.errors.SyncAsyncMismatch`) before sending anything, and no tier's value is ever an
-un-awaited coroutine.
+Sync and async: ``chain.run(...)`` for sync code, ``await chain.arun(...)`` for async code. Both step one
+I/O-free core (``_walk``) that decides everything, through one loop (``_drive``); ``arun`` awaits async tiers
+(vendors over ``AsyncOpenAI``/``AsyncAnthropic``) and runs sync tiers in a worker thread. ``run`` refuses a
+chain with an async tier (:class:`~guardrail.errors.SyncAsyncMismatch`) before sending anything, and no tier's
+value is ever an un-awaited coroutine.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
@@ -234,6 +234,54 @@ def _judged(tier: Tier, produced: Any, request: Request, started: float) -> Any:
     return value
 
 
+#: How a driver runs the tier of one step: an awaitable of the tier's product.
+_Execute = Callable[[_Step], Awaitable[Any]]
+
+
+async def _drive(core: Generator[_Step, _Done, ChainResult[Any]], execute: _Execute) -> ChainResult[Any]:
+    """The one loop behind :meth:`Chain.run` and :meth:`Chain.arun`: run each tier the core yields with
+    ``execute`` and send back its product or its exception, until the core returns its result. An interrupt
+    (``KeyboardInterrupt``, a cancelled task) is thrown into the core, so the tier's breaker is released."""
+    try:
+        step = next(core)
+        while True:
+            try:
+                with tier_span(step.tier.name, step.tier.kind):
+                    done: _Done = (await execute(step), None)
+            except Exception as error:
+                done = (None, error)
+            except BaseException as stop:
+                core.throw(stop)
+                raise
+            step = core.send(done)
+    except StopIteration as finished:
+        return finished.value  # type: ignore[no-any-return]
+
+
+async def _in_this_thread(step: _Step) -> Any:
+    """The sync driver's ``execute``: the tier's ``run``, called right here (it never suspends)."""
+    assert step.tier.run is not None  # Chain._run refused async-only tiers before walking
+    return step.tier.run(step.request, step.left)
+
+
+async def _on_the_loop(step: _Step) -> Any:
+    """The async driver's ``execute``: an async tier awaited, a sync one run in a worker thread."""
+    if step.tier.arun is not None:
+        return await step.tier.arun(step.request, step.left)
+    return await asyncio.to_thread(step.tier.run, step.request, step.left)  # type: ignore[arg-type]
+
+
+def _without_loop(driving: Coroutine[Any, Any, T]) -> T:
+    """The result of a drive that never suspends (every step runs in this thread), with no event loop: the
+    sync :meth:`Chain.run` shares :func:`_drive` with the async one this way, and keeps no loop of its own."""
+    try:
+        driving.send(None)
+    except StopIteration as finished:
+        return finished.value  # type: ignore[no-any-return]
+    driving.close()  # unreachable: _in_this_thread awaits nothing
+    raise SyncAsyncMismatch("the sync chain driver was asked to wait on an event loop")
+
+
 @dataclass
 class Chain:
     """Tiers tried in order for one contract, within one ``deadline`` (seconds for the whole chain).
@@ -265,6 +313,26 @@ class Chain:
         return Request(output_type, system, user, dict(inputs or {}), dict(context or {}), (*self.rules, *rules),
                        prompt_version=prompt_version, cache=cache, response_cache=self.cache)
 
+    def _from_messages(self, output_type: Any, messages: Sequence[Mapping[str, Any]],
+                       inputs: Mapping[str, Any] | None, context: Mapping[str, Any] | None,
+                       rules: Sequence[Rule], prompt_version: str | None, cache: bool) -> Request:
+        """The request of a call in the wrapper's shape (the user text is the rule engine's input by default)."""
+        system, user = split_messages(messages)
+        return self._request(output_type, system, user, inputs or {"input": user}, context, rules, prompt_version,
+                             cache)
+
+    def _run(self, request: Request) -> ChainResult[Any]:
+        """Walk the chain for ``request`` in this thread (every tier's sync ``run``)."""
+        for tier in self.tiers:
+            if tier.run is None:
+                raise SyncAsyncMismatch(f"tier {tier.name!r} is async (an AsyncOpenAI/AsyncAnthropic client or an "
+                                        "async function): call `await chain.arun(...)` instead of chain.run(...)")
+        return _without_loop(_drive(_walk(self, request), _in_this_thread))
+
+    async def _arun(self, request: Request) -> ChainResult[Any]:
+        """Walk the chain for ``request`` on the event loop (async tiers awaited, sync ones in a worker thread)."""
+        return await _drive(_walk(self, request), _on_the_loop)
+
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (), prompt_version: str | None = None,
             cache: bool = True) -> ChainResult[Any]:
@@ -276,51 +344,15 @@ class Chain:
         ``prompt_version`` goes into the vendor tiers' cache keys; ``cache=False`` skips their caches. Only a
         vendor tier's answer is ever cached: a degraded value (rule engine, safe default) never is.
         """
-        for tier in self.tiers:
-            if tier.run is None:
-                raise SyncAsyncMismatch(f"tier {tier.name!r} is async (an AsyncOpenAI/AsyncAnthropic client or an "
-                                        "async function): call `await chain.arun(...)` instead of chain.run(...)")
-        core = _walk(self, self._request(output_type, system, user, inputs, context, rules, prompt_version, cache))
-        try:
-            step = next(core)
-            while True:
-                try:
-                    assert step.tier.run is not None
-                    with tier_span(step.tier.name, step.tier.kind):
-                        done: _Done = (step.tier.run(step.request, step.left), None)
-                except Exception as error:
-                    done = (None, error)
-                except BaseException as stop:
-                    core.throw(stop)
-                    raise
-                step = core.send(done)
-        except StopIteration as finished:
-            return finished.value  # type: ignore[no-any-return]
+        return self._run(self._request(output_type, system, user, inputs, context, rules, prompt_version, cache))
 
     async def arun(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
                    context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (),
                    prompt_version: str | None = None, cache: bool = True) -> ChainResult[Any]:
         """The async :meth:`run`: async tiers are awaited, sync tiers run in a worker thread (each still within
         the time the chain has left, which its own deadline enforces)."""
-        core = _walk(self, self._request(output_type, system, user, inputs, context, rules, prompt_version, cache))
-        try:
-            step = next(core)
-            while True:
-                try:
-                    with tier_span(step.tier.name, step.tier.kind):
-                        if step.tier.arun is not None:
-                            produced = await step.tier.arun(step.request, step.left)
-                        else:
-                            produced = await asyncio.to_thread(step.tier.run, step.request, step.left)  # type: ignore[arg-type]
-                    done: _Done = (produced, None)
-                except Exception as error:
-                    done = (None, error)
-                except BaseException as stop:
-                    core.throw(stop)
-                    raise
-                step = core.send(done)
-        except StopIteration as finished:
-            return finished.value  # type: ignore[no-any-return]
+        request = self._request(output_type, system, user, inputs, context, rules, prompt_version, cache)
+        return await self._arun(request)
 
     def create(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
@@ -329,36 +361,31 @@ class Chain:
 
         Use :meth:`create_with_result` for the :class:`ChainResult` (which tier, why earlier ones were left).
         """
-        return self.create_with_result(response_model=response_model, messages=messages, inputs=inputs,
-                                       context=context, rules=rules, prompt_version=prompt_version,
-                                       cache=cache).value
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        return self._run(request).value
 
     def create_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                            inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
                            rules: Sequence[Rule] = (), prompt_version: str | None = None,
                            cache: bool = True) -> ChainResult[Any]:
         """Like :meth:`create`, returning the :class:`ChainResult`."""
-        system, user = split_messages(messages)
-        return self.run(response_model, system=system, user=user, inputs=inputs or {"input": user},
-                        context=context, rules=rules, prompt_version=prompt_version, cache=cache)
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        return self._run(request)
 
     async def acreate(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                       inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
                       rules: Sequence[Rule] = (), prompt_version: str | None = None, cache: bool = True) -> Any:
         """The async :meth:`create` (through :meth:`arun`)."""
-        result = await self.acreate_with_result(response_model=response_model, messages=messages, inputs=inputs,
-                                                context=context, rules=rules, prompt_version=prompt_version,
-                                                cache=cache)
-        return result.value
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        return (await self._arun(request)).value
 
     async def acreate_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                                   inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
                                   rules: Sequence[Rule] = (), prompt_version: str | None = None,
                                   cache: bool = True) -> ChainResult[Any]:
         """The async :meth:`create_with_result` (through :meth:`arun`)."""
-        system, user = split_messages(messages)
-        return await self.arun(response_model, system=system, user=user, inputs=inputs or {"input": user},
-                               context=context, rules=rules, prompt_version=prompt_version, cache=cache)
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        return await self._arun(request)
 
 
 def _tier_outcome(tier: Tier, started: float) -> Outcome:

@@ -149,18 +149,12 @@ class JsonSchemaView(SchemaView):
         A node of the original document (the stages start from ``Contract.schema``, the schema as given)
         is first replaced by its walkable copy.
         """
-        schema = self._copies.get(id(schema), schema)
-        for _ in range(64):
-            target = self._targets.get(id(schema))
-            if target is not None:
-                schema = target
-                continue
-            all_of = schema.get("allOf")
-            if isinstance(all_of, list) and len(all_of) == 1 and "properties" not in schema:
-                schema = all_of[0]
-                continue
-            return schema
-        return ANY
+        return super().resolve(self._copies.get(id(schema), schema))
+
+    def _ref_target(self, schema: Schema) -> Schema | None:
+        """A reference's target by the prebuilt table (every ``$ref`` copy is in it, unresolvable ones as
+        "anything"); ``None`` for any other node."""
+        return self._targets.get(id(schema))
 
 
 def holds_floats(document: Schema, *, typed: bool = True) -> bool:

@@ -8,9 +8,11 @@ Schema pydantic generates, so the stages never look at pydantic internals.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 Schema = dict[str, Any]
+A = TypeVar("A")
 
 _MAX_REF_HOPS: Final = 64
 ANY: Final[Schema] = {}
@@ -40,6 +42,14 @@ def normalize_key(name: str) -> str:
     return name.replace("_", "").replace("-", "").replace(" ", "").casefold()
 
 
+def _memo(table: dict[int, A], schema: Schema, compute: Callable[[Schema], A]) -> A:
+    """``compute(schema)``, kept in ``table`` by the node's identity (the view's nodes live as long as it does)."""
+    found = table.get(id(schema))
+    if found is None:
+        found = table[id(schema)] = compute(schema)
+    return found
+
+
 class SchemaView:
     """Resolves and queries one root JSON Schema; caches per-node answers by node identity."""
 
@@ -51,16 +61,10 @@ class SchemaView:
         self._keys: dict[int, dict[str, list[str]]] = {}
 
     def resolve(self, schema: Schema) -> Schema:
-        """Follow local ``$ref`` and single-member ``allOf`` wrappers to the schema that says something."""
+        """Follow ``$ref`` and single-member ``allOf`` wrappers to the schema that says something."""
         for _ in range(_MAX_REF_HOPS):
-            ref = schema.get("$ref")
-            if isinstance(ref, str):
-                name = ref.rsplit("/", 1)[-1]
-                target = self.defs.get(name)
-                if target is None and ref == "#":
-                    target = self.root
-                if target is None:
-                    return ANY
+            target = self._ref_target(schema)
+            if target is not None:
                 schema = target
                 continue
             all_of = schema.get("allOf")
@@ -70,12 +74,20 @@ class SchemaView:
             return schema
         return ANY
 
+    def _ref_target(self, schema: Schema) -> Schema | None:
+        """What a ``$ref`` node points to (:data:`ANY` when that cannot be found), ``None`` for any other node.
+        Here: pydantic's local references, ``#/$defs/Name`` and ``#``."""
+        ref = schema.get("$ref")
+        if not isinstance(ref, str):
+            return None
+        target = self.defs.get(ref.rsplit("/", 1)[-1])
+        if target is None and ref == "#":
+            target = self.root
+        return ANY if target is None else target
+
     def branches(self, schema: Schema) -> list[Schema]:
         """The alternatives a value may take here: members of ``anyOf``/``oneOf``, flattened and resolved."""
-        cached = self._branches.get(id(schema))
-        if cached is None:
-            cached = self._branches[id(schema)] = self._flatten(schema)
-        return cached
+        return _memo(self._branches, schema, self._flatten)
 
     def _flatten(self, schema: Schema) -> list[Schema]:
         out: list[Schema] = []
@@ -93,10 +105,7 @@ class SchemaView:
 
     def types(self, schema: Schema) -> frozenset[str]:
         """JSON types a (resolved, single-branch) schema admits; empty means anything."""
-        cached = self._types.get(id(schema))
-        if cached is None:
-            cached = self._types[id(schema)] = self._declared_types(schema)
-        return cached
+        return _memo(self._types, schema, self._declared_types)
 
     @staticmethod
     def _declared_types(schema: Schema) -> frozenset[str]:
@@ -166,14 +175,13 @@ class SchemaView:
 
     def key_map(self, schema: Schema) -> dict[str, list[str]]:
         """Normalized key -> the property names that fold to it."""
-        key = id(schema)
-        cached = self._keys.get(key)
-        if cached is None:
-            cached = {}
-            for name in self.properties(schema):
-                cached.setdefault(normalize_key(name), []).append(name)
-            self._keys[key] = cached
-        return cached
+        return _memo(self._keys, schema, self._fold_keys)
+
+    def _fold_keys(self, schema: Schema) -> dict[str, list[str]]:
+        folded: dict[str, list[str]] = {}
+        for name in self.properties(schema):
+            folded.setdefault(normalize_key(name), []).append(name)
+        return folded
 
     def member(self, schema: Schema, key: str) -> Schema:
         """The schema of property ``key`` of an object schema (declared, or additionalProperties)."""

@@ -21,33 +21,13 @@ Example::
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from guardrail._lazy import namespace
+from guardrail.testing import reply  # the behaviour constructors: plain values, the standard library only
+from guardrail.testing.reply import *  # noqa: F403  (their names are listed once, in behaviours.__all__)
 
 if TYPE_CHECKING:
-    from guardrail.testing import reply
-    from guardrail.testing.behaviours import (
-        Reply,
-        answer,
-        cut,
-        drop,
-        error,
-        html_page,
-        logprobs,
-        malformed_event,
-        not_json,
-        overloaded,
-        rate_limited,
-        raw,
-        refusal,
-        schema_rejected,
-        server_error,
-        stream_error,
-        text,
-        timeout,
-        tool_call,
-        truncated,
-    )
     from guardrail.testing.emulator import EXHAUSTED, Emulator, Responder
     from guardrail.testing.examples import example_instance
     from guardrail.testing.faults import FaultProfile
@@ -55,38 +35,18 @@ if TYPE_CHECKING:
     from guardrail.testing.recording import RecordedRequest
     from guardrail.testing.strictness import anthropic_strict_problems, openai_strict_problems
 
-#: Public name -> the module that defines it; loaded on first use, so importing this package (the pytest plugin
-#: does) starts no server and imports no SDK.
-_LAZY: dict[str, str] = {
+#: The other public names -> the module that defines each; loaded on first use, so importing this package (the
+#: pytest plugin does) starts no server and imports no SDK.
+_NAMES: dict[str, str] = {
     "EXHAUSTED": "guardrail.testing.emulator",
     "Emulator": "guardrail.testing.emulator",
     "FaultProfile": "guardrail.testing.faults",
     "RecordedRequest": "guardrail.testing.recording",
-    "Reply": "guardrail.testing.behaviours",
     "Responder": "guardrail.testing.emulator",
-    "answer": "guardrail.testing.behaviours",
-    "cut": "guardrail.testing.behaviours",
     "anthropic_strict_problems": "guardrail.testing.strictness",
-    "drop": "guardrail.testing.behaviours",
-    "error": "guardrail.testing.behaviours",
     "example_instance": "guardrail.testing.examples",
-    "html_page": "guardrail.testing.behaviours",
-    "logprobs": "guardrail.testing.behaviours",
-    "malformed_event": "guardrail.testing.behaviours",
-    "not_json": "guardrail.testing.behaviours",
     "offline": "guardrail.testing.offline",
     "openai_strict_problems": "guardrail.testing.strictness",
-    "overloaded": "guardrail.testing.behaviours",
-    "rate_limited": "guardrail.testing.behaviours",
-    "raw": "guardrail.testing.behaviours",
-    "refusal": "guardrail.testing.behaviours",
-    "schema_rejected": "guardrail.testing.behaviours",
-    "server_error": "guardrail.testing.behaviours",
-    "stream_error": "guardrail.testing.behaviours",
-    "text": "guardrail.testing.behaviours",
-    "timeout": "guardrail.testing.behaviours",
-    "tool_call": "guardrail.testing.behaviours",
-    "truncated": "guardrail.testing.behaviours",
 }
 
 __all__ = [
@@ -94,45 +54,13 @@ __all__ = [
     "Emulator",
     "FaultProfile",
     "RecordedRequest",
-    "Reply",
     "Responder",
-    "answer",
     "anthropic_strict_problems",
-    "cut",
-    "drop",
-    "error",
     "example_instance",
-    "html_page",
-    "logprobs",
-    "malformed_event",
-    "not_json",
     "offline",
     "openai_strict_problems",
-    "overloaded",
-    "rate_limited",
-    "raw",
-    "refusal",
     "reply",
-    "schema_rejected",
-    "server_error",
-    "stream_error",
-    "text",
-    "timeout",
-    "tool_call",
-    "truncated",
 ]
+__all__ += reply.__all__
 
-
-def __getattr__(name: str) -> Any:
-    if name == "reply":
-        return import_module("guardrail.testing.reply")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'guardrail.testing' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | {"reply"})
+__getattr__, __dir__ = namespace(__name__, globals(), _NAMES)

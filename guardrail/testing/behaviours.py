@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+#: The behaviour constructors and :class:`Reply`: the one list of them, re-exported as ``guardrail.testing.reply``
+#: and by ``guardrail.testing`` (the other public names here are imported by name).
 __all__ = [
-    "DEFAULT_REFUSAL",
     "Reply",
-    "ReplyKind",
     "answer",
     "cut",
     "drop",

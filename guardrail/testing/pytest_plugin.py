@@ -56,12 +56,16 @@ def guardrail_emulator() -> Iterator[Emulator]:
         yield emulator
 
 
+def _client(emulator: Emulator, sdk: str, cls: str) -> Any:
+    """A real ``sdk.cls`` client (``openai.OpenAI``, ``anthropic.AsyncAnthropic``...) talking to ``emulator``."""
+    base_url = emulator.anthropic_base_url if sdk == "anthropic" else emulator.openai_base_url
+    return getattr(_sdk(sdk), cls)(base_url=base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT)
+
+
 @pytest.fixture
 def guardrail_openai(guardrail_emulator: Emulator) -> Iterator[openai.OpenAI]:
     """A real ``openai.OpenAI`` client talking to ``guardrail_emulator``."""
-    client = _sdk("openai").OpenAI(
-        base_url=guardrail_emulator.openai_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
-    )
+    client: openai.OpenAI = _client(guardrail_emulator, "openai", "OpenAI")
     yield client
     client.close()
 
@@ -69,18 +73,14 @@ def guardrail_openai(guardrail_emulator: Emulator) -> Iterator[openai.OpenAI]:
 @pytest.fixture
 def guardrail_async_openai(guardrail_emulator: Emulator) -> openai.AsyncOpenAI:
     """A real ``openai.AsyncOpenAI`` client talking to ``guardrail_emulator``."""
-    client: openai.AsyncOpenAI = _sdk("openai").AsyncOpenAI(
-        base_url=guardrail_emulator.openai_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
-    )
+    client: openai.AsyncOpenAI = _client(guardrail_emulator, "openai", "AsyncOpenAI")
     return client
 
 
 @pytest.fixture
 def guardrail_anthropic(guardrail_emulator: Emulator) -> Iterator[anthropic.Anthropic]:
     """A real ``anthropic.Anthropic`` client talking to ``guardrail_emulator``."""
-    client = _sdk("anthropic").Anthropic(
-        base_url=guardrail_emulator.anthropic_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
-    )
+    client: anthropic.Anthropic = _client(guardrail_emulator, "anthropic", "Anthropic")
     yield client
     client.close()
 
@@ -88,7 +88,5 @@ def guardrail_anthropic(guardrail_emulator: Emulator) -> Iterator[anthropic.Anth
 @pytest.fixture
 def guardrail_async_anthropic(guardrail_emulator: Emulator) -> anthropic.AsyncAnthropic:
     """A real ``anthropic.AsyncAnthropic`` client talking to ``guardrail_emulator``."""
-    client: anthropic.AsyncAnthropic = _sdk("anthropic").AsyncAnthropic(
-        base_url=guardrail_emulator.anthropic_base_url, api_key="test", max_retries=0, timeout=CLIENT_TIMEOUT
-    )
+    client: anthropic.AsyncAnthropic = _client(guardrail_emulator, "anthropic", "AsyncAnthropic")
     return client

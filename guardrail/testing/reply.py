@@ -1,50 +1,11 @@
 """The behaviour constructors as one namespace: ``from guardrail.testing import reply; reply.answer("{}")``.
 
-See :mod:`guardrail.testing.behaviours` for what each one does on each vendor's wire.
+See :mod:`guardrail.testing.behaviours` for what each one does on each vendor's wire; its ``__all__`` is the
+one list of the names this namespace (and ``guardrail.testing``) offers.
 """
 
-from guardrail.testing.behaviours import (
-    Reply,
-    answer,
-    cut,
-    drop,
-    error,
-    html_page,
-    logprobs,
-    malformed_event,
-    not_json,
-    overloaded,
-    rate_limited,
-    raw,
-    refusal,
-    schema_rejected,
-    server_error,
-    stream_error,
-    text,
-    timeout,
-    tool_call,
-    truncated,
-)
+from guardrail.testing import behaviours as _behaviours
+from guardrail.testing.behaviours import *  # noqa: F403
 
-__all__ = [
-    "Reply",
-    "answer",
-    "cut",
-    "drop",
-    "error",
-    "html_page",
-    "logprobs",
-    "malformed_event",
-    "not_json",
-    "overloaded",
-    "rate_limited",
-    "raw",
-    "refusal",
-    "schema_rejected",
-    "server_error",
-    "stream_error",
-    "text",
-    "timeout",
-    "tool_call",
-    "truncated",
-]
+__all__: list[str] = []
+__all__ += _behaviours.__all__

@@ -19,6 +19,7 @@ from guardrail.vendors.base import (
     count,
     feedback_message,
     instruction,
+    with_history,
 )
 
 _FINISH: dict[str, Finish] = {"stream_ended": "length", "end_turn": "stop", "tool_use": "stop",
@@ -73,14 +74,8 @@ class Messages(Endpoint):
             out["tool_choice"] = {"type": "tool", "name": plan.name, "disable_parallel_tool_use": True}
         else:
             out["system"] = _with_system(out.get("system"), instruction(plan))
-        for exchange in history:
-            messages.extend(_replay(exchange))
-        out["messages"] = messages
-        if max_tokens is not None:
-            out[self.max_tokens_key] = max_tokens
-        if temperature is not None:
-            out["temperature"] = temperature
-        return out
+        return with_history(out, "messages", messages, history, _replay, max_tokens=max_tokens,
+                            token_key=self.max_tokens_key, temperature=temperature)
 
     def read(self, response: Any, tool: str | None) -> Completion:
         usage = messages_usage(response.usage)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -239,6 +239,22 @@ def instruction(plan: Plan) -> str:
     schema = json.dumps(plan.schema, ensure_ascii=False, separators=(",", ":"))
     return ("Reply with one JSON value and nothing else: no prose, no code fences. "
             f"It must match this JSON Schema:\n{schema}")
+
+
+def with_history(out: dict[str, Any], key: str, turns: list[Any], history: list[Exchange],
+                 replay: Callable[[Exchange], list[dict[str, Any]]], *, max_tokens: int | None, token_key: str,
+                 temperature: float | None) -> dict[str, Any]:
+    """The end of every endpoint's request: the caller's ``turns`` and then each earlier exchange of this call
+    (``replay`` renders one in the endpoint's shape) under ``key``, the output-token limit under ``token_key``,
+    the temperature. Returns ``out``."""
+    for exchange in history:
+        turns.extend(replay(exchange))
+    out[key] = turns
+    if max_tokens is not None:
+        out[token_key] = max_tokens
+    if temperature is not None:
+        out["temperature"] = temperature
+    return out
 
 
 def feedback_message(feedback: str) -> str:

@@ -25,6 +25,7 @@ from guardrail.vendors.base import (
     count,
     feedback_message,
     instruction,
+    with_history,
 )
 
 _FINISH: dict[str, Finish] = {"stream_ended": "length", "stop": "stop", "tool_calls": "stop",
@@ -94,15 +95,10 @@ class ChatCompletions(Endpoint):
             if plan.mode == "json":
                 out["response_format"] = {"type": "json_object"}
             messages = _with_system(messages, instruction(plan))
-        for exchange in history:
-            messages.extend(_replay(exchange))
-        out["messages"] = messages
-        if max_tokens is not None:
-            key = "max_tokens" if "max_tokens" in kwargs and "max_completion_tokens" not in kwargs else \
-                "max_completion_tokens"
-            out[key] = max_tokens
-        if temperature is not None:
-            out["temperature"] = temperature
+        token_key = "max_tokens" if "max_tokens" in kwargs and "max_completion_tokens" not in kwargs else \
+            "max_completion_tokens"
+        with_history(out, "messages", messages, history, _replay, max_tokens=max_tokens, token_key=token_key,
+                     temperature=temperature)
         if out.get("stream"):
             out["stream_options"] = {**(out.get("stream_options") or {}), "include_usage": True}
         return out

@@ -17,6 +17,7 @@ from guardrail.vendors.base import (
     count,
     feedback_message,
     instruction,
+    with_history,
 )
 from guardrail.vendors.failures import StreamError
 
@@ -65,14 +66,8 @@ class Responses(Endpoint):
             out["instructions"] = f"{own}\n\n{instruction(plan)}" if own else instruction(plan)
         if text:
             out["text"] = text
-        for exchange in history:
-            items.extend(_replay(exchange))
-        out["input"] = items
-        if max_tokens is not None:
-            out[self.max_tokens_key] = max_tokens
-        if temperature is not None:
-            out["temperature"] = temperature
-        return out
+        return with_history(out, "input", items, history, _replay, max_tokens=max_tokens,
+                            token_key=self.max_tokens_key, temperature=temperature)
 
     def read(self, response: Any, tool: str | None) -> Completion:
         if getattr(response, "status", None) == "failed":  # the vendor failed mid-way: a transport problem

@@ -141,26 +141,40 @@ def _reporter(policy: Policy, where: str) -> Callable[[tuple[Any, ...], str], Pr
     return problem
 
 
-def binding_problems(policy: Policy, model: type[BaseModel], tool: str, *, where: str = "") -> list[Problem]:
-    """Every disagreement between ``policy`` and the tool's argument ``model`` (module docstring).
-    ``where`` (the tool function's file:line) is added to the messages."""
-    problem = _reporter(policy, where)
+def _named_problems(policy: Policy, tool: str, problem: Callable[[tuple[Any, ...], str], Problem],
+                    resolve: Callable[[str], tuple[list[Any] | None, str]],
+                    not_text: Callable[[list[Any]], str | None]) -> list[Problem]:
+    """The checks a model tool and a JSON Schema tool share: every argument the policy names exists (the spend
+    argument at the top level), and a text constraint is on text. ``resolve`` finds what stands at a path (or
+    says what is missing); ``not_text`` names the types there when they are not all text."""
     problems: list[Problem] = []
     for path, loc in _named(policy):
-        leaves, missing = _resolve(model, path)
-        if leaves is None:
+        found, missing = resolve(path)
+        if found is None:
             problems.append(problem(loc, f"{tool} {missing}"))
         elif loc[0] == "limits" and "." in path:
             problems.append(problem(loc, "the spend argument must be a top-level parameter"))
     for path, rule in policy.args.items():
-        leaves, _ = _resolve(model, path)
-        if leaves is None or not rule.kinds:
-            continue
-        if not all(leaf is Any or (isinstance(leaf, type) and (issubclass(leaf, _TEXT) or _is_url_type(leaf)))
-                   for leaf in leaves):
-            shown = ", ".join(getattr(leaf, "__name__", str(leaf)) for leaf in leaves)
+        found, _ = resolve(path)
+        shown = None if found is None or not rule.kinds else not_text(found)
+        if shown is not None:
             problems.append(problem(("args", path), f"a {'/'.join(sorted(rule.kinds))} constraint on {tool}.{path}, "
                                                     f"which is not text ({shown})"))
+    return problems
+
+
+def _leaves_not_text(leaves: list[Any]) -> str | None:
+    if all(leaf is Any or (isinstance(leaf, type) and (issubclass(leaf, _TEXT) or _is_url_type(leaf)))
+           for leaf in leaves):
+        return None
+    return ", ".join(getattr(leaf, "__name__", str(leaf)) for leaf in leaves)
+
+
+def binding_problems(policy: Policy, model: type[BaseModel], tool: str, *, where: str = "") -> list[Problem]:
+    """Every disagreement between ``policy`` and the tool's argument ``model`` (module docstring).
+    ``where`` (the tool function's file:line) is added to the messages."""
+    problem = _reporter(policy, where)
+    problems = _named_problems(policy, tool, problem, lambda path: _resolve(model, path), _leaves_not_text)
     for path, kinds in sorted(declared_kinds(model).items()):
         declared = policy.args.get(path)
         for kind in sorted(kinds - (declared.kinds if declared is not None else frozenset())):
@@ -208,25 +222,16 @@ def _schema_resolve(schema: dict[str, Any], path: str) -> tuple[list[dict[str, A
     return [m for node in current for m in _schema_members(node)], ""
 
 
+def _nodes_not_text(nodes: list[dict[str, Any]]) -> str | None:
+    types_ = {t for node in nodes for t in ([node["type"]] if isinstance(node.get("type"), str)
+                                           else node.get("type") or [])}
+    return ", ".join(sorted(types_)) if types_ - {"string", "null", "array"} else None
+
+
 def schema_binding_problems(policy: Policy, schema: dict[str, Any], tool: str, *, where: str = "") -> list[Problem]:
     """:func:`binding_problems` for a tool whose arguments are a JSON Schema object."""
     problem = _reporter(policy, where)
-    problems: list[Problem] = []
-    for path, loc in _named(policy):
-        nodes, missing = _schema_resolve(schema, path)
-        if nodes is None:
-            problems.append(problem(loc, f"{tool} {missing}"))
-        elif loc[0] == "limits" and "." in path:
-            problems.append(problem(loc, "the spend argument must be a top-level parameter"))
-    for path, rule in policy.args.items():
-        nodes, _ = _schema_resolve(schema, path)
-        if nodes is None or not rule.kinds:
-            continue
-        types_ = {t for node in nodes for t in ([node["type"]] if isinstance(node.get("type"), str)
-                                               else node.get("type") or [])}
-        if types_ - {"string", "null", "array"}:
-            problems.append(problem(("args", path), f"a {'/'.join(sorted(rule.kinds))} constraint on {tool}.{path}, "
-                                                    f"which is not text ({', '.join(sorted(types_))})"))
+    problems = _named_problems(policy, tool, problem, lambda path: _schema_resolve(schema, path), _nodes_not_text)
 
     def visit(node: dict[str, Any], prefix: str, depth: int) -> None:
         for member in _schema_members(node):

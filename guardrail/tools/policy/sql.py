@@ -64,6 +64,8 @@ from collections.abc import Collection
 from sqlglot import Token, TokenType, exp
 from sqlglot.dialects.dialect import Dialect
 
+from guardrail.tools.policy.options import string_set
+
 __all__ = [
     "ALWAYS_DENIED",
     "DIALECT_FUNCTIONS",
@@ -253,16 +255,8 @@ def _separation_reason(value: str, tokens: list[Token], dialect: str | None) -> 
     return None
 
 
-def _string_set(values: object, what: str) -> frozenset[str]:
-    if isinstance(values, str | bytes) or not isinstance(values, Collection):
-        raise ValueError(f"SQL policy {what} must be a collection of str, not {type(values).__name__}")
-    if not all(isinstance(value, str) for value in values):
-        raise ValueError(f"SQL policy {what} must contain only str")
-    return frozenset(values)
-
-
 def _allowed_kinds(allow: object) -> frozenset[str]:
-    kinds = frozenset(kind.lower() for kind in _string_set(allow, "allow"))
+    kinds = frozenset(kind.lower() for kind in string_set(allow, "SQL policy allow"))
     unknown = kinds - KNOWN_KINDS
     if unknown:
         raise ValueError(f"SQL policy allow has unknown kinds {sorted(unknown)}; known: {sorted(KNOWN_KINDS)}")
@@ -273,7 +267,7 @@ def _allowed_tables(tables: object) -> frozenset[tuple[str, ...]] | None:
     if tables is None:
         return None
     entries = set()
-    for entry in _string_set(tables, "tables"):
+    for entry in string_set(tables, "SQL policy tables"):
         parts = tuple(entry.split("."))
         if not 1 <= len(parts) <= 3 or not all(part and part.strip() == part for part in parts):
             raise ValueError(f"SQL policy tables entry {entry!r} is not [catalog.][schema.]table")
@@ -305,7 +299,8 @@ def _key(name: str) -> str:
 def allowed_functions(dialect: str | None = None, extra: Collection[str] = ()) -> frozenset[str]:
     """The function allow-list of ``dialect`` (:data:`PURE_FUNCTIONS` and :data:`DIALECT_FUNCTIONS`) plus
     ``extra``, as comparison keys (lower-case, ``_`` removed)."""
-    names = PURE_FUNCTIONS | DIALECT_FUNCTIONS.get(dialect or "", frozenset()) | _string_set(extra, "functions")
+    given = string_set(extra, "SQL policy functions")
+    names = PURE_FUNCTIONS | DIALECT_FUNCTIONS.get(dialect or "", frozenset()) | given
     return frozenset(_key(name) for name in names)
 
 

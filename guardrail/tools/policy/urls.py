@@ -65,6 +65,7 @@ from urllib.parse import unquote
 
 import idna
 
+from guardrail.tools.policy.options import string_set
 from guardrail.tools.policy.verdict import Rejected
 
 __all__ = ["DEFAULT_PORTS", "EXACT_ONLY_NAMES", "MAX_URL_CHARS", "address_reason", "canonical_url", "check_url"]
@@ -267,14 +268,6 @@ def _compile_schemes(schemes: frozenset[str]) -> frozenset[str]:
     return frozenset(scheme.lower() for scheme in schemes)
 
 
-def _string_set(values: object, what: str) -> frozenset[str]:
-    if isinstance(values, str | bytes) or not isinstance(values, Collection):
-        raise ValueError(f"URL policy {what} must be a collection of str, not {type(values).__name__}")
-    if not all(isinstance(value, str) for value in values):
-        raise ValueError(f"URL policy {what} must contain only str")
-    return frozenset(values)
-
-
 def _port_allowed(allowed: frozenset[int | None], port: int | None, scheme: str) -> bool:
     default = DEFAULT_PORTS.get(scheme)
     if port is None or port == default:
@@ -393,8 +386,8 @@ def _host_allowed(host: str | _IP, port: int | None, scheme: str, hosts: _Hosts,
 def _compiled(
     hosts: Collection[str], schemes: Collection[str], flags: tuple[object, ...]
 ) -> tuple[_Hosts, frozenset[str]]:
-    compiled_hosts = _compile_hosts(_string_set(hosts, "hosts"))
-    compiled_schemes = _compile_schemes(_string_set(schemes, "schemes"))
+    compiled_hosts = _compile_hosts(string_set(hosts, "URL policy hosts"))
+    compiled_schemes = _compile_schemes(string_set(schemes, "URL policy schemes"))
     if not all(isinstance(flag, bool) for flag in flags):
         raise ValueError("URL policy allow_ip_literals and allow_nested_urls must be bool")
     return compiled_hosts, compiled_schemes
