@@ -24,6 +24,14 @@ from pydantic_core import SchemaValidator
 
 from guardrail.schema.view import Schema, SchemaView
 
+__all__ = [
+    "VALIDATION_CONTEXT",
+    "Contract",
+    "ExactValidator",
+    "compile_contract",
+    "validation_context",
+]
+
 T = TypeVar("T")
 
 #: What pydantic validators see as ``ValidationInfo.context`` while guardrail validates: the ``context=`` of

@@ -31,6 +31,7 @@ from guardrail.call.engine import Settings
 from guardrail.call.methods import AsyncStructuredMethod, Binding, StructuredMethod
 from guardrail.call.modes import SERVER_KINDS
 from guardrail.call.retry import RetryPolicy
+from guardrail.errors import ConfigError, UsageError
 from guardrail.vendors.anthropic_messages import Messages
 from guardrail.vendors.base import Endpoint
 from guardrail.vendors.openai_chat import ChatCompletions
@@ -136,10 +137,10 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     if isinstance(client, WrappedClient):
         return client
     if server is not None and server not in SERVER_KINDS:
-        raise ValueError(f"unknown server kind {server!r}; expected one of {', '.join(SERVER_KINDS)}")
+        raise ConfigError(f"unknown server kind {server!r}; expected one of {', '.join(SERVER_KINDS)}")
     kind, is_async = _kind(client)
     if server is not None and kind != "openai":
-        raise ValueError("server= applies to OpenAI-compatible clients (openai.OpenAI(base_url=...)) only")
+        raise ConfigError("server= applies to OpenAI-compatible clients (openai.OpenAI(base_url=...)) only")
     settings = settings or Settings()
     retry = retry or RetryPolicy()
     quiet = _quiet(client)
@@ -226,5 +227,5 @@ def _kind(client: Any) -> tuple[str, bool]:
             return module, True
         if isinstance(client, getattr(sdk, sync_name)):
             return module, False
-    raise TypeError(f"guardrail.wrap() takes an openai.OpenAI/AsyncOpenAI or anthropic.Anthropic/AsyncAnthropic "
+    raise UsageError(f"guardrail.wrap() takes an openai.OpenAI/AsyncOpenAI or anthropic.Anthropic/AsyncAnthropic "
                     f"client, not {type(client).__name__} (install the extra: pip install 'guardrail[vendors]')")

@@ -26,7 +26,7 @@ from guardrail.call.modes import Mode, capabilities, plans, schema_name
 from guardrail.call.retry import RetryPolicy
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.contract import compile_contract
-from guardrail.errors import UnsupportedCall
+from guardrail.errors import UnsupportedCall, UsageError
 from guardrail.gates.semantic import Rule
 from guardrail.outcome import Budget, Result
 from guardrail.vendors.base import Endpoint
@@ -77,7 +77,7 @@ class _Method:
               context: Mapping[str, Any] | None = None) -> Call:
         taken = _CONFLICTS[self._endpoint.api] & _given(kwargs)
         if taken:
-            raise TypeError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
+            raise UsageError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
                             "for the mode it chooses (use mode= to choose one)")
         contract = compile_contract(response_model)
         model = str(kwargs.get("model", ""))

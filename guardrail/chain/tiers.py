@@ -35,7 +35,16 @@ from typing import Any, Generic, TypeVar
 
 from guardrail.call.client import WrappedClient, wrap
 from guardrail.call.retry import RetryPolicy, timeout_seconds
-from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused, SyncAsyncMismatch
+from guardrail.errors import (
+    CallError,
+    ConfigError,
+    Declined,
+    Denied,
+    GuardrailError,
+    Refused,
+    SyncAsyncMismatch,
+    UsageError,
+)
 from guardrail.gates.semantic import Rule, evaluate
 from guardrail.outcome import Budget, Outcome, Result, Usage
 
@@ -49,7 +58,7 @@ class CircuitBreaker:
 
     def __init__(self, failures: int = 5, reset_after: float = 30.0) -> None:
         if failures < 1 or reset_after <= 0:
-            raise ValueError("failures must be >= 1 and reset_after > 0")
+            raise ConfigError("failures must be >= 1 and reset_after > 0")
         self.failures = failures
         self.reset_after = reset_after
         self._lock = threading.Lock()
@@ -100,7 +109,7 @@ class SharedCircuitBreaker:
     def __init__(self, store: Any, key: str, failures: int = 5, reset_after: float = 30.0,
                  ttl: float = 86400.0) -> None:
         if failures < 1 or reset_after <= 0:
-            raise ValueError("failures must be >= 1 and reset_after > 0")
+            raise ConfigError("failures must be >= 1 and reset_after > 0")
         self.store, self.key, self.failures, self.reset_after, self.ttl = store, f"breaker:{key}", failures, \
             reset_after, ttl
 
@@ -189,7 +198,7 @@ class Tier:
         if self.arun is None and inspect.iscoroutinefunction(self.run):
             self.run, self.arun = None, self.run
         if self.run is None and self.arun is None:
-            raise ValueError(f"tier {self.name!r} needs run (sync) or arun (async)")
+            raise ConfigError(f"tier {self.name!r} needs run (sync) or arun (async)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -564,7 +573,7 @@ def is_local_model(candidate: Any) -> bool:
 
 
 def _not_a_tier(candidate: Any) -> Tier:
-    raise TypeError(f"a chain tier must be a Tier (vendor(...), local(...), rule_engine(...), safe_default(...)) or a "
+    raise UsageError(f"a chain tier must be a Tier (vendor(...), local(...), rule_engine(...), safe_default(...)) or a "
                     f"LocalModel, not {type(candidate).__name__}")
 
 

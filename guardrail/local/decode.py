@@ -26,7 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from guardrail.errors import GuardrailError
+from guardrail.errors import ConfigError, GuardrailError
 from guardrail.schema.lower import CompileReport
 
 __all__ = ["DeadEnd", "Row", "Sampling", "Trace", "decode"]
@@ -83,9 +83,9 @@ class Sampling:
     def __post_init__(self) -> None:
         if not 0 <= self.temperature < math.inf or self.top_k < 0 or not 0 < self.top_p <= 1 \
                 or self.max_new_tokens < 1:  # the comparisons also refuse NaN
-            raise ValueError("need a finite temperature >= 0, top_k >= 0, 0 < top_p <= 1 and max_new_tokens >= 1")
+            raise ConfigError("need a finite temperature >= 0, top_k >= 0, 0 < top_p <= 1 and max_new_tokens >= 1")
         if self.timeout is not None and not self.timeout > 0:
-            raise ValueError("timeout must be a positive number of seconds (or None)")
+            raise ConfigError("timeout must be a positive number of seconds (or None)")
 
 
 @dataclass

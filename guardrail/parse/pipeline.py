@@ -35,6 +35,7 @@ from typing import Any, TypeVar, overload
 
 from guardrail.contract import _CACHE as _COMPILED
 from guardrail.contract import VALIDATION_CONTEXT, Contract, compile_contract
+from guardrail.errors import UsageError
 from guardrail.parse.candidates import MEMBER_AFTER
 from guardrail.parse.dupes import may_repeat_key
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite
@@ -72,7 +73,7 @@ def parse_report(text: str, output_type: Any, *, aliases: Mapping[str, str] | No
         A :class:`ParseReport` holding the value or the :class:`ParseError`, the fixes and the candidates.
     """
     if not isinstance(text, str):
-        raise TypeError(f"text must be str, not {type(text).__name__}")
+        raise UsageError(f"text must be str, not {type(text).__name__}")
     contract = compile_contract(output_type)
     limits = limits or DEFAULT_LIMITS
     if stages is None and _fast_ok(text, contract, limits) and _starts_like_json(text):
@@ -136,7 +137,7 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
     ``.feedback`` is ready to send back to the model; its ``.report`` holds the candidates and fixes.
     """
     if not isinstance(text, str):
-        raise TypeError(f"text must be str, not {type(text).__name__}")
+        raise UsageError(f"text must be str, not {type(text).__name__}")
     # The hot path of the library, written out in one function: on a small answer each extra Python call
     # costs a few percent. The clean fast path, then the wrapped one (see the module docstring).
     if output_type.__class__ is dict:  # a JSON Schema: unhashable, cached by identity (no TypeError raised)

@@ -21,8 +21,9 @@ Example::
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from guardrail._lazy import namespace
 
 if TYPE_CHECKING:
     from guardrail.testing import reply
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 
 #: Public name -> the module that defines it; loaded on first use, so importing this package (the pytest plugin
 #: does) starts no server and imports no SDK.
-_LAZY: dict[str, str] = {
+_NAMES: dict[str, str] = {
     "EXHAUSTED": "guardrail.testing.emulator",
     "Emulator": "guardrail.testing.emulator",
     "FaultProfile": "guardrail.testing.faults",
@@ -79,6 +80,7 @@ _LAZY: dict[str, str] = {
     "overloaded": "guardrail.testing.behaviours",
     "rate_limited": "guardrail.testing.behaviours",
     "raw": "guardrail.testing.behaviours",
+    "reply": "guardrail.testing.reply",
     "refusal": "guardrail.testing.behaviours",
     "schema_rejected": "guardrail.testing.behaviours",
     "server_error": "guardrail.testing.behaviours",
@@ -123,16 +125,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "reply":
-        return import_module("guardrail.testing.reply")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'guardrail.testing' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | {"reply"})
+__getattr__, __dir__ = namespace(__name__, globals(), _NAMES)

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from types import TracebackType
 
+from guardrail.errors import UsageError
 from guardrail.testing.behaviours import Reply, error
 from guardrail.testing.recording import RecordedRequest
 from guardrail.testing.server import Handler, Server
@@ -111,7 +112,7 @@ class Emulator:
     def base_url(self) -> str:
         """``http://HOST:PORT`` of the running server."""
         if self._server is None:
-            raise RuntimeError("the emulator is not running; call start() first")
+            raise UsageError("the emulator is not running; call start() first")
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
@@ -130,7 +131,7 @@ class Emulator:
         """Append behaviours to the FIFO queue; each incoming request (any endpoint) consumes one."""
         for behaviour in behaviours:
             if not isinstance(behaviour, Reply):
-                raise TypeError(f"expected a behaviour from guardrail.testing.reply, got {behaviour!r}")
+                raise UsageError(f"expected a behaviour from guardrail.testing.reply, got {behaviour!r}")
         with self._lock:
             self._queue.extend(behaviours)
 

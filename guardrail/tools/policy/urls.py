@@ -65,6 +65,7 @@ from urllib.parse import unquote
 
 import idna
 
+from guardrail.errors import ConfigError
 from guardrail.tools.policy.verdict import Rejected
 
 __all__ = ["DEFAULT_PORTS", "EXACT_ONLY_NAMES", "MAX_URL_CHARS", "address_reason", "canonical_url", "check_url"]
@@ -263,15 +264,15 @@ def _compile_hosts(entries: frozenset[str]) -> _Hosts:
 def _compile_schemes(schemes: frozenset[str]) -> frozenset[str]:
     for scheme in schemes:
         if _SCHEME.fullmatch(scheme) is None:
-            raise ValueError(f"URL policy scheme {scheme!r} is not a valid URL scheme")
+            raise ConfigError(f"URL policy scheme {scheme!r} is not a valid URL scheme")
     return frozenset(scheme.lower() for scheme in schemes)
 
 
 def _string_set(values: object, what: str) -> frozenset[str]:
     if isinstance(values, str | bytes) or not isinstance(values, Collection):
-        raise ValueError(f"URL policy {what} must be a collection of str, not {type(values).__name__}")
+        raise ConfigError(f"URL policy {what} must be a collection of str, not {type(values).__name__}")
     if not all(isinstance(value, str) for value in values):
-        raise ValueError(f"URL policy {what} must contain only str")
+        raise ConfigError(f"URL policy {what} must contain only str")
     return frozenset(values)
 
 
@@ -396,7 +397,7 @@ def _compiled(
     compiled_hosts = _compile_hosts(_string_set(hosts, "hosts"))
     compiled_schemes = _compile_schemes(_string_set(schemes, "schemes"))
     if not all(isinstance(flag, bool) for flag in flags):
-        raise ValueError("URL policy allow_ip_literals and allow_nested_urls must be bool")
+        raise ConfigError("URL policy allow_ip_literals and allow_nested_urls must be bool")
     return compiled_hosts, compiled_schemes
 
 
@@ -469,4 +470,4 @@ def _networks(entries: frozenset[str]) -> tuple[ipaddress.IPv4Network | ipaddres
     try:
         return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
     except ValueError as error:
-        raise ValueError(f"URL policy allowed address {error}") from None
+        raise ConfigError(f"URL policy allowed address {error}") from None
