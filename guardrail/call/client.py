@@ -138,12 +138,12 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
         return client
     if server is not None and server not in SERVER_KINDS:
         raise ConfigError(f"unknown server kind {server!r}; expected one of {', '.join(SERVER_KINDS)}")
-    kind, is_async = _kind(client)
+    kind, is_async = client_kind(client)
     if server is not None and kind != "openai":
         raise ConfigError("server= applies to OpenAI-compatible clients (openai.OpenAI(base_url=...)) only")
     settings = settings or Settings()
     retry = retry or RetryPolicy()
-    quiet = _quiet(client)
+    quiet = quiet_client(client)
     method = AsyncStructuredMethod if is_async else StructuredMethod
     timeout = _seconds(client.timeout)
 
@@ -192,7 +192,7 @@ _QUIET: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _QUIET_LOCK = threading.Lock()
 
 
-def _quiet(client: Any) -> Any:
+def quiet_client(client: Any) -> Any:
     """The client's copy with the SDK's own retries off (guardrail retries), made once per client.
 
     Building the copy's resources costs milliseconds; the decorator and chain tiers wrap per call, so the
@@ -215,8 +215,9 @@ def _seconds(timeout: Any) -> float | None:
     return float(read) if isinstance(read, (int, float)) else None
 
 
-def _kind(client: Any) -> tuple[str, bool]:
-    """("openai" | "anthropic", is_async) for a supported client; TypeError otherwise."""
+def client_kind(client: Any) -> tuple[str, bool]:
+    """("openai" | "anthropic", is_async) for a supported SDK client; :class:`~guardrail.errors.UsageError` (a
+    ``TypeError``) otherwise."""
     for module, sync_name, async_name in (("openai", "OpenAI", "AsyncOpenAI"),
                                           ("anthropic", "Anthropic", "AsyncAnthropic")):
         try:

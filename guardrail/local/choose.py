@@ -115,7 +115,7 @@ def choose(prompt: str, options: Sequence[str], *, backend: Any, threshold: floa
     if api.is_async:
         raise UsageError("the backend's client is openai.AsyncOpenAI: use `await guardrail.achoose(...)`")
     response = api.sdk.chat.completions.create(**api.request(prompt, options))
-    return _api_choice(options, response, threshold)
+    return api_choice(options, response, threshold)
 
 
 async def achoose(prompt: str, options: Sequence[str], *, backend: Any, threshold: float | None = None) -> Choice:
@@ -128,7 +128,7 @@ async def achoose(prompt: str, options: Sequence[str], *, backend: Any, threshol
     if api is None or not api.is_async:
         return await asyncio.to_thread(choose, prompt, options, backend=backend, threshold=threshold)
     response = await api.sdk.chat.completions.create(**api.request(prompt, options))
-    return _api_choice(options, response, threshold)
+    return api_choice(options, response, threshold)
 
 
 def _check_threshold(threshold: float | None) -> None:
@@ -166,7 +166,7 @@ def _best(probabilities: dict[str, float]) -> str:
     return max(probabilities, key=lambda o: probabilities[o])
 
 
-def _api_choice(options: list[str], response: Any, threshold: float | None) -> Choice:
+def api_choice(options: list[str], response: Any, threshold: float | None) -> Choice:
     """The judgment from an API reply (pure): score, then :class:`NoOptionMatched` or the threshold gate."""
     reply = read_reply(response)
     scored = score(options, reply)

@@ -157,11 +157,11 @@ def _sdk_client(client: Any) -> tuple[Any, bool]:
 
     Raises :class:`LogprobsUnavailable` for an Anthropic client (wrapped or not).
     """
-    from guardrail.call.client import WrappedClient, _kind
+    from guardrail.call.client import WrappedClient, client_kind
 
     raw = client.__dict__["_raw"] if isinstance(client, WrappedClient) else client
     try:
-        kind, is_async = _kind(raw)
+        kind, is_async = client_kind(raw)
     except TypeError:
         return None, False
     if kind == "anthropic":

@@ -196,7 +196,7 @@ def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, 
             rows[i].trace.step_seconds.append(step)
 
 
-_COMPILED_KERNEL = [True]
+COMPILED_KERNEL = [True]
 
 
 def apply_mask(logits: Any, bitmask: Any) -> None:
@@ -207,12 +207,12 @@ def apply_mask(logits: Any, bitmask: Any) -> None:
     """
     import llguidance.torch as masks
 
-    if _COMPILED_KERNEL[0]:
+    if COMPILED_KERNEL[0]:
         try:
             masks.apply_token_bitmask_inplace(logits, bitmask)
             return
         except Exception:  # torch.compile's failures share no narrower type; plain ops below
-            _COMPILED_KERNEL[0] = False
+            COMPILED_KERNEL[0] = False
     plain_apply_mask(logits, bitmask)
 
 

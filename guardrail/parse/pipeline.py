@@ -33,7 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, overload
 
-from guardrail.contract import _CACHE as _COMPILED
+from guardrail.contract import CONTRACTS_BY_TYPE as _COMPILED
 from guardrail.contract import VALIDATION_CONTEXT, Contract, compile_contract
 from guardrail.errors import UsageError
 from guardrail.parse.candidates import MEMBER_AFTER

@@ -153,7 +153,7 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget 
     Otherwise always returns a :class:`ScanResult`; ``end`` is just past the value, or the position of the
     problem for ``truncated``/``syntax_error``.
     """
-    scanner = _Scanner(text, max_depth, depth, budget or Budget())
+    scanner = Scanner(text, max_depth, depth, budget or Budget())
     try:
         value, end = scanner.run(pos)
     except _Stop as stop:
@@ -163,7 +163,7 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget 
                       scanner.conflicts[0] if scanner.conflicts else "")
 
 
-class _Scanner:
+class Scanner:
     """One scan: an explicit stack of open containers fed by a tokenizer with a C-speed fast path."""
 
     __slots__ = ("base", "budget", "conflicts", "fixes", "last_key", "last_str", "max_depth", "n", "root", "stack",

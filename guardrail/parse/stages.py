@@ -74,13 +74,13 @@ def find_candidates(state: ParseState) -> ParseState:
     for segment in state.segments:
         state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth, budget, limit))
     if not state.candidates:
-        bare = _bare_reply(state)
+        bare = bare_reply(state)
         if bare is not None:
             state.candidates.append(bare)
     return state
 
 
-def _bare_reply(state: ParseState) -> Candidate | None:
+def bare_reply(state: ParseState) -> Candidate | None:
     """The whole reply as one bare scalar (``Billing``, ``TRUE``, `` `x` ``), read by the contract
     (``scalars.py``); only when the reply holds one non-blank segment and no JSON value at all."""
     text = state.text

@@ -399,7 +399,7 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
         limited = _over_limits(policy, store, found.name, args, who)
         if limited is not None:
             raise _LimitReached(limited)
-        return _run(found, model, args, decision)
+        return run_sealed(found, model, args, decision)
 
     try:
         if idempotency is None or scoped is None:
@@ -573,7 +573,8 @@ def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], 
     return None if over is None else counters[over][0]
 
 
-def _run(found: Tool, model: BaseModel | dict[str, Any], args: dict[str, Any], decision: Decision) -> Any:
+def run_sealed(found: Tool, model: BaseModel | dict[str, Any], args: dict[str, Any],
+               decision: Decision) -> Any:
     """Call the tool function with the validated values; only with a sealed positive decision made for exactly
     these arguments (``args`` is the canonical form of ``model`` that the policy judged)."""
     if not decision.permits(found.name, args) or _canonical(model) != args:
