@@ -152,3 +152,34 @@ def test_private_exception_classes_stay_in_their_module() -> None:
         leaks += [f"{module} names {name} (defined in {home})" for name, home in private.items()
                   if name in names and module != home]
     assert not leaks, leaks
+
+
+def _misuse_cases() -> list[tuple[str, object, type[Exception]]]:
+    """Programmer misuse at a few public entry points: (what, a call raising, the builtin it must still be)."""
+    from guardrail import Budget, Chain, RetryPolicy, choose
+    from guardrail.parse import Limits
+    from guardrail.schema.lower import lower
+
+    return [
+        ("Budget(max_cost=...) without a price", lambda: Budget(max_cost=1.0), ValueError),
+        ("lower() of a non-mapping", lambda: lower([], "openai"), TypeError),  # type: ignore[arg-type]
+        ("lower() with an unknown dialect", lambda: lower({}, "nope"), ValueError),  # type: ignore[arg-type]
+        ("a chain tier that is not a tier", lambda: Chain([object()]), TypeError),
+        ("choose() with one option", lambda: choose("q", ["only"], backend=object()), ValueError),
+        ("RetryPolicy(max_tries=0)", lambda: RetryPolicy(max_tries=0), ValueError),
+        ("Limits(max_bytes=0)", lambda: Limits(max_bytes=0), ValueError),
+    ]
+
+
+def test_programmer_misuse_is_a_guardrail_error_and_still_the_builtin() -> None:
+    from guardrail.errors import ConfigError, UsageError
+
+    for what, call, builtin in _misuse_cases():
+        try:
+            call()  # type: ignore[operator]
+        except Exception as error:  # what escapes, whatever it is
+            expected = UsageError if builtin is TypeError else ConfigError
+            assert isinstance(error, expected) and isinstance(error, builtin), \
+                f"{what}: {type(error).__module__}.{type(error).__qualname__}: {error}"
+        else:
+            raise AssertionError(f"{what}: nothing raised")

@@ -9,6 +9,7 @@ stays at most 45 names, and at most 12 modules sit at the package root.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 from pathlib import Path
 
@@ -18,6 +19,8 @@ import guardrail
 
 ROOT = Path(guardrail.__file__).parent
 MODULES = ("guardrail.contract", "guardrail.errors", "guardrail.outcome")
+#: Exported names that are meant to be the submodule of that name.
+SUBMODULES_EXPORTED = {"guardrail.testing": ("reply",)}
 
 PINNED: dict[str, list[str]] = {
     "guardrail": [
@@ -227,7 +230,6 @@ PINNED: dict[str, list[str]] = {
         "CompileReport",
         "JsonSchema",
         "Lowered",
-        "lower",
     ],
     "guardrail.store": [
         "Counter",
@@ -344,6 +346,25 @@ def test_every_exported_name_resolves(name: str) -> None:
     missing = [export for export in module.__all__ if not hasattr(module, export)]
     assert not missing, f"{name}.__all__ names what it does not have: {missing}"
     assert set(module.__all__) <= set(dir(module))
+
+
+def test_no_exported_name_is_shadowed_by_a_submodule() -> None:
+    """A package attribute named like one of its submodules turns into that module once the submodule is imported
+    (``from guardrail.schema import lower`` would give the module ``guardrail.schema.lower``), unless the package
+    binds it eagerly. With every submodule imported, each exported name is still what the package meant."""
+    for info in pkgutil.walk_packages(guardrail.__path__, "guardrail."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+    shadowed = []
+    for name in PINNED:
+        module = importlib.import_module(name)
+        for export in module.__all__:
+            value = getattr(module, export)
+            submodule = importlib.util.find_spec(f"{name}.{export}") if hasattr(module, "__path__") else None
+            if submodule is not None and getattr(value, "__name__", None) == f"{name}.{export}" \
+                    and export not in SUBMODULES_EXPORTED.get(name, ()):
+                shadowed.append(f"{name}.{export}")
+    assert not shadowed, shadowed
 
 
 def test_every_package_is_pinned() -> None:

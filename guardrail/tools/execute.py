@@ -592,12 +592,12 @@ def _keywords(model: BaseModel | dict[str, Any]) -> dict[str, Any]:
 
 def approve(token: str, *, approver: str, store: Store | None = None) -> bool:
     """Approve a parked call (the person's decision, made outside the model); False if not pending/expired."""
-    return approvals.approve(store or default_store(), token, approver=approver)
+    return approvals.decide(store or default_store(), token, approver=approver)
 
 
 def reject(token: str, *, approver: str, store: Store | None = None) -> bool:
     """Reject a parked call; the token can then never run anything."""
-    return approvals.approve(store or default_store(), token, approver=approver, reject=True)
+    return approvals.decide(store or default_store(), token, approver=approver, reject=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -355,7 +355,7 @@ class Spend(BaseModel):
     per_seconds: float = Field(gt=0)
 
 
-class Limits(BaseModel):
+class PolicyLimits(BaseModel):
     """Rate limit, quota (a longer-window rate) and spend budget, each per identity and tool."""
 
     model_config = _STRICT
@@ -378,7 +378,7 @@ class Policy(BaseModel):
     allow: tuple[Match, ...] = ()
     deny: tuple[Match, ...] = ()
     args: dict[str, ArgRule] = Field(default_factory=dict)
-    limits: Limits = Field(default_factory=Limits)
+    limits: PolicyLimits = Field(default_factory=PolicyLimits)
     _source: str = PrivateAttr(default="<policy>")
     _text: str = PrivateAttr(default="")
 
