@@ -43,9 +43,11 @@ against the classes, both ways::
     │                             response_model= under with_streaming_response; raised before any request
     ├── MissingExtra              (also an ImportError) an optional feature's package is not installed (.extra)
     ├── UsageError                (also a TypeError) an API called the wrong way: an argument of the wrong type or
-    │                             shape, a result read before it exists
+    │                             shape, a missing annotation
     ├── ConfigError               (also a ValueError) a setting or argument value that cannot work: an unknown mode,
     │                             engine or dialect, a limit below 1, a malformed policy entry
+    ├── NotReady                  (also a RuntimeError) something read before it exists: a stream's value before its
+    │                             end, an emulator's address before it started
     ├── ToolCallError             a model-proposed tool call did not run (.request_id, .tool)
     │   ├── Denied                authorization said no; the message is generic (.rule, .argument, .reason say why)
     │   └── ApprovalRequired      parked until a person approves this exact call (.token, .expires_at)
@@ -120,6 +122,7 @@ __all__ = [
     "JSONSyntaxError",
     "MissingExtra",
     "NoJSONError",
+    "NotReady",
     "NothingHappened",
     "OutputTruncated",
     "ParseError",
@@ -569,12 +572,17 @@ class UnsupportedCall(GuardrailError, TypeError):
 
 class UsageError(GuardrailError, TypeError):
     """A guardrail API was called the wrong way: an argument of the wrong type or shape (``Chain`` given something
-    that is not a tier, ``wrap()`` given an object that is not an SDK client), a missing annotation, a result read
-    before it exists. A fault of the program, raised where it happens, before any request. Also a ``TypeError``,
-    as calling a function the wrong way is, so ``except TypeError`` keeps working."""
+    that is not a tier, ``wrap()`` given an object that is not an SDK client), a missing annotation. A fault of the
+    program, raised where it happens, before any request. Also a ``TypeError``, as calling a function the wrong way
+    is, so ``except TypeError`` keeps working."""
 
 
 class ConfigError(GuardrailError, ValueError):
     """A setting or argument whose value guardrail cannot work with: ``Budget(max_cost=...)`` without a price, an
     unknown engine, mode, dialect or server kind, a limit below 1, a malformed policy entry. Raised where the value
     is given, before any request. Also a ``ValueError``, so ``except ValueError`` keeps working."""
+
+
+class NotReady(GuardrailError, RuntimeError):
+    """Something read before it exists: a stream's ``.value`` before the stream was read to the end, an emulator's
+    address before it started. Also a ``RuntimeError``, as it always was."""

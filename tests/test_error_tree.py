@@ -159,6 +159,7 @@ def _misuse_cases() -> list[tuple[str, object, type[Exception]]]:
     from guardrail import Budget, Chain, RetryPolicy, choose
     from guardrail.parse import Limits
     from guardrail.schema.lower import lower
+    from guardrail.testing import Emulator
 
     return [
         ("Budget(max_cost=...) without a price", lambda: Budget(max_cost=1.0), ValueError),
@@ -168,17 +169,20 @@ def _misuse_cases() -> list[tuple[str, object, type[Exception]]]:
         ("choose() with one option", lambda: choose("q", ["only"], backend=object()), ValueError),
         ("RetryPolicy(max_tries=0)", lambda: RetryPolicy(max_tries=0), ValueError),
         ("Limits(max_bytes=0)", lambda: Limits(max_bytes=0), ValueError),
+        ("the address of an emulator not started", lambda: Emulator().base_url, RuntimeError),
     ]
 
 
 def test_programmer_misuse_is_a_guardrail_error_and_still_the_builtin() -> None:
-    from guardrail.errors import ConfigError, UsageError
+    from guardrail.errors import ConfigError, NotReady, UsageError
+
+    expected_for = {TypeError: UsageError, ValueError: ConfigError, RuntimeError: NotReady}
 
     for what, call, builtin in _misuse_cases():
         try:
             call()  # type: ignore[operator]
         except Exception as error:  # what escapes, whatever it is
-            expected = UsageError if builtin is TypeError else ConfigError
+            expected = expected_for[builtin]
             assert isinstance(error, expected) and isinstance(error, builtin), \
                 f"{what}: {type(error).__module__}.{type(error).__qualname__}: {error}"
         else:

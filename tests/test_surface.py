@@ -154,6 +154,7 @@ PINNED: dict[str, list[str]] = {
         "JSONSyntaxError",
         "MissingExtra",
         "NoJSONError",
+        "NotReady",
         "NothingHappened",
         "OutputTruncated",
         "ParseError",

@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from guardrail.errors import UsageError
+from guardrail.errors import NotReady
 from guardrail.outcome import Partial, Result
 
 T = TypeVar("T")
@@ -47,7 +47,7 @@ class StructuredStream(Generic[T]):
     def value(self) -> T:
         """The validated value, once the stream has been read to the end."""
         if self.result is None:
-            raise UsageError("the stream has not been read to the end yet")
+            raise NotReady("the stream has not been read to the end yet")
         return self.result.value
 
 
@@ -81,5 +81,5 @@ class AsyncStructuredStream(Generic[T]):
     def value(self) -> T:
         """The validated value, once the stream has been read to the end."""
         if self.result is None:
-            raise UsageError("the stream has not been read to the end yet")
+            raise NotReady("the stream has not been read to the end yet")
         return self.result.value

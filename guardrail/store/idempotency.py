@@ -551,5 +551,6 @@ class Idempotency:
 
 def _require_text(result: Any) -> str:
     if not isinstance(result, str):
-        raise UsageError(f"an idempotent action must return JSON text (str), got {type(result).__name__}")
+        # never escapes: the run's result is recorded as not storable, with this error's type in the reason
+        raise TypeError(f"an idempotent action must return JSON text (str), got {type(result).__name__}")
     return result

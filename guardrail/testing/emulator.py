@@ -17,7 +17,7 @@ import socket
 import threading
 from types import TracebackType
 
-from guardrail.errors import UsageError
+from guardrail.errors import NotReady
 from guardrail.testing.behaviours import Reply
 from guardrail.testing.ledger import EXHAUSTED, Ledger, Responder
 from guardrail.testing.recording import RecordedRequest
@@ -120,7 +120,7 @@ class Emulator:
     def base_url(self) -> str:
         """``http://HOST:PORT`` of the running server."""
         if self._server is None:
-            raise UsageError("the emulator is not running; call start() first")
+            raise NotReady("the emulator is not running; call start() first")
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
