@@ -95,7 +95,7 @@ def dirty_inputs() -> list[tuple[dict[str, Any], str]]:
 
 def corpus_inputs(directory: Path | None, limit: int) -> list[tuple[dict[str, Any], str]]:
     """Valid MaskBench instances (by jsonschema-rs), spread evenly over the corpus, at most ``limit``."""
-    from guardrail.local.coverage import find_corpus, load
+    from guardrail.testing.corpora import find_corpus, load
 
     directory = directory or find_corpus()
     if directory is None:

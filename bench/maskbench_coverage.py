@@ -8,7 +8,7 @@ For each schema: compile it as a contract (or say why not); for each test instan
 would (compact JSON, keys in the grammar's order), tokenize it with a small trained BPE tokenizer, feed the
 tokens to an ``llguidance.LLMatcher`` and check it accepts at the end. A valid instance the grammar rejects,
 or an invalid one it accepts, must be explained by the compile report (a keyword lowered or left to
-post-validation, and post-validation catching it); see ``guardrail/local/coverage.py``. The corpus is looked
+post-validation, and post-validation catching it); see ``bench/maskbench_harness.py``. The corpus is looked
 up as ``$GUARDRAIL_CORPORA/maskbench`` or ``../shared/corpora/maskbench``.
 """
 
@@ -20,7 +20,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from guardrail.local.coverage import Counts, coverage, find_corpus, load, table
+from maskbench_harness import Counts, coverage, table
+
+from guardrail.testing.corpora import find_corpus, load
 from guardrail.testing.tiny import train_tokenizer
 
 

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from guardrail.local.coverage import find_corpus, load
+from guardrail.testing.corpora import find_corpus, load
 from guardrail.testing.jsonschema_agreement import measure, table
 
 

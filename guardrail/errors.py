@@ -16,6 +16,8 @@ against the classes, both ways::
     │       └── InputLimitError   the text is larger or deeper than the configured limits (.limit, .value)
     ├── FieldConflict             [parse.aliases] a field and a drifted name for it disagree; the alias stage turns it
     │                             into a schema violation
+    ├── Stop                      [parse.lexer] ends a scan early with a status (truncated, syntax error) and a
+    │                             position; caught by the scanner, never leaves it
     ├── DuplicateKey              [parse.tokens] (also a ValueError) raised inside the C JSON decoder for a repeated
     │                             key; the lenient scanner takes over
     ├── ContractError             a JSON Schema contract cannot be honoured (.keyword, .path), before any call

@@ -428,7 +428,7 @@ def test_local_decoding_under_a_json_schema() -> None:
 @pytest.mark.slow
 def test_maskbench_agreement_with_the_reference_validator() -> None:
     pytest.importorskip("jsonschema")
-    from guardrail.local.coverage import find_corpus, load
+    from guardrail.testing.corpora import find_corpus, load
     from guardrail.testing.jsonschema_agreement import Counts, measure, table
 
     corpus = find_corpus()

@@ -30,18 +30,11 @@ from helpers import same as same_json
 from pydantic import BaseModel
 
 from guardrail import ParseError, parse, parse_report
+from guardrail.testing.corpora import find_corpus
 
-
-def _find_suite() -> Path:
-    """The corpus in the project's shared folder: $GUARDRAIL_CORPORA, ../shared next to the checkout, or /work."""
-    here = Path(__file__).resolve().parents[1]
-    for root in (os.environ.get("GUARDRAIL_CORPORA"), here.parent / "shared" / "corpora", "/work/shared/corpora"):
-        if root and (Path(root) / "JSONTestSuite" / "index.jsonl").is_file():
-            return Path(root) / "JSONTestSuite"
-    return here.parent / "shared" / "corpora" / "JSONTestSuite"
-
-
-SUITE = _find_suite()
+#: The corpus in the project's shared folder ($GUARDRAIL_CORPORA, ../shared next to the checkout, or /work).
+SUITE = (find_corpus("JSONTestSuite", "index.jsonl")
+         or Path(__file__).resolve().parents[2] / "shared" / "corpora" / "JSONTestSuite")
 INDEX = SUITE / "index.jsonl"
 KINDS = {"no_json", "syntax_error", "truncated", "ambiguous", "schema_violation"}
 #: Valid JSON whose object gives one key twice with different values: json.loads lets the last win; guardrail

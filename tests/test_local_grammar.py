@@ -534,7 +534,7 @@ def test_exact_date_regexes_allow_exactly_the_real_dates_and_times() -> None:
     import datetime as dt
     import re
 
-    from guardrail.local.keywords import EXACT_FORMATS
+    from guardrail.local.lowering.engine import EXACT_FORMATS
 
     date = re.compile(EXACT_FORMATS["date"])
     for year in (0, 1, 4, 100, 400, 1900, 1996, 2000, 2023, 2024, 2100, 9996, 9999):

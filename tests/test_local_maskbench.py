@@ -1,13 +1,15 @@
 """Schema coverage of the llguidance grammar on MaskBench (JSONSchemaBench): every schema of the corpus compiled
 (or rejected for a known reason), every test instance fed to a matcher as tokens. Every valid instance must be
 accepted and every invalid one rejected, unless the compile report explains the difference and the explanation
-checks out (see guardrail/local/coverage.py). The whole corpus runs (about 20-40 s on two cores); the
+checks out (see bench/maskbench_harness.py). The whole corpus runs (about 20-40 s on two cores); the
 per-collection table is printed (``pytest -s``) and by ``python bench/maskbench_coverage.py``."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,16 +19,11 @@ pytest.importorskip("transformers")
 pytest.importorskip("llguidance")
 pytest.importorskip("jsonschema")
 
-from guardrail.local.coverage import (
-    Counts,
-    check_schema,
-    coverage,
-    emit,
-    find_corpus,
-    load,
-    table,
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # the harness lives with the benches
+from maskbench_harness import Counts, check_schema, coverage, emit, table
+
 from guardrail.local.grammar import lltokenizer
+from guardrail.testing.corpora import find_corpus, load
 from guardrail.testing.tiny import train_tokenizer
 
 MASKBENCH = find_corpus()

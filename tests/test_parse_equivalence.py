@@ -61,7 +61,8 @@ from guardrail.parse.candidates import (
 from guardrail.parse.fences import split_segments
 from guardrail.parse.patch import MAX_PATCHES
 from guardrail.parse.report import Candidate, json_path
-from guardrail.parse.scanner import STRICT_DECODER, Budget, NonFinite, scan
+from guardrail.parse.scanner import STRICT_DECODER, Budget, scan
+from guardrail.parse.tokens import NonFinite
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                           HealthCheck.filter_too_much])

@@ -572,3 +572,60 @@ def test_numbers_beyond_float_range_never_become_infinity(contract: Any, number:
         return True
 
     assert finite(value)
+
+
+class _Absent(BaseModel):
+    """Fields of every kind the null-as-absent stage tells apart: optional and not admitting null (the stage
+    drops a null there), optional and nullable (a null stays), required (a null is judged by validation)."""
+
+    count: int = 5
+    label: str | None = None
+    name: str
+    tags: list[str] = []
+
+
+_ABSENT_MEMBER = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=3),
+                           st.lists(st.text(max_size=2), max_size=2))
+
+
+@given(st.dictionaries(st.sampled_from(["count", "label", "name", "tags"]), _ABSENT_MEMBER))
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+def test_the_clean_path_under_null_as_absent_stages_gives_what_the_stages_give(members: dict[str, Any]) -> None:
+    """The attempt loop parses OpenAI-strict answers with ``ABSENT_AS_NULL_STAGES``; the clean fast path runs
+    there too, so for every object it must give exactly what the stages give (value or error kind)."""
+    from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
+
+    text = json.dumps(members)
+    fast = parse_report(text, _Absent, stages=ABSENT_AS_NULL_STAGES)
+    staged = parse_report(text, _Absent, stages=list(ABSENT_AS_NULL_STAGES))  # a copy: no fast path
+    assert not staged.fast_path
+    assert same(fast.value, staged.value)
+    assert type(fast.error) is type(staged.error)
+    if fast.fast_path:  # the fast path took it: nothing to drop, so the stages recorded no fix either
+        assert not staged.fixes
+
+
+def test_the_clean_path_runs_under_null_as_absent_stages() -> None:
+    from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
+
+    assert parse_report('{"name": "a", "label": null}', _Absent, stages=ABSENT_AS_NULL_STAGES).fast_path
+    dropped = parse_report('{"name": "a", "count": null}', _Absent, stages=ABSENT_AS_NULL_STAGES)
+    assert not dropped.fast_path and dropped.value == _Absent(name="a")
+    assert [fix.kind for fix in dropped.fixes] == ["null_as_absent"]
+
+
+@pytest.mark.parametrize("text", [
+    '```json\n[]\n```\n"just a string"',
+    '```json\n["a"]\n```\n```\n"b"\n```',
+    '"x"\n```json\n["a"]\n```',
+])
+def test_the_wrapped_fast_path_never_picks_one_of_two_readings(text: str) -> None:
+    """A fenced value beside another segment that is a lone scalar: the stages may read the scalar for a list
+    contract too (ambiguous); ``parse`` must decide as ``parse_report`` does, never return the fenced value."""
+    report = parse_report(text, list[str])
+    try:
+        value = parse(text, list[str])
+    except ParseError as error:
+        assert report.error is not None and type(error) is type(report.error)
+    else:
+        assert report.error is None and value == report.value

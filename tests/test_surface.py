@@ -201,6 +201,7 @@ PINNED: dict[str, list[str]] = {
         "achoose",
         "choose",
     ],
+    "guardrail.local.lowering": [],
     "guardrail.observe": [
         "EventLogger",
         "get_logger",

@@ -281,12 +281,12 @@ def test_two_tool_mode_repairs_replay_a_valid_conversation(emu: Emulator, api: s
     third = emu.requests[2]
     items = conversation(api, third.body)
     CHECKS[api](items)
-    assert len(items) == 1 + 4  # the caller's message, then two (answer, feedback) pairs
+    assert len(items) == 1 + 2  # the caller's message, then the latest (answer, feedback) pair only (issue 18)
     replayed = [own_output(api, item) for item in items[1:] if item.get("role") == "assistant"
                 or item.get("type") == "function_call"]
-    assert replayed == [json.loads(a.raw) for a in result.attempts[:2]]  # the model sees its own outputs
+    assert replayed == [json.loads(result.attempts[1].raw)]  # the model sees its own latest output
     assert "$.priority" in third.last_user_text
-    assert "$.title" in json.dumps(items)  # the first exchange's feedback is still there
+    assert "$.title" not in json.dumps(items)  # the first exchange is not replayed again
 
 
 def own_output(api: str, item: dict[str, Any]) -> Any:

@@ -28,8 +28,9 @@ from typing import Any
 
 import pydantic
 
-from guardrail.call.modes import Capabilities, Plan
-from guardrail.contract import Contract, validation_context
+from guardrail.call.modes import Capabilities, Plan, plans
+from guardrail.call.reask import FieldReask, field_reask, instruction, merged_text
+from guardrail.contract import Contract, compile_contract, validation_context
 from guardrail.errors import (
     BudgetExceeded,
     CallError,
@@ -37,6 +38,7 @@ from guardrail.errors import (
     DeadlineExceeded,
     Declined,
     GaveUp,
+    GuardrailError,
     NoJSONError,
     OutputTruncated,
     Refused,
@@ -52,7 +54,7 @@ from guardrail.outcome import Attempt, Budget, Outcome, Result, Usage, result_fr
 from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
 from guardrail.parse.feedback import semantic_feedback
 from guardrail.parse.pipeline import parse_report
-from guardrail.parse.report import Fix
+from guardrail.parse.report import Fix, ParseReport
 from guardrail.vendors.base import Completion, Endpoint, Exchange
 from guardrail.vendors.failures import Failure
 
@@ -139,7 +141,7 @@ def attempt_loop(call: Call) -> Loop:
     """The attempt loop (see module docstring); returns the :class:`Result` or raises a :class:`CallError`."""
     state = _State(call)
     while True:
-        plan = call.plans[state.plan_index]
+        plan = state.plan()
         max_tokens = state.output_limit()
         kwargs = call.endpoint.build(call.kwargs, plan, state.history, max_tokens=max_tokens,
                                      temperature=state.temperature)
@@ -171,6 +173,8 @@ class _State:
         self.started = time.monotonic()
         self.plan_index = 0
         self.history: list[Exchange] = []
+        #: Set while the next attempt asks for a few fields only (see :mod:`guardrail.call.reask`).
+        self.fields: tuple[FieldReask, Plan] | None = None
         self.attempts: list[Attempt] = []
         self.usage = Usage()
         self.model_attempts = 0
@@ -181,6 +185,10 @@ class _State:
         self.may_lower_temperature = call.caps.temperature and not call.endpoint.thinking(call.kwargs)
 
     # -- before sending ---------------------------------------------------------------------------------
+    def plan(self) -> Plan:
+        """The plan of the next attempt: the call's current one, or its field re-ask twin."""
+        return self.fields[1] if self.fields is not None else self.call.plans[self.plan_index]
+
     def output_limit(self) -> int | None:
         return self.max_tokens
 
@@ -222,6 +230,9 @@ class _State:
         if failure.kind == "schema_rejected":
             self.record(attempt, error=VendorError(failure.message, status=failure.status, code=failure.code,
                                                    outcome=self.outcome(), snippet=failure.snippet))
+            if self.fields is not None:  # the fields' schema was refused: ask for the whole answer instead
+                self.fields = None
+                return
             if self.plan_index + 1 < len(self.call.plans):
                 self.plan_index += 1
                 self.history.clear()  # replies in the old mode cannot be replayed in the new one
@@ -253,21 +264,71 @@ class _State:
             raise Refused(said, outcome=self.outcome())
         if done.finish == "length":
             return self.on_truncated(done, attempt)
-        plan = self.call.plans[self.plan_index]
+        plan = self.plan()
+        asking, self.fields = self.fields, None
+        fixes: tuple[Fix, ...] = ()
         with validation_context(self.call.context or None):  # pydantic validators see it as info.context
-            report = parse_report(done.text or "", _parse_type(self.call.contract.output_type, plan.wrapped),
-                                  aliases=self.call.aliases,
-                                  stages=ABSENT_AS_NULL_STAGES if plan.absent_as_null else None)
+            if asking is not None:  # a field re-ask: read the fields, then validate the merged whole
+                asked, plan = asking[0], self.call.plans[self.plan_index]
+                part = self.read(done.text, asked.model, asking[1])
+                if part.error is None:
+                    fixes = tuple(part.fixes)
+                    report = self.read(merged_text(asked, part.unwrap()), self.call.contract.output_type, plan)
+                else:  # not the fields alone: maybe the whole answer again, else ask for the fields again
+                    report = self.read(done.text, self.call.contract.output_type, plan)
+                    if report.error is not None:
+                        self.fields = asking
+                        return self.on_invalid(done, attempt, part, asking[1], asked.fields)
+            else:
+                report = self.read(done.text, _parse_type(self.call.contract.output_type, plan.wrapped), plan)
         if report.error is None:
             value = getattr(report.value, plan.wrapped) if plan.wrapped else report.value
-            return self.judge(value, done, attempt, tuple(report.fixes))
+            return self.judge(value, done, attempt, (*fixes, *report.fixes))
+        return self.on_invalid(done, attempt, report, plan, None)
+
+    def read(self, text: str | None, output_type: Any, plan: Plan) -> ParseReport[Any]:
+        return parse_report(text or "", output_type, aliases=self.call.aliases,
+                            stages=ABSENT_AS_NULL_STAGES if plan.absent_as_null else None)
+
+    def on_invalid(self, done: Completion, attempt: Attempt, report: ParseReport[Any], plan: Plan,
+                   asking: tuple[str, ...] | None) -> Any:
+        """An answer that did not parse or validate: one feedback round, for a few fields where that suffices."""
+        assert report.error is not None
         error = report.error if done.text else NoJSONError("The reply was empty; reply with the JSON value.")
         feedback = _feedback(error.feedback, report.fixes)
+        if asking is None:
+            self.fields = self.field_reask(report, plan)
+            asking = self.fields[0].fields if self.fields is not None else None
+        if asking is not None:
+            feedback = f"{feedback}\n{instruction(asking)}"
         self.record(attempt, error=error, fixes=tuple(report.fixes), feedback=feedback)
         self.next_or_give_up(f"no valid output after {self.model_attempts} attempts: {error}")
-        self.history.append(Exchange(done, feedback))
+        self.reask(done, feedback)
         self.lower_temperature()
         return _NONE
+
+    def field_reask(self, report: ParseReport[Any], plan: Plan) -> tuple[FieldReask, Plan] | None:
+        """The fields to ask for next and their plan (same mode and name), when a field re-ask is safe."""
+        if plan.wrapped or self.call.kwargs.get("stream"):
+            return None
+        asked = field_reask(self.call.contract.output_type, report)
+        if asked is None:
+            return None
+        try:
+            found = plans(compile_contract(asked.model).schema, plan.name, self.call.caps, forced=plan.mode,
+                          thinking=self.call.endpoint.thinking(self.call.kwargs))
+        except (ValueError, GuardrailError):  # the fields cannot be asked for in this mode: ask for the whole
+            return None
+        return asked, found[0]
+
+    def reask(self, done: Completion, feedback: str) -> None:
+        """Set up the next attempt's re-ask: the latest answer once and its problems once.
+
+        Only the latest exchange is replayed, never the whole run of failed answers: the feedback already lists
+        every problem of the latest answer, so older answers add tokens (growing with each attempt) and no
+        information the model needs.
+        """
+        self.history[:] = [Exchange(done, feedback)]
 
     def judge(self, value: Any, done: Completion, attempt: Attempt, fixes: tuple[Fix, ...]) -> Any:
         """The semantic gate on a validated value: the value, a feedback round (``_NONE``), or a typed end."""
@@ -284,7 +345,7 @@ class _State:
         if verdict.end:
             raise SemanticRejected(f"the answer broke a rule that ends the call: {feedback}", outcome=self.outcome())
         self.next_or_give_up(f"no answer met the rules after {self.model_attempts} attempts: {feedback}")
-        self.history.append(Exchange(done, feedback))
+        self.reask(done, feedback)
         self.lower_temperature()
         return _NONE
 
@@ -352,5 +413,5 @@ def _parse_type(output_type: Any, wrapped: str | None) -> Any:
     if wrapped is None:
         return output_type
     fields: dict[str, Any] = {wrapped: (output_type, ...)}
-    return pydantic.create_model("WrappedClient", **fields)
+    return pydantic.create_model("Wrapped", **fields)
 

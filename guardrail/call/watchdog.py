@@ -97,7 +97,10 @@ class _Watchdog:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="guardrail-deadline-watchdog", daemon=True)
                 self._thread.start()
-            self._wake.notify()
+            elif self._heap[0][2] is alarm:
+                # The thread sleeps until the earliest due time; only an alarm due sooner needs to wake it.
+                # Waking it for every call would hand the GIL to it on the hot path (about 1 ms a call).
+                self._wake.notify()
         return alarm
 
     def _note_cancel(self) -> None:
@@ -194,6 +197,9 @@ def watching(cut: Cut) -> Iterator[None]:
 def install_hooks(http_client: Any) -> bool:
     """Install the two inert hooks on a synchronous httpx client once; ``False`` when it cannot take them
     (an async client, whose hooks must be coroutines, or no ``event_hooks``)."""
+    with contextlib.suppress(TypeError):  # hooked already (the common case, once per call): no more checks
+        if http_client in _HOOKED:
+            return True
     hooks = getattr(http_client, "event_hooks", None)
     send = getattr(http_client, "send", None)
     if not isinstance(hooks, dict) or send is None or asyncio.iscoroutinefunction(send):

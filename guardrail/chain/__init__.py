@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING
 from guardrail._lazy import namespace
 
 if TYPE_CHECKING:
+    from guardrail.chain.breaker import CircuitBreaker, SharedCircuitBreaker
     from guardrail.chain.tiers import (
         Chain,
         ChainExhausted,
         ChainResult,
-        CircuitBreaker,
         Departure,
-        SharedCircuitBreaker,
         Tier,
         local,
         rule_engine,
@@ -30,12 +29,12 @@ _NAMES: dict[str, str] = {
     "Chain": "guardrail.chain.tiers",
     "ChainExhausted": "guardrail.chain.tiers",
     "ChainResult": "guardrail.chain.tiers",
-    "CircuitBreaker": "guardrail.chain.tiers",
+    "CircuitBreaker": "guardrail.chain.breaker",
     "Departure": "guardrail.chain.tiers",
     "local": "guardrail.chain.tiers",
     "rule_engine": "guardrail.chain.tiers",
     "safe_default": "guardrail.chain.tiers",
-    "SharedCircuitBreaker": "guardrail.chain.tiers",
+    "SharedCircuitBreaker": "guardrail.chain.breaker",
     "Tier": "guardrail.chain.tiers",
     "vendor": "guardrail.chain.tiers",
 }

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
@@ -35,6 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from guardrail.call.client import WrappedClient, wrap
 from guardrail.call.retry import RetryPolicy, timeout_seconds
+from guardrail.chain.breaker import CircuitBreaker, SharedCircuitBreaker
 from guardrail.errors import (
     CallError,
     ConfigError,
@@ -49,120 +48,6 @@ from guardrail.gates.semantic import Rule, evaluate
 from guardrail.outcome import Budget, Outcome, Result, Usage
 
 T = TypeVar("T")
-
-
-class CircuitBreaker:
-    """Per vendor+model: opens after ``failures`` consecutive failures; while open, no calls at all; after
-    ``reset_after`` seconds it lets exactly one probe through (half-open); a success closes it, a failure opens
-    it again. Thread-safe (one lock); asyncio code uses it from the event loop thread the same way."""
-
-    def __init__(self, failures: int = 5, reset_after: float = 30.0) -> None:
-        if failures < 1 or reset_after <= 0:
-            raise ConfigError("failures must be >= 1 and reset_after > 0")
-        self.failures = failures
-        self.reset_after = reset_after
-        self._lock = threading.Lock()
-        self._count = 0
-        self._opened_at: float | None = None
-        self._probing = False
-
-    @property
-    def state(self) -> str:
-        """``closed``, ``open`` or ``half_open``."""
-        with self._lock:
-            if self._opened_at is None:
-                return "closed"
-            return "half_open" if time.monotonic() - self._opened_at >= self.reset_after else "open"
-
-    def allow(self) -> bool:
-        """Whether a call may go out now (claims the single half-open probe when it is due)."""
-        with self._lock:
-            if self._opened_at is None:
-                return True
-            if time.monotonic() - self._opened_at < self.reset_after or self._probing:
-                return False
-            self._probing = True
-            return True
-
-    def release(self) -> None:
-        """Give back an allowed call that never reached the vendor (no success, no failure)."""
-        with self._lock:
-            self._probing = False
-
-    def record(self, ok: bool) -> None:
-        """Report the outcome of an allowed call."""
-        with self._lock:
-            self._probing = False
-            if ok:
-                self._count, self._opened_at = 0, None
-                return
-            self._count += 1
-            if self._opened_at is not None or self._count >= self.failures:
-                self._opened_at = time.monotonic()
-
-
-class SharedCircuitBreaker:
-    """A :class:`CircuitBreaker` whose state lives in a :class:`~guardrail.store.Store` (SQLite, Redis), so
-    several processes share it: one opens it for all, and across all of them only one half-open probe goes out.
-    Every change is a compare-and-set on one JSON record; wall-clock time (``time.time``) since it is shared."""
-
-    def __init__(self, store: Any, key: str, failures: int = 5, reset_after: float = 30.0,
-                 ttl: float = 86400.0) -> None:
-        if failures < 1 or reset_after <= 0:
-            raise ConfigError("failures must be >= 1 and reset_after > 0")
-        self.store, self.key, self.failures, self.reset_after, self.ttl = store, f"breaker:{key}", failures, \
-            reset_after, ttl
-
-    def _read(self) -> tuple[str | None, dict[str, Any]]:
-        raw = self.store.get(self.key)
-        return raw, (json.loads(raw) if raw else {"count": 0, "opened_at": None, "probe_at": None})
-
-    def _write(self, raw: str | None, state: dict[str, Any]) -> bool:
-        text = json.dumps(state, sort_keys=True)
-        if raw is None:
-            return bool(self.store.put_if_absent(self.key, text, self.ttl))
-        return bool(self.store.compare_and_set(self.key, raw, text, self.ttl))
-
-    @property
-    def state(self) -> str:
-        _, state = self._read()
-        if state["opened_at"] is None:
-            return "closed"
-        return "half_open" if time.time() - state["opened_at"] >= self.reset_after else "open"
-
-    def allow(self) -> bool:
-        for _ in range(50):
-            raw, state = self._read()
-            opened = state["opened_at"]
-            if opened is None:
-                return True
-            now = time.time()
-            probing = state["probe_at"] is not None and now - state["probe_at"] < self.reset_after
-            if now - opened < self.reset_after or probing:
-                return False
-            if self._write(raw, {**state, "probe_at": now}):
-                return True
-        return False
-
-    def release(self) -> None:
-        """Give back an allowed call that never reached the vendor (frees a claimed probe)."""
-        for _ in range(50):
-            raw, state = self._read()
-            if state["probe_at"] is None or self._write(raw, {**state, "probe_at": None}):
-                return
-
-    def record(self, ok: bool) -> None:
-        for _ in range(50):
-            raw, state = self._read()
-            new: dict[str, Any]
-            if ok:
-                new = {"count": 0, "opened_at": None, "probe_at": None}
-            else:
-                count = state["count"] + 1
-                reopen = state["opened_at"] is not None or count >= self.failures
-                new = {"count": count, "opened_at": time.time() if reopen else None, "probe_at": None}
-            if self._write(raw, new):
-                return
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +76,7 @@ class Tier:
     name: str
     kind: str
     run: Callable[[Request, float | None], Any] | None
-    breaker: CircuitBreaker | SharedCircuitBreaker | None = None
+    breaker: CircuitBreaker | None = None
     arun: Callable[[Request, float | None], Awaitable[Any]] | None = None
 
     def __post_init__(self) -> None:
@@ -499,7 +384,7 @@ def _reason(error: BaseException) -> str:
 
 def vendor(client: Any, model: str, *, name: str | None = None, api: str | None = None, max_tokens: int = 1024,
            max_attempts: int | None = None, mode: Any = None, budget: Budget | None = None,
-           retry: RetryPolicy | None = None, breaker: CircuitBreaker | SharedCircuitBreaker | None = None,
+           retry: RetryPolicy | None = None, breaker: CircuitBreaker | None = None,
            server: str | None = None) -> Tier:
     """A vendor tier: an OpenAI/Anthropic (or OpenAI-compatible self-hosted) client and a model.
 
@@ -552,7 +437,7 @@ def _is_async_client(client: Any) -> bool:
 
 
 def local(model: Any, *, name: str = "local", temperature: float = 1.0, max_new_tokens: int = 512,
-          breaker: CircuitBreaker | SharedCircuitBreaker | None = None) -> Tier:
+          breaker: CircuitBreaker | None = None) -> Tier:
     """A local tier: a :class:`guardrail.local.LocalModel` generating under the contract's grammar mask.
 
     The prompt is the system text and the user text; the value passes the same parse layer, validation and

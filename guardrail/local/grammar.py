@@ -8,7 +8,7 @@ Two caches, both process-wide and thread-safe:
 - the compiled grammar, keyed by (canonical schema hash, engine name and version, tokenizer key).
 
 :func:`compile_grammar` returns the grammar with the engine's compile report (see
-:mod:`guardrail.local.keywords`: per keyword and schema path, whether llguidance enforces it while decoding,
+:mod:`guardrail.local.lowering`: per keyword and schema path, whether llguidance enforces it while decoding,
 guardrail lowered it, or removed it from the copy the engine compiles and validates it after parsing) and
 says whether the cache was hit and how long compiling took, so every generation's trace can show it.
 
@@ -18,7 +18,7 @@ keyword it refuses, an unknown format, ``min/maxProperties`` it cannot count, wh
 a recursive ``$ref``, ``patternProperties`` whose patterns overlap, ``allOf`` nested too deep to intersect,
 long length bounds or patterns whose intersection it cannot decide, numeric bounds it cannot build a range
 regex for; it compiles objects open again when closing them left no valid value, and numbers without the finite
-engine range (``guardrail.local.keywords._numbers``) when that range left none.
+engine range (``guardrail.local.lowering.numbers.number_bounds``) when that range left none.
 
 Whatever is left is a :class:`GrammarError` carrying the report with a
 ``rejected`` entry (unresolvable references, unsatisfiable schemas, engine limits).
@@ -37,15 +37,10 @@ from typing import Any, Final
 from urllib.parse import unquote
 
 from guardrail.errors import GuardrailError, UsageError
-from guardrail.local.keywords import (
-    ENFORCED,
-    NUMBER_RANGE,
-    POST_VALIDATED,
-    Prepared,
-    node_at,
-    prepare,
-    reachable,
-)
+from guardrail.local.lowering.engine import ENFORCED, POST_VALIDATED
+from guardrail.local.lowering.numbers import NUMBER_RANGE
+from guardrail.local.lowering.prepare import prepare, reachable
+from guardrail.local.lowering.prepared import Prepared, node_at
 from guardrail.schema.lower import CompileReport
 from guardrail.schema.refs import RefIndex
 from guardrail.schema.tree import measure

@@ -7,24 +7,27 @@ the last one win) goes to the stages (``dupes.may_repeat_key``). Whatever they d
 the stages, which decide.
 
 - Clean: text that starts like a JSON value, validated as it is (``parse`` and ``parse_report``).
-- WrappedClient (``parse`` only: a report of wrapped text lists the wrappers stripped, which needs the stages):
+- Wrapped (``parse`` only: a report of wrapped text lists the wrappers stripped, which needs the stages):
   the slice from the first ``{``/``[`` to the last matching closer, when nothing around it could be
   another candidate. When that slice is exactly valid, the stages would read it too, and nothing else
   that matters: no opener comes before it (it starts at the first) or after it (checked); no fence line
   can start inside valid JSON (a newline there is followed by a token, never by ``` or ~~~), so it lies
   within one segment; that segment is not one JSON string holding it (no ``"`` before it); other
   segments (only with fences) hold no opener, so at most a lone scalar, which cannot satisfy a contract
-  whose root is an object or array (``Contract.container_root``); and the fences are too few to reach
-  ``max_candidates``. A stray ``}`` or ``]`` in the prose starts nothing. A member right after the
+  whose root is an object (``Contract.container_root``), nor one whose root may be an array when the prose
+  holds nothing that reads as a JSON scalar (the stages may read a lone string as a one-item list);
+  and the fences are too few to reach ``max_candidates``. A stray ``}`` or ``]`` in the prose starts
+  nothing. A member right after the
   value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside.
   So the stages would choose the same value, with no other valid, truncated or ambiguous candidate.
 
-Both are skipped when custom stages are given, when the text may exceed ``max_bytes`` or nest deeper
-than ``max_depth`` (the bracket count bounds the depth, for contracts that could nest that deep:
-``Contract.max_nesting``; the stages measure both exactly), when the contract has mappings keyed by
-floats, and, for contracts that hold floats but have no finite validator (``Contract.finite_validator``,
-which refuses them itself), when the text may hold ``NaN``, ``Infinity`` or a number beyond float range
-(pydantic would accept those as floats; the contract decides here).
+Both are skipped when custom stages are given (the clean path still runs under ``ABSENT_AS_NULL_STAGES``: that
+stage only drops a null the field does not admit, and such a null fails the exact validation anyway), when the
+text may exceed ``max_bytes`` or nest deeper than ``max_depth`` (the bracket count bounds the depth, for contracts
+that could nest that deep: ``Contract.max_nesting``; the stages measure both exactly), when the contract has
+mappings keyed by floats, and, for contracts that hold floats but have no finite validator
+(``Contract.finite_validator``, which refuses them itself), when the text may hold ``NaN``, ``Infinity`` or a
+number beyond float range (pydantic would accept those as floats; the contract decides here).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any, TypeVar, overload
 from guardrail.contract import CONTRACTS_BY_TYPE as _COMPILED
 from guardrail.contract import VALIDATION_CONTEXT, Contract, compile_contract
 from guardrail.errors import UsageError
+from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
 from guardrail.parse.candidates import MEMBER_AFTER
 from guardrail.parse.dupes import may_repeat_key
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite
@@ -49,6 +53,10 @@ _NO_ALIASES: Mapping[str, str] = {}
 #: The fast path is only worth trying when the text starts like a JSON value; a failed pydantic
 #: validation costs more than this check.
 _LOOKS_LIKE_JSON = re.compile(r'[ \t\r\n]*[\[{"\-0-9tfnNI]').match
+#: Anything in the prose around a fenced value that could be read as a JSON scalar of its own: another
+#: fence segment may be exactly that scalar, and the stages may read it for a contract whose root may be a
+#: list (a lone string as a one-item list), which makes the answer ambiguous. An object root cannot be.
+_SCALAR_IN_PROSE = re.compile(r'["\d]|\b(?:true|false|null|True|False|None|NaN|Infinity)\b').search
 DEFAULT_LIMITS = Limits()
 
 
@@ -76,7 +84,8 @@ def parse_report(text: str, output_type: Any, *, aliases: Mapping[str, str] | No
         raise UsageError(f"text must be str, not {type(text).__name__}")
     contract = compile_contract(output_type)
     limits = limits or DEFAULT_LIMITS
-    if stages is None and _fast_ok(text, contract, limits) and _starts_like_json(text):
+    if (stages is None or stages is ABSENT_AS_NULL_STAGES) and _fast_ok(text, contract, limits) \
+            and _starts_like_json(text):
         value = _exact(text, contract, limits)
         if value is not _MISS:
             return ParseReport(text=text, value=value, fast_path=True)
@@ -183,8 +192,9 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
                         len(prefix) + len(suffix) <= 3 * limits.max_candidates
                         or prefix.count("```") + prefix.count("~~~") + suffix.count("```") + suffix.count("~~~")
                         <= limits.max_candidates
-                    ) and (contract.container_root
-                           or not ("```" in prefix or "~~~" in prefix or "```" in suffix or "~~~" in suffix)):
+                    ) and (not ("```" in prefix or "~~~" in prefix or "```" in suffix or "~~~" in suffix)
+                           or (contract.container_root
+                               and (shapes == "{" or _SCALAR_IN_PROSE(prefix + suffix) is None))):
                 # _exact, inline
                 payload = text[opener:end]
                 max_depth = limits.max_depth

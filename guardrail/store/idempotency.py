@@ -54,7 +54,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from guardrail.errors import (
     ConfigError,
@@ -499,54 +499,70 @@ class Idempotency:
         finally:
             yield from self._release(key, lease_key, owner)
 
-    # -- drivers ---------------------------------------------------------------------------------------------------
+    # -- drivers: thin shells that perform the operations the protocol yields ---------------------------------------
 
     def _drive(self, flow: _Flow[_T], execute: Callable[[], Any] | None) -> _T:
-        value: Any = None
-        error: BaseException | None = None
+        reply: _Reply = (None, None)
         while True:
+            finished, step = _advance(flow, reply)
+            if finished:
+                return cast(_T, step)
             try:
-                op = flow.send(value) if error is None else flow.throw(error)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            value, error = None, None
-            try:
-                if isinstance(op, _StoreOp):
-                    value = getattr(self.store, op.method)(*op.args)
-                elif isinstance(op, _Act):
+                if isinstance(step, _Sleep):
+                    time.sleep(step.seconds)
+                    reply = (None, None)
+                elif isinstance(step, _Act):
                     assert execute is not None
-                    with _Heartbeat(self.store, op.lease_key, op.owner, self.lease):
-                        value = execute()
-                elif isinstance(op, _Sleep):
-                    time.sleep(op.seconds)
+                    with self._heartbeat(step):
+                        reply = (execute(), None)
                 else:
-                    assert self.reconcile is not None
-                    value = self.reconcile(op.unknown)
+                    call, args = self._blocking(step)
+                    reply = (call(*args), None)
             except BaseException as raised:
-                error = raised
+                reply = (None, raised)
 
     async def _adrive(self, flow: _Flow[_T], execute: Callable[[], Awaitable[Any]]) -> _T:
-        value: Any = None
-        error: BaseException | None = None
+        reply: _Reply = (None, None)
         while True:
+            finished, step = _advance(flow, reply)
+            if finished:
+                return cast(_T, step)
             try:
-                op = flow.send(value) if error is None else flow.throw(error)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            value, error = None, None
-            try:
-                if isinstance(op, _StoreOp):
-                    value = await asyncio.to_thread(getattr(self.store, op.method), *op.args)
-                elif isinstance(op, _Act):
-                    with _Heartbeat(self.store, op.lease_key, op.owner, self.lease):
-                        value = await execute()
-                elif isinstance(op, _Sleep):
-                    await asyncio.sleep(op.seconds)
+                if isinstance(step, _Sleep):
+                    await asyncio.sleep(step.seconds)
+                    reply = (None, None)
+                elif isinstance(step, _Act):
+                    with self._heartbeat(step):
+                        reply = (await execute(), None)
                 else:
-                    assert self.reconcile is not None
-                    value = await asyncio.to_thread(self.reconcile, op.unknown)
+                    call, args = self._blocking(step)
+                    reply = (await asyncio.to_thread(call, *args), None)  # blocking I/O off the event loop
             except BaseException as raised:
-                error = raised
+                reply = (None, raised)
+
+    def _blocking(self, op: _StoreOp | _AskReconcile) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        """The blocking call behind a store operation or a reconcile question."""
+        if isinstance(op, _StoreOp):
+            return getattr(self.store, op.method), op.args
+        assert self.reconcile is not None
+        return self.reconcile, (op.unknown,)
+
+    def _heartbeat(self, act: _Act) -> _Heartbeat:
+        return _Heartbeat(self.store, act.lease_key, act.owner, self.lease)
+
+
+#: What the last operation gave the protocol: its value, or the exception it raised.
+_Reply = tuple[Any, BaseException | None]
+
+
+def _advance(flow: _Flow[Any], reply: _Reply) -> tuple[bool, Any]:
+    """Feed the protocol the last operation's value (or throw its exception in); ``(True, result)`` when the
+    protocol finished, else ``(False, next operation)``. The one stepping rule both drivers share."""
+    value, error = reply
+    try:
+        return False, (flow.send(value) if error is None else flow.throw(error))
+    except StopIteration as stop:
+        return True, stop.value
 
 
 def _require_text(result: Any) -> str:

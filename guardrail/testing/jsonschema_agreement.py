@@ -128,7 +128,7 @@ def measure_entry(entry: Mapping[str, Any]) -> Counts:
 
 
 def measure(entries: Mapping[str, Iterable[Mapping[str, Any]]]) -> dict[str, Counts]:
-    """Counts per collection of ``entries`` (as :func:`guardrail.local.coverage.load` reads them)."""
+    """Counts per collection of ``entries`` (as :func:`guardrail.testing.corpora.load` reads them)."""
     out: dict[str, Counts] = {}
     for collection, items in entries.items():
         total = out.setdefault(collection, Counts())

@@ -1,5 +1,8 @@
 """Schema coverage of the llguidance grammar, measured on MaskBench (JSONSchemaBench) schemas and instances.
 
+A benchmark harness, not runtime code: ``bench/maskbench_coverage.py`` prints its table and
+``tests/test_local_maskbench.py`` asserts on it. The corpus is found and read by :mod:`guardrail.testing.corpora`.
+
 For each schema: compile it as a contract (:func:`guardrail.local.grammar.build_grammar`) or record why not;
 for each test instance: write it the way the decoder would emit it (:func:`emit`), tokenize it, feed the
 tokens to an ``llguidance.LLMatcher`` and check that the grammar accepts at the end (EOS allowed).
@@ -29,7 +32,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from guardrail.local.grammar import GrammarError, build_grammar
@@ -37,7 +39,7 @@ from guardrail.schema.refs import RefIndex
 from guardrail.schema.report import CompileReport
 from guardrail.schema.tree import copy_json, walk
 
-__all__ = ["Counts", "Mismatch", "check_schema", "coverage", "emit", "find_corpus", "load", "table"]
+__all__ = ["Counts", "Mismatch", "check_schema", "coverage", "emit", "table"]
 
 #: Column order of :func:`table`.
 COLUMNS = ("schemas", "compiled", "rejected", "valid_accepted", "valid_rejected_explained",
@@ -87,30 +89,6 @@ class Counts:
     @property
     def unexplained(self) -> int:
         return self.valid_rejected_unexplained + self.invalid_accepted_unexplained
-
-
-def find_corpus() -> Path | None:
-    """The MaskBench directory: ``$GUARDRAIL_CORPORA/maskbench``, else ``shared/corpora/maskbench`` next to the
-    checkout (``../shared`` from the repository root), else ``/work/shared/corpora/maskbench``; None if absent."""
-    import os
-
-    here = Path(__file__).resolve().parents[2]
-    for root in (os.environ.get("GUARDRAIL_CORPORA"), here.parent / "shared" / "corpora", "/work/shared/corpora"):
-        if root and (Path(root) / "maskbench").is_dir():
-            return Path(root) / "maskbench"
-    return None
-
-
-def load(directory: Path | str) -> dict[str, list[dict[str, Any]]]:
-    """The corpus entries by collection, in file order (each ``{"id", "collection", "schema", "tests"}``)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(Path(directory).glob("*.jsonl")):
-        with path.open(encoding="utf-8") as lines:
-            for line in lines:
-                if line.strip():
-                    entry = json.loads(line)
-                    out.setdefault(entry["collection"], []).append(entry)
-    return out
 
 
 def emit(value: Any, schema: Any, branch_ok: Callable[[Any, Any], bool] | None = None) -> str:
@@ -453,7 +431,7 @@ def _reason(report: CompileReport | None) -> str:
 
 def coverage(entries: Mapping[str, Iterable[Mapping[str, Any]]], tokenizer: Any, *,
              sample: int | None = None) -> dict[str, Counts]:
-    """Counts per collection for ``entries`` (see :func:`load`) with ``tokenizer`` (a fast HF tokenizer).
+    """Counts per collection for ``entries`` (:func:`guardrail.testing.corpora.load`) with ``tokenizer`` (fast HF).
 
     ``sample``: at most this many schemas per collection, spread evenly over it (deterministic); None: all.
     """

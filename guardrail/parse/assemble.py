@@ -1,0 +1,157 @@
+"""Storing what the scanner reads into the open containers, and the repairs that need what was stored.
+
+Split from the scanner's state machine (:mod:`guardrail.parse.scanner`): :class:`Assembler` attaches values
+(a key given twice with the same value collapses to one, fix ``duplicate_key``; with different values the path
+is kept as a conflict), stores whole members and elements the fast patterns matched, reads bare words in value
+position (Python literals, ``NaN``/``Infinity``), and makes the look-back repairs: a missing comma between
+elements on separate lines, a doubled closer, unescaped inner quotes in a string value.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Final
+
+from guardrail.parse.lexer import Lexer
+from guardrail.parse.lexicon import JSON_LITERALS, NONFINITE_WORDS, PYTHON_LITERALS
+from guardrail.parse.tokens import ELEMENT_SCALAR, MEMBER_SCALAR, NO_SCALAR, NonFinite, fast_scalar, same_json
+
+if TYPE_CHECKING:
+    from guardrail.parse.scanner import Budget
+
+__all__ = ["Assembler"]
+
+#: The quote that ends a string value whose inner quotes were not escaped: the first one followed (on the
+#: same line) by a separator or closer.
+_STRUCTURAL_QUOTE: Final = re.compile(r'"(?=[ \t]*[,}\]])')
+
+
+class Assembler(Lexer):
+    """The open containers of one scan, what was stored last, and the repairs that rewrite it."""
+
+    __slots__ = ("conflicts", "last_key", "last_str", "root", "tokens")
+
+    def __init__(self, text: str, budget: Budget) -> None:
+        super().__init__(text, budget)
+        self.tokens = 0
+        self.root: Any = None
+        self.conflicts: list[str] = []
+        #: Where the last scalar read began, if it was a double-quoted string value (else -1), and the
+        #: key it was stored under: what an inner-quote repair rewrites.
+        self.last_str = -1
+        self.last_key: str | None = None
+
+    def take(self, m: re.Match[str], is_member: bool) -> bool:
+        """Store a whole member (``FAST_MEMBER``) or element (``FAST_ELEMENT``), recording its slips.
+
+        False (and nothing stored) for a number too long for ``int()``, which the token path reports.
+        The hottest step of a dirty answer: groups are read once (``groups()``), and a clean
+        double-quoted string value (the common case) skips :func:`fast_scalar`.
+        """
+        first = MEMBER_SCALAR if is_member else ELEMENT_SCALAR  # double-quoted, single-quoted, number, literal
+        groups = m.groups()
+        string = groups[first - 1]
+        if string is not None:
+            value, value_fix = string, ""
+        else:
+            value, value_fix = fast_scalar(m, first)
+            if value is NO_SCALAR:
+                return False
+        if is_member:
+            double, single, bare = groups[0], groups[1], groups[2]
+            key = double if double is not None else single if single is not None else bare
+            if single is not None:
+                self.fix("single_quotes", f"'{single}'"[:80], single[:80], key=key)
+            elif bare is not None:
+                self.fix("unquoted_key", bare, f'"{bare}"', key=key)
+            self.stack[-1][1] = key
+            self.tokens += 2
+        else:
+            self.tokens += 1
+        if value_fix:
+            raw = f"'{value}'" if value_fix == "single_quotes" else groups[first + 2]
+            self.fix(value_fix, raw[:80], value[:80] if isinstance(value, str) else value)
+        self.attach(value)
+        self.last_str = m.start(first) - 1 if string is not None else -1
+        return True
+
+    def word_value(self, word: str, start: int, end: int) -> Any:
+        """A bare word in value position: a Python literal, NaN/Infinity, a cut-off literal, or an error."""
+        if end >= self.n and self.stack:
+            raise self.truncated(self.n, "a literal is complete")
+        if word in JSON_LITERALS:  # a root literal ending the text
+            return JSON_LITERALS[word]
+        if word in PYTHON_LITERALS:
+            self.fix("python_literal", word, PYTHON_LITERALS[word])
+            return PYTHON_LITERALS[word]
+        if word in NONFINITE_WORDS:
+            return NonFinite(word)
+        raise self.syntax(start, "a value (string, number, object, array, true, false or null)")
+
+    def close(self) -> bool:
+        """Close the innermost container: attach it to its parent, or keep it as ``root`` (True) if last."""
+        closed = self.stack.pop()[0]
+        if not self.stack:
+            self.root = closed
+            return True
+        self.attach(closed)
+        return False
+
+    def attach(self, value: Any) -> None:
+        frame = self.stack[-1]
+        container = frame[0]
+        if container.__class__ is list:
+            container.append(value)
+            return
+        key = frame[1]
+        self.last_key = key
+        if key in container:
+            if same_json(container[key], value):
+                self.fix("duplicate_key", container[key], value)
+                frame[1] = None
+                return  # an exact repeat: one value, the first spelling kept
+            self.conflicts.append(self.path())
+        container[key] = value
+        frame[1] = None
+
+    def newline_before(self, pos: int) -> bool:
+        """Whether the whitespace just before ``pos`` holds a line break (elements one a line)."""
+        before = pos - 1
+        while before >= 0 and self.text[before] in " \t\r\n":
+            if self.text[before] == "\n":
+                return True
+            before -= 1
+        return False
+
+    def doubled(self, pos: int) -> bool:
+        """Whether the closer at ``pos`` repeats the closer just before it (``]]``, ``}}``): a doubled
+        closer is a stray character; any other mismatched closer could be a typo for the right one."""
+        before = pos - 1
+        while before >= 0 and self.text[before] in " \t\r\n":
+            before -= 1
+        return before >= 0 and self.text[before] == self.text[pos]
+
+    def inner_quotes(self, pos: int) -> int:
+        """Re-read the string value that began at ``last_str`` when its inner quotes were not escaped.
+
+        ``{"note": "say "hi" to her"}``: the string ended early and a bare word follows (a string would be
+        another element: ``["a" "b"]`` has two readings and is refused). The string then runs to the first
+        quote followed (on the same line) by a separator or closer, and its inner quotes must pair up; a
+        quote before a separator always ends a string here, so exactly one reading exists. Returns the
+        position after the new closing quote, or -1 (refused).
+        """
+        text, open_at = self.text, self.last_str
+        m = _STRUCTURAL_QUOTE.search(text, pos)
+        if m is None or "\n" in text[open_at:m.start()] or "\\" in text[open_at:m.start()]:
+            return -1
+        value = text[open_at + 1 : m.start()]
+        if value.count('"') % 2:
+            return -1  # an odd number of inner quotes: the string could end at another one
+        container = self.stack[-1][0]
+        if container.__class__ is list:
+            container[-1] = value
+        else:
+            container[self.last_key] = value
+        self.fix("inner_quotes", text[open_at : m.end()][:80], value[:80])
+        self.last_str = -1
+        return m.end()
