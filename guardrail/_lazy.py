@@ -2,8 +2,10 @@
 
 ``import guardrail`` (or one of its subpackages) then costs almost nothing: a name's module is imported the
 first time the name is read, and the value is kept in the package namespace so later reads are plain lookups.
-Every lazy package (``guardrail``, ``guardrail.call``, ``guardrail.chain``, ``guardrail.tools``,
-``guardrail.testing``) builds its ``__getattr__``/``__dir__`` here, so they all behave the same.
+Every lazy package (``guardrail``, ``guardrail.call``, ``guardrail.chain``, ``guardrail.gates``,
+``guardrail.observe``, ``guardrail.schema``, ``guardrail.testing``, ``guardrail.tools``, ``guardrail.tools.policy``,
+``guardrail.vendors``) builds its ``__getattr__``/``__dir__`` here, so they all behave the same. A name that maps to
+the package's own submodule of that name (``"reply": "guardrail.testing.reply"``) is that submodule.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ def namespace(package: str, namespace: dict[str, Any],
         module = names.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(import_module(module), name)
+        value = import_module(module) if module == f"{package}.{name}" else getattr(import_module(module), name)
         namespace[name] = value
         return value
 

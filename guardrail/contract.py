@@ -24,6 +24,14 @@ from pydantic_core import SchemaValidator
 
 from guardrail.schema.view import Schema, SchemaView
 
+__all__ = [
+    "VALIDATION_CONTEXT",
+    "Contract",
+    "ExactValidator",
+    "compile_contract",
+    "validation_context",
+]
+
 T = TypeVar("T")
 
 #: What pydantic validators see as ``ValidationInfo.context`` while guardrail validates: the ``context=`` of
@@ -167,7 +175,8 @@ class Contract(Generic[T]):
         return result
 
 
-_CACHE: dict[Any, Contract[Any]] = {}
+#: Compiled contracts by output type (``compile_contract``'s cache); read inline by the parse fast path.
+CONTRACTS_BY_TYPE: dict[Any, Contract[Any]] = {}
 _CACHE_SIZE = 512
 #: ``guardrail.schema.jsonschema_contract.contract_for_schema``, bound on first use (that module imports this one).
 _for_schema: Callable[[Any], Contract[Any]] | None = None
@@ -188,12 +197,12 @@ def compile_contract(output_type: Any) -> Contract[Any]:
             return entry[1]
         return _json_schema_contract(output_type)
     try:
-        return _CACHE[output_type]
+        return CONTRACTS_BY_TYPE[output_type]
     except KeyError:
         contract = _compile(output_type)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE), None), None)  # another thread may have evicted it already
-        _CACHE[output_type] = contract
+        if len(CONTRACTS_BY_TYPE) >= _CACHE_SIZE:
+            CONTRACTS_BY_TYPE.pop(next(iter(CONTRACTS_BY_TYPE), None), None)  # another thread may have evicted it
+        CONTRACTS_BY_TYPE[output_type] = contract
         return contract
     except TypeError:  # unhashable: another mapping given as a JSON Schema, or a type expression (not cached)
         if isinstance(output_type, Mapping):

@@ -1,50 +1,96 @@
 """Every error guardrail raises, under one root.
 
-The tree::
+The tree below holds every exception class guardrail defines, wherever it is defined: ``[module]`` names the module
+(under ``guardrail``) of a class defined outside this one, and ``(also a ValueError)`` a builtin the class also
+is, so that ``except ValueError`` keeps catching it. Classes whose names start with ``_`` are one module's private
+control flow, caught where they are raised, and are not drawn. ``tests/test_error_tree.py`` checks the drawing
+against the classes, both ways::
 
-    GuardrailError                 anything guardrail raises on purpose
-    ├── ParseError                 model text could not become a valid value (.kind, .feedback, .text, .report)
-    │   ├── NoJSONError            kind "no_json": no JSON value could be read from the text
-    │   │   └── JSONSyntaxError    kind "syntax_error": JSON began but broke at a position (.position)
-    │   ├── TruncatedError         kind "truncated": the JSON stops before it is complete (never closed up)
-    │   ├── AmbiguousError         kind "ambiguous": two different readings both satisfy the contract
-    │   └── SchemaViolationError   kind "schema_violation": JSON was read but does not satisfy the contract
-    │       └── InputLimitError    the text is larger or deeper than the configured limits (.limit, .value)
-    ├── ToolCallError              a model-proposed tool call did not run (.request_id, .tool)
-    │   ├── Denied                 authorization said no; the message is generic (.rule, .argument, .reason say why)
-    │   └── ApprovalRequired       parked until a person approves this exact call (.token, .expires_at)
-    ├── ConnectionDenied           a guarded HTTP transport refused a request or an address (.url, .reason)
-    └── CallError                  a vendor call ended without a value (.outcome: attempts, raw outputs, usage)
-        ├── Refused                the model refused (.refusal, the vendor's text); never retried
-        ├── VendorError            the vendor answered with an error retrying cannot fix (.status, .code): 400,
-        │                          401, 403, 404, a spend limit; never retried
-        ├── VendorUnavailable      transport retries (429, 5xx, 529, timeouts, dropped connections, answers not
-        │   │                      in the API's shape) ran out of tries or of time (.status, .code, .snippet)
-        │   └── DeadlineExceeded   the call's wall-clock deadline passed; the request in flight was cut off
-        ├── Declined               the answer is a typed non-answer (status refused/unknown...) (.status, .value)
-        └── GaveUp                 every attempt's output failed the contract (.errors: one per attempt)
-            ├── OutputTruncated    the output hit the token limit even after it was raised once
-            ├── BudgetExceeded     another attempt would have passed the token or cost budget
-            └── SemanticRejected   a semantic rule with on_fail="end" failed
-    SemanticViolation              (an attempt's error, not raised alone) rules the answer broke (.violations)
-    SyncAsyncMismatch              (also a TypeError) a sync call was given an async client, or the reverse
-    MissingExtra                   an optional feature's package is not installed (.extra); also an ImportError
-    RuleError                      a semantic rule could not be evaluated (.rule): missing context, or the
-                                   rule's own code raised (the original is the __cause__); never retried
-    StoreError                     a store operation failed (.operation, .key, .claimed, .executed, .result_stored)
-    └── StoreUnavailable           the store could not be reached or written (down, stalled, locked, read-only)
-    IdempotencyError               an idempotent call did not run here (.key: the caller's key)
-    ├── IdempotencyConflict        the key was used with other arguments
-    ├── IdempotencyInFlight        still running elsewhere after waiting (.waited)
-    ├── IdempotencyUnknown         a run started (.started_at) and vanished; resolve it before the key runs again
-    ├── IdempotencyFailed          the key's one run raised; its error is replayed (.error_type, .message)
-    └── ResultNotStorable          the key's one run returned a result that cannot be stored (.reason, .preview)
-    NothingHappened                raised *by a tool* to say it had no effect, so its key may run again
-    ContractError                  a JSON Schema contract cannot be honoured (.keyword, .path), before any call
-    UnsupportedCall                (also a TypeError) a call shape that cannot give a validated value, such as
-                                   response_model= under with_streaming_response; raised before any request
-    PriceUnknown                   (also a LookupError) Budget(max_usd=...) for a model genai-prices cannot price
-                                   (.provider, .model); raised before any request
+    GuardrailError                anything guardrail raises on purpose
+    ├── ParseError                model text could not become a valid value (.kind, .feedback, .text, .report)
+    │   ├── NoJSONError           kind "no_json": no JSON value could be read from the text
+    │   │   └── JSONSyntaxError   kind "syntax_error": JSON began but broke at a position (.position)
+    │   ├── TruncatedError        kind "truncated": the JSON stops before it is complete (never closed up)
+    │   ├── AmbiguousError        kind "ambiguous": two different readings both satisfy the contract
+    │   └── SchemaViolationError  kind "schema_violation": JSON was read but does not satisfy the contract
+    │       └── InputLimitError   the text is larger or deeper than the configured limits (.limit, .value)
+    ├── FieldConflict             [parse.aliases] a field and a drifted name for it disagree; the alias stage turns it
+    │                             into a schema violation
+    ├── Stop                      [parse.lexer] ends a scan early with a status (truncated, syntax error) and a
+    │                             position; caught by the scanner, never leaves it
+    ├── DuplicateKey              [parse.tokens] (also a ValueError) raised inside the C JSON decoder for a repeated
+    │                             key; the lenient scanner takes over
+    ├── ContractError             a JSON Schema contract cannot be honoured (.keyword, .path), before any call
+    ├── SemanticViolation         (an attempt's error, not raised alone) rules the answer broke (.violations)
+    ├── RuleError                 a semantic rule could not be evaluated (.rule): missing context, or the rule's own
+    │                             code raised (the original is the __cause__); never retried
+    ├── CallError                 a vendor call ended without a value (.outcome: attempts, raw outputs, usage)
+    │   ├── Refused               the model refused (.refusal, the vendor's text); never retried
+    │   ├── VendorError           the vendor answered with an error retrying cannot fix (.status, .code): 400, 401, 403,
+    │   │                         404, a spend limit; never retried
+    │   ├── VendorUnavailable     transport retries (429, 5xx, 529, timeouts, dropped connections, answers not in the
+    │   │   │                     API's shape) ran out of tries or of time (.status, .code, .snippet)
+    │   │   └── DeadlineExceeded  the call's wall-clock deadline passed; the request in flight was cut off
+    │   ├── Declined              the answer is a typed non-answer (status refused/unknown...) (.status, .value)
+    │   └── GaveUp                every attempt's output failed the contract (.errors: one per attempt)
+    │       ├── OutputTruncated   the output hit the token limit even after it was raised once
+    │       ├── BudgetExceeded    another attempt would have passed the token or cost budget
+    │       └── SemanticRejected  a semantic rule with on_fail="end" failed
+    ├── BadResponse               [vendors.failures] a response not in the API's shape (.status); classified and
+    │                             retried, it ends as VendorUnavailable
+    ├── StreamError               [vendors.failures] an error event inside a stream (.body, an SDK error body);
+    │                             classified like any vendor error
+    ├── SyncAsyncMismatch         (also a TypeError) a sync call was given an async client, or the reverse
+    ├── UnsupportedCall           (also a TypeError) a call shape that cannot give a validated value, such as
+    │                             response_model= under with_streaming_response; raised before any request
+    ├── MissingExtra              (also an ImportError) an optional feature's package is not installed (.extra)
+    ├── PriceUnknown              (also a LookupError) Budget(max_usd=...) for a model genai-prices cannot price
+    │                             (.provider, .model); raised before any request
+    ├── Uncacheable               [call.cache_key] (also a ValueError) a request with no canonical JSON form; the
+    │                             response cache catches it and runs the call uncached
+    ├── UsageError                (also a TypeError) an API called the wrong way: an argument of the wrong type or
+    │                             shape, a missing annotation
+    ├── ConfigError               (also a ValueError) a setting or argument value that cannot work: an unknown mode,
+    │                             engine or dialect, a limit below 1, a malformed policy entry
+    ├── NotReady                  (also a RuntimeError) something read before it exists: a stream's value before its
+    │                             end, an emulator's address before it started
+    ├── ToolCallError             a model-proposed tool call did not run (.request_id, .tool)
+    │   ├── Denied                authorization said no; the message is generic (.rule, .argument, .reason say why)
+    │   └── ApprovalRequired      parked until a person approves this exact call (.token, .expires_at)
+    ├── PolicyError               [tools.policy.loader] a policy file is invalid (.problems: each with its line and key)
+    ├── Rejected                  [tools.policy.verdict] an argument checker said no (.reason, .argument); the gate
+    │   │                         turns it into Denied
+    │   └── PathRejected          [tools.policy.verdict] (also a ValueError) the path checker's no, as resolve_path and
+    │                             check_path raise it
+    ├── ConnectionDenied          a guarded HTTP transport refused a request or an address (.url, .reason)
+    ├── StoreError                a store operation failed (.operation, .key, .claimed, .executed, .result_stored)
+    │   └── StoreUnavailable      the store could not be reached or written (down, stalled, locked, read-only)
+    ├── IdempotencyError          an idempotent call did not run here (.key: the caller's key)
+    │   ├── IdempotencyConflict   the key was used with other arguments
+    │   ├── IdempotencyInFlight   still running elsewhere after waiting (.waited)
+    │   ├── IdempotencyUnknown    a run started (.started_at) and vanished; resolve it before the key runs again
+    │   ├── IdempotencyFailed     the key's one run raised; its error is replayed (.error_type, .message)
+    │   └── ResultNotStorable     the key's one run returned a result that cannot be stored (.reason, .preview)
+    ├── NothingHappened           raised *by a tool* to say it had no effect, so its key may run again
+    ├── ChainExhausted            [chain.tiers] every tier of a Chain failed (.departures: each tier's failure, in
+    │                             order)
+    ├── RulesError                [chain.fallback.model] a rule set is invalid, or built a value the contract refuses
+    │                             (.problems, .fired)
+    ├── Uncertain                 [local.choose] no option reached the threshold (.choice has the distribution)
+    │   └── NoOptionMatched       [local.choose] the reply gave no option any probability, whatever the threshold
+    ├── LogprobsUnavailable       [local.choose_api] (also a TypeError) the backend cannot give token logprobs
+    ├── GrammarError              [local.grammar] (also a ValueError) the contract cannot be compiled for constrained
+    │                             decoding (.report)
+    ├── DeadEnd                   [local.decode] no token is allowed at some step of constrained decoding (.state)
+    ├── BatchFailed               [local.model] some rows of LocalModel.generate_batch failed (.results, .traces)
+    └── CommandError              [cli.common] what a CLI subcommand prints as its one error line (.code: exit status 1)
+        └── CommandLineError      [cli.common] the command line is malformed (exit status 2)
+
+Warnings, issued with :func:`warnings.warn` and never raised::
+
+    UserWarning                   (builtin)
+    └── VolatileRedisWarning      [store.redis] the Redis server keeps nothing on disk: a restart forgets idempotency
+                                  records
 
 ``.feedback`` is written for the model, not for the developer: a short list of JSON paths, what is wrong
 there and what is expected, with no documentation links and no stack traces. ``str(error)`` is for the
@@ -59,6 +105,50 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from guardrail.outcome import Outcome
     from guardrail.parse.report import ParseReport
+
+__all__ = [
+    "AmbiguousError",
+    "ApprovalRequired",
+    "BudgetExceeded",
+    "CallError",
+    "ConfigError",
+    "ConnectionDenied",
+    "ContractError",
+    "DeadlineExceeded",
+    "Declined",
+    "Denied",
+    "GaveUp",
+    "GuardrailError",
+    "IdempotencyConflict",
+    "IdempotencyError",
+    "IdempotencyFailed",
+    "IdempotencyInFlight",
+    "IdempotencyUnknown",
+    "InputLimitError",
+    "JSONSyntaxError",
+    "MissingExtra",
+    "NoJSONError",
+    "NotReady",
+    "NothingHappened",
+    "OutputTruncated",
+    "ParseError",
+    "ParseErrorKind",
+    "Refused",
+    "ResultNotStorable",
+    "RuleError",
+    "SchemaViolationError",
+    "SemanticRejected",
+    "SemanticViolation",
+    "StoreError",
+    "StoreUnavailable",
+    "SyncAsyncMismatch",
+    "ToolCallError",
+    "TruncatedError",
+    "UnsupportedCall",
+    "UsageError",
+    "VendorError",
+    "VendorUnavailable",
+]
 
 ParseErrorKind = Literal["no_json", "syntax_error", "truncated", "ambiguous", "schema_violation"]
 
@@ -474,6 +564,8 @@ class ContractError(GuardrailError):
         self.keyword = keyword
         self.path = path
         self.reason = reason
+
+
 class UnsupportedCall(GuardrailError, TypeError):
     """A wrapped-client call that cannot return a validated value in the shape asked for.
 
@@ -495,3 +587,24 @@ class PriceUnknown(GuardrailError, LookupError):
         super().__init__(message)
         self.provider = provider
         self.model = model
+
+
+# -- misuse: an API called the wrong way, found before anything is sent -------------------------------------------
+
+
+class UsageError(GuardrailError, TypeError):
+    """A guardrail API was called the wrong way: an argument of the wrong type or shape (``Chain`` given something
+    that is not a tier, ``wrap()`` given an object that is not an SDK client), a missing annotation. A fault of the
+    program, raised where it happens, before any request. Also a ``TypeError``, as calling a function the wrong way
+    is, so ``except TypeError`` keeps working."""
+
+
+class ConfigError(GuardrailError, ValueError):
+    """A setting or argument whose value guardrail cannot work with: ``Budget(max_cost=...)`` without a price, an
+    unknown engine, mode, dialect or server kind, a limit below 1, a malformed policy entry. Raised where the value
+    is given, before any request. Also a ``ValueError``, so ``except ValueError`` keeps working."""
+
+
+class NotReady(GuardrailError, RuntimeError):
+    """Something read before it exists: a stream's ``.value`` before the stream was read to the end, an emulator's
+    address before it started. Also a ``RuntimeError``, as it always was."""

@@ -9,10 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from guardrail.errors import ConfigError
+
 if TYPE_CHECKING:
     from guardrail.errors import GuardrailError
     from guardrail.parse.report import Fix
     from guardrail.schema.lower import CompileReport
+
+__all__ = [
+    "Attempt",
+    "Budget",
+    "Outcome",
+    "Partial",
+    "Price",
+    "Result",
+    "Usage",
+]
 
 T = TypeVar("T")
 
@@ -78,9 +90,9 @@ class Budget:
 
     def __post_init__(self) -> None:
         if self.max_cost is not None and self.price is None:
-            raise ValueError("Budget(max_cost=...) needs price=Price(...) to turn tokens into cost")
+            raise ConfigError("Budget(max_cost=...) needs price=Price(...) to turn tokens into cost")
         if self.max_usd is not None and not self.max_usd >= 0:
-            raise ValueError("Budget(max_usd=...) must be a number of dollars, 0 or more")
+            raise ConfigError("Budget(max_usd=...) must be a number of dollars, 0 or more")
 
     def tokens_left(self, used: Usage) -> float:
         """How many more tokens (input + output, at the dearer rate for cost caps) the budget allows."""

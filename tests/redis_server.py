@@ -24,21 +24,21 @@ __all__ = ["redis_url", "start_redis_server", "stop_redis_server"]
 STARTUP_TIMEOUT = 10.0
 
 
-def _unavailable(reason: str) -> NoReturn:
+def unavailable(reason: str) -> NoReturn:
     """Skip, or fail when the environment says Redis is required."""
     if os.environ.get("GUARDRAIL_REQUIRE_REDIS") == "1":
         pytest.fail(f"{reason} (GUARDRAIL_REQUIRE_REDIS=1 requires Redis tests to run)")
     pytest.skip(f"{reason}; set GUARDRAIL_REQUIRE_REDIS=1 to make this a failure")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
 
 
-def _pings(port: int) -> bool:
+def pings(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
             sock.sendall(b"PING\r\n")
@@ -51,7 +51,7 @@ def start_redis_server(executable: str, directory: Path) -> tuple[subprocess.Pop
     """Start ``redis-server`` on a free port (a few tries: the port can be taken between probe and bind)."""
     last_error = ""
     for attempt in range(3):
-        port = _free_port()
+        port = free_port()
         log = directory / f"redis-{attempt}.log"
         with log.open("wb") as out:
             command = [executable, "--port", str(port), "--bind", "127.0.0.1"]
@@ -63,7 +63,7 @@ def start_redis_server(executable: str, directory: Path) -> tuple[subprocess.Pop
             )
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while time.monotonic() < deadline and process.poll() is None:
-            if _pings(port):
+            if pings(port):
                 return process, port
             time.sleep(0.02)
         stop_redis_server(process)
@@ -87,11 +87,11 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``redis://127.0.0.1:PORT/0`` of a private ``redis-server`` started for this session."""
     executable = shutil.which("redis-server")
     if executable is None:
-        _unavailable("redis-server is not on PATH")
+        unavailable("redis-server is not on PATH")
     try:
         import redis  # noqa: F401
     except ImportError:
-        _unavailable("the redis package (redis-py) is not installed")
+        unavailable("the redis package (redis-py) is not installed")
     process, port = start_redis_server(executable, tmp_path_factory.mktemp("redis"))
     try:
         yield f"redis://127.0.0.1:{port}/0"

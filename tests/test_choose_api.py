@@ -396,10 +396,10 @@ def as_response(steps: list[Step], finished: bool) -> dict[str, Any]:
 @pytest.mark.slow
 def test_core_property_choose_raises_only_the_documented_errors(options: list[str], steps: list[Step],
                                                                 finished: bool, threshold: float | None) -> None:
-    from guardrail.local.choose import _api_choice
+    from guardrail.local.choose import api_choice
 
     try:
-        choice = _api_choice(options, as_response(steps, finished), threshold)
+        choice = api_choice(options, as_response(steps, finished), threshold)
     except NoOptionMatched as error:
         check_distribution(options, error.choice.probabilities)
         assert set(error.choice.scoring.values()) == {"floor"}

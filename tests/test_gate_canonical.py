@@ -637,7 +637,7 @@ def test_tool_receives_exactly_the_authorized_values_after_coercion(env: ToolEnv
 
 def test_a_positive_decision_for_other_arguments_cannot_run_a_call(env: ToolEnv) -> None:
     from guardrail.tools.authz import authorize
-    from guardrail.tools.execute import _run
+    from guardrail.tools.execute import run_sealed
 
     env.add(lambda x: env.ran("t", x), OPEN, name="t")
     found = env.registry.get("t")
@@ -647,11 +647,11 @@ def test_a_positive_decision_for_other_arguments_cannot_run_a_call(env: ToolEnv)
     assert decision.allowed
     one, two = found.arguments.model_validate({"x": 1}), found.arguments.model_validate({"x": 2})
     with pytest.raises(guardrail.Denied):
-        _run(found, two, {"x": 2}, decision)
+        run_sealed(found, two, {"x": 2}, decision)
     with pytest.raises(guardrail.Denied):  # the canonical form given does not match the model that would run
-        _run(found, two, {"x": 1}, decision)
+        run_sealed(found, two, {"x": 1}, decision)
     with pytest.raises(guardrail.Denied):
-        _run(found, one, {"x": 1}, type(decision)(True, "t", "forged", "", "1", None, decision.arguments_hash))
+        run_sealed(found, one, {"x": 1}, type(decision)(True, "t", "forged", "", "1", None, decision.arguments_hash))
     assert env.calls == []
 
 

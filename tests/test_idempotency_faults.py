@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redis_server import _free_port, _pings, _unavailable, stop_redis_server
+from redis_server import free_port, pings, stop_redis_server, unavailable
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ class RedisProcess:
     """A private redis-server on a fixed port that tests may stop, restart (with or without AOF) and stall."""
 
     def __init__(self, executable: str, directory: Path) -> None:
-        self.executable, self.directory, self.port = executable, directory, _free_port()
+        self.executable, self.directory, self.port = executable, directory, free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -54,7 +54,7 @@ class RedisProcess:
         log = (self.directory / "redis.log").open("ab")
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         for _ in range(500):
-            if _pings(self.port):
+            if pings(self.port):
                 return
             time.sleep(0.02)
         raise RuntimeError("the private redis-server did not start")
@@ -69,7 +69,7 @@ class RedisProcess:
 def redis_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisProcess]:
     executable = shutil.which("redis-server")
     if executable is None:
-        _unavailable("redis-server is not on PATH")
+        unavailable("redis-server is not on PATH")
     server = RedisProcess(executable, tmp_path_factory.mktemp("private-redis"))
     server.start()
     try:

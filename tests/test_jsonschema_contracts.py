@@ -190,13 +190,13 @@ _KEYS = st.sampled_from(["a", "b", "e", "k", "v", "x", "p", "q", "n1", "a1", "ki
                     | st.dictionaries(_KEYS, inner, max_size=3), max_leaves=12))
 def test_the_finite_screen_refuses_every_infinity_a_full_walk_refuses(schema: dict[str, Any], data: Any) -> None:
     """The fast path walks only untyped slots for infinity (``1e400`` parses to it); never fewer than a full walk."""
-    from guardrail.schema.jsonschema_contract import _FINITE, _screen_for
+    from guardrail.schema.jsonschema_contract import FINITE_VALIDATOR, screen_for
 
     validator = jsonschema_rs.validator_for(schema)
     if not validator.is_valid(data):
         return
-    screen = _screen_for(schema)
-    assert (screen is None or screen(data)) == _FINITE.is_valid(data)
+    screen = screen_for(schema)
+    assert (screen is None or screen(data)) == FINITE_VALIDATOR.is_valid(data)
     text = json.dumps(data).replace("Infinity", "1e400")
     value = guardrail.parse_report(text, schema).value
     assert value is None or json.dumps(value, allow_nan=False)
@@ -204,7 +204,7 @@ def test_the_finite_screen_refuses_every_infinity_a_full_walk_refuses(schema: di
 
 @pytest.mark.slow
 def test_the_finite_screen_agrees_with_a_full_walk_on_maskbench_with_infinities_injected() -> None:
-    from guardrail.schema.jsonschema_contract import _screen_for
+    from guardrail.schema.jsonschema_contract import screen_for
     from guardrail.testing.corpora import find_corpus, load
 
     corpus = find_corpus()
@@ -217,7 +217,7 @@ def test_the_finite_screen_agrees_with_a_full_walk_on_maskbench_with_infinities_
                 validator = jsonschema_rs.validator_for(entry["schema"], validate_formats=True, offline=True)
             except Exception:  # a schema the validator refuses has no fast path
                 continue
-            screen = _screen_for(entry["schema"])
+            screen = screen_for(entry["schema"])
             for test in entry["tests"]:
                 for mutated in _with_infinity(test["data"]):
                     if validator.is_valid(mutated):  # infinity sits in a slot no type judges

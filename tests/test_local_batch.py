@@ -249,10 +249,10 @@ def test_generation_falls_back_to_plain_masking_when_the_kernel_cannot_compile(
 
     expected = tiny.generate_with_trace("x", Item, seed=9, max_new_tokens=200)[1].text
     monkeypatch.setattr(masks, "apply_token_bitmask_inplace", no_compiler)
-    monkeypatch.setattr(decode, "_COMPILED_KERNEL", [True])
+    monkeypatch.setattr(decode, "COMPILED_KERNEL", [True])
     value, trace = tiny.generate_with_trace("x", Item, seed=9, max_new_tokens=200)
     assert isinstance(value, Item) and trace.text == expected
-    assert decode._COMPILED_KERNEL == [False]
+    assert decode.COMPILED_KERNEL == [False]
 
 
 def test_a_model_smaller_than_its_tokenizer_and_streaming_a_local_client_are_clear_errors(tiny: LocalModel) -> None:

@@ -82,7 +82,7 @@ def test_wrapping_per_call_reuses_the_retry_free_copy_and_does_not_keep_clients_
     first = guardrail.wrap(client).chat.completions
     second = guardrail.wrap(client).chat.completions
     assert first._quiet is second._quiet  # the same resource of the same copy
-    assert module._quiet(client).max_retries == 0 and client.max_retries != 0
+    assert module.quiet_client(client).max_retries == 0 and client.max_retries != 0
     alive = weakref.ref(client)
     del client, first, second
     gc.collect()

@@ -18,7 +18,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 import guardrail
 from guardrail.errors import ParseError
-from guardrail.parse.dupes import _counter_for, may_repeat_key
+from guardrail.parse.dupes import counter_for, may_repeat_key
 
 
 class Item(BaseModel):
@@ -122,7 +122,7 @@ def test_an_exact_repeat_through_parse_collapses_with_a_fix(value: dict[str, Any
 
 def test_a_clean_text_is_cleared_by_counting_alone() -> None:
     text = json.dumps({"order_id": "A", "items": [{"sku": "x", "quantity": 1}, {"sku": "y", "quantity": 2}]})
-    counter = _counter_for(Order)
+    counter = counter_for(Order)
     assert counter is not None
     assert counter(Order.model_validate_json(text)) == text.count(":")
 
@@ -138,7 +138,7 @@ class OwnSchema(BaseModel):
 @pytest.mark.parametrize("model", [Injecting, FromString, OwnSchema, dict[str, int], list[Any]])
 def test_unsound_shapes_are_not_counted(model: Any) -> None:
     # A before-validator can set fields no key of the text gave; then counts prove nothing: jiter decides.
-    assert _counter_for(model) is None
+    assert counter_for(model) is None
 
 
 def test_a_model_validator_adding_fields_cannot_hide_a_repeat() -> None:

@@ -8,7 +8,7 @@ must give exactly what the slow way gives. Each section pits one fast path again
 2. The scanner's own shortcuts (the whole-member/element regexes ``FAST_MEMBER``/``FAST_ELEMENT``, the
    nested C-decoder attempts) against the same scanner with the shortcuts switched off, and ``scan``
    against ``json.dumps`` of random JSON values, clean and with formatting slips injected.
-3. The opener-skipping regex ``_NEXT_START`` in ``find_in_segment`` against a reference finder written
+3. The opener-skipping regex ``NEXT_START`` in ``find_in_segment`` against a reference finder written
    here, which calls ``scan`` at *every* ``{``/``[`` and applies the same resume rule.
 4. ``Contract.python_equivalent``/``validate_decoded`` against strict JSON validation of ``json.dumps``,
    and the NaN/Infinity/1e400 screening that ``Contract.holds_floats`` decides.
@@ -50,13 +50,13 @@ from guardrail.parse import patch as patch_module
 from guardrail.parse import scanner as scanner_module
 from guardrail.parse import stages as S
 from guardrail.parse.candidates import (
-    _NEXT_START,
     MEMBER_AFTER,
-    _broken,
-    _whole,
+    NEXT_START,
     balanced_end,
+    broken_candidate,
     broken_span_end,
     read_a_value,
+    whole_candidate,
 )
 from guardrail.parse.fences import split_segments
 from guardrail.parse.patch import MAX_PATCHES
@@ -451,7 +451,7 @@ def scanner_without_shortcuts() -> Iterator[None]:
     with ExitStack() as stack:
         for name in names:
             stack.enter_context(mock.patch.object(scanner_module, name, never))
-        stack.enter_context(mock.patch.object(scanner_module._Scanner, "try_strict", lambda self, pos: None))
+        stack.enter_context(mock.patch.object(scanner_module.Scanner, "try_strict", lambda self, pos: None))
         yield
 
 
@@ -544,13 +544,13 @@ def reference_find_candidates(state: Any) -> Any:
     up to where its brackets balance); after a syntax error at its first token (an opener in prose) at
     max(error end, start + 1), keeping it only if it read a token; after any other syntax error, the broken
     value spans to where its brackets balance (the search resumes there) or to the end of the segment;
-    a truncated scan ends the segment. Whole-segment scalars are read by the library's own ``_whole``, and a
-    reply with no value at all by its own ``_bare_reply`` (bare and quoted scalars, not about skipping)."""
+    a truncated scan ends the segment. Whole-segment scalars are read by the library's own ``whole_candidate``, and a
+    reply with no value at all by its own ``bare_reply`` (bare and quoted scalars, not about skipping)."""
     text = state.text
     budget = Budget()
     for seg in state.segments:
         body, base = text[seg.start : seg.end], seg.start
-        whole = _whole(body, seg, state.limits.max_depth)
+        whole = whole_candidate(body, seg, state.limits.max_depth)
         if whole is not None:
             state.candidates.append(whole)
             continue
@@ -563,7 +563,7 @@ def reference_find_candidates(state: Any) -> Any:
                 if more is not None:
                     span = broken_span_end(body, start, balanced_end(body, r.end, budget, opened=body[start]),
                                            budget)
-                    state.candidates.append(_broken(base, start, span if span >= 0 else len(body), seg.source,
+                    state.candidates.append(broken_candidate(base, start, span if span >= 0 else len(body), seg.source,
                                                     "closed early", base + more.start(1), r.tokens or 1))
                     if span < 0:
                         break
@@ -586,13 +586,13 @@ def reference_find_candidates(state: Any) -> Any:
                 pos = max(r.end, start + 1)
             else:
                 span = broken_span_end(body, start, balanced_end(body, start, budget), budget)
-                state.candidates.append(_broken(base, start, span if span >= 0 else len(body), seg.source,
+                state.candidates.append(broken_candidate(base, start, span if span >= 0 else len(body), seg.source,
                                                 r.message, base + r.end, r.tokens))
                 if span < 0:
                     break
                 pos = span
     if not state.candidates:  # a whole reply that is one bare scalar, or a scalar line before prose: the
-        bare = S._bare_reply(state) or S._leading_scalar(state, STRICT_DECODER)  # library's own readings
+        bare = S.bare_reply(state) or S.leading_scalar(state, STRICT_DECODER)  # library's own readings
         if bare is not None:
             state.candidates.append(bare)
     return state
@@ -617,7 +617,7 @@ def skip_claim_violations(text: str) -> list[tuple[int, str]]:
     for seg in split_segments(text):
         body = text[seg.start : seg.end]
         for i, c in enumerate(body):
-            if c in "{[" and _NEXT_START.match(body, i) is None:
+            if c in "{[" and NEXT_START.match(body, i) is None:
                 r = scan(body, i, max_depth=200)
                 if r.status != "syntax_error" or read_a_value(body, i, r.end, r.tokens):
                     out.append((seg.start + i, f"{r.status}, {r.tokens} tokens, broke at {r.end}"))

@@ -112,7 +112,7 @@ def assert_same_as_stages(text: str, contract: Any, limits: Limits | None = None
 
 def fast_taken(text: str, contract: Any, limits: Limits | None = None) -> bool:
     """Whether ``parse`` returns without running the stages (a fast path decided)."""
-    with mock.patch.object(P, "_run", side_effect=_StagesRan):
+    with mock.patch.object(P, "ParseState", side_effect=_StagesRan):
         try:
             parse(text, contract, limits=limits)
         except _StagesRan:

@@ -22,6 +22,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from guardrail.errors import GuardrailError
 from guardrail.gates.semantic import Rule
 from guardrail.vendors.base import TRANSPORT_KEYWORDS
 
@@ -37,7 +38,7 @@ TRANSPORT_ONLY = TRANSPORT_KEYWORDS
 _EXACT_INT = 2**53
 
 
-class Uncacheable(ValueError):
+class Uncacheable(GuardrailError, ValueError):
     """A request holds a value with no canonical JSON form (internal: the call simply is not cached)."""
 
 

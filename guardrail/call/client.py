@@ -32,6 +32,7 @@ from guardrail.call.engine import Settings
 from guardrail.call.methods import AsyncStructuredMethod, Binding, StructuredMethod
 from guardrail.call.modes import SERVER_KINDS
 from guardrail.call.retry import RetryPolicy
+from guardrail.errors import ConfigError, UsageError
 from guardrail.vendors.base import Endpoint
 from guardrail.vendors.registry import SDKS, endpoint_for, endpoints_for, sdk_of
 
@@ -141,13 +142,13 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     if isinstance(client, WrappedClient):  # as it is; given a cache, the same client wrapped alike with it
         return client if cache is None or client._rewrap is None else client._rewrap(client._raw, cache)
     if server is not None and server not in SERVER_KINDS:
-        raise ValueError(f"unknown server kind {server!r}; expected one of {', '.join(SERVER_KINDS)}")
-    kind, is_async = _kind(client)
+        raise ConfigError(f"unknown server kind {server!r}; expected one of {', '.join(SERVER_KINDS)}")
+    kind, is_async = client_kind(client)
     if server is not None and kind != "openai":
-        raise ValueError("server= applies to OpenAI-compatible clients (openai.OpenAI(base_url=...)) only")
+        raise ConfigError("server= applies to OpenAI-compatible clients (openai.OpenAI(base_url=...)) only")
     settings = settings or Settings()
     retry = retry or RetryPolicy()
-    quiet = _quiet(client)
+    quiet = quiet_client(client)
     method = AsyncStructuredMethod if is_async else StructuredMethod
     timeout = _seconds(client.timeout)
 
@@ -216,7 +217,7 @@ _QUIET: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _QUIET_LOCK = threading.Lock()
 
 
-def _quiet(client: Any) -> Any:
+def quiet_client(client: Any) -> Any:
     """The client's copy with the SDK's own retries off (guardrail retries), made once per client.
 
     Building the copy's resources costs milliseconds; the decorator and chain tiers wrap per call, so the
@@ -239,11 +240,12 @@ def _seconds(timeout: Any) -> float | None:
     return float(read) if isinstance(read, (int, float)) else None
 
 
-def _kind(client: Any) -> tuple[str, bool]:
-    """(SDK module, is_async) for a supported client; TypeError otherwise."""
+def client_kind(client: Any) -> tuple[str, bool]:
+    """(SDK module, is_async) for a supported SDK client; :class:`~guardrail.errors.UsageError` (a
+    ``TypeError``) otherwise."""
     found = sdk_of(client)
     if found is None:
         names = " or ".join(f"{sdk.module}.{sdk.sync_client}/{sdk.async_client}" for sdk in SDKS)
-        raise TypeError(f"guardrail.wrap() takes an {names} client, not {type(client).__name__} (install the extra: "
-                        "pip install 'guardrail[vendors]')")
+        raise UsageError(f"guardrail.wrap() takes an {names} client, not {type(client).__name__} (install the "
+                         "extra: pip install 'guardrail[vendors]')")
     return found

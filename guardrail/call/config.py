@@ -25,6 +25,7 @@ from guardrail._optional import require
 from guardrail.call.engine import Settings
 from guardrail.call.modes import Mode
 from guardrail.call.retry import RetryPolicy
+from guardrail.errors import ConfigError
 from guardrail.outcome import Budget
 
 Api = Literal["chat", "responses", "messages"]
@@ -93,7 +94,7 @@ class Config:
             return config.merge(client=anthropic.Anthropic(api_key=key, base_url=base_url),
                                 async_client=anthropic.AsyncAnthropic(api_key=key, base_url=base_url))
         if vendor is not None:
-            raise ValueError(f"GUARDRAIL_VENDOR must be 'openai' or 'anthropic', not {vendor!r}")
+            raise ConfigError(f"GUARDRAIL_VENDOR must be 'openai' or 'anthropic', not {vendor!r}")
         return config
 
 
@@ -104,7 +105,7 @@ def _int(env: Mapping[str, str], name: str) -> int | None:
     try:
         return int(raw)
     except ValueError:
-        raise ValueError(f"{name} must be an integer, not {raw!r}") from None
+        raise ConfigError(f"{name} must be an integer, not {raw!r}") from None
 
 
 _configured: Config | None = None

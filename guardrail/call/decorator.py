@@ -44,6 +44,7 @@ from guardrail.call.cache import Cache
 from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.config import Config, get_config
 from guardrail.call.modes import Mode
+from guardrail.errors import UsageError
 from guardrail.gates.semantic import Rule
 from guardrail.outcome import Budget
 
@@ -82,7 +83,7 @@ class StructuredFunction(Generic[P, R]):
         self._signature = inspect.signature(fn)
         hints = typing.get_type_hints(fn, include_extras=True)
         if output is None and ("return" not in hints or hints["return"] is type(None)):
-            raise TypeError(f"@structured needs a return annotation (or output=) on {fn.__qualname__}: "
+            raise UsageError(f"@structured needs a return annotation (or output=) on {fn.__qualname__}: "
                             "it is the contract")
         self.output_type: Any = hints["return"] if output is None else output
 
@@ -152,7 +153,7 @@ class StructuredFunction(Generic[P, R]):
         """Stream previews, then the value: a :class:`~guardrail.call.StructuredStream` (async: ``async for``)."""
         config = self._merged()
         if self._local_chain(config) is not None:
-            raise TypeError("streaming previews need a vendor client; a LocalModel client has no preview stream "
+            raise UsageError("streaming previews need a vendor client; a LocalModel client has no preview stream "
                             "(call the function for the value)")
         method, request = self._request(args, kwargs, config)
         return method.create_partial(**request)
@@ -163,7 +164,7 @@ class StructuredFunction(Generic[P, R]):
         raw = config.async_client if self._is_async else config.client
         if raw is None:
             kind = "async_client" if self._is_async else "client"
-            raise TypeError(f"no {kind} configured for {self._fn.__qualname__}: pass {kind}= to @structured or call "
+            raise UsageError(f"no {kind} configured for {self._fn.__qualname__}: pass {kind}= to @structured or call "
                             "guardrail.configure(...), or set OPENAI_API_KEY / ANTHROPIC_API_KEY")
         client: WrappedClient = wrap(raw, server=config.server, settings=config.settings, retry=config.retry,
                                      cache=config.cache)

@@ -32,6 +32,7 @@ from guardrail.contract import Contract, compile_contract, validation_context
 from guardrail.errors import (
     BudgetExceeded,
     CallError,
+    ConfigError,
     DeadlineExceeded,
     Declined,
     GaveUp,
@@ -80,7 +81,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+            raise ConfigError("max_attempts must be at least 1")
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from guardrail.call.modes import Mode, capabilities, plans, schema_name
 from guardrail.call.retry import RetryPolicy
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.contract import compile_contract
-from guardrail.errors import UnsupportedCall
+from guardrail.errors import UnsupportedCall, UsageError
 from guardrail.gates.semantic import Rule
 from guardrail.outcome import Budget, Result
 from guardrail.vendors.base import Endpoint
@@ -80,7 +80,7 @@ class _Method:
               context: Mapping[str, Any] | None = None) -> Call:
         taken = self._endpoint.conflicts(kwargs)
         if taken:
-            raise TypeError(f"{', '.join(taken)} cannot be combined with response_model: guardrail sets it "
+            raise UsageError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
                             "for the mode it chooses (use mode= to choose one)")
         contract = compile_contract(response_model)
         model = str(kwargs.get("model", ""))

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from guardrail.errors import ConfigError
 from guardrail.schema.lower import CompileReport, Dialect, Lowered, lower
 
 Mode = Literal["native", "tool", "json", "prompt"]
@@ -101,7 +102,7 @@ def plans(schema: dict[str, Any], name: str, caps: Capabilities, *, forced: Mode
     (see :class:`_PlanCache`): a call with the same contract, vendor profile and mode pays a dictionary lookup.
     """
     if forced is not None and forced not in MODES:
-        raise ValueError(f"unknown mode {forced!r}; expected one of {', '.join(MODES)}")
+        raise ConfigError(f"unknown mode {forced!r}; expected one of {', '.join(MODES)}")
     key = (id(schema), name, caps, forced, thinking)
     cached = _PLANS.get(key, schema)
     if cached is None:
@@ -113,7 +114,7 @@ def plans(schema: dict[str, Any], name: str, caps: Capabilities, *, forced: Mode
         cached = tuple(out)
         _PLANS.put(key, schema, cached)
     if not cached:
-        raise ValueError(f"mode {forced!r} is not available for this vendor/model and contract")
+        raise ConfigError(f"mode {forced!r} is not available for this vendor/model and contract")
     return list(cached)
 
 

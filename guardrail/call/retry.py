@@ -22,6 +22,7 @@ from typing import Any, Final, Literal
 from tenacity import RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 from tenacity.stop import stop_base
 
+from guardrail.errors import ConfigError
 from guardrail.vendors.failures import classify
 
 #: ``RetryPolicy.deadline`` value meaning "as long as the client's own timeout" (the default).
@@ -48,9 +49,9 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.max_tries < 1:
-            raise ValueError("max_tries must be at least 1")
+            raise ConfigError("max_tries must be at least 1")
         if isinstance(self.deadline, str) and self.deadline != CLIENT_TIMEOUT:
-            raise ValueError(f"deadline must be seconds, {CLIENT_TIMEOUT!r} or None, not {self.deadline!r}")
+            raise ConfigError(f"deadline must be seconds, {CLIENT_TIMEOUT!r} or None, not {self.deadline!r}")
 
     def deadline_seconds(self, timeout: float | None) -> float | None:
         """The call's deadline in seconds, given the client's (or the call's) timeout in seconds."""

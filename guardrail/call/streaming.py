@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
+from guardrail.errors import NotReady
 from guardrail.outcome import Partial, Result
 
 T = TypeVar("T")
@@ -33,7 +34,7 @@ class _Stream(Generic[T]):
     def value(self) -> T:
         """The validated value, once the stream has been read to the end."""
         if self.result is None:
-            raise RuntimeError("the stream has not been read to the end yet")
+            raise NotReady("the stream has not been read to the end yet")
         return self.result.value
 
 

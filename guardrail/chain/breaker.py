@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
+from guardrail.errors import ConfigError
 from guardrail.store.base import Store
 from guardrail.store.memory import MemoryStore
 
@@ -79,7 +80,7 @@ class CircuitBreaker:
     def __init__(self, failures: int = 5, reset_after: float = 30.0, *, store: Store | None = None,
                  key: str = "default", ttl: float = 86400.0) -> None:
         if failures < 1 or reset_after <= 0:
-            raise ValueError("failures must be >= 1 and reset_after > 0")
+            raise ConfigError("failures must be >= 1 and reset_after > 0")
         self.failures = failures
         self.reset_after = reset_after
         self.shared = store is not None

@@ -34,7 +34,16 @@ from guardrail.call.cache import Cache
 from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.chain.breaker import CircuitBreaker, SharedCircuitBreaker
-from guardrail.errors import CallError, Declined, Denied, GuardrailError, Refused, SyncAsyncMismatch
+from guardrail.errors import (
+    CallError,
+    ConfigError,
+    Declined,
+    Denied,
+    GuardrailError,
+    Refused,
+    SyncAsyncMismatch,
+    UsageError,
+)
 from guardrail.gates.semantic import Rule, evaluate
 from guardrail.observe import metrics
 from guardrail.observe.telemetry import tier_span
@@ -86,7 +95,7 @@ class Tier:
         if self.arun is None and inspect.iscoroutinefunction(self.run):
             self.run, self.arun = None, self.run
         if self.run is None and self.arun is None:
-            raise ValueError(f"tier {self.name!r} needs run (sync) or arun (async)")
+            raise ConfigError(f"tier {self.name!r} needs run (sync) or arun (async)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,7 +507,7 @@ def is_local_model(candidate: Any) -> bool:
 
 
 def _not_a_tier(candidate: Any) -> Tier:
-    raise TypeError(f"a chain tier must be a Tier (vendor(...), local(...), rule_engine(...), safe_default(...)) or a "
+    raise UsageError(f"a chain tier must be a Tier (vendor(...), local(...), rule_engine(...), safe_default(...)) or a "
                     f"LocalModel, not {type(candidate).__name__}")
 
 

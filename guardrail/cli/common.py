@@ -48,7 +48,7 @@ class CommandError(GuardrailError):
     code = EXIT_INVALID
 
 
-class UsageError(CommandError):
+class CommandLineError(CommandError):
     """The command line is malformed (exit status 2)."""
 
     code = EXIT_USAGE

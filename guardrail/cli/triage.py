@@ -22,7 +22,7 @@ from guardrail._optional import require
 from guardrail.call.config import Config
 from guardrail.call.decorator import structured
 from guardrail.call.retry import RetryPolicy
-from guardrail.errors import CallError
+from guardrail.errors import CallError, ConfigError
 from guardrail.outcome import Outcome, Result
 
 
@@ -150,7 +150,7 @@ def emulated(vendor: str) -> tuple[Any, Config]:
     from guardrail.testing import Emulator
 
     if vendor not in ("openai", "anthropic"):
-        raise ValueError(f"vendor must be 'openai' or 'anthropic', not {vendor!r}")
+        raise ConfigError(f"vendor must be 'openai' or 'anthropic', not {vendor!r}")
     sdk: Any = require(vendor, vendor, "the demo")  # MissingExtra naming the extra, before anything starts
     emulator = Emulator().start()
     emulator.script(*recorded_answers())

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from guardrail.errors import RuleError
+from guardrail.errors import ConfigError, RuleError
 from guardrail.parse.report import Violation, json_path
 
 __all__ = ["Rule", "Verdict", "Violation", "evaluate", "exit_status", "implies", "in_range", "member_of",
@@ -122,7 +122,7 @@ def check_path_syntax(path: str) -> str:
     """``path`` if it is well-formed (``a.b[0].c``, ``items[*].sku``, ``$``); ValueError otherwise."""
     if path in {"", "$"} or _PATH_SYNTAX.fullmatch(path):
         return path
-    raise ValueError(f"malformed rule path {path!r}: use names, [n] and [*], like items[*].sku")
+    raise ConfigError(f"malformed rule path {path!r}: use names, [n] and [*], like items[*].sku")
 
 
 def select(value: Any, path: str) -> list[tuple[str, Any]]:
@@ -174,7 +174,7 @@ def _compare(left: Any, op: str, right: Any) -> bool:
 def relation(left: str, op: str, right: str, *, on_fail: OnFail = "feedback", message: str | None = None) -> Rule:
     """``left op right`` between two fields (``relation("start", "<", "end")``)."""
     if op not in _OPS:
-        raise ValueError(f"unknown operator {op!r}; use one of {', '.join(_OPS)}")
+        raise ConfigError(f"unknown operator {op!r}; use one of {', '.join(_OPS)}")
     check_path_syntax(left)
     check_path_syntax(right)
 
@@ -195,7 +195,7 @@ def implies(when: tuple[str, str, Any], then: tuple[str, str, Any], *, on_fail: 
     """If ``when`` holds then ``then`` must: ``implies(("urgency", "==", 5), ("category", "!=", "other"))``."""
     for _, op, _ in (when, then):
         if op not in _OPS:
-            raise ValueError(f"unknown operator {op!r}")
+            raise ConfigError(f"unknown operator {op!r}")
 
     def check(value: Any, context: Mapping[str, Any]) -> list[Violation]:
         cond = select(value, when[0])

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from guardrail.errors import GuardrailError
+from guardrail.errors import ConfigError, GuardrailError, UsageError
 from guardrail.local.choose_api import Basis, LogprobBackend, is_sdk_client, read_reply, score
 
 __all__ = ["Choice", "NoOptionMatched", "Uncertain", "achoose", "choose"]
@@ -113,9 +113,9 @@ def choose(prompt: str, options: Sequence[str], *, backend: Any, threshold: floa
     if api is None:
         return _gate(_local_choice(backend, prompt, options), threshold)
     if api.is_async:
-        raise TypeError("the backend's client is openai.AsyncOpenAI: use `await guardrail.achoose(...)`")
+        raise UsageError("the backend's client is openai.AsyncOpenAI: use `await guardrail.achoose(...)`")
     response = api.create(api.request(prompt, options))
-    return _api_choice(options, response, threshold)
+    return api_choice(options, response, threshold)
 
 
 async def achoose(prompt: str, options: Sequence[str], *, backend: Any, threshold: float | None = None) -> Choice:
@@ -128,18 +128,18 @@ async def achoose(prompt: str, options: Sequence[str], *, backend: Any, threshol
     if api is None or not api.is_async:
         return await asyncio.to_thread(choose, prompt, options, backend=backend, threshold=threshold)
     response = await api.create(api.request(prompt, options))
-    return _api_choice(options, response, threshold)
+    return api_choice(options, response, threshold)
 
 
 def _check_threshold(threshold: float | None) -> None:
     if threshold is not None and not 0 <= threshold <= 1:  # NaN fails this too
-        raise ValueError(f"threshold must be a probability in [0, 1] (or None), not {threshold!r}")
+        raise ConfigError(f"threshold must be a probability in [0, 1] (or None), not {threshold!r}")
 
 
 def _check(options: Sequence[str]) -> list[str]:
     if isinstance(options, str) or len(options) < 2 or len(set(options)) != len(options) \
             or any(not isinstance(o, str) or not o for o in options):
-        raise ValueError("options must be at least two distinct, non-empty strings")
+        raise ConfigError("options must be at least two distinct, non-empty strings")
     return list(options)
 
 
@@ -148,10 +148,10 @@ def _api(backend: Any) -> LogprobBackend | None:
     if isinstance(backend, LogprobBackend):
         return backend
     if is_sdk_client(backend):  # raises LogprobsUnavailable for an Anthropic client
-        raise TypeError("an SDK client needs a model name: "
+        raise UsageError("an SDK client needs a model name: "
                         "backend=guardrail.local.LogprobBackend(client, 'model-name')")
     if not (hasattr(backend, "model") and hasattr(backend, "tokenizer")):
-        raise TypeError(f"backend must be a guardrail.local.LocalModel or a guardrail.local.LogprobBackend, not "
+        raise UsageError(f"backend must be a guardrail.local.LocalModel or a guardrail.local.LogprobBackend, not "
                         f"{type(backend).__name__}")
     return None
 
@@ -166,7 +166,7 @@ def _best(probabilities: dict[str, float]) -> str:
     return max(probabilities, key=lambda o: probabilities[o])
 
 
-def _api_choice(options: list[str], response: Any, threshold: float | None) -> Choice:
+def api_choice(options: list[str], response: Any, threshold: float | None) -> Choice:
     """The judgment from an API reply (pure): score, then :class:`NoOptionMatched` or the threshold gate."""
     reply = read_reply(response)
     scored = score(options, reply)
@@ -201,7 +201,7 @@ def _log_probs(backend: Any, prompt: str, options: list[str]) -> list[float]:
     width = len(prefix) + max(len(s) for s in suffixes)
     context = getattr(backend, "context", None)
     if context is not None and width > context:
-        raise ValueError(f"the prompt and the longest option take {width} tokens; the model's context is {context}")
+        raise ConfigError(f"the prompt and the longest option take {width} tokens; the model's context is {context}")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     rows = [prefix + s + [pad] * (width - len(prefix) - len(s)) for s in suffixes]
     mask = [[1] * (len(prefix) + len(s)) + [0] * (width - len(prefix) - len(s)) for s in suffixes]

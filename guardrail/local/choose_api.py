@@ -63,7 +63,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from guardrail.errors import GuardrailError
+from guardrail.errors import ConfigError, GuardrailError, UsageError
 from guardrail.vendors.base import LogprobAnswer, LogprobStep
 from guardrail.vendors.openai_chat import ChatCompletions, logprob_request, read_logprobs
 from guardrail.vendors.registry import sdk_of
@@ -112,15 +112,15 @@ class LogprobBackend:
     def __post_init__(self) -> None:
         sdk, is_async = _sdk_client(self.client)
         if sdk is None:
-            raise TypeError(f"LogprobBackend takes an openai.OpenAI/AsyncOpenAI client (or guardrail.wrap of one), "
+            raise UsageError(f"LogprobBackend takes an openai.OpenAI/AsyncOpenAI client (or guardrail.wrap of one), "
                             f"not {type(self.client).__name__}")
         if not isinstance(self.model, str) or not self.model:
-            raise ValueError("LogprobBackend needs the model name, e.g. LogprobBackend(client, 'gpt-4.1-mini')")
+            raise ConfigError("LogprobBackend needs the model name, e.g. LogprobBackend(client, 'gpt-4.1-mini')")
         if isinstance(self.top_logprobs, bool) or not isinstance(self.top_logprobs, int) \
                 or not 0 <= self.top_logprobs <= 20:
-            raise ValueError(f"top_logprobs must be an int from 0 to 20, got {self.top_logprobs!r}")
+            raise ConfigError(f"top_logprobs must be an int from 0 to 20, got {self.top_logprobs!r}")
         if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 1):
-            raise ValueError(f"max_tokens must be a positive int, got {self.max_tokens!r}")
+            raise ConfigError(f"max_tokens must be a positive int, got {self.max_tokens!r}")
         object.__setattr__(self, "_sdk", sdk)
         object.__setattr__(self, "_async", is_async)
 
@@ -237,10 +237,10 @@ class _Keys:
         seen: dict[str, str] = {}
         for option, key in self.keys.items():
             if not key:
-                raise ValueError(f"option {option!r} is only whitespace, quotes or punctuation: an answer cannot "
+                raise ConfigError(f"option {option!r} is only whitespace, quotes or punctuation: an answer cannot "
                                  "be matched to it")
             if key in seen:
-                raise ValueError(f"options {seen[key]!r} and {option!r} differ only in surrounding whitespace, "
+                raise ConfigError(f"options {seen[key]!r} and {option!r} differ only in surrounding whitespace, "
                                  "quotes or a final '.'/'!': an answer cannot tell them apart")
             seen[key] = option
 

@@ -26,7 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from guardrail.errors import GuardrailError
+from guardrail.errors import ConfigError, GuardrailError
 from guardrail.schema.lower import CompileReport
 
 __all__ = ["DeadEnd", "Row", "Sampling", "Trace", "decode"]
@@ -83,9 +83,9 @@ class Sampling:
     def __post_init__(self) -> None:
         if not 0 <= self.temperature < math.inf or self.top_k < 0 or not 0 < self.top_p <= 1 \
                 or self.max_new_tokens < 1:  # the comparisons also refuse NaN
-            raise ValueError("need a finite temperature >= 0, top_k >= 0, 0 < top_p <= 1 and max_new_tokens >= 1")
+            raise ConfigError("need a finite temperature >= 0, top_k >= 0, 0 < top_p <= 1 and max_new_tokens >= 1")
         if self.timeout is not None and not self.timeout > 0:
-            raise ValueError("timeout must be a positive number of seconds (or None)")
+            raise ConfigError("timeout must be a positive number of seconds (or None)")
 
 
 @dataclass
@@ -196,7 +196,7 @@ def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, 
             rows[i].trace.step_seconds.append(step)
 
 
-_COMPILED_KERNEL = [True]
+COMPILED_KERNEL = [True]
 
 
 def apply_mask(logits: Any, bitmask: Any) -> None:
@@ -207,12 +207,12 @@ def apply_mask(logits: Any, bitmask: Any) -> None:
     """
     import llguidance.torch as masks
 
-    if _COMPILED_KERNEL[0]:
+    if COMPILED_KERNEL[0]:
         try:
             masks.apply_token_bitmask_inplace(logits, bitmask)
             return
         except Exception:  # torch.compile's failures share no narrower type; plain ops below
-            _COMPILED_KERNEL[0] = False
+            COMPILED_KERNEL[0] = False
     plain_apply_mask(logits, bitmask)
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import unquote
 
+from guardrail.errors import GuardrailError, UsageError
 from guardrail.local.lowering.engine import ENFORCED, POST_VALIDATED
 from guardrail.local.lowering.numbers import NUMBER_RANGE
 from guardrail.local.lowering.prepare import prepare, reachable
@@ -61,8 +62,10 @@ _KEYS: dict[int, tuple[Any, str]] = {}
 _LOCK = threading.Lock()
 
 
-class GrammarError(ValueError):
-    """The contract cannot be compiled for constrained decoding; ``.report`` says which keywords and why."""
+class GrammarError(GuardrailError, ValueError):
+    """The contract cannot be compiled for constrained decoding; ``.report`` says which keywords and why.
+
+    Also a ``ValueError``, as it was before it joined the :class:`~guardrail.errors.GuardrailError` tree."""
 
     def __init__(self, message: str, report: CompileReport | None = None) -> None:
         super().__init__(message)
@@ -166,7 +169,7 @@ def build_grammar(schema: Mapping[str, Any], lltok: Any = None) -> Built:
     import llguidance
 
     if not isinstance(schema, Mapping):
-        raise TypeError(f"schema must be a mapping (a JSON Schema object), not {type(schema).__name__}")
+        raise UsageError(f"schema must be a mapping (a JSON Schema object), not {type(schema).__name__}")
     depth = measure(schema)
     if depth > MAX_DEPTH:
         prepared = prepare({})

@@ -25,7 +25,7 @@ from typing import Any
 
 from guardrail._optional import require
 from guardrail.contract import compile_contract
-from guardrail.errors import GuardrailError, TruncatedError
+from guardrail.errors import ConfigError, GuardrailError, TruncatedError
 from guardrail.local.decode import DeadEnd, Row, Sampling, Trace, decode
 from guardrail.local.grammar import compile_grammar, lltokenizer
 from guardrail.parse.pipeline import parse
@@ -57,7 +57,7 @@ class LocalModel:
 
     def __init__(self, model: Any, tokenizer: Any, *, engine: str = "llguidance", device: str | None = None) -> None:
         if engine != "llguidance":
-            raise ValueError(f"unknown engine {engine!r}; this build supports 'llguidance'")
+            raise ConfigError(f"unknown engine {engine!r}; this build supports 'llguidance'")
         torch = require("torch", "local", "guardrail.local.LocalModel")
         require("llguidance", "local", "guardrail.local.LocalModel")
 
@@ -70,7 +70,7 @@ class LocalModel:
         config = model.config
         self.vocab_size = int(getattr(config, "vocab_size", None) or len(tokenizer))
         if self.vocab_size < len(tokenizer):
-            raise ValueError(f"the model's output layer has {self.vocab_size} ids but the tokenizer has "
+            raise ConfigError(f"the model's output layer has {self.vocab_size} ids but the tokenizer has "
                              f"{len(tokenizer)}: they do not belong together")
         self.context = int(getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
                            or 1 << 30)
@@ -125,7 +125,7 @@ class LocalModel:
                                    overlap: bool = True, timeout: float | None = None) -> tuple[list[Any], list[Trace]]:
         """Values (or the exceptions of failed rows) and traces, one per prompt, in order."""
         if isinstance(prompts, str) or not prompts:
-            raise ValueError("prompts must be a non-empty sequence of strings")
+            raise ConfigError("prompts must be a non-empty sequence of strings")
         sampling = Sampling(temperature, top_k, top_p, max_new_tokens, jump_forward, overlap, timeout)
         return self._run(list(prompts), output_type, sampling, seed)
 

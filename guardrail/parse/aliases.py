@@ -16,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from guardrail.errors import GuardrailError
 from guardrail.parse.report import Fix, json_path
 from guardrail.schema.view import Schema, SchemaView, json_type, normalize_key
 
 
-class FieldConflict(Exception):
-    """A field and a drifted name for it both appear with different values."""
+class FieldConflict(GuardrailError):
+    """A field and a drifted name for it both appear with different values (the alias stage turns it into the
+    candidate's schema violation)."""
 
     def __init__(self, path: str, field: str, first: str, second: str) -> None:
         super().__init__(path)

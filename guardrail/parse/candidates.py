@@ -54,7 +54,7 @@ _ARRAY_START = (
 
 #: The next opener that may start a JSON value, found by the regex engine: implausible openers are
 #: passed over in C, never one Python step each.
-_NEXT_START: Final = re.compile(f"{_OBJECT_START}|{_ARRAY_START}", re.S)
+NEXT_START: Final = re.compile(f"{_OBJECT_START}|{_ARRAY_START}", re.S)
 
 
 def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget, limit: int) -> list[Candidate]:
@@ -66,13 +66,13 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
     """
     body = text[segment.start : segment.end]
     base = segment.start
-    whole = _whole(body, segment, max_depth, budget.decoder)
+    whole = whole_candidate(body, segment, max_depth, budget.decoder)
     if whole is not None:
         return [whole]
     found: list[Candidate] = []
     pos = 0
     while True:
-        m = _NEXT_START.search(body, pos)
+        m = NEXT_START.search(body, pos)
         if m is None:
             return found
         budget.attempts -= 1
@@ -95,12 +95,12 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
                 if not read_a_value(body, start, result.end, result.tokens):
                     # Broke before reading anything of a value: an opener in prose. Look on after it.
                     if result.tokens:
-                        found.append(_broken(base, start, result.end, segment.source, result.message,
+                        found.append(broken_candidate(base, start, result.end, segment.source, result.message,
                                              base + result.end, result.tokens, position=-1))
                     pos = max(result.end, start + 1)
                     continue
                 span_end = broken_span_end(body, start, balanced_end(body, start, budget), budget)
-                found.append(_broken(base, start, span_end if span_end >= 0 else len(body), segment.source,
+                found.append(broken_candidate(base, start, span_end if span_end >= 0 else len(body), segment.source,
                                      result.message, base + result.end, result.tokens))
                 if span_end < 0:
                     return found  # never closes: everything after it is inside it
@@ -118,7 +118,7 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
         if more is not None and isinstance(cand.data, (dict, list)):
             # Members follow the closed value: it closed early. Broken, never shortened.
             span_end = broken_span_end(body, start, balanced_end(body, end, budget, opened=body[start]), budget)
-            found.append(_broken(base, start, span_end if span_end >= 0 else len(body), segment.source,
+            found.append(broken_candidate(base, start, span_end if span_end >= 0 else len(body), segment.source,
                                  f"expected the end of the reply, found a member {body[more.start(1):][:12]!r} after "
                                  "the value closed", base + more.start(1), cand.tokens or 1))
             if span_end < 0:
@@ -188,14 +188,15 @@ def read_a_value(body: str, start: int, broke_at: int, tokens: int) -> bool:
     return broke_at > first and body[first] in "\"'\u201c\u2018{["
 
 
-def _broken(base: int, start: int, end: int, source: str, message: str, at: int, tokens: int,
+def broken_candidate(base: int, start: int, end: int, source: str, message: str, at: int, tokens: int,
             position: int | None = None) -> Candidate:
     """A value that broke at ``at``; ``position`` -1 marks an opener that read nothing (prose, not a value)."""
     return Candidate(base + start, base + end, source, "syntax_error", message=f"{message} at character {at}",
                      tokens=tokens, position=at if position is None else position)
 
 
-def _whole(body: str, segment: Segment, max_depth: int, decoder: JSONDecoder = STRICT_DECODER) -> Candidate | None:
+def whole_candidate(body: str, segment: Segment, max_depth: int,
+                    decoder: JSONDecoder = STRICT_DECODER) -> Candidate | None:
     """The segment as one strict JSON value (after one optional ``<tag>`` wrapper), if it is one."""
     inner, tag = unwrap_scalar(body)
     if not inner or inner[0] not in VALUE_START or inner[0] in "{[":

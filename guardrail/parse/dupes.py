@@ -6,7 +6,7 @@ the text and decide (an exact repeat collapses with a fix, a conflicting one is 
 
 Two screens, the cheap one first:
 
-- counting (plain models only, see :func:`_counter_for`): every member of every object in the text is
+- counting (plain models only, see :func:`counter_for`): every member of every object in the text is
   one ``:`` outside a string, so ``text.count(":")`` is at least the number of members; every field a
   model instance records as given (``model_fields_set``) came from at least one distinct key of its
   object. When the two counts are equal, no object holds more members than distinct keys: no repeat.
@@ -50,7 +50,7 @@ def may_repeat_key(payload: str, value: Any = None, output_type: Any = None) -> 
         try:
             counter = _COUNTERS[output_type]
         except KeyError:
-            counter = _COUNTERS[output_type] = _counter_for(output_type)
+            counter = _COUNTERS[output_type] = counter_for(output_type)
         except TypeError:  # unhashable: no cached plan
             counter = None
         if counter is not None:
@@ -66,7 +66,7 @@ def may_repeat_key(payload: str, value: Any = None, output_type: Any = None) -> 
     return False
 
 
-def _counter_for(output_type: Any) -> _Counter | None:
+def counter_for(output_type: Any) -> _Counter | None:
     """The field counter for ``output_type``, or ``None`` where counting is not sound (or not needed)."""
     plans: dict[type[BaseModel], Any] = {}
     plan = _plan(output_type, plans)

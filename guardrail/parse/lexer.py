@@ -14,6 +14,7 @@ import re
 from json import JSONDecodeError
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from guardrail.errors import GuardrailError
 from guardrail.parse.lexicon import JSON_LITERALS
 from guardrail.parse.report import Fix, json_path
 from guardrail.parse.tokens import (
@@ -54,7 +55,7 @@ ScanStatus = Literal["complete", "truncated", "syntax_error"]
 Token = tuple[int, Any, int, str, int]
 
 
-class Stop(Exception):
+class Stop(GuardrailError):
     """Ends a scan early with a status; caught by :func:`guardrail.parse.scanner.scan`, never leaves it."""
 
     def __init__(self, status: ScanStatus, pos: int, message: str) -> None:

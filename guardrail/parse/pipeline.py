@@ -40,9 +40,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, overload
 
-from guardrail.contract import _CACHE as _COMPILED
+from guardrail.contract import CONTRACTS_BY_TYPE as _COMPILED
 from guardrail.contract import NOT_EXACT, VALIDATION_CONTEXT, Contract, compile_contract
 from guardrail.contract import SCHEMAS_BY_IDENTITY as _SCHEMAS
+from guardrail.errors import UsageError
 from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
 from guardrail.parse.candidates import MEMBER_AFTER
 from guardrail.parse.dupes import may_repeat_key
@@ -91,7 +92,7 @@ def parse_report(text: str, output_type: Any, *, aliases: Mapping[str, str] | No
         A :class:`ParseReport` holding the value or the :class:`ParseError`, the fixes and the candidates.
     """
     if not isinstance(text, str):
-        raise TypeError(f"text must be str, not {type(text).__name__}")
+        raise UsageError(f"text must be str, not {type(text).__name__}")
     contract = compile_contract(output_type)
     limits = limits or DEFAULT_LIMITS
     if (stages is None or stages is ABSENT_AS_NULL_STAGES) and _fast_ok(text, contract, limits) \
@@ -159,7 +160,7 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
     ``.feedback`` is ready to send back to the model; its ``.report`` holds the candidates and fixes.
     """
     if not isinstance(text, str):
-        raise TypeError(f"text must be str, not {type(text).__name__}")
+        raise UsageError(f"text must be str, not {type(text).__name__}")
     # The hot path of the library, written out in one function: on a small answer each extra Python call
     # costs a few percent. The clean fast path, then the wrapped one (see the module docstring).
     tried = False

@@ -120,7 +120,7 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget 
     Otherwise always returns a :class:`ScanResult`; ``end`` is just past the value, or the position of the
     problem for ``truncated``/``syntax_error``.
     """
-    scanner = _Scanner(text, max_depth, depth, budget or Budget())
+    scanner = Scanner(text, max_depth, depth, budget or Budget())
     try:
         value, end = scanner.run(pos)
     except Stop as stop:
@@ -129,7 +129,7 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget 
     return ScanResult("complete", value, end, scanner.fixes, "", "$", scanner.tokens,
                       scanner.conflicts[0] if scanner.conflicts else "", scanner.bare_words)
 
-class _Scanner(Assembler):
+class Scanner(Assembler):
     """One scan: an explicit stack of open containers fed by a tokenizer with a C-speed fast path.
 
     The tokenizer is :class:`~guardrail.parse.lexer.Lexer`'s, storing values and the look-back repairs are

@@ -74,13 +74,13 @@ def find_candidates(state: ParseState) -> ParseState:
     for segment in state.segments:
         state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth, budget, limit))
     if not state.candidates:
-        bare = _bare_reply(state) or _leading_scalar(state, decoder)
+        bare = bare_reply(state) or leading_scalar(state, decoder)
         if bare is not None:
             state.candidates.append(bare)
     return state
 
 
-def _leading_scalar(state: ParseState, decoder: json.JSONDecoder) -> Candidate | None:
+def leading_scalar(state: ParseState, decoder: json.JSONDecoder) -> Candidate | None:
     """A reply that opens with one complete JSON scalar alone on its line, then prose (``"x"\n\nHope this
     helps``, ``42\n\nLet me know``): that scalar, when the contract's root may be a scalar, the reply has no
     fence, what follows is prose (a letter, no bracket or brace) and no line of it is itself a JSON value
@@ -124,7 +124,7 @@ def _is_json(line: str, decoder: json.JSONDecoder) -> bool:
     return True
 
 
-def _bare_reply(state: ParseState) -> Candidate | None:
+def bare_reply(state: ParseState) -> Candidate | None:
     """The whole reply as one bare scalar (``Billing``, ``TRUE``, `` `x` ``), read by the contract
     (``scalars.py``); only when the reply holds one non-blank segment and no JSON value at all."""
     text = state.text

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from guardrail.contract import Contract
+from guardrail.errors import ConfigError
 from guardrail.parse.fences import Segment
 from guardrail.parse.report import Candidate, ParseReport
 
@@ -43,11 +44,11 @@ class Limits:
 
     def __post_init__(self) -> None:
         if self.max_bytes < 1:
-            raise ValueError("max_bytes must be positive")
+            raise ConfigError("max_bytes must be positive")
         if self.max_candidates < 1:
-            raise ValueError("max_candidates must be positive")
+            raise ConfigError("max_candidates must be positive")
         if not 1 <= self.max_depth <= MAX_DEPTH:
-            raise ValueError(f"max_depth must be between 1 and {MAX_DEPTH}")
+            raise ConfigError(f"max_depth must be between 1 and {MAX_DEPTH}")
 
 
 @dataclass(slots=True)

@@ -255,10 +255,10 @@ def _text_check(is_valid: Callable[[Any], bool], screen: Callable[[Any], bool] |
 
 #: Any JSON value, with every number finite (the screen of a schema made only of untyped slots, and the
 #: building block of every other screen): ``type`` refuses an infinite float, which is no JSON type.
-_FINITE: Final = jsonschema_rs.validator_for({"$defs": {"finite": FINITE_DEF}, "$ref": "#/$defs/finite"})
+FINITE_VALIDATOR: Final = jsonschema_rs.validator_for({"$defs": {"finite": FINITE_DEF}, "$ref": "#/$defs/finite"})
 
 
-def _screen_for(schema: Schema) -> Callable[[Any], bool] | None:
+def screen_for(schema: Schema) -> Callable[[Any], bool] | None:
     """The finite screen's ``is_valid`` for the schema, or ``None`` when every slot is typed."""
     document = finite_screen(schema).document
     if document is None:
@@ -266,7 +266,7 @@ def _screen_for(schema: Schema) -> Callable[[Any], bool] | None:
     try:
         return jsonschema_rs.validator_for(document).is_valid
     except Exception:  # pragma: no cover - a screen the validator will not compile: walk everything
-        return _FINITE.is_valid
+        return FINITE_VALIDATOR.is_valid
 
 
 @dataclass(frozen=True, eq=False)
@@ -282,7 +282,7 @@ class JsonSchemaContract(Contract[Any]):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        exact = ExactJsonSchemaValidator(self.validator, _screen_for(self.schema))
+        exact = ExactJsonSchemaValidator(self.validator, screen_for(self.schema))
         object.__setattr__(self, "exact", exact)
         object.__setattr__(self, "exact_validator", exact)
         object.__setattr__(self, "text_check", exact.check)

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from guardrail.errors import ConfigError, UsageError
 from guardrail.schema.dialects import ANTHROPIC, OPENAI
 from guardrail.schema.inventory import inventory
 from guardrail.schema.limits import anthropic_limits, openai_limits
@@ -71,11 +72,11 @@ def lower(schema: Mapping[str, Any], dialect: Dialect, *, wrap_key: str = "resul
     dialect, an empty ``wrap_key`` or a self-containing structure. Never mutates ``schema``.
     """
     if not isinstance(schema, Mapping):
-        raise TypeError(f"schema must be a mapping (a JSON Schema object), not {type(schema).__name__}")
+        raise UsageError(f"schema must be a mapping (a JSON Schema object), not {type(schema).__name__}")
     if dialect not in DIALECTS:
-        raise ValueError(f"unknown dialect {dialect!r}; expected one of {sorted(DIALECTS)}")
+        raise ConfigError(f"unknown dialect {dialect!r}; expected one of {sorted(DIALECTS)}")
     if not isinstance(wrap_key, str) or not wrap_key:
-        raise ValueError("wrap_key must be a non-empty string")
+        raise ConfigError("wrap_key must be a non-empty string")
     depth = measure(schema)
     report = ReportBuilder(dialect)
     if depth > MAX_DEPTH and dialect != "advisory":

@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from guardrail.errors import ConfigError
+
 #: Keywords whose value is a map of name -> subschema.
 SCHEMA_MAPS: Final = ("properties", "patternProperties", "dependentSchemas", "dependencies", "$defs", "definitions")
 #: Keywords whose value is one subschema.
@@ -54,7 +56,7 @@ def measure(value: Any) -> int:
         if not isinstance(node, (Mapping, list, tuple)):
             continue
         if id(node) in on_path:
-            raise ValueError("schema contains itself (a Python-level cycle); it is not a JSON document")
+            raise ConfigError("schema contains itself (a Python-level cycle); it is not a JSON document")
         on_path.add(id(node))
         deepest = max(deepest, depth)
         stack.append((node, depth, True))

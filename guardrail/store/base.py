@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from decimal import Context, Decimal, InvalidOperation
 from typing import Protocol, runtime_checkable
 
-from guardrail.errors import StoreError, StoreUnavailable
+from guardrail.errors import ConfigError, StoreError, StoreUnavailable, UsageError
 
 __all__ = [
     "MAX_KEY_BYTES",
@@ -127,24 +127,24 @@ class Store(Protocol):
 def check_key(key: str) -> None:
     """Refuse a key that is not a ``str`` or longer than :data:`MAX_KEY_BYTES` bytes of UTF-8."""
     if not isinstance(key, str):
-        raise TypeError(f"store keys are str, got {type(key).__name__}")
+        raise UsageError(f"store keys are str, got {type(key).__name__}")
     size = len(key.encode("utf-8"))
     if size > MAX_KEY_BYTES:
-        raise ValueError(f"store key is {size} bytes; the limit is {MAX_KEY_BYTES}")
+        raise ConfigError(f"store key is {size} bytes; the limit is {MAX_KEY_BYTES}")
 
 
 def check_ttl(ttl: float, name: str = "ttl") -> None:
     """Refuse a time to live (or window) that is not a finite number of seconds > 0."""
     if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not math.isfinite(ttl) or ttl <= 0:
-        raise ValueError(f"{name} must be a finite number of seconds > 0, got {ttl!r}")
+        raise ConfigError(f"{name} must be a finite number of seconds > 0, got {ttl!r}")
 
 
 def check_counter(amount: float, limit: float) -> None:
     """Refuse a counter amount that is negative or not finite, or a limit that is not finite."""
     if isinstance(amount, bool) or not isinstance(amount, int | float) or not math.isfinite(amount) or amount < 0:
-        raise ValueError(f"amount must be a finite number >= 0, got {amount!r}")
+        raise ConfigError(f"amount must be a finite number >= 0, got {amount!r}")
     if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit):
-        raise ValueError(f"limit must be a finite number, got {limit!r}")
+        raise ConfigError(f"limit must be a finite number, got {limit!r}")
 
 
 def format_number(x: float) -> str:
@@ -165,9 +165,9 @@ def parse_number(key: str, text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"store key {key!r} holds a value that is not a counter") from None
+        raise ConfigError(f"store key {key!r} holds a value that is not a counter") from None
     if not math.isfinite(value):
-        raise ValueError(f"store key {key!r} holds a value that is not a counter")
+        raise ConfigError(f"store key {key!r} holds a value that is not a counter")
     return value
 
 
@@ -178,11 +178,11 @@ def check_counters(counters: Sequence[Counter]) -> None:
         check_key(counter.key)
         check_ttl(counter.window, "window")
         if not isinstance(counter.amount, Decimal) or not counter.amount.is_finite() or counter.amount < 0:
-            raise ValueError(f"amount must be a finite Decimal >= 0, got {counter.amount!r}")
+            raise ConfigError(f"amount must be a finite Decimal >= 0, got {counter.amount!r}")
         if not isinstance(counter.limit, Decimal) or not counter.limit.is_finite():
-            raise ValueError(f"limit must be a finite Decimal, got {counter.limit!r}")
+            raise ConfigError(f"limit must be a finite Decimal, got {counter.limit!r}")
         if counter.key in seen:
-            raise ValueError(f"counter key {counter.key!r} appears twice")
+            raise ConfigError(f"counter key {counter.key!r} appears twice")
         seen.add(counter.key)
 
 
@@ -199,9 +199,9 @@ def parse_decimal(key: str, text: str) -> Decimal:
     try:
         value = Decimal(text)
     except (InvalidOperation, ValueError):
-        raise ValueError(f"store key {key!r} holds a value that is not a counter") from None
+        raise ConfigError(f"store key {key!r} holds a value that is not a counter") from None
     if not value.is_finite():
-        raise ValueError(f"store key {key!r} holds a value that is not a counter")
+        raise ConfigError(f"store key {key!r} holds a value that is not a counter")
     return value
 
 

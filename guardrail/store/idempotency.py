@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from guardrail.errors import (
+    ConfigError,
     IdempotencyConflict,
     IdempotencyFailed,
     IdempotencyInFlight,
@@ -64,6 +65,7 @@ from guardrail.errors import (
     NothingHappened,
     ResultNotStorable,
     StoreError,
+    UsageError,
 )
 from guardrail.observe.redact import redact_text
 from guardrail.store.base import Store, check_ttl
@@ -229,9 +231,9 @@ class Idempotency:
         check_ttl(poll, "poll")
         check_ttl(lease, "lease")
         if isinstance(wait, bool) or not isinstance(wait, int | float) or not math.isfinite(wait) or wait < 0:
-            raise ValueError(f"wait must be a finite number of seconds >= 0, got {wait!r}")
+            raise ConfigError(f"wait must be a finite number of seconds >= 0, got {wait!r}")
         if isinstance(max_result_bytes, bool) or not isinstance(max_result_bytes, int) or max_result_bytes < 1:
-            raise ValueError(f"max_result_bytes must be an int >= 1, got {max_result_bytes!r}")
+            raise ConfigError(f"max_result_bytes must be an int >= 1, got {max_result_bytes!r}")
         self.store = store
         self.ttl = ttl
         self.wait = wait
@@ -284,7 +286,7 @@ class Idempotency:
         holds the key.
         """
         if (result is None) == (not failed):
-            raise ValueError("resolve needs exactly one of result=... or failed=True")
+            raise ConfigError("resolve needs exactly one of result=... or failed=True")
         return self._drive(self._resolve_flow(key, label or key, result), None)
 
     def discard(self, key: str, fingerprint: str, *, result: str | None = None, label: str | None = None) -> bool:
@@ -414,7 +416,7 @@ class Idempotency:
                         raise unknown
                     if not isinstance(verdict, _NotExecuted):
                         if not isinstance(verdict, str):
-                            raise TypeError(f"a reconcile hook returns result text, NOT_EXECUTED or None, "
+                            raise UsageError(f"a reconcile hook returns result text, NOT_EXECUTED or None, "
                                             f"got {type(verdict).__name__}")
                         done = _dumps({"state": "done", "fingerprint": fingerprint, "result": verdict})
                         if (yield from self._op(key, "compare_and_set", full, text, done, self.ttl, claimed=True)):
@@ -589,5 +591,6 @@ def _advance(flow: _Flow[Any], reply: _Reply) -> tuple[bool, Any]:
 
 def _require_text(result: Any) -> str:
     if not isinstance(result, str):
+        # never escapes: the run's result is recorded as not storable, with this error's type in the reason
         raise TypeError(f"an idempotent action must return JSON text (str), got {type(result).__name__}")
     return result

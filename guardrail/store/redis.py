@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import redis as redis_py
 
 from guardrail._optional import require
+from guardrail.errors import ConfigError
 
 __all__ = ["RedisStore", "VolatileRedisWarning"]
 
@@ -190,7 +191,7 @@ class RedisStore:
                 accepted, total = self._add(keys=[full], args=args)
             except self._response_error as error:
                 if "not a counter" in str(error):
-                    raise ValueError(f"store key {key!r} holds a value that is not a counter") from None
+                    raise ConfigError(f"store key {key!r} holds a value that is not a counter") from None
                 raise
         return bool(accepted), float(_text(total))
 

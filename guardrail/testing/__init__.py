@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from guardrail.testing.emulator import EXHAUSTED, Emulator, Responder
     from guardrail.testing.examples import example_instance
     from guardrail.testing.faults import FaultProfile
-    from guardrail.testing.offline import offline
+    from guardrail.testing.offline_context import offline
     from guardrail.testing.recording import RecordedRequest
     from guardrail.testing.strictness import anthropic_strict_problems, openai_strict_problems
 
@@ -45,7 +45,7 @@ _NAMES: dict[str, str] = {
     "Responder": "guardrail.testing.emulator",
     "anthropic_strict_problems": "guardrail.testing.strictness",
     "example_instance": "guardrail.testing.examples",
-    "offline": "guardrail.testing.offline",
+    "offline": "guardrail.testing.offline_context",
     "openai_strict_problems": "guardrail.testing.strictness",
 }
 

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from guardrail.errors import ConfigError
+
 #: The behaviour constructors and :class:`Reply`: the one list of them, re-exported as ``guardrail.testing.reply``
 #: and by ``guardrail.testing`` (the other public names here are imported by name).
 __all__ = [
@@ -137,7 +139,7 @@ class Reply:
         counts it.
         """
         if every < 0 or piece < 1:
-            raise ValueError("trickled() needs every >= 0 and piece >= 1")
+            raise ConfigError("trickled() needs every >= 0 and piece >= 1")
         return dataclasses.replace(self, every=float(every), piece=int(piece), slow_head=bool(headers))
 
 
@@ -181,7 +183,7 @@ def logprobs(
     Example: ``reply.logprobs([{"yes": 0.7, "no": 0.3}])`` answers ``"yes"`` with ``no`` at 0.3 beside it.
     """
     if not steps:
-        raise ValueError("logprobs() needs at least one step")
+        raise ConfigError("logprobs() needs at least one step")
     rendered: list[TokenStep] = []
     for index, step in enumerate(steps):
         if isinstance(step, Mapping):
@@ -190,18 +192,18 @@ def logprobs(
                 and isinstance(step[0], str) and isinstance(step[1], Mapping):
             chosen, table = step[0], step[1]
         else:
-            raise ValueError(f"step {index}: expected {{token: probability}} or (token, {{token: probability}}), "
+            raise ConfigError(f"step {index}: expected {{token: probability}} or (token, {{token: probability}}), "
                              f"got {step!r}")
         if not table or not all(isinstance(token, str) and token for token in table):
-            raise ValueError(f"step {index}: alternatives must be non-empty token strings")
+            raise ConfigError(f"step {index}: alternatives must be non-empty token strings")
         for token, probability in table.items():
             if isinstance(probability, bool) or not isinstance(probability, int | float) \
                     or not 0.0 <= probability <= 1.0:
-                raise ValueError(f"step {index}: probability of {token!r} must be in [0, 1], got {probability!r}")
+                raise ConfigError(f"step {index}: probability of {token!r} must be in [0, 1], got {probability!r}")
         if chosen is None:
             chosen = max(table, key=lambda token: table[token])
         elif chosen not in table:
-            raise ValueError(f"step {index}: the generated token {chosen!r} is not among its alternatives")
+            raise ConfigError(f"step {index}: the generated token {chosen!r} is not among its alternatives")
         alternatives = tuple((token, math.log(p) if p > 0 else VERY_UNLIKELY) for token, p in table.items())
         rendered.append((chosen, alternatives))
     text = "".join(token for token, _ in rendered)
@@ -342,7 +344,7 @@ def cut(text: str = "{}", fraction: float = 0.5) -> Reply:
     connection closes: a JSON body falls short of its ``content-length``, a stream stops mid-event without
     the end of its chunked encoding."""
     if not 0.0 <= fraction < 1.0:
-        raise ValueError("cut() needs 0 <= fraction < 1")
+        raise ConfigError("cut() needs 0 <= fraction < 1")
     return Reply(kind="cut", text=text, fraction=fraction)
 
 

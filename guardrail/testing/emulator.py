@@ -15,21 +15,15 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from collections import deque
-from collections.abc import Callable
 from types import TracebackType
 
-from guardrail.testing.behaviours import Reply, error
+from guardrail.errors import NotReady
+from guardrail.testing.behaviours import Reply
+from guardrail.testing.ledger import EXHAUSTED, Ledger, Responder
 from guardrail.testing.recording import RecordedRequest
 from guardrail.testing.server import Handler, Server
 
 __all__ = ["EXHAUSTED", "Emulator", "Responder"]
-
-#: What a responder is: called with each request the script does not cover; returns the behaviour.
-Responder = Callable[[RecordedRequest], Reply]
-
-#: The message of the 500 answered when there is no scripted behaviour and no responder.
-EXHAUSTED = "emulator script exhausted: no scripted behaviour left and no responder set"
 
 
 class Emulator:
@@ -49,31 +43,48 @@ class Emulator:
     def __init__(
         self, latency: float = 0.0, check_schemas: bool = True, *, host: str = "127.0.0.1", port: int = 0
     ) -> None:
-        self.latency = latency
-        self.check_schemas = check_schemas
-        #: Called with each request when the script is empty; ``None`` means answer "script exhausted".
-        self.responder: Responder | None = None
+        self._ledger = Ledger(latency, check_schemas)
         self._host = host
         self._port = port
-        self._lock = threading.Lock()
-        self._queue: deque[Reply] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._billed = [0, 0]
         self._server: Server | None = None
         self._thread: threading.Thread | None = None
-        self._stopping = threading.Event()
-        self._connections: set[socket.socket] = set()
-        self._closed_early = 0
-        self._closed_early_changed = threading.Condition(self._lock)
+
+    # -- settings the server reads on each request -------------------------------------------------------
+    @property
+    def latency(self) -> float:
+        """Seconds to wait before every answer; a behaviour's own ``delay`` adds to it."""
+        return self._ledger.latency
+
+    @latency.setter
+    def latency(self, value: float) -> None:
+        self._ledger.latency = value
+
+    @property
+    def check_schemas(self) -> bool:
+        """Whether strict-mode requests whose schema the vendor would refuse get the vendor's 400."""
+        return self._ledger.check_schemas
+
+    @check_schemas.setter
+    def check_schemas(self, value: bool) -> None:
+        self._ledger.check_schemas = value
+
+    @property
+    def responder(self) -> Responder | None:
+        """Called with each request when the script is empty; ``None`` means answer "script exhausted"."""
+        return self._ledger.responder
+
+    @responder.setter
+    def responder(self, value: Responder | None) -> None:
+        self._ledger.responder = value
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> Emulator:
         """Start serving in a daemon thread (no-op if already started); returns ``self``."""
         if self._server is not None:
             return self
-        self._stopping.clear()
+        self._ledger.stopping.clear()
         server = Server((self._host, self._port), Handler)
-        server.emulator = self
+        server.ledger = self._ledger
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="guardrail-emulator", daemon=True
@@ -86,11 +97,9 @@ class Emulator:
         server, self._server = self._server, None
         if server is None:
             return
-        self._stopping.set()
+        self._ledger.stopping.set()
         server.shutdown()
-        with self._lock:
-            connections = list(self._connections)
-        for connection in connections:
+        for connection in self._ledger.connections():
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
         server.server_close()
@@ -111,7 +120,7 @@ class Emulator:
     def base_url(self) -> str:
         """``http://HOST:PORT`` of the running server."""
         if self._server is None:
-            raise RuntimeError("the emulator is not running; call start() first")
+            raise NotReady("the emulator is not running; call start() first")
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
@@ -128,88 +137,33 @@ class Emulator:
     # -- scripting and recording -----------------------------------------------------------------------
     def script(self, *behaviours: Reply) -> None:
         """Append behaviours to the FIFO queue; each incoming request (any endpoint) consumes one."""
-        for behaviour in behaviours:
-            if not isinstance(behaviour, Reply):
-                raise TypeError(f"expected a behaviour from guardrail.testing.reply, got {behaviour!r}")
-        with self._lock:
-            self._queue.extend(behaviours)
+        self._ledger.script(behaviours)
 
     @property
     def pending(self) -> int:
         """How many scripted behaviours are still queued."""
-        with self._lock:
-            return len(self._queue)
+        return self._ledger.pending()
 
     @property
     def requests(self) -> list[RecordedRequest]:
         """Every request received (rejected ones too), in arrival order; a snapshot copy."""
-        with self._lock:
-            return list(self._requests)
+        return self._ledger.requests()
 
     @property
     def tokens_served(self) -> tuple[int, int]:
         """(input, output) tokens of every completed answer, as reported in their ``usage`` (benchmarks)."""
-        with self._lock:
-            return self._billed[0], self._billed[1]
+        return self._ledger.tokens_served()
 
     @property
     def closed_early(self) -> int:
         """How many answers the client cut off: it closed the connection before the body was finished."""
-        with self._lock:
-            return self._closed_early
+        return self._ledger.closed_early()
 
     def wait_closed_early(self, count: int = 1, timeout: float = 10.0) -> bool:
         """Wait until :attr:`closed_early` reaches ``count`` (the server notices a closed connection at its next
         write, up to one trickle interval later); ``False`` if ``timeout`` seconds pass first."""
-        with self._closed_early_changed:
-            return self._closed_early_changed.wait_for(lambda: self._closed_early >= count, timeout)
+        return self._ledger.wait_closed_early(count, timeout)
 
     def reset(self) -> None:
         """Clear the queue, the responder, the recorded requests, the tokens served and :attr:`closed_early`."""
-        with self._lock:
-            self._queue.clear()
-            self._requests.clear()
-            self._billed = [0, 0]
-            self._closed_early = 0
-            self.responder = None
-
-    # -- used by the handler ---------------------------------------------------------------------------
-    def _bill(self, input_tokens: int, output_tokens: int) -> None:
-        with self._lock:
-            self._billed[0] += input_tokens
-            self._billed[1] += output_tokens
-
-    def _closed_early_by_client(self) -> None:
-        with self._closed_early_changed:
-            self._closed_early += 1
-            self._closed_early_changed.notify_all()
-
-    def _record(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
-    def _next(self, request: RecordedRequest) -> Reply:
-        with self._lock:
-            if self._queue:
-                return self._queue.popleft()
-            responder = self.responder
-        if responder is None:
-            return error(500, message=EXHAUSTED)
-        try:
-            behaviour = responder(request)
-        except Exception as exc:  # a broken responder must fail the test loudly, not hang it
-            return error(500, message=f"emulator responder raised {type(exc).__name__}: {exc}")
-        if not isinstance(behaviour, Reply):
-            return error(500, message=f"emulator responder returned {behaviour!r}, not a behaviour from reply.*")
-        return behaviour
-
-    def _sleep(self, seconds: float) -> bool:
-        """Wait ``seconds`` unless the emulator stops first; True when it is stopping."""
-        return self._stopping.wait(seconds) if seconds > 0 else self._stopping.is_set()
-
-    def _track(self, connection: socket.socket, add: bool) -> None:
-        with self._lock:
-            if add:
-                self._connections.add(connection)
-            else:
-                self._connections.discard(connection)
+        self._ledger.reset()

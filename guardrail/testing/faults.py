@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from guardrail.errors import ConfigError
 from guardrail.testing import behaviours as reply
 from guardrail.testing.behaviours import Reply
 from guardrail.testing.examples import example_instance
@@ -118,9 +119,9 @@ class FaultProfile:
         probabilities = {"slip": slip, "rate_limit": rate_limit, "truncation": truncation, "refusal": refusal}
         for name, value in probabilities.items():
             if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be a probability, got {value!r}")
+                raise ConfigError(f"{name} must be a probability, got {value!r}")
         if rate_limit + truncation + refusal > 1.0:
-            raise ValueError("rate_limit + truncation + refusal must not exceed 1")
+            raise ConfigError("rate_limit + truncation + refusal must not exceed 1")
         self.seed = seed
         self.slip = slip
         self.rate_limit = rate_limit

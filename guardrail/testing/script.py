@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from guardrail.errors import ConfigError
 from guardrail.testing import behaviours
 from guardrail.testing.behaviours import Reply
 
@@ -40,28 +41,28 @@ CONSTRUCTORS: dict[str, Callable[..., Reply]] = {
 def parse_script(items: Any) -> list[Reply]:
     """Behaviours from the decoded JSON of a script; ``ValueError`` naming the item that is wrong."""
     if not isinstance(items, list):
-        raise ValueError("a script is a JSON list of behaviours")
+        raise ConfigError("a script is a JSON list of behaviours")
     out: list[Reply] = []
     for index, item in enumerate(items):
         if not isinstance(item, dict):
-            raise ValueError(f"item {index}: expected an object like {{\"answer\": \"...\"}}, got {item!r}")
+            raise ConfigError(f"item {index}: expected an object like {{\"answer\": \"...\"}}, got {item!r}")
         item = dict(item)
         delay = item.pop("after", 0)
         trickle = item.pop("trickle", None)
         if len(item) != 1 or next(iter(item)) not in CONSTRUCTORS:
-            raise ValueError(f"item {index}: expected one key out of {', '.join(CONSTRUCTORS)}; got {sorted(item)}")
+            raise ConfigError(f"item {index}: expected one key out of {', '.join(CONSTRUCTORS)}; got {sorted(item)}")
         name, value = next(iter(item.items()))
         try:
             reply = CONSTRUCTORS[name](**value) if isinstance(value, dict) else CONSTRUCTORS[name](value)
         except TypeError as error:
-            raise ValueError(f"item {index} ({name}): {error}") from None
+            raise ConfigError(f"item {index} ({name}): {error}") from None
         if trickle is not None:
             if not isinstance(trickle, dict):
-                raise ValueError(f"item {index}: \"trickle\" takes an object like {{\"every\": 0.2, \"piece\": 1}}")
+                raise ConfigError(f"item {index}: \"trickle\" takes an object like {{\"every\": 0.2, \"piece\": 1}}")
             try:
                 reply = reply.trickled(**trickle)
             except (TypeError, ValueError) as error:
-                raise ValueError(f"item {index} (trickle): {error}") from None
+                raise ConfigError(f"item {index} (trickle): {error}") from None
         out.append(reply.after(float(delay)) if delay else reply)
     return out
 
@@ -71,5 +72,5 @@ def load_script(path: str | Path) -> list[Reply]:
     try:
         items = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not JSON: {error}") from None
+        raise ConfigError(f"{path}: not JSON: {error}") from None
     return parse_script(items)

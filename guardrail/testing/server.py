@@ -2,7 +2,8 @@
 
 One thread per connection (``ThreadingHTTPServer``, daemon threads), HTTP/1.1 keep-alive; streams use
 chunked transfer encoding so a connection survives a stream, as with the real APIs. Every wait goes through
-the emulator's stop event, so ``Emulator.stop()`` never waits on a stalled answer.
+the stop event of the :class:`~guardrail.testing.ledger.Ledger` it shares with the ``Emulator``, so
+``Emulator.stop()`` never waits on a stalled answer. This module does not know the ``Emulator`` class.
 """
 
 from __future__ import annotations
@@ -16,19 +17,17 @@ import socket
 import sys
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from guardrail.testing.behaviours import Reply, error
+from guardrail.testing.ledger import Ledger
 from guardrail.testing.recording import Api, RecordedRequest
 from guardrail.testing.rendering import Output, new_id, resolve
 from guardrail.testing.wire_anthropic import messages_body, messages_stream
 from guardrail.testing.wire_chat import chat_body, chat_stream
 from guardrail.testing.wire_errors import check_request, error_answer
 from guardrail.testing.wire_responses import responses_body, responses_stream
-
-if TYPE_CHECKING:
-    from guardrail.testing.emulator import Emulator
 
 __all__ = ["Handler", "Server"]
 
@@ -63,7 +62,7 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     request_queue_size = 128  # benchmarks open many connections at once
-    emulator: Emulator
+    ledger: Ledger
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Stay quiet when a client goes away (closing a stream early resets the connection); report the rest."""
@@ -85,13 +84,13 @@ class Handler(BaseHTTPRequestHandler):
         super().setup()
         # Headers and body go out in separate writes: without this, Nagle + delayed ACK add ~40 ms per answer.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.server.emulator._track(self.connection, True)
+        self.server.ledger.track(self.connection, True)
 
     def finish(self) -> None:
         try:
             super().finish()
         finally:
-            self.server.emulator._track(self.connection, False)
+            self.server.ledger.track(self.connection, False)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: tests read ``emu.requests``, not a log."""
@@ -114,7 +113,7 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- steps -----------------------------------------------------------------------------------------
     def _serve_post(self) -> None:
-        emulator = self.server.emulator
+        ledger = self.server.ledger
         path = urlsplit(self.path).path
         route = path[3:] if path.startswith("/v1/") else path
         route = _AZURE_DEPLOYMENT.sub("", route)  # Azure OpenAI: /openai/deployments/NAME/chat/completions
@@ -129,22 +128,22 @@ class Handler(BaseHTTPRequestHandler):
             body = None
         headers = {name.lower(): value for name, value in self.headers.items()}
         request = RecordedRequest(api=api, path=path, headers=headers, body=body if isinstance(body, dict) else {})
-        emulator._record(request)
+        ledger.record(request)
         if not isinstance(body, dict):
             self._send_error(error(400, message="The request body is not a JSON object."), request)
             return
-        rejection = check_request(request) if emulator.check_schemas else None
-        behaviour = rejection if rejection is not None else emulator._next(request)
-        if emulator._sleep(emulator.latency + behaviour.delay):
+        rejection = check_request(request) if ledger.check_schemas else None
+        behaviour = rejection if rejection is not None else ledger.next(request)
+        if ledger.sleep(ledger.latency + behaviour.delay):
             raise _Drop
         self._serve(behaviour, request)
 
     def _serve(self, behaviour: Reply, request: RecordedRequest) -> None:
-        emulator = self.server.emulator
+        ledger = self.server.ledger
         if behaviour.kind == "drop":
             raise _Drop
         if behaviour.kind == "timeout":
-            if emulator._sleep(behaviour.seconds) or behaviour.then is None:
+            if ledger.sleep(behaviour.seconds) or behaviour.then is None:
                 raise _Drop
             self._serve(behaviour.then, request)
             return
@@ -164,7 +163,7 @@ class Handler(BaseHTTPRequestHandler):
         out = resolve(behaviour, request)
         failure = behaviour if behaviour.kind == "stream_error" else None
         if failure is None:
-            emulator._bill(out.input_tokens, out.output_tokens)
+            ledger.bill(out.input_tokens, out.output_tokens)
         wire = _WIRES[request.api]
         if request.stream:
             frames = wire.stream(out, request, failure)
@@ -226,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
             self._deliver(b"".join(frames), behaviour, chunked=True)
             return
         for frame in frames:
-            if self.server.emulator._stopping.is_set():
+            if self.server.ledger.stopping.is_set():
                 raise _Drop
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
         self.wfile.write(b"0\r\n\r\n")
@@ -243,7 +242,7 @@ class Handler(BaseHTTPRequestHandler):
     def _deliver(self, data: bytes, behaviour: Reply | None, *, chunked: bool) -> None:
         """Write a body: at once, or trickled (``behaviour.every``), or cut short (``cut``, then the connection
         closes). A client that closes the connection before the body is finished is counted."""
-        emulator = self.server.emulator
+        ledger = self.server.ledger
         end = int(len(data) * behaviour.fraction) if behaviour is not None and behaviour.kind == "cut" else len(data)
         every = behaviour.every if behaviour is not None else 0.0
         size = behaviour.piece if behaviour is not None and every > 0 else max(end, 1)
@@ -251,7 +250,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             while sent < end:
                 if every > 0:
-                    if emulator._sleep(every):
+                    if ledger.sleep(every):
                         raise _Drop
                     if _peer_closed(self.connection):
                         raise ConnectionResetError("the client closed the connection")
@@ -263,8 +262,8 @@ class Handler(BaseHTTPRequestHandler):
             if chunked:
                 self.wfile.write(b"0\r\n\r\n")
         except OSError:
-            if not emulator._stopping.is_set():
-                emulator._closed_early_by_client()
+            if not ledger.stopping.is_set():
+                ledger.count_closed_early()
             raise
 
     def _abort(self) -> None:

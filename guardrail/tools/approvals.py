@@ -56,7 +56,7 @@ def _load(store: Store, token: str) -> tuple[str, Ticket] | None:
     return raw, Ticket(**data)
 
 
-def approve(store: Store, token: str, *, approver: str, reject: bool = False) -> bool:
+def decide(store: Store, token: str, *, approver: str, reject: bool = False) -> bool:
     """Approve (or reject) a pending call; False when the token is unknown, expired or not pending."""
     found = _load(store, token)
     if found is None:

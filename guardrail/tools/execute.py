@@ -36,12 +36,14 @@ from pydantic_core import to_jsonable_python
 from guardrail.call.config import get_config
 from guardrail.errors import (
     ApprovalRequired,
+    ConfigError,
     Denied,
     IdempotencyConflict,
     InputLimitError,
     NothingHappened,
     ParseError,
     SemanticViolation,
+    UsageError,
 )
 from guardrail.gates.semantic import Rule, evaluate
 from guardrail.parse.feedback import semantic_feedback
@@ -134,7 +136,7 @@ class ToolRegistry:
     def add(self, tool: Tool) -> None:
         with self._lock:
             if tool.name in self._tools:
-                raise ValueError(f"a tool named {tool.name!r} is already registered")
+                raise ConfigError(f"a tool named {tool.name!r} is already registered")
             self._tools[tool.name] = tool
 
     def get(self, name: object) -> Tool | None:
@@ -197,7 +199,7 @@ def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     hints = typing.get_type_hints(fn, include_extras=True)  # resolves `from __future__ import annotations`
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
+            raise UsageError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
         annotation = hints.get(param.name, Any)
         fields[param.name] = (annotation, ... if param.default is param.empty else param.default)
     model: type[BaseModel] = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
@@ -236,7 +238,7 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
     """
     def register(function: F) -> F:
         if inspect.iscoroutinefunction(function):
-            raise TypeError(f"{function.__name__} is async: guarded tools run synchronously (wrap it, e.g. with "
+            raise UsageError(f"{function.__name__} is async: guarded tools run synchronously (wrap it, e.g. with "
                             "asyncio.run inside a sync function, or run execute_tool_call in a thread)")
         tool_name = name or function.__name__
         source = Path(policy) if isinstance(policy, (str, Path)) else policy
@@ -390,7 +392,7 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
         limited = _over_limits(policy, store, found.name, args, who)
         if limited is not None:
             raise _LimitReached(limited)
-        return _run(found, model, args, decision)
+        return run_sealed(found, model, args, decision)
 
     try:
         if idempotency is None or scoped is None:
@@ -444,7 +446,7 @@ def resolve(name: str, idempotency_key: str, *, result: Any = None, failed: bool
     found = (registry or REGISTRY).get(name)
     policy = found.policy() if found else None
     if found is None or policy is None:
-        raise ValueError(f"no tool with a policy is registered as {name!r}")
+        raise ConfigError(f"no tool with a policy is registered as {name!r}")
     idempotency = _idempotency(found, store or default_store(), policy, DEFAULT_LEASE, 0.0, None)
     scoped = _scoped_key(found.name, current_identity(), idempotency_key)
     return idempotency.resolve(scoped, result=None if failed else _result_text(result), failed=failed,
@@ -564,7 +566,8 @@ def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], 
     return None if over is None else counters[over][0]
 
 
-def _run(found: Tool, model: BaseModel | dict[str, Any], args: dict[str, Any], decision: Decision) -> Any:
+def run_sealed(found: Tool, model: BaseModel | dict[str, Any], args: dict[str, Any],
+               decision: Decision) -> Any:
     """Call the tool function with the validated values; only with a sealed positive decision made for exactly
     these arguments (``args`` is the canonical form of ``model`` that the policy judged)."""
     if not decision.permits(found.name, args) or _canonical(model) != args:
@@ -582,12 +585,12 @@ def _keywords(model: BaseModel | dict[str, Any]) -> dict[str, Any]:
 
 def approve(token: str, *, approver: str, store: Store | None = None) -> bool:
     """Approve a parked call (the person's decision, made outside the model); False if not pending/expired."""
-    return approvals.approve(store or default_store(), token, approver=approver)
+    return approvals.decide(store or default_store(), token, approver=approver)
 
 
 def reject(token: str, *, approver: str, store: Store | None = None) -> bool:
     """Reject a parked call; the token can then never run anything."""
-    return approvals.approve(store or default_store(), token, approver=approver, reject=True)
+    return approvals.decide(store or default_store(), token, approver=approver, reject=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from guardrail.errors import UsageError
+
 #: The key used for a caller with no identity at all (distinct from every identity's key).
 ANONYMOUS = "anonymous"
 
@@ -58,7 +60,7 @@ def identity(*, tenant: str | None = None, user: str | None = None,
              roles: Iterable[str] = ()) -> Iterator[Identity]:
     """Set the caller's identity for the code inside the ``with`` block (restored afterwards)."""
     if isinstance(roles, str):
-        raise TypeError("roles must be a collection of role names, not one string")
+        raise UsageError("roles must be a collection of role names, not one string")
     who = Identity(tenant, user, frozenset(roles))
     token = _current.set(who)
     try:

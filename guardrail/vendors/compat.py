@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from guardrail.call.modes import Plan
+from guardrail.errors import ConfigError
 
 
 def chat_native_fields(server: str | None, plan: Plan) -> dict[str, Any]:
@@ -35,4 +36,4 @@ def chat_native_fields(server: str | None, plan: Plan) -> dict[str, Any]:
         return {"extra_body": {"json_schema": plan.schema}}
     if server == "ollama":
         return {"response_format": response_format, "extra_body": {"format": plan.schema}}
-    raise ValueError(f"unknown server kind {server!r}; expected vllm, sglang, llamacpp or ollama")
+    raise ConfigError(f"unknown server kind {server!r}; expected vllm, sglang, llamacpp or ollama")

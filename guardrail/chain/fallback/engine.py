@@ -26,7 +26,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from guardrail.chain.fallback.functions import get_rule_function, strip_surrogates
 from guardrail.chain.fallback.model import Condition, Derived, Problem, RulesError, RuleSet, parse_rule_set
-from guardrail.errors import Declined, Denied, Refused
+from guardrail.errors import ConfigError, Declined, Denied, Refused
 from guardrail.problems import Locator, print_check
 
 __all__ = ["MAX_RULES_BYTES", "Fired", "RuleEngine", "check_rule_sets", "load_rule_set", "rules_check"]
@@ -145,7 +145,7 @@ class RuleEngine:
         if spec.function is not None:
             function = get_rule_function(spec.function)
             if function is None:
-                raise ValueError(f"rule function {spec.function!r} is no longer registered")
+                raise ConfigError(f"rule function {spec.function!r} is no longer registered")
             value = function(inputs)
         elif spec.template is not None:
             value = _clip(_PLACEHOLDER.sub(lambda m: _input_text(inputs, m.group(1)), spec.template), spec)
@@ -165,7 +165,7 @@ class RuleEngine:
             function = get_rule_function(rule_set.function)
             try:
                 if function is None:
-                    raise ValueError("not registered")
+                    raise ConfigError("not registered")
                 value = function(inputs)
             except (Denied, Refused, Declined):
                 raise  # answers (a denial, a refusal), not faults: the caller must see them as they are
@@ -317,7 +317,7 @@ def _resolve(target: Any) -> Any:
         return target
     module_name, _, attribute = target.partition(":")
     if not module_name or not attribute:
-        raise ValueError(f"expected MODULE:Type, got {target!r}")
+        raise ConfigError(f"expected MODULE:Type, got {target!r}")
     value: Any = importlib.import_module(module_name)
     for part in attribute.split("."):
         value = getattr(value, part)

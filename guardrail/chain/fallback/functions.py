@@ -23,6 +23,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from guardrail.errors import ConfigError, UsageError
+
 __all__ = [
     "RuleFunction",
     "get_rule_function",
@@ -51,14 +53,14 @@ def rule_function(name: str, *, replace: bool = False) -> Callable[[F], F]:
     function is harmless (module reloads).
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ValueError(f"rule function name {name!r} must be an identifier-like string")
+        raise ConfigError(f"rule function name {name!r} must be an identifier-like string")
 
     def register(function: F) -> F:
         if not callable(function):
-            raise TypeError(f"rule function {name!r} must be callable")
+            raise UsageError(f"rule function {name!r} must be callable")
         existing = _REGISTRY.get(name)
         if existing is not None and existing is not function and not replace:
-            raise ValueError(f"rule function {name!r} is already registered ({existing!r})")
+            raise ConfigError(f"rule function {name!r} is already registered ({existing!r})")
         _REGISTRY[name] = function
         return function
 
@@ -170,12 +172,12 @@ def _keywords(text: str, limit: int = 3) -> list[str]:
 def _positive_number(inputs: Mapping[str, Any], key: str, default: float | None = None) -> float:
     value = inputs.get(key, default)
     if value is None:
-        raise ValueError(f"input {key!r} is required")
+        raise ConfigError(f"input {key!r} is required")
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"input {key!r} must be a number, not {type(value).__name__}")
+        raise UsageError(f"input {key!r} must be a number, not {type(value).__name__}")
     number = float(value)
     if not math.isfinite(number) or number <= 0:
-        raise ValueError(f"input {key!r} must be a finite number > 0, not {value!r}")
+        raise ConfigError(f"input {key!r} must be a finite number > 0, not {value!r}")
     return number
 
 
@@ -210,7 +212,7 @@ def segment_transcript(inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
     """
     transcript = inputs.get("transcript")
     if not isinstance(transcript, str):
-        raise TypeError(f"input 'transcript' must be a str, not {type(transcript).__name__}")
+        raise UsageError(f"input 'transcript' must be a str, not {type(transcript).__name__}")
     duration = _positive_number(inputs, "duration_seconds")
     step = _positive_number(inputs, "segment_seconds", 30.0)
     text = strip_surrogates(transcript)

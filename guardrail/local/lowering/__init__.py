@@ -39,3 +39,6 @@ rewritten to percent-encoded JSON pointers from the root (the engine refuses non
 Schema keywords are dropped from the copy without an entry (they constrain nothing). Walks use explicit stacks;
 the input is never mutated.
 """
+
+#: Nothing here is for users: :mod:`guardrail.local.grammar` imports the submodules it needs.
+__all__: list[str] = []

@@ -49,6 +49,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from guardrail.errors import ConfigError
 from guardrail.tools.identity import Identity
 from guardrail.tools.policy.arguments import leaves
 from guardrail.tools.policy.paths import resolve_path
@@ -98,7 +99,7 @@ class PathRule(BaseModel):
     @classmethod
     def _anchored(cls, base: str, info: ValidationInfo) -> str:
         if not base or "\x00" in base:
-            raise ValueError("base must be a non-empty path")
+            raise ConfigError("base must be a non-empty path")
         anchor = (info.context or {}).get("policy_dir")
         expanded = os.path.expanduser(base) if base.startswith("~") else base
         if os.path.isabs(expanded) or anchor is None:
@@ -164,7 +165,7 @@ class ArgRule(BaseModel):
 
     @model_validator(mode="after")
     def _checkers_accept_the_configuration(self) -> ArgRule:
-        """Run the URL and SQL checkers once on a dummy value: they raise ValueError for a bad configuration
+        """Run the URL and SQL checkers once on a dummy value: they raise ConfigError for a bad configuration
         (a typo in ``allow``, an unknown dialect, a malformed host entry), which belongs at load time. Path
         bases are checked when a call comes (the directory may be created after the policy is loaded)."""
         if self.url is not None:
@@ -290,7 +291,7 @@ class Match(BaseModel):
     def _argument_paths(cls, when: dict[str, ArgRule]) -> dict[str, ArgRule]:
         for path in when:
             if not all(part.isidentifier() for part in path.split(".")):
-                raise ValueError(f"{path!r} is not an argument path (parameter or parameter.field.field)")
+                raise ConfigError(f"{path!r} is not an argument path (parameter or parameter.field.field)")
         return when
 
     def matches(self, who: Identity | None, arguments: dict[str, Any], *, deny: bool = False) -> bool:
@@ -354,7 +355,7 @@ class Spend(BaseModel):
     per_seconds: float = Field(gt=0)
 
 
-class Limits(BaseModel):
+class PolicyLimits(BaseModel):
     """Rate limit, quota (a longer-window rate) and spend budget, each per identity and tool."""
 
     model_config = _STRICT
@@ -377,7 +378,7 @@ class Policy(BaseModel):
     allow: tuple[Match, ...] = ()
     deny: tuple[Match, ...] = ()
     args: dict[str, ArgRule] = Field(default_factory=dict)
-    limits: Limits = Field(default_factory=Limits)
+    limits: PolicyLimits = Field(default_factory=PolicyLimits)
     _source: str = PrivateAttr(default="<policy>")
     _text: str = PrivateAttr(default="")
 
@@ -386,7 +387,7 @@ class Policy(BaseModel):
     def _argument_paths(cls, args: dict[str, ArgRule]) -> dict[str, ArgRule]:
         for path in args:
             if not all(part.isidentifier() for part in path.split(".")):
-                raise ValueError(f"{path!r} is not an argument path (parameter or parameter.field.field)")
+                raise ConfigError(f"{path!r} is not an argument path (parameter or parameter.field.field)")
         return args
 
     @property

@@ -43,6 +43,9 @@ import unicodedata
 from pathlib import Path
 from typing import IO, Any
 
+from guardrail.errors import ConfigError
+from guardrail.tools.policy.verdict import PathRejected
+
 __all__ = ["LOOKALIKES", "MAX_PATH_CHARS", "check_path", "open_inside", "resolve_path"]
 
 #: Longest path value accepted (PATH_MAX on Linux); longer values are denied without further work.
@@ -63,17 +66,17 @@ _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 def _base_dir(base: str | os.PathLike[str], allow_absolute: object, must_exist: object) -> str:
     """The real path of the configured base directory; ``ValueError`` for a bad policy."""
     if not isinstance(allow_absolute, bool) or not isinstance(must_exist, bool):
-        raise ValueError("path policy allow_absolute and must_exist must be bool")
+        raise ConfigError("path policy allow_absolute and must_exist must be bool")
     if not isinstance(base, str | os.PathLike):
-        raise ValueError(f"path policy base must be a str or os.PathLike, not {type(base).__name__}")
+        raise ConfigError(f"path policy base must be a str or os.PathLike, not {type(base).__name__}")
     raw = os.fspath(base)
     if not isinstance(raw, str):
-        raise ValueError("path policy base must be a text path, not bytes")
+        raise ConfigError("path policy base must be a text path, not bytes")
     if not raw or "\x00" in raw:
-        raise ValueError(f"path policy base {raw!r} is empty or contains NUL")
+        raise ConfigError(f"path policy base {raw!r} is empty or contains NUL")
     real = os.path.realpath(raw)
     if not os.path.isdir(real):
-        raise ValueError(f"path policy base {raw!r} is not an existing directory")
+        raise ConfigError(f"path policy base {raw!r} is not an existing directory")
     return real
 
 
@@ -139,15 +142,16 @@ def resolve_path(
 ) -> Path:
     """The real, absolute path ``value`` names inside ``base``.
 
-    Raises :class:`ValueError` whose message is the reason when the value is denied (see the module
-    docstring for the rules), and also for a bad policy: ``base`` is not an existing directory, or a flag is
-    not a bool.
+    Raises :class:`~guardrail.tools.policy.verdict.PathRejected` (a ``ValueError``) whose message is the reason
+    when the value is denied (see the module docstring for the rules), and
+    :class:`~guardrail.errors.ConfigError` (also a ``ValueError``) for a bad policy: ``base`` is not an existing
+    directory, or a flag is not a bool.
     Open the returned path (with :func:`open_inside`), not ``value``: it is what was checked.
     """
     base_real = _base_dir(base, allow_absolute, must_exist)
     result = _resolve(value, base_real, allow_absolute, must_exist)
     if isinstance(result, str):
-        raise ValueError(result)
+        raise PathRejected(result)
     return result
 
 
@@ -176,7 +180,7 @@ def _open_flags(mode: str) -> int:
              "a+": os.O_RDWR | os.O_CREAT | os.O_APPEND, "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL,
              "x+": os.O_RDWR | os.O_CREAT | os.O_EXCL}
     if plain not in table:
-        raise ValueError(f"unsupported open mode {mode!r}")
+        raise ConfigError(f"unsupported open mode {mode!r}")
     return table[plain] | _CLOEXEC
 
 

@@ -30,6 +30,8 @@ import functools
 
 import re2  # type: ignore[import-untyped]
 
+from guardrail.errors import ConfigError, UsageError
+
 __all__ = ["LinearPattern", "compile_pattern"]
 
 #: RE2's memory budget for one compiled pattern (its default); patterns that need more are refused.
@@ -78,25 +80,25 @@ class LinearPattern:
 
     def __init__(self, pattern: str) -> None:
         if not isinstance(pattern, str):
-            raise ValueError(f"a policy regex must be a str, not {type(pattern).__name__}")
+            raise ConfigError(f"a policy regex must be a str, not {type(pattern).__name__}")
         try:
             self._regexp = re2.compile(pattern, _options())
         except re2.error as error:
-            raise ValueError(f"policy regex {pattern!r} cannot be compiled by RE2: {_error_text(error)}") from None
+            raise ConfigError(f"policy regex {pattern!r} cannot be compiled by RE2: {_error_text(error)}") from None
         except UnicodeEncodeError:
-            raise ValueError(f"policy regex {pattern!r} contains lone surrogates") from None
+            raise ConfigError(f"policy regex {pattern!r} contains lone surrogates") from None
         self.pattern = pattern
 
     def fullmatch(self, text: str) -> bool:
         """Whether the whole of ``text`` matches (``TypeError`` for non-str text)."""
         if not isinstance(text, str):
-            raise TypeError(f"LinearPattern matches str only, not {type(text).__name__}")
+            raise UsageError(f"LinearPattern matches str only, not {type(text).__name__}")
         return self._regexp.fullmatch(_matchable(text)) is not None
 
     def search(self, text: str) -> bool:
         """Whether the pattern matches anywhere in ``text`` (``TypeError`` for non-str text)."""
         if not isinstance(text, str):
-            raise TypeError(f"LinearPattern matches str only, not {type(text).__name__}")
+            raise UsageError(f"LinearPattern matches str only, not {type(text).__name__}")
         return self._regexp.search(_matchable(text)) is not None
 
     def __repr__(self) -> str:
@@ -117,5 +119,5 @@ def _compile_cached(pattern: str) -> LinearPattern:
 def compile_pattern(pattern: str) -> LinearPattern:
     """The :class:`LinearPattern` for ``pattern``, cached (512 patterns); ``ValueError`` as for the class."""
     if not isinstance(pattern, str):
-        raise ValueError(f"a policy regex must be a str, not {type(pattern).__name__}")
+        raise ConfigError(f"a policy regex must be a str, not {type(pattern).__name__}")
     return _compile_cached(pattern)

@@ -64,6 +64,7 @@ from collections.abc import Collection
 from sqlglot import Token, TokenType, exp
 from sqlglot.dialects.dialect import Dialect
 
+from guardrail.errors import ConfigError
 from guardrail.tools.policy.options import string_set
 
 __all__ = [
@@ -259,7 +260,7 @@ def _allowed_kinds(allow: object) -> frozenset[str]:
     kinds = frozenset(kind.lower() for kind in string_set(allow, "SQL policy allow"))
     unknown = kinds - KNOWN_KINDS
     if unknown:
-        raise ValueError(f"SQL policy allow has unknown kinds {sorted(unknown)}; known: {sorted(KNOWN_KINDS)}")
+        raise ConfigError(f"SQL policy allow has unknown kinds {sorted(unknown)}; known: {sorted(KNOWN_KINDS)}")
     return kinds
 
 
@@ -270,18 +271,18 @@ def _allowed_tables(tables: object) -> frozenset[tuple[str, ...]] | None:
     for entry in string_set(tables, "SQL policy tables"):
         parts = tuple(entry.split("."))
         if not 1 <= len(parts) <= 3 or not all(part and part.strip() == part for part in parts):
-            raise ValueError(f"SQL policy tables entry {entry!r} is not [catalog.][schema.]table")
+            raise ConfigError(f"SQL policy tables entry {entry!r} is not [catalog.][schema.]table")
         entries.add(parts)
     return frozenset(entries)
 
 
 def _dialect(dialect: object) -> Dialect:
     if dialect is not None and not isinstance(dialect, str):
-        raise ValueError(f"SQL policy dialect must be a str or None, not {type(dialect).__name__}")
+        raise ConfigError(f"SQL policy dialect must be a str or None, not {type(dialect).__name__}")
     try:
         return Dialect.get_or_raise(dialect)
     except ValueError as error:
-        raise ValueError(f"SQL policy dialect {dialect!r}: {error}") from None
+        raise ConfigError(f"SQL policy dialect {dialect!r}: {error}") from None
 
 
 def _kind_of(node: exp.Expr) -> str | None:

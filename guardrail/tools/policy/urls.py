@@ -65,6 +65,7 @@ from urllib.parse import unquote
 
 import idna
 
+from guardrail.errors import ConfigError
 from guardrail.tools.policy.options import string_set
 from guardrail.tools.policy.verdict import Rejected
 
@@ -264,7 +265,7 @@ def _compile_hosts(entries: frozenset[str]) -> _Hosts:
 def _compile_schemes(schemes: frozenset[str]) -> frozenset[str]:
     for scheme in schemes:
         if _SCHEME.fullmatch(scheme) is None:
-            raise ValueError(f"URL policy scheme {scheme!r} is not a valid URL scheme")
+            raise ConfigError(f"URL policy scheme {scheme!r} is not a valid URL scheme")
     return frozenset(scheme.lower() for scheme in schemes)
 
 
@@ -389,7 +390,7 @@ def _compiled(
     compiled_hosts = _compile_hosts(string_set(hosts, "URL policy hosts"))
     compiled_schemes = _compile_schemes(string_set(schemes, "URL policy schemes"))
     if not all(isinstance(flag, bool) for flag in flags):
-        raise ValueError("URL policy allow_ip_literals and allow_nested_urls must be bool")
+        raise ConfigError("URL policy allow_ip_literals and allow_nested_urls must be bool")
     return compiled_hosts, compiled_schemes
 
 
@@ -462,4 +463,4 @@ def _networks(entries: frozenset[str]) -> tuple[ipaddress.IPv4Network | ipaddres
     try:
         return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
     except ValueError as error:
-        raise ValueError(f"URL policy allowed address {error}") from None
+        raise ConfigError(f"URL policy allowed address {error}") from None

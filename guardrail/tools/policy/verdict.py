@@ -20,3 +20,8 @@ class Rejected(GuardrailError):
     def at(self, argument: str) -> Rejected:
         """The same rejection located at ``argument`` (kept when already located deeper)."""
         return self if self.argument else Rejected(self.reason, argument)
+
+
+class PathRejected(Rejected, ValueError):
+    """The path checker's no (:func:`~guardrail.tools.policy.paths.resolve_path`, ``check_path``): a
+    :class:`Rejected` whose reason is the message, and also the ``ValueError`` those functions have always raised."""
