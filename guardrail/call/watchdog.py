@@ -182,6 +182,8 @@ _STREAM_EVENTS = ("connect_tcp.complete", "start_tls.complete", "connect_unix_so
 _SENDING = "send_request_headers.started"
 #: How many frames above the tracer :func:`_sending_stream` looks for the connection.
 _FRAMES = 6
+#: The methods whose ``self`` may be the connection (httpcore's ``HTTP11Connection.handle_request``).
+_SENDERS = frozenset({"handle_request", "_send_request_headers", "_send_event"})
 
 
 @contextlib.contextmanager
@@ -261,6 +263,9 @@ def _sending_stream() -> Any:
     for _ in range(_FRAMES):
         if frame is None:
             return None
+        if frame.f_code.co_name not in _SENDERS:  # f_locals copies a frame's locals: read only the likely ones
+            frame = frame.f_back
+            continue
         stream = getattr(frame.f_locals.get("self"), "_network_stream", None)
         if stream is not None and callable(getattr(stream, "get_extra_info", None)):
             return stream
