@@ -68,7 +68,7 @@ from guardrail.observe import metrics
 from guardrail.observe.logs import get_logger
 from guardrail.outcome import Result, Usage
 from guardrail.store.base import Store, check_ttl
-from guardrail.store.idempotency import DEFAULT_LEASE, Idempotency
+from guardrail.store.idempotency import DEFAULT_LEASE, Idempotency, advance
 
 __all__ = ["FOREVER", "Cache", "run_cached", "run_cached_async"]
 
@@ -308,27 +308,25 @@ def _label(key: str) -> str:
     return f"cache entry {key[:16]}"
 
 
-def _advance(flow: _Flow, reply: tuple[Any, Exception | None]) -> tuple[bool, Any]:
-    value, error = reply
-    try:
-        return False, (flow.send(value) if error is None else flow.throw(error))
-    except StopIteration as stop:
-        return True, stop.value
+def _key(cache: Cache | None, call: Call, prompt_version: str | None) -> str | None:
+    """The call's cache key; ``None`` without a cache, or for a request that cannot be keyed (a miss, counted)."""
+    key = None if cache is None else cache.key(call, prompt_version)
+    if cache is not None and key is None:
+        _observe(False, cache)
+    return key
 
 
 def run_cached(cache: Cache | None, call: Call, prompt_version: str | None, policy: RetryPolicy,
                execute: Callable[[RetryPolicy | None], Result[Any]]) -> Result[Any]:
     """Run a structured call through ``cache`` (``None``: straight through). ``execute(policy)`` makes the call
     itself (``policy=None``: the wrapper's own retry policy)."""
-    key = None if cache is None else cache.key(call, prompt_version)
+    key = _key(cache, call, prompt_version)
     if cache is None or key is None:
-        if cache is not None:
-            _observe(False, cache)
         return execute(None)
     flow = _flow(cache, call, key, policy)
     reply: tuple[Any, Exception | None] = (None, None)
     while True:
-        finished, step = _advance(flow, reply)
+        finished, step = advance(flow, reply)
         if finished:
             return step  # type: ignore[no-any-return]
         try:
@@ -349,15 +347,13 @@ def _perform(step: _Step, execute: Callable[[RetryPolicy | None], Result[Any]]) 
 async def run_cached_async(cache: Cache | None, call: Call, prompt_version: str | None, policy: RetryPolicy,
                            execute: Callable[[RetryPolicy | None], Awaitable[Result[Any]]]) -> Result[Any]:
     """The async :func:`run_cached`: the same protocol; store calls run in threads, waits are ``asyncio.sleep``."""
-    key = None if cache is None else cache.key(call, prompt_version)
+    key = _key(cache, call, prompt_version)
     if cache is None or key is None:
-        if cache is not None:
-            _observe(False, cache)
         return await execute(None)
     flow = _flow(cache, call, key, policy)
     reply: tuple[Any, Exception | None] = (None, None)
     while True:
-        finished, step = _advance(flow, reply)
+        finished, step = advance(flow, reply)
         if finished:
             return step  # type: ignore[no-any-return]
         try:

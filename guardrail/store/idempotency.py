@@ -528,7 +528,7 @@ class Idempotency:
     def _drive(self, flow: _Flow[_T], execute: Callable[[], Any] | None) -> _T:
         reply: _Reply = (None, None)
         while True:
-            finished, step = _advance(flow, reply)
+            finished, step = advance(flow, reply)
             if finished:
                 return cast(_T, step)
             try:
@@ -548,7 +548,7 @@ class Idempotency:
     async def _adrive(self, flow: _Flow[_T], execute: Callable[[], Awaitable[Any]]) -> _T:
         reply: _Reply = (None, None)
         while True:
-            finished, step = _advance(flow, reply)
+            finished, step = advance(flow, reply)
             if finished:
                 return cast(_T, step)
             try:
@@ -579,9 +579,10 @@ class Idempotency:
 _Reply = tuple[Any, BaseException | None]
 
 
-def _advance(flow: _Flow[Any], reply: _Reply) -> tuple[bool, Any]:
+def advance(flow: Generator[Any, Any, Any], reply: tuple[Any, BaseException | None]) -> tuple[bool, Any]:
     """Feed the protocol the last operation's value (or throw its exception in); ``(True, result)`` when the
-    protocol finished, else ``(False, next operation)``. The one stepping rule both drivers share."""
+    protocol finished, else ``(False, next operation)``. The one stepping rule every driver of an I/O-free
+    protocol shares (these drivers, and the response cache's in :mod:`guardrail.call.cache`)."""
     value, error = reply
     try:
         return False, (flow.send(value) if error is None else flow.throw(error))
