@@ -80,6 +80,7 @@ __all__ = [
     "IdempotencyInFlight",
     "IdempotencyUnknown",
     "ResultNotStorable",
+    "advance",
 ]
 
 #: Default lease: how long a vanished runner blocks its key before callers hear "unknown".
