@@ -13,8 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Protocol, TypeVar
@@ -40,14 +39,21 @@ T = TypeVar("T")
 VALIDATION_CONTEXT: ContextVar[Any] = ContextVar("guardrail_validation_context", default=None)
 
 
-@contextmanager
-def validation_context(context: Any) -> Iterator[None]:
-    """Within the block, pydantic validators run by guardrail see ``context`` as ``info.context``."""
-    token = VALIDATION_CONTEXT.set(context)
-    try:
-        yield
-    finally:
-        VALIDATION_CONTEXT.reset(token)
+class validation_context:
+    """Within the block, pydantic validators run by guardrail see ``context`` as ``info.context``.
+
+    A class rather than a generator context manager: every answer the attempt loop reads enters one."""
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+
+    def __enter__(self) -> None:
+        self._token = VALIDATION_CONTEXT.set(self._context)
+
+    def __exit__(self, *exc: object) -> None:
+        VALIDATION_CONTEXT.reset(self._token)
 
 
 class ExactValidator(Protocol):

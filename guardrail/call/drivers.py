@@ -12,10 +12,9 @@ return the result.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import AbstractContextManager, aclosing, closing
 from typing import Any
 
@@ -26,7 +25,7 @@ from guardrail.call.engine import DEADLINE, Call, Received, Send, attempt_loop
 from guardrail.call.exchange import exchange_async, exchange_sync
 from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.errors import CallError
-from guardrail.observe.metrics import record_call, request
+from guardrail.observe.metrics import Request, record_call
 from guardrail.observe.target import Target, target_of
 from guardrail.observe.telemetry import call_span, finish_span
 from guardrail.outcome import Outcome, Partial, Result
@@ -63,7 +62,7 @@ async def run_async(call: Call, method: Callable[..., Awaitable[Any]], policy: R
 def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
                  previews: bool) -> Generator[Item, None, None]:
     """Run the loop, yielding previews of streamed answers (if ``previews``) and the result last."""
-    with _attempts(call, method, policy) as attempts:
+    with _Attempts(call, method, policy) as attempts:
         for effect in attempts:
             attempts.received = yield from _send_sync(method, _Tries(attempts, effect, previews), policy)
         yield attempts.result()
@@ -72,7 +71,7 @@ def iterate_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy, *,
 async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], policy: RetryPolicy, *,
                         previews: bool) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
-    with _attempts(call, method, policy) as attempts:
+    with _Attempts(call, method, policy) as attempts:
         for effect in attempts:
             async with aclosing(_send_async(method, _Tries(attempts, effect, previews), policy)) as sent:
                 async for item in sent:
@@ -84,18 +83,30 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], polic
 
 
 class _Attempts:
-    """The engine's attempt loop as an iterator of its :class:`Send` effects, for both drivers: a driver
-    performs each effect, sets :attr:`received` to what came back, and asks for the next; when the loop ends,
-    :meth:`result` is the result and the call's span is finished with it."""
+    """The engine's attempt loop as an iterator of its :class:`Send` effects, for both drivers, inside the
+    call's telemetry span (entering opens it): a driver performs each effect, sets :attr:`received` to what came
+    back, and asks for the next; when the loop ends, :meth:`result` is the result and the span is finished
+    with it. A call that fails finishes the span with its error."""
 
-    def __init__(self, call: Call, policy: RetryPolicy, span: Span, target: Target) -> None:
-        self.call, self.span, self.target = call, span, target
+    def __init__(self, call: Call, method: Callable[..., Any], policy: RetryPolicy) -> None:
+        self.call = call
+        self.target = target_of(method, call.endpoint.provider)
         self.deadline_at = _deadline(policy, call)
         self.sent_requests: list[dict[str, Any]] = []  # each attempt's keywords, for content capture
         self.received: Received | None = None
         self._result: Result[Any] | None = None
-        self._loop = attempt_loop(call)
+        self._span = _span(call, self.target)
         self._started = False
+
+    def __enter__(self) -> _Attempts:
+        self.span, trace_id = self._span.__enter__()
+        self._loop = attempt_loop(self.call, trace_id=trace_id, provider=self.target.provider)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> Any:
+        if isinstance(error, CallError):
+            self.finish(error.outcome, error)
+        return self._span.__exit__(kind, error, traceback)
 
     def result(self) -> Result[Any]:
         assert self._result is not None, "the attempt loop has not ended"
@@ -126,20 +137,6 @@ class _Attempts:
         finish_span(self.span, outcome, error, capture_content=self.call.settings.capture_content,
                     requests=self.sent_requests)
         record_call(self.target, outcome, error, outcome.value if isinstance(outcome, Result) else None)
-
-
-@contextlib.contextmanager
-def _attempts(call: Call, method: Callable[..., Any], policy: RetryPolicy) -> Iterator[_Attempts]:
-    """The attempt loop inside the call's telemetry span; a call that fails finishes the span with its error."""
-    target = target_of(method, call.endpoint.provider)
-    with _span(call, target) as (span, trace_id):
-        call = dataclasses.replace(call, trace_id=trace_id, provider=target.provider)
-        attempts = _Attempts(call, policy, span, target)
-        try:
-            yield attempts
-        except CallError as error:
-            attempts.finish(error.outcome, error)
-            raise
 
 
 def _span(call: Call, target: Target) -> AbstractContextManager[tuple[Span, str]]:
@@ -194,7 +191,8 @@ class _Previewer:
 
 
 class _Tries:
-    """The transport tries of one :class:`Send` (tenacity's retries): what both drivers count and conclude."""
+    """The transport tries of one :class:`Send` (the first, then tenacity's retries): what both drivers count
+    and conclude."""
 
     def __init__(self, attempts: _Attempts, effect: Send, previews: bool) -> None:
         self.call, self.effect, self.deadline_at = attempts.call, effect, attempts.deadline_at
@@ -233,41 +231,71 @@ class _Tries:
 
 
 def _send_sync(method: Callable[..., Any], tries: _Tries, policy: RetryPolicy) -> Generator[Partial, None, Received]:
+    try:  # the first try runs without tenacity: most calls need no other, and building the retry state costs
+        return (yield from _try_sync(method, tries))
+    except Exception as error:
+        failed: Exception | None = error
     try:
         for attempt in Retrying(**policy.tenacity_kwargs(tries.deadline_at)):
             with attempt:
-                kwargs = tries.kwargs()
-                if kwargs is None:
-                    return tries.out_of_time()
-                with request(tries.target, tries.call.model) as sent:  # the GenAI client metrics of this request
-                    completion = yield from exchange_sync(method, tries.call.endpoint, kwargs, **tries.exchange())
-                    sent.usage, sent.response_model = completion.usage, completion.model
+                if failed is not None:  # tenacity's first try is the failed one, judged as any other
+                    first, failed = failed, None
+                    raise first
+                received = yield from _try_sync(method, tries)
     except Exception as error:
         return tries.failed(error)
+    return received
+
+
+def _try_sync(method: Callable[..., Any], tries: _Tries) -> Generator[Partial, None, Received]:
+    """One HTTP try: its keywords (``out_of_time`` when none are left), the exchange, its GenAI client metrics."""
+    kwargs = tries.kwargs()
+    if kwargs is None:
+        return tries.out_of_time()
+    with Request(tries.target, tries.call.model) as sent:
+        completion = yield from exchange_sync(method, tries.call.endpoint, kwargs, **tries.exchange())
+        sent.usage, sent.response_model = completion.usage, completion.model
     return tries.received(completion)
 
 
 async def _send_async(method: Callable[..., Awaitable[Any]], tries: _Tries, policy: RetryPolicy
                       ) -> AsyncGenerator[Partial | Received, None]:
-    completion: Completion | None = None
+    failed: Exception | None = None
+    try:  # as in _send_sync: the first try without tenacity
+        async with aclosing(_try_async(method, tries)) as items:
+            async for item in items:
+                yield item
+        return
+    except Exception as error:
+        failed = error
     try:
         async for attempt in AsyncRetrying(**policy.tenacity_kwargs(tries.deadline_at)):
             with attempt:
-                kwargs = tries.kwargs()
-                if kwargs is None:
-                    yield tries.out_of_time()
-                    return
-                with request(tries.target, tries.call.model) as sent:  # the GenAI client metrics of this request
-                    async with aclosing(exchange_async(method, tries.call.endpoint, kwargs,
-                                                       **tries.exchange())) as items:
-                        async for item in items:
-                            if isinstance(item, Completion):
-                                completion = item
-                                sent.usage, sent.response_model = item.usage, item.model
-                            else:
-                                yield item
+                if failed is not None:
+                    first, failed = failed, None
+                    raise first
+                async with aclosing(_try_async(method, tries)) as items:
+                    async for item in items:
+                        yield item
     except Exception as error:
         yield tries.failed(error)
+
+
+async def _try_async(method: Callable[..., Awaitable[Any]], tries: _Tries
+                     ) -> AsyncGenerator[Partial | Received, None]:
+    """The async twin of :func:`_try_sync`; the :class:`Received` is its last item."""
+    kwargs = tries.kwargs()
+    if kwargs is None:
+        yield tries.out_of_time()
         return
+    completion: Completion | None = None
+    with Request(tries.target, tries.call.model) as sent:
+        async with aclosing(exchange_async(method, tries.call.endpoint, kwargs, **tries.exchange())) as items:
+            async for item in items:
+                if isinstance(item, Completion):
+                    completion = item
+                    sent.usage, sent.response_model = item.usage, item.model
+                else:
+                    yield item
     assert completion is not None
     yield tries.received(completion)

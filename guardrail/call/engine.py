@@ -96,15 +96,11 @@ class Call:
     aliases: Mapping[str, str] | None = None
     budget: Budget | None = None
     settings: Settings = field(default_factory=Settings)
-    trace_id: str = ""
     #: The SDK client's own request timeout in seconds, if it has one (the deadline only ever shortens it).
     timeout: float | None = None
     #: Semantic rules run on every validated answer, with the call's runtime ``context``.
     rules: tuple[Rule, ...] = ()
     context: Mapping[str, Any] = field(default_factory=dict)
-    #: ``gen_ai.provider.name`` as telemetry and pricing see it (``azure.ai.openai`` for an Azure OpenAI
-    #: client; set by the driver); empty: the endpoint's own.
-    provider: str = ""
 
     @property
     def model(self) -> str:
@@ -140,9 +136,14 @@ Loop = Generator[Send, Received, Result[Any]]
 DEADLINE = "deadline"
 
 
-def attempt_loop(call: Call) -> Loop:
-    """The attempt loop (see module docstring); returns the :class:`Result` or raises a :class:`CallError`."""
-    state = _State(call)
+def attempt_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop:
+    """The attempt loop (see module docstring); returns the :class:`Result` or raises a :class:`CallError`.
+
+    ``trace_id`` is the call's (its span's) and ``provider`` its ``gen_ai.provider.name`` as telemetry and
+    pricing see it (``azure.ai.openai`` for an Azure OpenAI client); the driver knows both once the span is
+    open. An empty ``provider`` means the endpoint's own.
+    """
+    state = _State(call, trace_id, provider or call.endpoint.provider)
     while True:
         plan = state.plan()
         max_tokens = state.output_limit()
@@ -171,8 +172,8 @@ _NONE: Any = object()
 class _State:
     """The mutable state of one call's loop; each method is one decision."""
 
-    def __init__(self, call: Call) -> None:
-        self.call = call
+    def __init__(self, call: Call, trace_id: str, provider: str) -> None:
+        self.call, self.trace_id, self.provider = call, trace_id, provider
         self.started = time.monotonic()
         self.plan_index = 0
         self.history: list[Exchange] = []
@@ -214,7 +215,7 @@ class _State:
         answered each) at the model's dearer per-token rate; unlimited without ``max_usd``."""
         if budget.max_usd is None:
             return float("inf")
-        provider = self.call.provider or self.call.endpoint.provider
+        provider = self.provider
         rate = cost.usd_per_token(provider, self.call.model)  # PriceUnknown / MissingExtra before any request
         spent = self.outcome().cost_usd
         if spent is None:  # an answering model the table does not price: the cap cannot be kept
@@ -237,7 +238,7 @@ class _State:
         attempt = _replace(attempt, **changes)
         self.attempts.append(attempt)
         self.usage = self.usage + attempt.usage
-        log.info("guardrail.attempt", trace_id=self.call.trace_id, attempt=attempt.number, mode=attempt.mode,
+        log.info("guardrail.attempt", trace_id=self.trace_id, attempt=attempt.number, mode=attempt.mode,
                  finish_reason=attempt.finish_reason, error=attempt.error_kind, fixes=len(attempt.fixes),
                  input_tokens=attempt.usage.input_tokens, output_tokens=attempt.usage.output_tokens,
                  vendor_calls=attempt.vendor_calls)
@@ -253,7 +254,7 @@ class _State:
             if self.plan_index + 1 < len(self.call.plans):
                 self.plan_index += 1
                 self.history.clear()  # replies in the old mode cannot be replayed in the new one
-                log.info("guardrail.mode_fallback", trace_id=self.call.trace_id,
+                log.info("guardrail.mode_fallback", trace_id=self.trace_id,
                          to=self.call.plans[self.plan_index].mode, reason=failure.message)
                 return
         error: CallError
@@ -394,10 +395,8 @@ class _State:
 
     def outcome(self) -> Outcome:
         plan = self.call.plans[self.plan_index]
-        return Outcome(self.call.provider or self.call.endpoint.provider, self.call.model, plan.mode,
-                       tuple(self.attempts), self.usage,
-                       self.call.trace_id, time.monotonic() - self.started, self.call.contract.schema_hash,
-                       plan.report)
+        return Outcome(self.provider, self.call.model, plan.mode, tuple(self.attempts), self.usage, self.trace_id,
+                       time.monotonic() - self.started, self.call.contract.schema_hash, plan.report)
 
 
 def _feedback(problems: str, fixes: list[Fix]) -> str:
@@ -413,6 +412,8 @@ _MAX_SLIPS = 10
 
 
 def _replace(attempt: Attempt, **changes: Any) -> Attempt:
+    if all(getattr(attempt, name) is value for name, value in changes.items()):
+        return attempt  # the common case: a clean answer recorded with no fixes
     fields = {name: getattr(attempt, name) for name in Attempt.__dataclass_fields__}
     fields.update(changes)
     return Attempt(**fields)

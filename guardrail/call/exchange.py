@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from guardrail.call.reading import HEAD_BYTES, Reading, Show, deadline_passed
@@ -50,19 +50,38 @@ def _streaming_create(method: Callable[..., Any]) -> Callable[..., Any] | None:
 
 
 class _Direct:
-    """Stands in for the SDK's raw response when the method has no ``with_streaming_response``: the SDK has
-    already read a plain answer; a stream keeps its own ``response``."""
+    """Stands in for the SDK's raw response when the method has no ``with_streaming_response``: the SDK reads
+    a plain answer itself; a stream keeps its own ``response`` and is closed on leaving. Sync only: the
+    async exchange awaits the method and wraps its value in :class:`_AsyncDirect`."""
 
-    def __init__(self, value: Any) -> None:
-        self.value = value
-        self.http_response = getattr(value, "response", None)
+    def __init__(self, method: Callable[..., Any], kwargs: dict[str, Any], stream: bool) -> None:
+        self._call, self._stream = (method, kwargs), stream
+        self.value: Any = None
+        self.http_response: Any = None
+
+    def __enter__(self) -> _Direct:
+        method, kwargs = self._call
+        self.value = method(**kwargs)
+        self.http_response = getattr(self.value, "response", None)
+        if self._stream and hasattr(self.value, "__enter__"):
+            self.value.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> Any:
+        if self._stream and hasattr(self.value, "__exit__"):
+            return self.value.__exit__(kind, error, traceback)
+        return None
 
     def parse(self) -> Any:
         return self.value
 
 
-class _AsyncDirect(_Direct):
-    """:class:`_Direct` for an async method (its ``parse`` is awaited, as the SDK's async one is)."""
+class _AsyncDirect:
+    """:class:`_Direct` for an async method's value (its ``parse`` is awaited, as the SDK's async one is)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.http_response = getattr(value, "response", None)
 
     async def parse(self) -> Any:
         return self.value
@@ -78,26 +97,24 @@ def _raw_create(method: Callable[..., Any], stream: bool) -> Callable[..., Any] 
     return _streaming_create(method)
 
 
-@contextlib.contextmanager
-def _open_sync(method: Callable[..., Any], kwargs: dict[str, Any], stream: bool) -> Iterator[Any]:
-    streaming = _raw_create(method, stream)
-    if streaming is None:
-        value = method(**kwargs)
-        with value if stream and hasattr(value, "__enter__") else contextlib.nullcontext():
-            yield _Direct(value)
-        return
-    with streaming(**kwargs) as response:
-        yield response
+class _Opened:
+    """The try's raw response as a context manager: entering sends the request (with the watchdog's hooks
+    reporting to ``cut`` while the SDK sends and reads the headers, and only then: the context variable must
+    not stay set across the exchange's ``yield``); leaving closes the response."""
 
+    __slots__ = ("_cut", "_manager")
 
-@contextlib.contextmanager
-def _open_watched(method: Callable[..., Any], kwargs: dict[str, Any], stream: bool, cut: Cut) -> Iterator[Any]:
-    """:func:`_open_sync` with the hooks reporting to ``cut`` while the SDK sends and reads (only then: the
-    context variable must not stay set across the exchange's ``yield``)."""
-    with contextlib.ExitStack() as stack:
-        with watching(cut):
-            response = stack.enter_context(_open_sync(method, kwargs, stream))
-        yield response
+    def __init__(self, method: Callable[..., Any], kwargs: dict[str, Any], stream: bool, cut: Cut) -> None:
+        streaming = _raw_create(method, stream)
+        self._manager: Any = streaming(**kwargs) if streaming is not None else _Direct(method, kwargs, stream)
+        self._cut = cut
+
+    def __enter__(self) -> Any:
+        with watching(self._cut):
+            return self._manager.__enter__()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> Any:
+        return self._manager.__exit__(kind, error, traceback)
 
 
 def _hook(method: Callable[..., Any]) -> None:
@@ -126,7 +143,7 @@ def exchange_sync(method: Callable[..., Any], endpoint: Endpoint, kwargs: dict[s
         _hook(method)
         alarm = arm(deadline_at, cut)
     try:
-        with _open_watched(method, kwargs, stream, cut) as response:
+        with _Opened(method, kwargs, stream, cut) as response:
             http = response.http_response
             if http is not None:
                 cut.attach(getattr(http, "extensions", {}).get("network_stream"))

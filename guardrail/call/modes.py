@@ -19,6 +19,7 @@ that can carry the contract. A 400 for the schema at run time moves the call to 
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import OrderedDict
@@ -68,8 +69,11 @@ PROFILES: tuple[tuple[str, str, Capabilities], ...] = (
 )
 
 
+@functools.lru_cache(maxsize=1024)
 def capabilities(provider: str, model: str) -> Capabilities:
-    """The capability profile for ``model`` at ``provider`` (unknown models get the provider's newest)."""
+    """The capability profile for ``model`` at ``provider`` (unknown models get the provider's newest).
+
+    Cached: it matches the model name against every profile's pattern, and a program uses a few models."""
     for name, pattern, caps in PROFILES:
         if name == provider and re.match(pattern, model or ""):
             return caps

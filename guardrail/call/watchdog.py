@@ -36,7 +36,7 @@ import threading
 import time
 import types
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 
@@ -72,6 +72,10 @@ class Alarm:
             self.fired = True
             with contextlib.suppress(Exception):  # a failing action must not kill the watchdog thread
                 self._action()
+
+
+#: The longest single wait of the watchdog thread (seconds); it re-checks the heap after each.
+_MAX_WAIT = 3600.0
 
 
 class _Watchdog:
@@ -111,7 +115,9 @@ class _Watchdog:
         while True:
             with self._wake:
                 while not self._heap or self._heap[0][0] > time.monotonic():
-                    self._wake.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
+                    # a far deadline (a huge or infinite timeout) waits in bounded steps: the platform's
+                    # timed wait overflows past time_t, which would kill this thread
+                    self._wake.wait(None if not self._heap else min(self._heap[0][0] - time.monotonic(), _MAX_WAIT))
                 _, _, alarm = heapq.heappop(self._heap)
             alarm.ring()
 
@@ -186,14 +192,21 @@ _FRAMES = 6
 _SENDERS = frozenset({"handle_request", "_send_request_headers", "_send_event"})
 
 
-@contextlib.contextmanager
-def watching(cut: Cut) -> Iterator[None]:
-    """While inside, the installed hooks report this thread's (context's) connections to ``cut``."""
-    token = _CURRENT.set(cut)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
+class watching:
+    """While inside, the installed hooks report this thread's (context's) connections to ``cut``.
+
+    A class rather than a generator context manager: it is entered on every HTTP try."""
+
+    __slots__ = ("_cut", "_token")
+
+    def __init__(self, cut: Cut) -> None:
+        self._cut = cut
+
+    def __enter__(self) -> None:
+        self._token = _CURRENT.set(self._cut)
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.reset(self._token)
 
 
 def install_hooks(http_client: Any) -> bool:

@@ -54,9 +54,6 @@ attribute values are low-cardinality: no ids, no content.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import metrics
@@ -66,7 +63,7 @@ from guardrail.observe import cost
 from guardrail.observe.target import Target
 from guardrail.outcome import Outcome, Usage
 
-__all__ = ["Request", "cache_lookup", "chain_result", "is_empty", "record_call", "request", "tool_denied"]
+__all__ = ["Request", "cache_lookup", "chain_result", "collecting", "is_empty", "record_call", "tool_denied"]
 
 #: Bucket boundaries the GenAI conventions advise for the two client histograms.
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
@@ -104,50 +101,46 @@ _cache = _meter.create_counter("guardrail.cache.lookups", unit="{lookup}", descr
 
 
 # -- per HTTP request ----------------------------------------------------------------------------------------
-@dataclass(slots=True)
 class Request:
-    """One HTTP request in flight; the driver sets what came back (:func:`request`)."""
+    """One HTTP request in flight, as a context manager: ``with Request(target, model) as sent:`` times it and,
+    when it ends, records the GenAI client metrics for it (see the module docstring). The body sets ``usage``
+    and ``response_model`` from the completion. Nothing is recorded when ``target`` is already instrumented or
+    no meter provider is configured (there is nothing to record into)."""
 
-    usage: Usage | None = None
-    response_model: str | None = None
-    started: float = field(default_factory=time.monotonic)
+    __slots__ = ("model", "response_model", "started", "target", "usage")
 
+    def __init__(self, target: Target, model: str) -> None:
+        self.target, self.model = target, model
+        self.usage: Usage | None = None
+        self.response_model: str | None = None
+        self.started = time.monotonic()
 
-@contextmanager
-def request(target: Target, model: str) -> Iterator[Request]:
-    """Time one HTTP request and record the GenAI client metrics for it when it ends (see the module
-    docstring); records nothing when ``target`` is already instrumented. The body sets ``usage`` and
-    ``response_model`` on the yielded :class:`Request` from the completion."""
-    sent = Request()
-    error: str | None = None
-    try:
-        yield sent
-    except GeneratorExit:
-        error = "cancelled"
-        raise
-    except BaseException as failure:
-        error = "cancelled" if type(failure).__name__ == "CancelledError" else type(failure).__name__
-        raise
-    finally:
-        if not target.instrumented:
-            _record_request(target, model, sent, error)
+    def __enter__(self) -> Request:
+        return self
 
-
-def _record_request(target: Target, model: str, sent: Request, error: str | None) -> None:
-    attributes = {"gen_ai.operation.name": "chat", **target.attributes(), "gen_ai.request.model": model}
-    if sent.response_model:
-        attributes["gen_ai.response.model"] = sent.response_model
-    if error is not None:
-        attributes["error.type"] = error
-    _operation_duration.record(max(0.0, time.monotonic() - sent.started), attributes)
-    if sent.usage is not None and error is None:
-        _token_usage.record(sent.usage.input_tokens, {**attributes, "gen_ai.token.type": "input"})
-        _token_usage.record(sent.usage.output_tokens, {**attributes, "gen_ai.token.type": "output"})
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> None:
+        if self.target.instrumented or not collecting():
+            return
+        failed: str | None = None
+        if kind is not None:
+            failed = "cancelled" if kind is GeneratorExit or kind.__name__ == "CancelledError" else kind.__name__
+        attributes = {"gen_ai.operation.name": "chat", **self.target.attributes(), "gen_ai.request.model": self.model}
+        if self.response_model:
+            attributes["gen_ai.response.model"] = self.response_model
+        if failed is not None:
+            attributes["error.type"] = failed
+        _operation_duration.record(max(0.0, time.monotonic() - self.started), attributes)
+        if self.usage is not None and failed is None:
+            _token_usage.record(self.usage.input_tokens, {**attributes, "gen_ai.token.type": "input"})
+            _token_usage.record(self.usage.output_tokens, {**attributes, "gen_ai.token.type": "output"})
 
 
 # -- per call ------------------------------------------------------------------------------------------------
 def record_call(target: Target, outcome: Outcome, error: BaseException | None, value: Any = None) -> None:
-    """guardrail's counters for one finished structured call, all read from its :class:`Outcome`."""
+    """guardrail's counters for one finished structured call, all read from its :class:`Outcome` (nothing to do
+    when no meter provider is configured)."""
+    if not collecting():
+        return
     base = {"gen_ai.provider.name": target.provider, "gen_ai.request.model": outcome.model,
             "guardrail.mode": outcome.mode}
     duration = dict(base)
@@ -184,15 +177,15 @@ def _record_end(base: dict[str, Any], outcome: Outcome, error: BaseException | N
         _gave_up.add(1, {**base, "guardrail.gave_up.reason": str(getattr(error, "kind", "") or "attempts")})
     elif error is None and is_empty(value):
         _empty.add(1, base)
-    if outcome.attempts and _collecting() and cost.available():  # pricing costs time: only when collected
+    if outcome.attempts and cost.available():  # pricing costs time: only when collected
         spent = outcome.cost_usd
         if spent:
             _cost.add(spent, base)
 
 
-def _collecting() -> bool:
+def collecting() -> bool:
     """Whether the application configured a meter provider (the API's default proxy, or an explicit no-op
-    provider, records nothing)."""
+    provider, records nothing). Checked per call, so a provider set after import counts at once."""
     provider = metrics.get_meter_provider()
     return not isinstance(provider, metrics.NoOpMeterProvider) and type(provider).__name__ != "_ProxyMeterProvider"
 

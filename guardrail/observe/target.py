@@ -17,7 +17,9 @@ already instrumented by OpenTelemetry.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,15 +53,34 @@ class Target:
 
 
 def target_of(method: Callable[..., Any], provider: str) -> Target:
-    """The :class:`Target` of a bound SDK ``create`` method (``provider``: the endpoint's provider name)."""
+    """The :class:`Target` of a bound SDK ``create`` method (``provider``: the endpoint's provider name).
+
+    Remembered per SDK resource while what it depends on stays the same object (the method's class attribute,
+    which an instrumentation replaces, the streaming twin, the client's ``base_url``): a call pays a lookup.
+    """
     resource = getattr(method, "__self__", None)
+    if resource is None:  # a plain function (the raw-response flavor's): nothing to learn a server from
+        return Target(provider, instrumented=instrumented(method))
+    name = getattr(method, "__name__", "create")
     client = getattr(resource, "_client", None)
+    streaming = getattr(getattr(resource, "with_streaming_response", None), name, None)
+    key = (provider, name, getattr(type(resource), name, None), streaming, getattr(client, "base_url", None))
+    try:
+        known = _TARGETS.get(resource)
+    except TypeError:  # not weak-referenceable
+        known = None
+    if known is not None and known[0] == key:
+        return known[1]
     if provider == "openai" and _is_azure(client):
         provider = AZURE_OPENAI
-    address, port = _server(getattr(client, "base_url", None))
-    streaming = getattr(getattr(resource, "with_streaming_response", None), getattr(method, "__name__", "create"),
-                        None)
-    return Target(provider, address, port, instrumented(method) or instrumented(streaming))
+    address, port = _server(key[-1])
+    target = Target(provider, address, port, instrumented(method) or instrumented(streaming))
+    with contextlib.suppress(TypeError):
+        _TARGETS[resource] = (key, target)
+    return target
+
+
+_TARGETS: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], Target]] = weakref.WeakKeyDictionary()
 
 
 def instrumented(function: Any) -> bool:

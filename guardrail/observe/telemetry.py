@@ -16,9 +16,9 @@ an id to search logs by.
 
 from __future__ import annotations
 
-import uuid
+import random
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from opentelemetry import trace
@@ -34,13 +34,51 @@ log = get_logger("guardrail")
 _tracer = trace.get_tracer("guardrail")
 
 
-@contextmanager
-def call_span(target: Target, model: str, *, temperature: float | None = None,
-              max_tokens: int | None = None) -> Iterator[tuple[Span, str]]:
-    """Open the call's span; yields it and the trace id (the span's, or a random one when tracing is off).
+def tracing() -> bool:
+    """Whether the application configured a tracer provider. Without one (the API's default proxy, or the
+    explicit no-op provider) every span is a no-op, so a call opens none and only reads the current trace id."""
+    return not isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
-    ``temperature`` and ``max_tokens`` are what the caller's request set (the endpoint reads them)."""
-    provider = target.provider
+
+def random_trace_id() -> str:
+    """A trace id (32 hex digits) for a call no tracing gave one, so its logs and errors can still be joined."""
+    return f"{random.getrandbits(128):032x}"
+
+
+def call_span(target: Target, model: str, *, temperature: float | None = None,
+              max_tokens: int | None = None) -> AbstractContextManager[tuple[Span, str]]:
+    """The call's span as a context manager; entering yields it and the trace id (the span's, or a random one
+    when tracing is off).
+
+    ``temperature`` and ``max_tokens`` are what the caller's request set (the endpoint reads them). Without a
+    tracer provider no span is opened (it would be a no-op): the span given is the invalid one, and the trace
+    id the current context's when it has one (a propagated parent), else a random one."""
+    if not tracing():
+        return _Untraced(target.provider, model)
+    return _traced(target, model, temperature, max_tokens)
+
+
+class _Untraced:
+    """:func:`call_span` without tracing: no span, only the trace id and the start event."""
+
+    __slots__ = ("model", "provider")
+
+    def __init__(self, provider: str, model: str) -> None:
+        self.provider, self.model = provider, model
+
+    def __enter__(self) -> tuple[Span, str]:
+        current = trace.get_current_span().get_span_context()
+        trace_id = format(current.trace_id, "032x") if current.is_valid else random_trace_id()
+        log.info("guardrail.call.start", trace_id=trace_id, provider=self.provider, model=self.model)
+        return trace.INVALID_SPAN, trace_id
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@contextmanager
+def _traced(target: Target, model: str, temperature: float | None, max_tokens: int | None
+            ) -> Iterator[tuple[Span, str]]:
     attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", **target.attributes(),
                                   "gen_ai.request.model": model, "gen_ai.output.type": "json"}
     if temperature is not None:
@@ -50,8 +88,8 @@ def call_span(target: Target, model: str, *, temperature: float | None = None,
     with _tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes,
                                        record_exception=False, set_status_on_exception=False) as span:
         context = span.get_span_context()
-        trace_id = format(context.trace_id, "032x") if context.is_valid else uuid.uuid4().hex
-        log.info("guardrail.call.start", trace_id=trace_id, provider=provider, model=model)
+        trace_id = format(context.trace_id, "032x") if context.is_valid else random_trace_id()
+        log.info("guardrail.call.start", trace_id=trace_id, provider=target.provider, model=model)
         yield span, trace_id
 
 
@@ -59,6 +97,17 @@ def finish_span(span: Span, outcome: Outcome, error: BaseException | None, *, ca
                 requests: Sequence[Mapping[str, Any]] = ()) -> None:
     """Put the outcome on the span and log the call's end; ``requests`` are the SDK keywords each attempt
     sent (for content capture)."""
+    if span.is_recording():
+        _describe(span, outcome, error, capture_content, requests)
+    log.info("guardrail.call.end", trace_id=outcome.trace_id, provider=outcome.provider, model=outcome.model,
+             mode=outcome.mode, attempts=len(outcome.attempts), vendor_calls=outcome.vendor_calls,
+             input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
+             seconds=round(outcome.seconds, 4), error=type(error).__name__ if error else None)
+
+
+def _describe(span: Span, outcome: Outcome, error: BaseException | None, capture_content: bool,
+              requests: Sequence[Mapping[str, Any]]) -> None:
+    """The outcome's attributes, content events and status on a recording span."""
     reasons = [a.finish_reason for a in outcome.attempts if a.finish_reason]
     last = outcome.attempts[-1] if outcome.attempts else None
     usage = outcome.usage
@@ -80,7 +129,7 @@ def finish_span(span: Span, outcome: Outcome, error: BaseException | None, *, ca
         attributes["gen_ai.response.model"] = answered.response_model
     if answered is not None and answered.response_id:
         attributes["gen_ai.response.id"] = answered.response_id
-    if span.is_recording() and cost.available():  # priced only when someone records it
+    if cost.available():  # priced only when someone records it
         spent = outcome.cost_usd
         if spent is not None:
             attributes["guardrail.cost.usd"] = spent
@@ -91,10 +140,6 @@ def finish_span(span: Span, outcome: Outcome, error: BaseException | None, *, ca
     if error is not None:
         span.set_attribute("error.type", type(error).__name__)
         span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:200]))
-    log.info("guardrail.call.end", trace_id=outcome.trace_id, provider=outcome.provider, model=outcome.model,
-             mode=outcome.mode, attempts=len(outcome.attempts), vendor_calls=outcome.vendor_calls,
-             input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
-             seconds=round(outcome.seconds, 4), error=type(error).__name__ if error else None)
 
 
 @contextmanager
