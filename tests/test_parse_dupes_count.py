@@ -147,3 +147,67 @@ def test_a_model_validator_adding_fields_cannot_hide_a_repeat() -> None:
     with pytest.raises(ParseError) as error:
         guardrail.parse(text, Injecting)
     assert error.value.kind == "ambiguous"
+
+
+#: Strings full of colons (timestamps, URLs, "key: value" notes) and non-ASCII, written raw or escaped.
+colon_text = st.text(alphabet=st.sampled_from(["a", ":", "é", "한", " ", "/"]), max_size=6)
+colon_items = st.builds(dict, sku=colon_text, quantity=st.integers(0, 9),
+                        note=st.one_of(st.none(), colon_text))
+colon_orders = st.builds(dict, order_id=colon_text, items=st.lists(colon_items, max_size=3))
+
+
+def _dump(value: Any, choice: int, ascii_only: bool) -> tuple[str, bool]:
+    """Like :func:`_repeat_one_key`, with strings written raw (``ascii_only=False``) or with escapes."""
+    counter = [0]
+
+    def dump(v: Any) -> str:
+        if isinstance(v, dict):
+            members = [f"{json.dumps(k)}: {dump(x)}" for k, x in v.items()]
+            if members and counter[0] == choice:
+                members.append(members[0])
+            counter[0] += 1
+            return "{" + ", ".join(members) + "}"
+        if isinstance(v, list):
+            return "[" + ", ".join(dump(x) for x in v) + "]"
+        return json.dumps(v, ensure_ascii=ascii_only)
+
+    text = dump(value)
+    return text, counter[0] > choice
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=colon_orders, choice=st.integers(0, 5), ascii_only=st.booleans())
+def test_colons_in_strings_never_clear_a_repeat(value: dict[str, Any], choice: int, ascii_only: bool) -> None:
+    text, repeated = _dump(value, choice, ascii_only)
+    validated = Order.model_validate_json(text, strict=True)
+    assert repeated == _has_repeat(text)
+    assert may_repeat_key(text, validated, Order) == repeated
+    if not repeated and "\\u" not in text:  # written raw: counting alone clears it, however many colons
+        counter = counter_for(Order, strings=True)
+        assert counter is not None and counter(validated) == text.count(":")
+
+
+@pytest.mark.parametrize("text", [
+    # the losing copy's value holds a written colon; the winning copy's an escaped one
+    '{"order_id": "a:b", "order_id": "\\u003a\\u003a", "items": []}',
+    '{"order_id": "x", "order_id": "\\u003a", "items": []}',
+    '{"order_id": "x", "items": [{"sku": "s", "quantity": 1, "sku": "\\u003a"}]}',
+    '{"order_id": "x:", "items": [], "order_id": "y"}',
+])
+def test_an_escaped_colon_cannot_stand_in_for_a_repeated_member(text: str) -> None:
+    validated = Order.model_validate_json(text, strict=True)
+    assert _has_repeat(text)
+    assert may_repeat_key(text, validated, Order)
+
+
+def test_a_clean_text_with_timestamps_and_urls_is_cleared_by_counting_alone() -> None:
+    """Counting the colons of string values clears the common case (times, URLs) without a full parse."""
+    value = {"order_id": "2026-12-01T10:00:00Z", "items": [{"sku": "https://x.example/a:b", "quantity": 1,
+                                                            "note": "note: fragile"}]}
+    text = json.dumps(value, ensure_ascii=False)
+    counter = counter_for(Order, strings=True)
+    assert counter is not None
+    assert counter(Order.model_validate_json(text)) == text.count(":")
+    fields_only = counter_for(Order)
+    assert fields_only is not None and fields_only(Order.model_validate_json(text)) < text.count(":")
+    assert not may_repeat_key(text, Order.model_validate_json(text), Order)

@@ -15,6 +15,7 @@ from helpers import (
     APIS,
     PRINTER_GOOD,
     PRINTER_TICKET,
+    LooseTicket,
     RecordingRetry,
     Ticket,
     api_method,
@@ -25,7 +26,9 @@ from helpers import (
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardrail.errors import VendorUnavailable
+import guardrail
+from guardrail.call.retry import RetryPolicy
+from guardrail.errors import ConfigError, VendorUnavailable
 from guardrail.testing import Emulator, reply
 from guardrail.vendors.failures import SNIPPET_CHARS, BadResponse, StreamError, classify, retry_after, snippet
 
@@ -179,3 +182,35 @@ def test_a_retry_after_past_the_deadline_gives_up_at_once(emu: Emulator, api: st
         api_method(wrapped_client(emu, api, retry=policy), api).create(response_model=Ticket, **printer_args(api))
     assert caught.value.status == 429
     assert policy.waits == [] and len(emu.requests) == 1  # the 5 s wait was never started
+
+
+@pytest.mark.parametrize("deadline", [0, -1.5, float("nan")])
+def test_a_deadline_must_be_a_positive_number_of_seconds(deadline: float) -> None:
+    with pytest.raises(ConfigError, match="positive number of seconds"):
+        RetryPolicy(deadline=deadline)
+
+
+def test_an_infinite_deadline_or_timeout_sets_none() -> None:
+    """An infinite deadline could only be armed as an alarm that never rings; it is no deadline instead."""
+    assert RetryPolicy(deadline=float("inf")).deadline_seconds(30.0) is None
+    assert RetryPolicy().deadline_seconds(float("inf")) is None
+    assert RetryPolicy().deadline_seconds(30.0) == 30.0
+    assert RetryPolicy(deadline=5).deadline_seconds(None) == 5.0
+
+
+def test_the_first_try_is_judged_by_tenacity_like_every_other(emu: Emulator) -> None:
+    """The first HTTP try runs outside tenacity (most calls need no other); a failed one is handed to tenacity
+    as its first attempt, so the waits and the count of tries are exactly those of the policy."""
+    emu.script(reply.server_error(503), reply.server_error(503), reply.answer('{"urgency": 1, "summary": "s"}'))
+    policy = RecordingRetry(max_tries=3, initial_wait=0.001, max_wait=0.01, deadline=10)
+    client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="k", max_retries=0), retry=policy)
+    result = client.chat.completions.create_with_result(model="gpt-4o", messages=[{"role": "user", "content": "u"}],
+                                                        response_model=LooseTicket)
+    assert result.value.urgency == 1
+    assert result.vendor_calls == 3 and len(emu.requests) == 3
+    assert len(policy.waits) == 2  # a wait before the second try and before the third, none after the answer
+    emu.script(reply.server_error(503), reply.server_error(503), reply.server_error(503), reply.answer("{}"))
+    with pytest.raises(VendorUnavailable, match="after 3 tries"):
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "u"}],
+                                       response_model=LooseTicket)
+    assert len(emu.requests) == 6  # the fourth reply was never asked for

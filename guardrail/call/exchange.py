@@ -28,7 +28,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from typing import Any, TypeVar
 
 from guardrail.call.reading import HEAD_BYTES, Reading, Show, deadline_passed
-from guardrail.call.watchdog import Alarm, Cut, arm, install_hooks, watching
+from guardrail.call.watchdog import Alarm, Cut, arm
 from guardrail.observe.target import instrumented
 from guardrail.outcome import Partial
 from guardrail.vendors.base import Completion, Endpoint
@@ -98,29 +98,19 @@ def _raw_create(method: Callable[..., Any], stream: bool) -> Callable[..., Any] 
 
 
 class _Opened:
-    """The try's raw response as a context manager: entering sends the request (with the watchdog's hooks
-    reporting to ``cut`` while the SDK sends and reads the headers, and only then: the context variable must
-    not stay set across the exchange's ``yield``); leaving closes the response."""
+    """The try's raw response as a context manager: entering sends the request, leaving closes the response."""
 
-    __slots__ = ("_cut", "_manager")
+    __slots__ = ("_manager",)
 
-    def __init__(self, method: Callable[..., Any], kwargs: dict[str, Any], stream: bool, cut: Cut) -> None:
+    def __init__(self, method: Callable[..., Any], kwargs: dict[str, Any], stream: bool) -> None:
         streaming = _raw_create(method, stream)
         self._manager: Any = streaming(**kwargs) if streaming is not None else _Direct(method, kwargs, stream)
-        self._cut = cut
 
     def __enter__(self) -> Any:
-        with watching(self._cut):
-            return self._manager.__enter__()
+        return self._manager.__enter__()
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> Any:
         return self._manager.__exit__(kind, error, traceback)
-
-
-def _hook(method: Callable[..., Any]) -> None:
-    """Let the watchdog learn this SDK client's connections (see :mod:`guardrail.call.watchdog`)."""
-    sdk = getattr(getattr(method, "__self__", None), "_client", None)
-    install_hooks(getattr(sdk, "_client", None))
 
 
 def _head_sync(http: Any) -> bytes:
@@ -140,10 +130,9 @@ def exchange_sync(method: Callable[..., Any], endpoint: Endpoint, kwargs: dict[s
     cut = Cut()
     if deadline_at is not None:
         # armed before sending: the SDK reads the headers, and an error status's whole body, before it returns
-        _hook(method)
         alarm = arm(deadline_at, cut)
     try:
-        with _Opened(method, kwargs, stream, cut) as response:
+        with _Opened(method, kwargs, stream) as response:
             http = response.http_response
             if http is not None:
                 cut.attach(getattr(http, "extensions", {}).get("network_stream"))
@@ -165,7 +154,9 @@ def exchange_sync(method: Callable[..., Any], endpoint: Endpoint, kwargs: dict[s
                 except Exception as error:
                     raise reading.failed(error, "a stream event") from error
                 if (snapshot := reading.event(event)) is not None:
+                    cut.pause()  # while the preview is out, this thread runs the consumer's code, not the try
                     yield snapshot
+                    cut.follow()
             if alarm is not None and alarm.fired:  # a connection closed at the deadline may look like an end
                 raise deadline_passed()
             return reading.end()

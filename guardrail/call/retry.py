@@ -15,6 +15,7 @@ the SDK itself would let finish; a number sets it, ``None`` removes it.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -52,12 +53,16 @@ class RetryPolicy:
             raise ConfigError("max_tries must be at least 1")
         if isinstance(self.deadline, str) and self.deadline != CLIENT_TIMEOUT:
             raise ConfigError(f"deadline must be seconds, {CLIENT_TIMEOUT!r} or None, not {self.deadline!r}")
+        if isinstance(self.deadline, (int, float)) and not self.deadline > 0:  # NaN fails this too
+            raise ConfigError(f"deadline must be a positive number of seconds (None: none), not {self.deadline!r}")
 
     def deadline_seconds(self, timeout: float | None) -> float | None:
-        """The call's deadline in seconds, given the client's (or the call's) timeout in seconds."""
-        if self.deadline == CLIENT_TIMEOUT:
-            return timeout
-        return None if self.deadline is None else float(self.deadline)
+        """The call's deadline in seconds, given the client's (or the call's) timeout in seconds; ``None`` for
+        none (an infinite or NaN timeout sets none either)."""
+        seconds = timeout if self.deadline == CLIENT_TIMEOUT else self.deadline
+        if seconds is None or isinstance(seconds, str) or not math.isfinite(seconds):
+            return None
+        return float(seconds)
 
     def tenacity_kwargs(self, deadline_at: float | None) -> dict[str, Any]:
         """Keyword arguments for ``tenacity.Retrying``/``AsyncRetrying`` for one attempt's HTTP tries."""

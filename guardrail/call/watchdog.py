@@ -3,19 +3,21 @@
 Why: httpx's timeouts are per read. A body that trickles in (every read returning within the read timeout)
 can run for as long as the server likes, and a synchronous read cannot be cancelled. So while a sync
 driver reads an answer, an :class:`Alarm` is armed for the call's deadline; when it rings it shuts the
-response's socket down (``shutdown(SHUT_RDWR)``), which wakes the blocked read with an error at once, and
-the driver reports the deadline. Asynchronous drivers need none of this: they cancel with ``asyncio``.
+try's socket down (``shutdown(SHUT_RDWR)``), which wakes the blocked read with an error at once, and the
+driver reports the deadline. Asynchronous drivers need none of this: they cancel with ``asyncio``.
 
 The alarm is armed *before* the request is sent, because the SDK itself reads before handing a response
 over: the status line and headers, and the whole body of an error status (4xx/5xx), which a server can trickle
-as slowly as a good answer. So the connection is learned as soon as it exists: :func:`watching` puts the try's
-:class:`Cut` in a context variable, and two inert hooks installed once on the SDK's synchronous httpx client
-(:func:`install_hooks`) tell it the connection: a request hook adds httpcore's ``trace`` extension, whose
-``connect_tcp``/``start_tls`` events carry a new connection's stream, and a response hook gives the stream of
-every response the moment its headers are in, before the SDK reads an error body. A request sent on a kept-alive
-connection has no such event; its stream is found on the connection that traces ``send_request_headers``
-(:func:`_sending_stream`). The hooks do nothing outside a guardrail try. A deadline that rings before the
-connection is known cuts it the moment it becomes known.
+as slowly as a good answer. Nothing is done per request to learn the connection, so a call that ends in time
+pays only for arming and cancelling its alarm. The connection is found when the alarm rings:
+
+- once the SDK has handed the response over, the exchange :meth:`attaches <Cut.attach>` its stream (httpx's
+  ``network_stream`` extension);
+- before that (the status line, the headers, an error body the SDK reads itself), the try's thread is blocked
+  inside httpcore, whose frames hold the stream: :func:`blocked_stream` finds it in that thread's stack.
+
+An alarm keeps ringing every :data:`RECHECK_S` until its try ends, so a connection that did not exist yet
+(the thread was still connecting) or is only attached later is cut as soon as it is found.
 
 One daemon thread serves every alarm of the process (a heap of due times), started on first use; a forked
 child starts afresh. When no socket is ever exposed (a custom transport), nothing is cut and the per-read
@@ -24,9 +26,7 @@ timeout, itself never longer than the time left, still bounds each read.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
 import heapq
 import itertools
 import os
@@ -35,15 +35,24 @@ import sys
 import threading
 import time
 import types
-import weakref
 from collections.abc import Callable
 from typing import Any
 
+#: Seconds between rings of an alarm whose try has not ended yet (see the module docstring).
+RECHECK_S = 0.02
+#: The longest single wait of the watchdog thread (seconds); it re-checks the heap after each. A far
+#: deadline (a huge or infinite timeout) would otherwise overflow the platform's timed wait.
+_MAX_WAIT = 3600.0
+
 
 class Alarm:
-    """One armed deadline. ``fired`` is set once its action ran; :meth:`cancel` stops it from running."""
+    """One armed deadline. ``fired`` is set once its action ran; :meth:`cancel` stops it from running again.
 
-    def __init__(self, at: float, action: Callable[[], None], on_cancel: Callable[[], None]) -> None:
+    The action returns ``None`` when it is done, or the seconds after which it should run again (until the
+    alarm is cancelled).
+    """
+
+    def __init__(self, at: float, action: Callable[[], float | None], on_cancel: Callable[[], None]) -> None:
         self.at = at
         self.fired = False
         self._action = action
@@ -52,7 +61,7 @@ class Alarm:
         self._lock = threading.Lock()
 
     def cancel(self) -> None:
-        """Disarm; after this returns the action has either run completely or will never run."""
+        """Disarm; after this returns the action is not running and will never run again."""
         with self._lock:
             if self._done:
                 return
@@ -61,21 +70,21 @@ class Alarm:
 
     @property
     def done(self) -> bool:
-        """Rung or cancelled."""
+        """Cancelled, or rung with nothing left to do."""
         return self._done
 
-    def ring(self) -> None:
+    def ring(self) -> float | None:
+        """Run the action (once the alarm is due); the seconds until it should ring again, or ``None``."""
         with self._lock:
             if self._done:
-                return
-            self._done = True
+                return None
             self.fired = True
+            again: float | None = None
             with contextlib.suppress(Exception):  # a failing action must not kill the watchdog thread
-                self._action()
-
-
-#: The longest single wait of the watchdog thread (seconds); it re-checks the heap after each.
-_MAX_WAIT = 3600.0
+                again = self._action()
+            if again is None:
+                self._done = True
+            return again
 
 
 class _Watchdog:
@@ -88,7 +97,7 @@ class _Watchdog:
         self._thread: threading.Thread | None = None
         self._cancelled = 0
 
-    def arm(self, at: float, action: Callable[[], None]) -> Alarm:
+    def arm(self, at: float, action: Callable[[], float | None]) -> Alarm:
         """Run ``action`` at ``at`` (a ``time.monotonic()`` value) unless the returned alarm is cancelled."""
         alarm = Alarm(at, action, self._note_cancel)
         with self._wake:
@@ -115,12 +124,12 @@ class _Watchdog:
         while True:
             with self._wake:
                 while not self._heap or self._heap[0][0] > time.monotonic():
-                    # a far deadline (a huge or infinite timeout) waits in bounded steps: the platform's
-                    # timed wait overflows past time_t, which would kill this thread
                     self._wake.wait(None if not self._heap else min(self._heap[0][0] - time.monotonic(), _MAX_WAIT))
                 _, _, alarm = heapq.heappop(self._heap)
-            alarm.ring()
-
+            again = alarm.ring()
+            if again is not None:
+                with self._wake:
+                    heapq.heappush(self._heap, (time.monotonic() + again, next(self._order), alarm))
 
     def _after_fork(self) -> None:
         """In a forked child: the parent's thread is gone and its lock may have been held; start afresh."""
@@ -133,20 +142,33 @@ if hasattr(os, "register_at_fork"):
 
 
 class Cut:
-    """Shuts one try's connection down when called (the alarm's action), as soon as the connection is known.
+    """Shuts one try's connection down when called (the alarm's action), wherever the try is.
 
-    :meth:`attach` tells it a connection (an httpcore network stream); a cut already due shuts it at once.
+    The try runs in the thread that made the cut (:meth:`follow` moves it to the current thread, :meth:`pause`
+    says it is suspended and its thread is doing other work). When called it shuts every attached stream and
+    the stream the try's thread is blocked on (:func:`blocked_stream`), then asks to be called again after
+    :data:`RECHECK_S`: the try may not have reached its connection yet. A stream attached after the first call
+    is shut at once.
     """
 
     def __init__(self) -> None:
         self._streams: list[Any] = []
         self._due = False
         self._lock = threading.Lock()
+        self._thread: int | None = threading.get_ident()
 
     @property
     def known(self) -> bool:
         """Whether a connection has been attached."""
         return bool(self._streams)
+
+    def follow(self) -> None:
+        """The try runs (again) in the current thread."""
+        self._thread = threading.get_ident()
+
+    def pause(self) -> None:
+        """The try is suspended (a stream's preview was handed out): its thread's stack is not the try's."""
+        self._thread = None
 
     def attach(self, stream: Any) -> None:
         """Note the try's connection; shut it now if the deadline has already rung."""
@@ -158,130 +180,49 @@ class Cut:
         if due:
             _shut_stream(stream)
 
-    def __call__(self) -> None:
+    def __call__(self) -> float:
         with self._lock:
             self._due = True
             streams = list(self._streams)
-        for stream in streams:
+            thread = self._thread
+        blocked = blocked_stream(thread) if thread is not None else None
+        for stream in (*streams, blocked) if blocked is not None else streams:
             _shut_stream(stream)
+        return RECHECK_S
 
 
 def arm(deadline_at: float, cut: Cut) -> Alarm:
-    """Arm an alarm that runs ``cut`` at ``deadline_at`` (a ``time.monotonic()`` value)."""
+    """Arm an alarm that runs ``cut`` at ``deadline_at`` (a ``time.monotonic()`` value) and again every
+    :data:`RECHECK_S` until cancelled."""
     return _WATCHDOG.arm(deadline_at, cut)
 
 
-def cut_at(deadline_at: float, http_response: Any) -> Alarm:
-    """Arm an alarm that shuts ``http_response``'s connection down at ``deadline_at``."""
-    cut = Cut()
-    cut.attach(getattr(http_response, "extensions", {}).get("network_stream"))
-    return arm(deadline_at, cut)
+# -- finding the connection a blocked thread waits on ---------------------------------------------------------
+#: How many frames of the blocked thread's stack are searched, innermost first.
+_FRAMES = 40
+#: httpcore's methods whose ``self`` is a network stream (``read``/``write``/``start_tls``) or holds one as
+#: ``_network_stream`` (a connection sending a request or receiving its answer).
+_HOLDERS = frozenset({"read", "write", "start_tls", "_send_event", "_receive_event", "_send_request_headers",
+                      "_send_request_body", "_receive_response_headers", "_receive_response_body",
+                      "handle_request"})
 
 
-# -- learning the connection while the SDK sends and reads ----------------------------------------------------
-_CURRENT: contextvars.ContextVar[Cut | None] = contextvars.ContextVar("guardrail_cut", default=None)
-_HOOKED: weakref.WeakSet[Any] = weakref.WeakSet()
-_HOOK_LOCK = threading.Lock()
-#: httpcore trace events whose ``return_value`` is the connection's (new) network stream.
-_STREAM_EVENTS = ("connect_tcp.complete", "start_tls.complete", "connect_unix_socket.complete")
-#: The trace event of a request about to be written on its connection (new or kept alive).
-_SENDING = "send_request_headers.started"
-#: How many frames above the tracer :func:`_sending_stream` looks for the connection.
-_FRAMES = 6
-#: The methods whose ``self`` may be the connection (httpcore's ``HTTP11Connection.handle_request``).
-_SENDERS = frozenset({"handle_request", "_send_request_headers", "_send_event"})
+def blocked_stream(thread: int) -> Any:
+    """The httpcore network stream the thread ``thread`` is using (blocked reading or writing it), or ``None``.
 
-
-class watching:
-    """While inside, the installed hooks report this thread's (context's) connections to ``cut``.
-
-    A class rather than a generator context manager: it is entered on every HTTP try."""
-
-    __slots__ = ("_cut", "_token")
-
-    def __init__(self, cut: Cut) -> None:
-        self._cut = cut
-
-    def __enter__(self) -> None:
-        self._token = _CURRENT.set(self._cut)
-
-    def __exit__(self, *exc: object) -> None:
-        _CURRENT.reset(self._token)
-
-
-def install_hooks(http_client: Any) -> bool:
-    """Install the two inert hooks on a synchronous httpx client once; ``False`` when it cannot take them
-    (an async client, whose hooks must be coroutines, or no ``event_hooks``)."""
-    with contextlib.suppress(TypeError):  # hooked already (the common case, once per call): no more checks
-        if http_client in _HOOKED:
-            return True
-    hooks = getattr(http_client, "event_hooks", None)
-    send = getattr(http_client, "send", None)
-    if not isinstance(hooks, dict) or send is None or asyncio.iscoroutinefunction(send):
-        return False
-    requests, responses = hooks.get("request"), hooks.get("response")
-    if not isinstance(requests, list) or not isinstance(responses, list):
-        return False
-    with _HOOK_LOCK:
-        with contextlib.suppress(TypeError):  # not weak-referenceable: the membership checks below suffice
-            if http_client in _HOOKED:
-                return True
-            _HOOKED.add(http_client)
-        if _on_request not in requests:
-            requests.append(_on_request)
-        if _on_response not in responses:
-            responses.append(_on_response)
-    return True
-
-
-def _on_request(request: Any) -> None:
-    cut = _CURRENT.get()
-    extensions = getattr(request, "extensions", None)
-    if cut is None or not isinstance(extensions, dict):
-        return
-    extensions["trace"] = _Tracer(cut, extensions.get("trace"))
-
-
-def _on_response(response: Any) -> None:
-    cut = _CURRENT.get()
-    if cut is not None:
-        cut.attach(getattr(response, "extensions", {}).get("network_stream"))
-
-
-class _Tracer:
-    """httpcore's ``trace`` callback: passes each new connection's stream to the cut, then any earlier tracer."""
-
-    def __init__(self, cut: Cut, previous: Any) -> None:
-        self.cut = cut
-        self.previous = previous
-
-    def __call__(self, name: str, info: dict[str, Any]) -> None:
-        if name.endswith(_STREAM_EVENTS):
-            self.cut.attach(info.get("return_value"))
-        elif name.endswith(_SENDING) and not self.cut.known:
-            self.cut.attach(_sending_stream())
-        if self.previous is not None:
-            self.previous(name, info)
-
-
-def _sending_stream() -> Any:
-    """The stream of the kept-alive connection that is sending this request, or ``None``.
-
-    httpcore names a connection's stream in its trace events only when it opens the connection. A request
-    sent on a kept-alive one is traced from the connection's own ``handle_request``, whose ``self`` holds the
-    stream: so look a few frames up for it. Nothing found (another httpcore layout): no cut before the
-    response, and the per-read timeout bounds the headers, as the module docstring says.
+    httpcore names a connection's stream in no public place before the response exists, but its own frames
+    hold it: the innermost frame of httpcore's that is one of :data:`_HOLDERS` has it as ``self`` or
+    ``self._network_stream``. Only such frames' locals are read (reading a frame's locals copies them).
     """
-    frame: types.FrameType | None = sys._getframe(2)
+    frame: types.FrameType | None = sys._current_frames().get(thread)
     for _ in range(_FRAMES):
         if frame is None:
             return None
-        if frame.f_code.co_name not in _SENDERS:  # f_locals copies a frame's locals: read only the likely ones
-            frame = frame.f_back
-            continue
-        stream = getattr(frame.f_locals.get("self"), "_network_stream", None)
-        if stream is not None and callable(getattr(stream, "get_extra_info", None)):
-            return stream
+        if frame.f_code.co_name in _HOLDERS and str(frame.f_globals.get("__name__", "")).startswith("httpcore"):
+            holder = frame.f_locals.get("self")
+            for stream in (holder, getattr(holder, "_network_stream", None)):
+                if stream is not None and callable(getattr(stream, "get_extra_info", None)):
+                    return stream
         frame = frame.f_back
     return None
 

@@ -7,10 +7,14 @@ the text and decide (an exact repeat collapses with a fix, a conflicting one is 
 Two screens, the cheap one first:
 
 - counting (plain models only, see :func:`counter_for`): every member of every object in the text is
-  one ``:`` outside a string, so ``text.count(":")`` is at least the number of members; every field a
-  model instance records as given (``model_fields_set``) came from at least one distinct key of its
-  object. When the two counts are equal, no object holds more members than distinct keys: no repeat.
-  This costs one C count plus a walk over the model instances (not over strings or numbers).
+  one ``:`` outside a string, and every other ``:`` of the text is inside a string, so ``text.count(":")``
+  is the number of members plus the colons written in strings; every field a model instance records as
+  given (``model_fields_set``) came from at least one distinct key of its object, and every ``str`` value
+  of a given field from one distinct string of the text. So the fields given plus the colons of those
+  strings never exceed the text's colons, and when the two are equal, no object holds more members than
+  distinct keys: no repeat. A string's colons are its text's only when none is written as an escape
+  (``\\u003a``): text with a ``\\u`` escape is counted without strings (a timestamp or URL value then sends
+  it to jiter). This costs one C count plus a walk over the model instances and their string fields.
 - otherwise ``jiter``'s duplicate-key detection, in Rust (a full parse). Text with fewer than two
   colons cannot hold two keys and skips both.
 """
@@ -34,7 +38,8 @@ _LEAVES: Final = frozenset({str, int, float, bool, type(None)})
 #: Field metadata that only constrains a value (``Field(ge=1)``, ``Strict()``); anything else (a
 #: ``BeforeValidator``, say) could build model instances from what is not an object of the text.
 _CONSTRAINT_NAMES: Final = frozenset({"Strict", "StringConstraints", "AllowInfNan", "_PydanticGeneralMetadata"})
-_COUNTERS: dict[Any, Any] = {}
+#: output type -> (counter of fields only, counter of fields and string colons); see :func:`counter_for`.
+_COUNTERS: dict[Any, tuple[_Counter | None, _Counter | None]] = {}
 
 
 def may_repeat_key(payload: str, value: Any = None, output_type: Any = None) -> bool:
@@ -48,11 +53,12 @@ def may_repeat_key(payload: str, value: Any = None, output_type: Any = None) -> 
         return False
     if output_type is not None:
         try:
-            counter = _COUNTERS[output_type]
+            counters = _COUNTERS[output_type]
         except KeyError:
-            counter = _COUNTERS[output_type] = counter_for(output_type)
+            counters = _COUNTERS[output_type] = (counter_for(output_type), counter_for(output_type, strings=True))
         except TypeError:  # unhashable: no cached plan
-            counter = None
+            counters = (None, None)
+        counter = counters[0] if "\\u" in payload else counters[1]  # an escaped colon is not the text's
         if counter is not None:
             try:
                 if counter(value) == colons:
@@ -66,33 +72,36 @@ def may_repeat_key(payload: str, value: Any = None, output_type: Any = None) -> 
     return False
 
 
-def counter_for(output_type: Any) -> _Counter | None:
-    """The field counter for ``output_type``, or ``None`` where counting is not sound (or not needed)."""
+def counter_for(output_type: Any, *, strings: bool = False) -> _Counter | None:
+    """The field counter for ``output_type``, or ``None`` where counting is not sound (or not needed); with
+    ``strings``, it adds the colons of the ``str`` values of given fields (see the module docstring)."""
     plans: dict[type[BaseModel], Any] = {}
-    plan = _plan(output_type, plans)
+    plan = _plan(output_type, plans, strings)
     if plan is _REFUSED or plan is None or any(p is _REFUSED for p in plans.values()):
         return None
     return plan  # type: ignore[no-any-return]
 
 
-def _plan(tp: Any, plans: dict[type[BaseModel], Any]) -> Any:
-    """A counter for values of ``tp``; ``None`` if it holds no model; ``_REFUSED`` if not countable."""
+def _plan(tp: Any, plans: dict[type[BaseModel], Any], strings: bool) -> Any:
+    """A counter for values of ``tp``; ``None`` if it holds nothing counted; ``_REFUSED`` if not countable."""
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
         args = typing.get_args(tp)
         if not all(_is_constraint(m) for m in args[1:]):
             return _REFUSED
-        return _plan(args[0], plans)
+        return _plan(args[0], plans, strings)
+    if tp is str and strings:
+        return _colons
     if tp in _LEAVES or origin is typing.Literal:
         return None
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         # An enum with its own core schema could be validated into anything: not counted.
         return _REFUSED if hasattr(tp, "__get_pydantic_core_schema__") else None
     if isinstance(tp, type) and issubclass(tp, BaseModel) and origin is None:
-        return _model_plan(tp, plans)
+        return _model_plan(tp, plans, strings)
     if origin is list:
         (item,) = typing.get_args(tp) or (Any,)
-        inner = _plan(item, plans)
+        inner = _plan(item, plans, strings)
         if inner is None or inner is _REFUSED:
             return inner
         return lambda v: sum(map(inner, v))
@@ -100,14 +109,14 @@ def _plan(tp: Any, plans: dict[type[BaseModel], Any]) -> Any:
         members = [a for a in typing.get_args(tp) if a is not type(None)]
         if len(members) != 1:
             return _REFUSED  # a union of several types: left to jiter
-        inner = _plan(members[0], plans)
+        inner = _plan(members[0], plans, strings)
         if inner is None or inner is _REFUSED:
             return inner
         return lambda v: 0 if v is None else inner(v)
     return _REFUSED
 
 
-def _model_plan(model: type[BaseModel], plans: dict[type[BaseModel], Any]) -> Any:
+def _model_plan(model: type[BaseModel], plans: dict[type[BaseModel], Any], strings: bool) -> Any:
     """Counter for a plain model: no validators, post-init or own core schema (which could set fields no key
     gave), no ``RootModel``, and every key spelling (name, alias) naming one field only.
 
@@ -141,7 +150,7 @@ def _model_plan(model: type[BaseModel], plans: dict[type[BaseModel], Any]) -> An
             plans[model] = _REFUSED
             return _REFUSED
         spellings |= names
-        sub = _plan(info.annotation, plans)
+        sub = _plan(info.annotation, plans, strings)
         if sub is _REFUSED:
             plans[model] = _REFUSED
             return _REFUSED
@@ -158,6 +167,11 @@ def _model_plan(model: type[BaseModel], plans: dict[type[BaseModel], Any]) -> An
 
     plans[model] = count
     return count
+
+
+def _colons(value: str) -> int:
+    """The colons of a string value (each one written as is in the text, when the text has no escape)."""
+    return value.count(":")
 
 
 def _is_constraint(meta: Any) -> bool:
