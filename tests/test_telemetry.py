@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -228,3 +233,23 @@ def test_a_partial_stream_left_early_can_be_closed(emu: Emulator, spans: Any) ->
             break
     assert ours(spans) == ["chat gpt-4o"]
     assert not trace.get_current_span().get_span_context().is_valid
+
+
+def test_before_any_provider_is_set_no_span_or_metric_is_made_and_the_trace_id_still_joins() -> None:
+    """Without a configured tracer or meter provider, a call opens no span and records nothing (both would be
+    no-ops); its trace id is the propagated parent's when there is one, else a fresh random one. Setting the
+    providers later takes effect at the next call. Run in a fresh interpreter: the providers can be set once."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "tests")])}
+    done = subprocess.run([sys.executable, str(root / "tests" / "late_provider_worker.py")], capture_output=True,
+                          text=True, env=env, timeout=120, cwd=root, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    first, second = out["unset"]
+    assert re.fullmatch("[0-9a-f]{32}", first) and re.fullmatch("[0-9a-f]{32}", second) and first != second
+    assert out["propagated"] == out["parent"]
+    assert [name for name, _ in out["spans"]] == ["chat gpt-4o-mini"]  # only the call after the providers were set
+    assert out["spans"][0][1] == out["set"]
+    counted = dict((name, value) for name, value in out["points"])
+    assert counted["gen_ai.client.operation.duration"] == 1  # one request recorded, not the three before
+    assert counted["guardrail.call.duration"] == 1

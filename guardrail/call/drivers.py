@@ -25,7 +25,7 @@ from guardrail.call.engine import DEADLINE, Call, Received, Send, attempt_loop
 from guardrail.call.exchange import exchange_async, exchange_sync
 from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.errors import CallError
-from guardrail.observe.metrics import Request, record_call
+from guardrail.observe.metrics import Request, collecting, record_call
 from guardrail.observe.target import Target, target_of
 from guardrail.observe.telemetry import call_span, finish_span
 from guardrail.outcome import Outcome, Partial, Result
@@ -91,6 +91,7 @@ class _Attempts:
     def __init__(self, call: Call, method: Callable[..., Any], policy: RetryPolicy) -> None:
         self.call = call
         self.target = target_of(method, call.endpoint.provider)
+        self.collect = collecting()  # whether metrics have a provider to go to, asked once per call
         self.deadline_at = _deadline(policy, call)
         self.sent_requests: list[dict[str, Any]] = []  # each attempt's keywords, for content capture
         self.received: Received | None = None
@@ -136,7 +137,8 @@ class _Attempts:
         """The call's end: its span's attributes and guardrail's counters (:mod:`guardrail.observe.metrics`)."""
         finish_span(self.span, outcome, error, capture_content=self.call.settings.capture_content,
                     requests=self.sent_requests)
-        record_call(self.target, outcome, error, outcome.value if isinstance(outcome, Result) else None)
+        record_call(self.target, outcome, error, outcome.value if isinstance(outcome, Result) else None,
+                    collect=self.collect)
 
 
 def _span(call: Call, target: Target) -> AbstractContextManager[tuple[Span, str]]:
@@ -196,7 +198,7 @@ class _Tries:
 
     def __init__(self, attempts: _Attempts, effect: Send, previews: bool) -> None:
         self.call, self.effect, self.deadline_at = attempts.call, effect, attempts.deadline_at
-        self.target = attempts.target
+        self.target, self.collect = attempts.target, attempts.collect
         self.previews = previews and effect.stream
         self.started, self.calls = time.monotonic(), 0
 
@@ -252,7 +254,7 @@ def _try_sync(method: Callable[..., Any], tries: _Tries) -> Generator[Partial, N
     kwargs = tries.kwargs()
     if kwargs is None:
         return tries.out_of_time()
-    with Request(tries.target, tries.call.model) as sent:
+    with Request(tries.target, tries.call.model, collect=tries.collect) as sent:
         completion = yield from exchange_sync(method, tries.call.endpoint, kwargs, **tries.exchange())
         sent.usage, sent.response_model = completion.usage, completion.model
     return tries.received(completion)
@@ -289,7 +291,7 @@ async def _try_async(method: Callable[..., Awaitable[Any]], tries: _Tries
         yield tries.out_of_time()
         return
     completion: Completion | None = None
-    with Request(tries.target, tries.call.model) as sent:
+    with Request(tries.target, tries.call.model, collect=tries.collect) as sent:
         async with aclosing(exchange_async(method, tries.call.endpoint, kwargs, **tries.exchange())) as items:
             async for item in items:
                 if isinstance(item, Completion):

@@ -105,12 +105,13 @@ class Request:
     """One HTTP request in flight, as a context manager: ``with Request(target, model) as sent:`` times it and,
     when it ends, records the GenAI client metrics for it (see the module docstring). The body sets ``usage``
     and ``response_model`` from the completion. Nothing is recorded when ``target`` is already instrumented or
-    no meter provider is configured (there is nothing to record into)."""
+    no meter provider is configured (there is nothing to record into; ``collect`` is the caller's
+    :func:`collecting`, asked once per call, ``None`` to ask when the request ends)."""
 
-    __slots__ = ("model", "response_model", "started", "target", "usage")
+    __slots__ = ("collect", "model", "response_model", "started", "target", "usage")
 
-    def __init__(self, target: Target, model: str) -> None:
-        self.target, self.model = target, model
+    def __init__(self, target: Target, model: str, *, collect: bool | None = None) -> None:
+        self.target, self.model, self.collect = target, model, collect
         self.usage: Usage | None = None
         self.response_model: str | None = None
         self.started = time.monotonic()
@@ -119,7 +120,7 @@ class Request:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> None:
-        if self.target.instrumented or not collecting():
+        if self.target.instrumented or not (collecting() if self.collect is None else self.collect):
             return
         failed: str | None = None
         if kind is not None:
@@ -136,10 +137,11 @@ class Request:
 
 
 # -- per call ------------------------------------------------------------------------------------------------
-def record_call(target: Target, outcome: Outcome, error: BaseException | None, value: Any = None) -> None:
-    """guardrail's counters for one finished structured call, all read from its :class:`Outcome` (nothing to do
-    when no meter provider is configured)."""
-    if not collecting():
+def record_call(target: Target, outcome: Outcome, error: BaseException | None, value: Any = None, *,
+                collect: bool | None = None) -> None:
+    """guardrail's counters for one finished structured call, all read from its :class:`Outcome`; nothing to do
+    when no meter provider is configured (``collect``: the caller's :func:`collecting`, ``None`` to ask now)."""
+    if not (collecting() if collect is None else collect):
         return
     base = {"gen_ai.provider.name": target.provider, "gen_ai.request.model": outcome.model,
             "guardrail.mode": outcome.mode}
