@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import gc
 
+import openai
 import pytest
 from pydantic import BaseModel
 
+import guardrail
 from guardrail.call.modes import capabilities, plans
 from guardrail.contract import compile_contract
+from guardrail.testing import Emulator, reply
 
 
 class Order(BaseModel):
@@ -51,3 +54,27 @@ def test_a_schema_freed_and_replaced_at_the_same_address_is_never_served_stale_p
         seen.append(id(schema))
         del schema
         gc.collect()
+
+
+def test_a_wrapped_client_prepares_each_shape_of_call_once_and_keeps_shapes_apart() -> None:
+    """The wrapper remembers the contract, capabilities and plans per (contract, model, mode, thinking); calls
+    differing in any of them must not share what was prepared for another."""
+    class Other(BaseModel):
+        label: str
+
+    with Emulator() as emu:
+        client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="k", max_retries=0))
+        ask = {"messages": [{"role": "user", "content": "x"}]}
+        emu.script(*[reply.answer('{"order_id": "A", "quantity": 1}')] * 3, reply.answer('{"label": "l"}'),
+                   reply.answer('{"order_id": "A", "quantity": 1}'))
+        assert client.chat.completions.create(model="gpt-4o-mini", response_model=Order, **ask).quantity == 1
+        client.chat.completions.create(model="gpt-4o-mini", response_model=Order, mode="tool", **ask)
+        client.chat.completions.create(model="gpt-3.5-turbo", response_model=Order, **ask)  # no strict mode there
+        assert client.chat.completions.create(model="gpt-4o-mini", response_model=Other, **ask).label == "l"
+        client.chat.completions.create(model="gpt-4o-mini", response_model=Order, **ask)
+        native, tool, older, other, again = emu.requests
+        assert native.body["response_format"]["json_schema"]["name"] == "Order" and not native.tools
+        assert tool.forced_tool == "Order"
+        assert older.body.get("response_format", {}).get("type") != "json_schema"
+        assert other.body["response_format"]["json_schema"]["name"] == "Other"
+        assert again.body["response_format"] == native.body["response_format"]

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 from guardrail.call.cache import Cache, run_cached, run_cached_async
 from guardrail.call.drivers import iterate_async, iterate_sync, run_async, run_sync
 from guardrail.call.engine import Call, Settings
-from guardrail.call.modes import Mode, capabilities, plans, schema_name
+from guardrail.call.modes import Capabilities, Mode, Plan, capabilities, plans, schema_name
 from guardrail.call.retry import RetryPolicy
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
-from guardrail.contract import compile_contract
+from guardrail.contract import Contract, compile_contract
 from guardrail.errors import UnsupportedCall, UsageError
 from guardrail.gates.semantic import Rule
 from guardrail.outcome import Budget, Result
@@ -64,6 +64,14 @@ class Binding:
     retry: RetryPolicy
     timeout: float | None = None
     cache: Cache | None = None
+    #: (response_model, model, mode, thinking) -> (contract, capabilities, plans): what a call needs before it is
+    #: sent depends on nothing else, so a repeated call pays one lookup (see :meth:`_Method._call`).
+    prepared: dict[tuple[Any, ...], tuple[Contract[Any], Capabilities, tuple[Plan, ...]]] = dataclasses.field(
+        default_factory=dict)
+
+
+#: Entries of :attr:`Binding.prepared`; past it, new shapes of call are prepared each time (still cached below).
+_PREPARED_SIZE = 256
 
 
 class _Method:
@@ -82,17 +90,33 @@ class _Method:
         if taken:
             raise UsageError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
                             "for the mode it chooses (use mode= to choose one)")
-        contract = compile_contract(response_model)
-        model = str(kwargs.get("model", ""))
-        caps = capabilities(self._endpoint.provider, model)
-        chosen = plans(contract.schema, schema_name(contract.output_type), caps, forced=mode,
-                       thinking=self._endpoint.thinking(kwargs))
+        contract, caps, chosen = self._prepare(response_model, str(kwargs.get("model", "")), mode,
+                                               self._endpoint.thinking(kwargs))
         settings = self._binding.settings
         if max_attempts is not None:
             settings = dataclasses.replace(settings, max_attempts=max_attempts)
         # The caller's context object itself (not a copy): pydantic validators may collect into it.
-        return Call(self._endpoint, kwargs, contract, chosen, caps, aliases, budget, settings,
+        return Call(self._endpoint, kwargs, contract, list(chosen), caps, aliases, budget, settings,
                     timeout=self._binding.timeout, rules=tuple(rules), context=context if context is not None else {})
+
+    def _prepare(self, response_model: Any, model: str, mode: Mode | None, thinking: bool
+                 ) -> tuple[Contract[Any], Capabilities, tuple[Plan, ...]]:
+        """The contract, the model's capabilities and the plans, remembered per shape of call (each part is
+        cached on its own too; this saves the lookups, which the hot path pays on every call)."""
+        prepared = self._binding.prepared
+        key: tuple[Any, ...] | None = (response_model, model, mode, thinking)
+        try:
+            found = prepared.get(key)  # type: ignore[arg-type]
+        except TypeError:  # an unhashable contract (a JSON Schema dict): its parts' own caches serve it
+            found, key = None, None
+        if found is None:
+            contract = compile_contract(response_model)
+            caps = capabilities(self._endpoint.provider, model)
+            found = (contract, caps, tuple(plans(contract.schema, schema_name(contract.output_type), caps,
+                                                 forced=mode, thinking=thinking)))
+            if key is not None and len(prepared) < _PREPARED_SIZE:
+                prepared[key] = found
+        return found
 
     def _cache(self, use: bool) -> Cache | None:
         """The response cache for this call: the wrapper's, unless the call said ``cache=False``."""
