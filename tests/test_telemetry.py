@@ -32,6 +32,8 @@ from pydantic import BaseModel
 from structlog.testing import capture_logs
 
 import guardrail
+from guardrail.call.cache import Cache
+from guardrail.store import MemoryStore
 from guardrail.testing import Emulator, reply
 
 SECRET = "Kim Min-jun, 010-1234-5678"
@@ -253,3 +255,25 @@ def test_before_any_provider_is_set_no_span_or_metric_is_made_and_the_trace_id_s
     counted = dict((name, value) for name, value in out["points"])
     assert counted["gen_ai.client.operation.duration"] == 1  # one request recorded, not the three before
     assert counted["guardrail.call.duration"] == 1
+
+
+def test_a_cache_hit_has_its_own_span_and_joins_its_trace(emu: Emulator, spans: InMemorySpanExporter) -> None:
+    """A call answered from the response cache sends nothing, but still shows in the trace: a ``chat MODEL``
+    span marked ``guardrail.cached`` with no vendor calls, whose trace id the result carries."""
+    emu.script(reply.answer('{"name": "Kim"}'))
+    client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="k", max_retries=0),
+                            cache=Cache(MemoryStore()))
+    ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "x"}], "response_model": Contact}
+    first = client.chat.completions.create_with_result(**ask)
+    with trace.get_tracer("test").start_as_current_span("request handler") as parent:
+        hit = client.chat.completions.create_with_result(**ask)
+    assert (first.cached, hit.cached, hit.vendor_calls) == (False, True, 0)
+    assert len(emu.requests) == 1
+    finished = spans.get_finished_spans()
+    cached = [span for span in finished if (span.attributes or {}).get("guardrail.cached")]
+    assert len(cached) == 1
+    span = cached[0]
+    assert span.name == "chat gpt-4o-mini"
+    assert span.attributes is not None and span.attributes["guardrail.vendor_calls"] == 0
+    assert span.parent is not None and span.parent.span_id == parent.get_span_context().span_id
+    assert hit.trace_id == format(span.context.trace_id, "032x") == format(parent.get_span_context().trace_id, "032x")

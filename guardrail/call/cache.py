@@ -53,7 +53,6 @@ import hmac
 import json
 import math
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +65,7 @@ from guardrail.errors import IdempotencyError, IdempotencyInFlight, StoreError
 from guardrail.gates.semantic import evaluate
 from guardrail.observe import metrics
 from guardrail.observe.logs import get_logger
+from guardrail.observe.telemetry import cache_hit_span
 from guardrail.outcome import Result, Usage
 from guardrail.store.base import Store, check_ttl
 from guardrail.store.idempotency import DEFAULT_LEASE, Idempotency, advance
@@ -188,8 +188,9 @@ class Cache:
                 return None
         except Exception:  # a ValidationError, a RuleError, or a validator of the caller's that raised: a miss
             return None
+        trace_id = cache_hit_span(call.endpoint.provider, call.model, entry["mode"], call.contract.schema_hash)
         return Result(provider=call.endpoint.provider, model=call.model, mode=entry["mode"], attempts=(),
-                      usage=Usage(), trace_id=uuid.uuid4().hex, seconds=time.monotonic() - started,
+                      usage=Usage(), trace_id=trace_id, seconds=time.monotonic() - started,
                       schema_hash=call.contract.schema_hash, compile_report=None, value=value, cached=True)
 
     def _flight(self, wait: float) -> Idempotency:

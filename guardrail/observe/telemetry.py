@@ -45,6 +45,30 @@ def random_trace_id() -> str:
     return f"{random.getrandbits(128):032x}"
 
 
+def current_trace_id() -> str:
+    """The current context's trace id (a propagated parent's, or the caller's span's), else a random one."""
+    current = trace.get_current_span().get_span_context()
+    return format(current.trace_id, "032x") if current.is_valid else random_trace_id()
+
+
+def cache_hit_span(target_provider: str, model: str, mode: str, schema_hash: str) -> str:
+    """Record a call answered from the response cache: a ``chat MODEL`` span (``guardrail.cached`` true,
+    ``guardrail.vendor_calls`` 0, nothing sent) when tracing is on, and the ``guardrail.call.cached`` event.
+    Returns the call's trace id, as :func:`call_span` gives it."""
+    if not tracing():
+        trace_id = current_trace_id()
+    else:
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat", "gen_ai.provider.name": target_provider, "gen_ai.request.model": model,
+            "gen_ai.output.type": "json", "guardrail.cached": True, "guardrail.mode": mode,
+            "guardrail.attempts": 0, "guardrail.vendor_calls": 0, "guardrail.schema_hash": schema_hash}
+        with _tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes) as span:
+            context = span.get_span_context()
+            trace_id = format(context.trace_id, "032x") if context.is_valid else random_trace_id()
+    log.info("guardrail.call.cached", trace_id=trace_id, provider=target_provider, model=model, mode=mode)
+    return trace_id
+
+
 def call_span(target: Target, model: str, *, temperature: float | None = None,
               max_tokens: int | None = None) -> AbstractContextManager[tuple[Span, str]]:
     """The call's span as a context manager; entering yields it and the trace id (the span's, or a random one
@@ -67,8 +91,7 @@ class _Untraced:
         self.provider, self.model = provider, model
 
     def __enter__(self) -> tuple[Span, str]:
-        current = trace.get_current_span().get_span_context()
-        trace_id = format(current.trace_id, "032x") if current.is_valid else random_trace_id()
+        trace_id = current_trace_id()
         log.info("guardrail.call.start", trace_id=trace_id, provider=self.provider, model=self.model)
         return trace.INVALID_SPAN, trace_id
 
