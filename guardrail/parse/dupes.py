@@ -58,13 +58,15 @@ def may_repeat_key(payload: str, value: Any = None, output_type: Any = None) -> 
             counters = _COUNTERS[output_type] = (counter_for(output_type), counter_for(output_type, strings=True))
         except TypeError:  # unhashable: no cached plan
             counters = (None, None)
-        counter = counters[0] if "\\u" in payload else counters[1]  # an escaped colon is not the text's
-        if counter is not None:
-            try:
-                if counter(value) == colons:
-                    return False
-            except Exception:  # pragma: no cover - the value is the validator's own: a plan mismatch only
-                pass
+        fields, with_strings = counters
+        try:
+            # the fields alone first (cheapest, and enough when no string holds a colon); then with the strings'
+            # colons, unless one may be written as an escape (then the strings' colons are not the text's)
+            if fields is not None and (fields(value) == colons or (
+                    with_strings is not None and "\\u" not in payload and with_strings(value) == colons)):
+                return False
+        except Exception:  # pragma: no cover - the value is the validator's own: a plan mismatch only
+            pass
     try:
         jiter.from_json(payload.encode("utf-8", "surrogatepass"), catch_duplicate_keys=True, cache_mode="keys")
     except ValueError:  # a repeated key (or text jiter reads differently: let the stages decide)
