@@ -635,6 +635,7 @@ PROSE_PIECES = [*PROSE_WORDS, " ", "\n", ":", ",", ".", "(", ")", "{", "}", "[",
 @given(st.lists(st.sampled_from(PROSE_PIECES), max_size=14).map("".join), dirty_json(ALL_SLIPS),
        st.sampled_from(["\n", "\n\n", " ", "\nAnswer:\n"]))
 @example("see {note here}, {{ and [Note]: ", Dirty('{"a": 1}', {"a": 1}, Counter(), 0), "\n")
+@example("[1/2],", Dirty("[]", [], Counter(), 0), "\nAnswer:\n")  # a `key:` after an array never continues it
 @pytest.mark.slow
 def test_prose_then_answer_returns_the_answer(prose_text: str, dirty: Dirty, sep: str) -> None:
     """Prose in which no opener starts a value (every scan from every ``{``/``[`` in it is a syntax error),

@@ -18,7 +18,7 @@ from typing import Any
 import openai
 import pytest
 
-from guardrail.call.watchdog import Cut, arm, blocked_stream
+from guardrail.call.watchdog import RECHECK_S, Cut, arm, blocked_stream
 
 JOIN_S = 30.0
 
@@ -173,3 +173,82 @@ def test_a_far_deadline_does_not_kill_the_watchdog(far: float) -> None:
         threading.excepthook = previous
     assert near.fired
     assert crashed == []
+
+
+def test_an_alarm_cancelled_from_inside_its_own_cut_does_not_hang_the_watchdog() -> None:
+    """A garbage collection on the watchdog thread, while a cut runs, may finalize the very try being cut, whose
+    cleanup cancels the alarm: the watchdog thread itself then cancels the alarm it is ringing."""
+    box: dict[str, Any] = {}
+
+    class Reentrant(Cut):
+        def __call__(self) -> float | None:
+            box["alarm"].cancel()  # what the try's ``finally`` does when a collection finalizes it here
+            box["cancelled_inside"] = True
+            return RECHECK_S
+
+    box["alarm"] = arm(time.monotonic(), Reentrant())
+    later = arm(time.monotonic() + 0.05, Cut())
+    for _ in range(int(JOIN_S / 0.01)):
+        if later.fired:
+            break
+        time.sleep(0.01)
+    later.cancel()
+    assert box.get("cancelled_inside") and box["alarm"].done
+    assert later.fired, "the watchdog thread hung inside a cut"
+
+
+class AnswersOnce:
+    """A keep-alive HTTP server on one connection: the first request gets a whole answer, the next none."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.connection: socket.socket | None = None
+        self.second = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        connection, _ = self.listener.accept()
+        self.connection = connection
+        connection.recv(65536)
+        connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}")
+        connection.recv(65536)  # the second request, on the same connection: never answered
+        self.second.set()
+
+    def close(self) -> None:
+        self.listener.close()
+        if self.connection is not None:
+            self.connection.close()
+
+
+def test_a_response_read_to_its_end_is_never_cut_its_connection_may_serve_another_request() -> None:
+    """Once a try has read its whole answer, httpx hands the connection back to the pool; a deadline ringing
+    before the try cancels its alarm must not shut it under the next request that reuses it."""
+    import httpx2  # the HTTP client the SDKs use here
+
+    server = AnswersOnce()
+    try:
+        client = httpx2.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=JOIN_S)
+        first = client.get("/a")
+        assert first.json() == {} and first.is_closed
+        cut = Cut()
+        cut.attach(first)
+        outcome: dict[str, Any] = {}
+
+        def second() -> None:
+            try:
+                outcome["response"] = client.get("/b")
+            except Exception as error:
+                outcome["error"] = error
+
+        thread = threading.Thread(target=second, daemon=True)
+        thread.start()
+        assert server.second.wait(JOIN_S), "the second request never reached the server"
+        assert cut() is not None  # nothing of its own was left to cut: it keeps looking
+        assert server.connection is not None
+        readable, _, _ = select.select([server.connection], [], [], 0.3)
+        assert not readable, "the first response's cut shut the connection the second request is using"
+        assert thread.is_alive() and "error" not in outcome
+    finally:
+        server.close()
+    thread.join(JOIN_S)

@@ -134,8 +134,7 @@ def exchange_sync(method: Callable[..., Any], endpoint: Endpoint, kwargs: dict[s
     try:
         with _Opened(method, kwargs, stream) as response:
             http = response.http_response
-            if http is not None:
-                cut.attach(getattr(http, "extensions", {}).get("network_stream"))
+            cut.attach(http)
             reading = Reading(endpoint, http, stream=stream, tool=tool, show=show)
             if reading.wrong_type():
                 raise reading.wrong_type_error(_head_sync(http))
@@ -144,12 +143,14 @@ def exchange_sync(method: Callable[..., Any], endpoint: Endpoint, kwargs: dict[s
                     parsed = response.parse()
                 except Exception as error:
                     raise reading.failed(error, "the response") from error
+                cut.over()  # the body is read and the connection back in the pool: never cut it now
                 return reading.answer(parsed)
             events = iter(response.parse())
             while True:
                 try:
                     event = next(events)
                 except StopIteration:
+                    cut.over()
                     break
                 except Exception as error:
                     raise reading.failed(error, "a stream event") from error

@@ -11,13 +11,14 @@ over: the status line and headers, and the whole body of an error status (4xx/5x
 as slowly as a good answer. Nothing is done per request to learn the connection, so a call that ends in time
 pays only for arming and cancelling its alarm. The connection is found when the alarm rings:
 
-- once the SDK has handed the response over, the exchange :meth:`attaches <Cut.attach>` its stream (httpx's
-  ``network_stream`` extension);
+- once the SDK has handed the response over, the exchange :meth:`attaches <Cut.attach>` it (the connection is
+  its ``network_stream`` extension, cut only while the response is open);
 - before that (the status line, the headers, an error body the SDK reads itself), the try's thread is blocked
   inside httpcore, whose frames hold the stream: :func:`blocked_stream` finds it in that thread's stack.
 
-An alarm keeps ringing every :data:`RECHECK_S` until its try ends, so a connection that did not exist yet
-(the thread was still connecting) or is only attached later is cut as soon as it is found.
+An alarm whose cut found no connection rings again shortly (the thread was still connecting, or between
+reads), and a response attached after the deadline is cut when attached. Once the try has read its whole answer
+its connection is back in the pool, perhaps serving another request, and is never cut.
 
 One daemon thread serves every alarm of the process (a heap of due times), started on first use; a forked
 child starts afresh. When no socket is ever exposed (a custom transport), nothing is cut and the per-read
@@ -38,8 +39,10 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-#: Seconds between rings of an alarm whose try has not ended yet (see the module docstring).
+#: Seconds until an alarm whose cut found no connection rings again (doubling each time, up to
+#: :data:`RECHECK_MAX_S`): the try had not reached its connection yet (see the module docstring).
 RECHECK_S = 0.02
+RECHECK_MAX_S = 0.32
 #: The longest single wait of the watchdog thread (seconds); it re-checks the heap after each. A far
 #: deadline (a huge or infinite timeout) would otherwise overflow the platform's timed wait.
 _MAX_WAIT = 3600.0
@@ -49,7 +52,8 @@ class Alarm:
     """One armed deadline. ``fired`` is set once its action ran; :meth:`cancel` stops it from running again.
 
     The action returns ``None`` when it is done, or the seconds after which it should run again (until the
-    alarm is cancelled).
+    alarm is cancelled). The action runs outside the alarm's lock, so whatever it triggers on the watchdog thread
+    (a garbage collection finalizing the very try it cuts, which cancels this alarm) cannot deadlock it.
     """
 
     def __init__(self, at: float, action: Callable[[], float | None], on_cancel: Callable[[], None]) -> None:
@@ -58,15 +62,20 @@ class Alarm:
         self._action = action
         self._on_cancel = on_cancel
         self._done = False
-        self._lock = threading.Lock()
+        self._running: int | None = None  # the thread running the action right now
+        self._state = threading.Condition(threading.RLock())
 
     def cancel(self) -> None:
-        """Disarm; after this returns the action is not running and will never run again."""
-        with self._lock:
-            if self._done:
-                return
+        """Disarm; after this returns the action is not running (unless this thread is the one running it, from
+        inside the action) and will never run again."""
+        with self._state:
+            first = not self._done
             self._done = True
-        self._on_cancel()
+            me = threading.get_ident()
+            while self._running is not None and self._running != me:
+                self._state.wait()
+        if first:
+            self._on_cancel()
 
     @property
     def done(self) -> bool:
@@ -75,16 +84,22 @@ class Alarm:
 
     def ring(self) -> float | None:
         """Run the action (once the alarm is due); the seconds until it should ring again, or ``None``."""
-        with self._lock:
+        with self._state:
             if self._done:
                 return None
             self.fired = True
-            again: float | None = None
+            self._running = threading.get_ident()
+        again: float | None = None
+        try:
             with contextlib.suppress(Exception):  # a failing action must not kill the watchdog thread
                 again = self._action()
-            if again is None:
-                self._done = True
-            return again
+        finally:
+            with self._state:
+                self._running = None
+                if again is None or self._done:
+                    self._done, again = True, None
+                self._state.notify_all()
+        return again
 
 
 class _Watchdog:
@@ -145,55 +160,70 @@ class Cut:
     """Shuts one try's connection down when called (the alarm's action), wherever the try is.
 
     The try runs in the thread that made the cut (:meth:`follow` moves it to the current thread, :meth:`pause`
-    says it is suspended and its thread is doing other work). When called it shuts every attached stream and
-    the stream the try's thread is blocked on (:func:`blocked_stream`), then asks to be called again after
-    :data:`RECHECK_S`: the try may not have reached its connection yet. A stream attached after the first call
-    is shut at once.
+    says it is suspended and its thread is doing other work). When called it shuts the connection of every
+    attached response still open and the one the try's thread is blocked on (:func:`blocked_stream`). Having shut
+    one, it is done: the blocked read wakes with an error, and a response attached later is shut when attached.
+    Having found none (the try is still connecting, or between reads), it asks to be called again, after
+    :data:`RECHECK_S`, then twice as long each time up to :data:`RECHECK_MAX_S`. Once the try has read its whole
+    answer (:meth:`over`), nothing is cut: its connection may already serve another request.
     """
 
     def __init__(self) -> None:
-        self._streams: list[Any] = []
+        self._responses: list[Any] = []
         self._due = False
+        self._over = False
+        self._wait = RECHECK_S / 2
         self._lock = threading.Lock()
         self._thread: int | None = threading.get_ident()
 
-    @property
-    def known(self) -> bool:
-        """Whether a connection has been attached."""
-        return bool(self._streams)
-
     def follow(self) -> None:
         """The try runs (again) in the current thread."""
-        self._thread = threading.get_ident()
+        with self._lock:
+            self._thread = threading.get_ident()
 
     def pause(self) -> None:
         """The try is suspended (a stream's preview was handed out): its thread's stack is not the try's."""
-        self._thread = None
+        with self._lock:
+            self._thread = None
 
-    def attach(self, stream: Any) -> None:
-        """Note the try's connection; shut it now if the deadline has already rung."""
-        if stream is None:
+    def over(self) -> None:
+        """The try has read its whole answer: its connection went back to the pool, so it is never cut now."""
+        with self._lock:
+            self._over, self._thread = True, None
+            self._responses.clear()
+
+    def attach(self, response: Any) -> None:
+        """Note the try's httpx response (its connection is the one to cut); cut it now if the deadline rang."""
+        if response is None:
             return
         with self._lock:
-            self._streams.append(stream)
-            due = self._due
-        if due:
-            _shut_stream(stream)
+            if self._over:
+                return
+            self._responses.append(response)
+            if self._due:
+                _shut_response(response)
 
-    def __call__(self) -> float:
-        with self._lock:
+    def __call__(self) -> float | None:
+        with self._lock:  # held while cutting: pause() or over() cannot slip between looking and shutting
             self._due = True
-            streams = list(self._streams)
-            thread = self._thread
-        blocked = blocked_stream(thread) if thread is not None else None
-        for stream in (*streams, blocked) if blocked is not None else streams:
-            _shut_stream(stream)
-        return RECHECK_S
+            if self._over:
+                return None
+            struck = False
+            for response in self._responses:
+                struck = _shut_response(response) or struck
+            if self._thread is not None:
+                stream = blocked_stream(self._thread)
+                if stream is not None:
+                    struck = _shut_stream(stream) or struck
+            if struck:
+                return None
+            self._wait = min(2 * self._wait, RECHECK_MAX_S)
+            return self._wait
 
 
 def arm(deadline_at: float, cut: Cut) -> Alarm:
-    """Arm an alarm that runs ``cut`` at ``deadline_at`` (a ``time.monotonic()`` value) and again every
-    :data:`RECHECK_S` until cancelled."""
+    """Arm an alarm that runs ``cut`` at ``deadline_at`` (a ``time.monotonic()`` value), and again while the cut
+    asks for it, until cancelled."""
     return _WATCHDOG.arm(deadline_at, cut)
 
 
@@ -227,10 +257,21 @@ def blocked_stream(thread: int) -> Any:
     return None
 
 
-def _shut_stream(stream: Any) -> None:
+def _shut_response(response: Any) -> bool:
+    """Shut the connection of an httpx response whose body is still being read; whether one was shut. A closed
+    response's connection is back in the pool, perhaps serving another request: it is left alone."""
+    if getattr(response, "is_closed", False):
+        return False
+    return _shut_stream(getattr(response, "extensions", {}).get("network_stream"))
+
+
+def _shut_stream(stream: Any) -> bool:
+    """Shut an httpcore network stream's socket down; whether there was a socket to shut."""
     sock = None
     with contextlib.suppress(Exception):
         sock = stream.get_extra_info("socket")
-    if isinstance(sock, socket.socket):
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
+    if not isinstance(sock, socket.socket):
+        return False
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    return True

@@ -168,11 +168,12 @@ def balanced_end(body: str, start: int, budget: Budget, opened: str = "") -> int
 
 def broken_span_end(body: str, start: int, end: int, budget: Budget) -> int:
     """The end of the broken value that began at ``start`` and whose brackets balanced at ``end``: while
-    what follows continues it (a member ``, "key":``, or for an object a ``:`` right after the closer,
+    what follows continues it (for an object, a member ``, "key":`` or a ``:`` right after the closer,
     ``{"a"}: [1]}``), the value goes on, with its root open again, to the next balance point. -1 when it
-    never ends. (A colon after a bracket in prose, ``[1/2]: ...``, does not continue an array.)"""
+    never ends. An array has no members, so nothing continues one: a colon or a ``key:`` after a bracket in
+    prose (``[1/2]: ...``, ``[1/2], Answer: ...``) leaves what follows outside it."""
     while end >= 0:
-        if not (body[start] == "{" and body[end : end + 1] == ":") and MEMBER_AFTER(body, end) is None:
+        if body[start] != "{" or (body[end : end + 1] != ":" and MEMBER_AFTER(body, end) is None):
             return end
         end = balanced_end(body, end, budget, opened=body[start])
     return end
