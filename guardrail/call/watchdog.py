@@ -53,7 +53,8 @@ class Alarm:
 
     The action returns ``None`` when it is done, or the seconds after which it should run again (until the
     alarm is cancelled). The action runs outside the alarm's lock, so whatever it triggers on the watchdog thread
-    (a garbage collection finalizing the very try it cuts, which cancels this alarm) cannot deadlock it.
+    (a garbage collection finalizing the very try it cuts, which cancels this alarm) cannot deadlock it; the
+    lock's own sections allocate no container, so no collection can start inside them.
     """
 
     def __init__(self, at: float, action: Callable[[], float | None], on_cancel: Callable[[], None]) -> None:
@@ -62,18 +63,18 @@ class Alarm:
         self._action = action
         self._on_cancel = on_cancel
         self._done = False
-        self._running: int | None = None  # the thread running the action right now
-        self._state = threading.Condition(threading.RLock())
+        self._running: tuple[int, threading.Event] | None = None  # (thread, set when done) while the action runs
+        self._lock = threading.Lock()
 
     def cancel(self) -> None:
         """Disarm; after this returns the action is not running (unless this thread is the one running it, from
         inside the action) and will never run again."""
-        with self._state:
+        with self._lock:
             first = not self._done
             self._done = True
-            me = threading.get_ident()
-            while self._running is not None and self._running != me:
-                self._state.wait()
+            running = self._running
+        if running is not None and running[0] != threading.get_ident():
+            running[1].wait()
         if first:
             self._on_cancel()
 
@@ -84,21 +85,23 @@ class Alarm:
 
     def ring(self) -> float | None:
         """Run the action (once the alarm is due); the seconds until it should ring again, or ``None``."""
-        with self._state:
+        finished = threading.Event()
+        running = (threading.get_ident(), finished)
+        with self._lock:
             if self._done:
                 return None
             self.fired = True
-            self._running = threading.get_ident()
+            self._running = running
         again: float | None = None
         try:
             with contextlib.suppress(Exception):  # a failing action must not kill the watchdog thread
                 again = self._action()
         finally:
-            with self._state:
+            with self._lock:
                 self._running = None
                 if again is None or self._done:
                     self._done, again = True, None
-                self._state.notify_all()
+            finished.set()
         return again
 
 
