@@ -60,8 +60,9 @@ def _has_repeat(text: str) -> bool:
     return False
 
 
-def _repeat_one_key(value: Any, choice: int) -> tuple[str, bool]:
-    """JSON text of ``value`` where the ``choice``-th object (if any) gives its first key a second time."""
+def _repeat_one_key(value: Any, choice: int, ascii_only: bool = True) -> tuple[str, bool]:
+    """JSON text of ``value`` where the ``choice``-th object (if any) gives its first key a second time; strings
+    written with escapes (``ascii_only``) or raw."""
     counter = [0]
 
     def dump(v: Any) -> str:
@@ -73,7 +74,7 @@ def _repeat_one_key(value: Any, choice: int) -> tuple[str, bool]:
             return "{" + ", ".join(members) + "}"
         if isinstance(v, list):
             return "[" + ", ".join(dump(x) for x in v) + "]"
-        return json.dumps(v)
+        return json.dumps(v, ensure_ascii=ascii_only)
 
     text = dump(value)
     return text, counter[0] > choice
@@ -156,29 +157,10 @@ colon_items = st.builds(dict, sku=colon_text, quantity=st.integers(0, 9),
 colon_orders = st.builds(dict, order_id=colon_text, items=st.lists(colon_items, max_size=3))
 
 
-def _dump(value: Any, choice: int, ascii_only: bool) -> tuple[str, bool]:
-    """Like :func:`_repeat_one_key`, with strings written raw (``ascii_only=False``) or with escapes."""
-    counter = [0]
-
-    def dump(v: Any) -> str:
-        if isinstance(v, dict):
-            members = [f"{json.dumps(k)}: {dump(x)}" for k, x in v.items()]
-            if members and counter[0] == choice:
-                members.append(members[0])
-            counter[0] += 1
-            return "{" + ", ".join(members) + "}"
-        if isinstance(v, list):
-            return "[" + ", ".join(dump(x) for x in v) + "]"
-        return json.dumps(v, ensure_ascii=ascii_only)
-
-    text = dump(value)
-    return text, counter[0] > choice
-
-
 @settings(max_examples=300, deadline=None)
 @given(value=colon_orders, choice=st.integers(0, 5), ascii_only=st.booleans())
 def test_colons_in_strings_never_clear_a_repeat(value: dict[str, Any], choice: int, ascii_only: bool) -> None:
-    text, repeated = _dump(value, choice, ascii_only)
+    text, repeated = _repeat_one_key(value, choice, ascii_only)
     validated = Order.model_validate_json(text, strict=True)
     assert repeated == _has_repeat(text)
     assert may_repeat_key(text, validated, Order) == repeated

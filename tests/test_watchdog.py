@@ -23,6 +23,16 @@ from guardrail.call.watchdog import RECHECK_S, Cut, arm, blocked_stream
 JOIN_S = 30.0
 
 
+def wait_for(get: Callable[[], Any]) -> Any:
+    """``get()``'s first truthy value, polled for up to :data:`JOIN_S`; its last (falsy) value after that."""
+    for _ in range(int(JOIN_S / 0.01)):
+        value = get()
+        if value:
+            return value
+        time.sleep(0.01)
+    return get()
+
+
 class Silent:
     """A TCP server that accepts connections and reads requests but never answers a byte."""
 
@@ -42,11 +52,9 @@ class Silent:
             self.connections.append(connection)
 
     def wait_connection(self) -> socket.socket:
-        for _ in range(int(JOIN_S / 0.01)):
-            if self.connections:
-                return self.connections[0]
-            time.sleep(0.01)
-        raise AssertionError("the client never connected")
+        if not wait_for(lambda: self.connections):
+            raise AssertionError("the client never connected")
+        return self.connections[0]
 
     def close(self) -> None:
         self.listener.close()
@@ -86,12 +94,11 @@ def blocked_call(server: Silent, before: Callable[[Cut], Any] = lambda cut: None
 
 def wait_blocked(thread: threading.Thread) -> Any:
     assert thread.ident is not None
-    for _ in range(int(JOIN_S / 0.01)):
-        stream = blocked_stream(thread.ident)
-        if stream is not None:
-            return stream
-        time.sleep(0.01)
-    raise AssertionError("the thread never blocked on a connection")
+    ident = thread.ident
+    stream = wait_for(lambda: blocked_stream(ident))
+    if stream is None:
+        raise AssertionError("the thread never blocked on a connection")
+    return stream
 
 
 def test_a_cut_finds_and_shuts_the_connection_its_thread_is_blocked_on(silent: Silent) -> None:
@@ -121,10 +128,7 @@ def test_an_alarm_that_rings_before_the_connection_exists_cuts_it_once_it_does(s
         gate.wait(JOIN_S)
 
     thread, outcome = blocked_call(silent, arm_then_wait)
-    for _ in range(int(JOIN_S / 0.01)):
-        if "alarm" in armed and armed["alarm"].fired:
-            break
-        time.sleep(0.01)
+    wait_for(lambda: "alarm" in armed and armed["alarm"].fired)
     assert armed["alarm"].fired and not armed["alarm"].done, "a rung alarm of a running try stops looking"
     gate.set()  # now the request goes out, after the deadline rang
     thread.join(JOIN_S)
@@ -163,10 +167,7 @@ def test_a_far_deadline_does_not_kill_the_watchdog(far: float) -> None:
         distant = arm(time.monotonic() + far, Cut())
         time.sleep(0.2)  # the watchdog thread now waits for the far deadline
         near = arm(time.monotonic() + 0.05, Cut())
-        for _ in range(int(JOIN_S / 0.01)):
-            if near.fired:
-                break
-            time.sleep(0.01)
+        wait_for(lambda: near.fired)
         near.cancel()
         distant.cancel()
     finally:
@@ -188,10 +189,7 @@ def test_an_alarm_cancelled_from_inside_its_own_cut_does_not_hang_the_watchdog()
 
     box["alarm"] = arm(time.monotonic(), Reentrant())
     later = arm(time.monotonic() + 0.05, Cut())
-    for _ in range(int(JOIN_S / 0.01)):
-        if later.fired:
-            break
-        time.sleep(0.01)
+    wait_for(lambda: later.fired)
     later.cancel()
     assert box.get("cancelled_inside") and box["alarm"].done
     assert later.fired, "the watchdog thread hung inside a cut"

@@ -58,13 +58,11 @@ def cache_hit_span(target_provider: str, model: str, mode: str, schema_hash: str
     if not tracing():
         trace_id = current_trace_id()
     else:
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat", "gen_ai.provider.name": target_provider, "gen_ai.request.model": model,
-            "gen_ai.output.type": "json", "guardrail.cached": True, "guardrail.mode": mode,
-            "guardrail.attempts": 0, "guardrail.vendor_calls": 0, "guardrail.schema_hash": schema_hash}
-        with _tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes) as span:
-            context = span.get_span_context()
-            trace_id = format(context.trace_id, "032x") if context.is_valid else random_trace_id()
+        attributes = {**_request_attributes({"gen_ai.provider.name": target_provider}, model), "guardrail.cached": True,
+                      "guardrail.mode": mode, "guardrail.attempts": 0, "guardrail.vendor_calls": 0,
+                      "guardrail.schema_hash": schema_hash}
+        with _tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes):
+            trace_id = current_trace_id()
     log.info("guardrail.call.cached", trace_id=trace_id, provider=target_provider, model=model, mode=mode)
     return trace_id
 
@@ -99,19 +97,23 @@ class _Untraced:
         return None
 
 
+def _request_attributes(destination: dict[str, Any], model: str) -> dict[str, Any]:
+    """A call span's request attributes: the operation, ``destination`` (provider, server) and the model."""
+    return {"gen_ai.operation.name": "chat", **destination, "gen_ai.request.model": model,
+            "gen_ai.output.type": "json"}
+
+
 @contextmanager
 def _traced(target: Target, model: str, temperature: float | None, max_tokens: int | None
             ) -> Iterator[tuple[Span, str]]:
-    attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", **target.attributes(),
-                                  "gen_ai.request.model": model, "gen_ai.output.type": "json"}
+    attributes = _request_attributes(target.attributes(), model)
     if temperature is not None:
         attributes["gen_ai.request.temperature"] = temperature
     if max_tokens is not None:
         attributes["gen_ai.request.max_tokens"] = max_tokens
     with _tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes,
                                        record_exception=False, set_status_on_exception=False) as span:
-        context = span.get_span_context()
-        trace_id = format(context.trace_id, "032x") if context.is_valid else random_trace_id()
+        trace_id = current_trace_id()  # the span's own, being current
         log.info("guardrail.call.start", trace_id=trace_id, provider=target.provider, model=model)
         yield span, trace_id
 
