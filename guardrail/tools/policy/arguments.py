@@ -14,7 +14,8 @@ unless the rule says ``check_default``, which judges the default there as if it 
 
 :func:`canonicalize` applies one rule and returns the arguments with the canonical values the tool must
 receive; a rejection names where it happened (``urls[1]``, ``hooks[0].url``). :func:`leaves` gives the
-values a ``when`` condition judges, each with whether the model left it out.
+values a ``when`` condition judges, each with whether the model left it out (presence is judged at the end of
+the path, a list there as a whole; the value constraints judge its :func:`elements`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from guardrail.tools.policy.verdict import Rejected
 if TYPE_CHECKING:
     from guardrail.tools.policy.model import ArgRule
 
-__all__ = ["NOTHING", "Location", "canonicalize", "leaves", "location_text", "split"]
+__all__ = ["NOTHING", "Location", "canonicalize", "elements", "leaves", "location_text", "split"]
 
 #: Where a value sits in the arguments: keys of objects and indexes of lists, from the top.
 Location = tuple[str | int, ...]
@@ -119,9 +120,10 @@ def _leaf(rule: ArgRule, value: Any, where: str) -> Any:
 
 def leaves(arguments: dict[str, Any], path: str, omitted: Collection[Location] = _NONE, *,
            into_defaults: bool = False) -> list[tuple[Any, bool]]:
-    """Every value at ``path`` (lists walked, a list at the end flattened into its elements), each with whether
-    the model left it out. A left-out value is :data:`NOTHING` unless ``into_defaults`` (then the default, walked
-    like a sent value); so is a place the path cannot reach (a ``null`` or a non-object on the way)."""
+    """Every value at the end of ``path`` (lists on the way walked; a list at the end is one value), each with
+    whether the model left it out. A left-out value is :data:`NOTHING` unless ``into_defaults`` (then the
+    default, walked like a sent value); so is a place the path cannot reach (a ``null`` or a non-object on the
+    way)."""
     found: list[tuple[Any, bool]] = []
     _collect(arguments, split(path), (), omitted, False, into_defaults, found)
     return found
@@ -129,12 +131,12 @@ def leaves(arguments: dict[str, Any], path: str, omitted: Collection[Location] =
 
 def _collect(value: Any, segments: tuple[str, ...], at: Location, omitted: Collection[Location], gone: bool,
              into_defaults: bool, found: list[tuple[Any, bool]]) -> None:
+    if not segments:
+        found.append((value, gone))
+        return
     if isinstance(value, list):
         for index, item in enumerate(value):
             _collect(item, segments, (*at, index), omitted, gone, into_defaults, found)
-        return
-    if not segments:
-        found.append((value, gone))
         return
     key = segments[0]
     if not isinstance(value, dict) or key not in value:
@@ -147,3 +149,18 @@ def _collect(value: Any, segments: tuple[str, ...], at: Location, omitted: Colle
             return
         gone = True
     _collect(value[key], segments[1:], at, omitted, gone, into_defaults, found)
+
+
+def elements(value: Any) -> list[Any]:
+    """A value as the ``when`` conditions judge it: a list is its elements (nested lists flattened)."""
+    if not isinstance(value, list):
+        return [value]
+    flat: list[Any] = []
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, list):
+            pending.extend(reversed(current))
+        else:
+            flat.append(current)
+    return flat

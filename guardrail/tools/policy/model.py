@@ -31,7 +31,10 @@ A policy file (TOML, one per tool, in ``policies/``) reads::
 Argument constraints: ``one_of``, ``min``/``max`` (numbers), ``min_length``/``max_length``, ``pattern`` (RE2:
 linear time), ``url`` (hosts, schemes, ``allow_ip_literals``, ``allow_nested_urls``, ``connect_to``), ``path``
 (a base directory relative to the policy file, ``allow_absolute``, ``must_exist``), ``sql`` (allowed statement
-kinds, ``dialect``, ``tables``, extra ``functions``), ``required``, ``secret``. ``[args.NAME]`` names a
+kinds, ``dialect``, ``tables``, extra ``functions``), ``required`` (the model must give it), ``absent`` (it must
+not), ``check_default`` (a left-out argument's default is judged too), ``secret``. The value constraints judge
+what the model sent; an argument it left out is judged by ``required``/``absent`` only, unless
+``check_default`` (see :mod:`guardrail.tools.policy.arguments`). ``[args.NAME]`` names a
 parameter of the tool; ``[args."NAME.FIELD"]`` a field of a nested model; lists on the way are walked element
 by element (``[args.urls]`` on ``urls: list[str]`` checks every URL).
 
@@ -52,7 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, 
 
 from guardrail.errors import ConfigError
 from guardrail.tools.identity import Identity
-from guardrail.tools.policy.arguments import NOTHING, Location, leaves
+from guardrail.tools.policy.arguments import NOTHING, Location, elements, leaves
 from guardrail.tools.policy.paths import resolve_path
 from guardrail.tools.policy.regex import compile_pattern
 from guardrail.tools.policy.sql import check_sql
@@ -209,6 +212,12 @@ class ArgRule(BaseModel):
             return False
         if value is NOTHING:
             return deny
+        if not self.has_value_constraints:
+            return True
+        judge = any if deny else all  # a list: a deny condition holds when any element meets it, an allow all
+        return judge(self._value_met(item, deny) for item in elements(value))
+
+    def _value_met(self, value: Any, deny: bool) -> bool:
         reason = self.check(value)
         return reason is None or (deny and reason.startswith(_UNJUDGED))
 
@@ -233,9 +242,10 @@ class ArgRule(BaseModel):
         """The value the tool must receive for ``value`` (the resolved path, the normalised URL; any other
         value unchanged), or :class:`Rejected` with the reason. ``one_of``, the bounds, the lengths and the
         pattern judge the value as written; the ``url``/``path``/``sql`` checkers then produce the canonical
-        value from it (no decoding on either side). ``null`` (an optional argument left out) passes the
-        ``url``/``path``/``sql`` checkers unless the rule is ``required``: there is nothing to fetch, open or
-        run."""
+        value from it (no decoding on either side). A ``null`` that reaches them (sent where the default is not
+        ``None``, or judged by ``check_default``) passes unless the rule is ``required``: there is nothing to
+        fetch, open or run. (Arguments left out never get here: the walk in
+        :mod:`~guardrail.tools.policy.arguments` judges them by presence.)"""
         try:
             reason = self._plain_reason(value)
             if reason is not None:
