@@ -497,9 +497,10 @@ def _left_out(found: Tool, policy: Policy, model: BaseModel | dict[str, Any], ar
     """The locations of what the model left out (:mod:`guardrail.tools.presence`), with the model and its
     canonical form; for a tool declared by JSON Schema, the schema's defaults filled in where a rule of the
     policy says ``check_default`` (the tool then receives the default that was judged)."""
-    if isinstance(model, BaseModel):
+    if not isinstance(found.arguments, dict):
+        assert isinstance(model, BaseModel)
         return model, args, model_left_out(model)
-    assert isinstance(found.arguments, dict)
+    assert isinstance(model, dict)
     filled, omitted = schema_left_out(model, found.arguments, policy.default_checked_paths())
     return (model, args, omitted) if filled is model else (filled, _canonical(filled), omitted)
 

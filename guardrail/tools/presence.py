@@ -44,15 +44,16 @@ def model_left_out(model: BaseModel) -> frozenset[Location]:
 
 
 def _visit_model(model: BaseModel, at: Location, found: list[Location], depth: int) -> None:
-    fields = type(model).model_fields
-    given = model.model_fields_set
-    nested = _fields_holding_models(type(model))
-    for name, info in fields.items():
-        value = getattr(model, name)
-        if name not in given or (value is None and info.default is None and info.default_factory is None):
+    given = model.__pydantic_fields_set__  # what model_fields_set returns, without the property call
+    for name, none_default, nested in _plan(type(model)):
+        if name not in given:
             found.append((*at, name))
-        elif name in nested and depth < _DEPTH:
-            _visit_value(value, (*at, name), found, depth + 1)
+        elif none_default or nested:
+            value = getattr(model, name)
+            if value is None and none_default:
+                found.append((*at, name))
+            elif nested and depth < _DEPTH:
+                _visit_value(value, (*at, name), found, depth + 1)
 
 
 def _visit_value(value: Any, at: Location, found: list[Location], depth: int) -> None:
@@ -69,9 +70,11 @@ def _visit_value(value: Any, at: Location, found: list[Location], depth: int) ->
 
 
 @functools.lru_cache(maxsize=1024)
-def _fields_holding_models(model: type[BaseModel]) -> frozenset[str]:
-    """The fields of ``model`` whose type can hold a nested model (the only ones worth walking)."""
-    return frozenset(name for name, info in model.model_fields.items() if _holds_models(info.annotation, 0))
+def _plan(model: type[BaseModel]) -> tuple[tuple[str, bool, bool], ...]:
+    """Each field of ``model`` with whether its default is ``None`` (a ``null`` sent counts as left out) and
+    whether its type can hold a nested model (the only fields worth walking)."""
+    return tuple((name, info.default is None and info.default_factory is None, _holds_models(info.annotation, 0))
+                 for name, info in model.model_fields.items())
 
 
 def _holds_models(annotation: Any, depth: int) -> bool:

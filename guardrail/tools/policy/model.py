@@ -212,9 +212,11 @@ class ArgRule(BaseModel):
             return False
         if value is NOTHING:
             return deny
+        if not isinstance(value, list):
+            return self._value_met(value, deny)
         if not self.has_value_constraints:
-            return True
-        judge = any if deny else all  # a list: a deny condition holds when any element meets it, an allow all
+            return True  # a list given: presence is all that is asked (even of an empty one)
+        judge = any if deny else all  # a deny condition holds when any element meets it, an allow when all do
         return judge(self._value_met(item, deny) for item in elements(value))
 
     def _value_met(self, value: Any, deny: bool) -> bool:
