@@ -501,3 +501,39 @@ def test_leaving_out_optional_arguments_never_causes_a_constraint_refusal(sent: 
     left_out = {name for name in OPTIONAL if name not in sent} | ({"items"} if not item_skus else set())
     left_out |= {f"items[{i}].sku" for i, has in enumerate(item_skus) if not has}
     assert set(done.omitted) == left_out
+
+
+PROPERTY_SCHEMA = {"type": "object", "required": ["to"], "properties": {
+    "to": {"type": "string"}, "region": {"type": "string"}, "limit": {"type": "integer"},
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "items": {"type": "array", "items": {"type": "object", "required": ["qty"], "properties": {
+        "qty": {"type": "integer"}, "sku": {"type": "string"}}}},
+}}
+
+
+@settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sent=st.sets(st.sampled_from(["region", "limit", "tags"])), item_skus=st.lists(st.booleans(), max_size=3))
+def test_leaving_out_properties_of_a_json_schema_tool_never_causes_a_constraint_refusal(
+        sent: set[str], item_skus: list[bool]) -> None:
+    rec = Recorder()
+    defaults = {"region": "zz", "limit": 1000, "tags": ("DEFAULT",)}
+
+    def act_schema(to: str, region: str = "zz", limit: int = 1000, tags: tuple[str, ...] = ("DEFAULT",),
+                   items: list[dict[str, Any]] | None = None) -> str:
+        rec.received.append({"region": region, "limit": limit, "tags": tags, "items": items})
+        return "ok"
+
+    rec.add(act_schema, '[args.region]\none_of = ["eu"]\n[args.limit]\nmax = 100\n[args.tags]\npattern = "[a-z]+"\n'
+                        '[args."items.sku"]\npattern = "[A-Z]{3}-[0-9]{4}"\n', schema=PROPERTY_SCHEMA)
+    good = {"region": "eu", "limit": 5, "tags": ["a"]}
+    arguments: dict[str, Any] = {"to": "x", **{name: good[name] for name in sent}}
+    if item_skus:
+        arguments["items"] = [{"qty": 1, "sku": "ABC-1234"} if has else {"qty": 1} for has in item_skus]
+    done = rec.run("act_schema", arguments)
+    received = rec.received[-1]
+    for name, default in defaults.items():
+        assert received[name] == (good[name] if name in sent else default), name
+    assert received["items"] == arguments.get("items")  # a left-out nested property stays left out
+    left_out = {name for name in defaults if name not in sent} | ({"items"} if not item_skus else set())
+    left_out |= {f"items[{i}].sku" for i, has in enumerate(item_skus) if not has}
+    assert set(done.omitted) == left_out

@@ -10,6 +10,10 @@ Order (deny wins, default deny):
 4. the first ``[[allow]]`` rule that matches → allow (that rule);
 5. nothing matched → deny (``default-deny``).
 
+Steps 1-4 judge what the model sent: an argument it left out (its default in the arguments, its location in
+``omitted``) meets and breaks only the presence keys ``required`` and ``absent``, unless a rule says
+``check_default`` (see :mod:`guardrail.tools.policy.arguments`).
+
 Identity comes only from :func:`guardrail.identity` (the trusted runtime). A :class:`Decision` can only be
 made here; it carries the checked arguments, and the tool executor runs the tool with exactly those values
 and only with a positive decision made for exactly that call (complete mediation). ``Decision.rule``,
