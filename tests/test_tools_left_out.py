@@ -250,6 +250,10 @@ def test_nested_fields_left_out_are_judged_element_by_element() -> None:
     assert strict.denied("order", {"to": "x", "items": [{"qty": 1, "sku": "a"}, {"qty": 2}]}).argument \
         == "items[1].sku"
     assert strict.denied("order", {"to": "x"}).argument == "items"  # the whole list left out: sku missing too
+    judged = Recorder()
+    judged.add(_nested(judged), '[args."items.sku"]\npattern = "[A-Z]{3}-[0-9]{4}"\ncheck_default = true\n')
+    assert judged.denied("order", {"to": "x", "items": [{"qty": 1, "sku": "ABC-1234"}, {"qty": 2}]}).argument \
+        == "items[1].sku"  # the default "none" of the second item is judged
     no_sku = Recorder()
     no_sku.add(_nested(no_sku), '[args."items.sku"]\nabsent = true\n')
     no_sku.run("order", {"to": "x", "items": [{"qty": 1}]})
