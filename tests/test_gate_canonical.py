@@ -599,7 +599,9 @@ def test_an_optional_url_left_out_passes_and_a_required_one_does_not() -> None:
     assert recorder.received == [None, "https://api.example.com/cb"]
     strict = Recorder()
     strict.add(notify, OPEN + f"[args.callback]\nurl = {{ hosts = {HOSTS} }}\nrequired = true\n")
-    assert "URL must be a str" in strict.denied("notify", {"text": "hi"}).reason
+    for left_out in ({"text": "hi"}, {"text": "hi", "callback": None}):  # null is the default: left out too
+        refused = strict.denied("notify", left_out)
+        assert (refused.reason, refused.argument) == ("required argument missing", "callback")
 
 
 # ------------------------------------------------------ complete mediation: what is authorized is exactly what runs

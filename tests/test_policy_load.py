@@ -299,3 +299,14 @@ def test_policy_file_that_cannot_be_parsed_denies_instead_of_crashing(env: ToolE
         env.call("deep", {})
     _, problems = check_policies(tmp_path)
     assert problems
+
+
+def test_the_documented_list_of_every_key_is_a_policy_that_loads() -> None:
+    text = (ROOT / "docs" / "tools-and-policies.md").read_text(encoding="utf-8")
+    keys = re.search(r"Every key:\n\n```toml\n(.*?)```", text, re.S)
+    assert keys is not None
+    policy = parse_policy(keys.group(1), "docs/tools-and-policies.md")
+    documented = {name for rule in policy.args.values() for name in rule.model_fields_set}
+    documented |= {name for match in (*policy.allow, *policy.deny) for rule in match.when.values()
+                   for name in rule.model_fields_set}
+    assert documented == set(type(next(iter(policy.args.values()))).model_fields)  # no key left undocumented

@@ -10,7 +10,8 @@ Every record passes through :func:`guardrail.observe.redact.redact` first, with 
 ========================  =================================================================================
 request_id                the id of the request that triggered the call (given, or generated)
 tool                      the tool name as proposed
-arguments                 the parsed arguments (redacted)
+arguments                 the parsed arguments (redacted), with the defaults of what the model left out
+omitted                   the arguments the model left out (``cc``, ``items[1].sku``), judged by presence only
 identity                  tenant, user, roles from the trusted runtime (``None`` when anonymous)
 decision                  allowed, denied, pending_approval, invalid, executed, replayed, conflict, failed
 rule                      the rule that decided (``allow.<id>``, ``deny.<id>``, ``args.<name>``, ``limits.rate``...)
@@ -36,11 +37,11 @@ _log = get_logger("guardrail.audit")
 def record(*, request_id: str, tool: str, decision: str, rule: str = "", reason: str = "",
            arguments: Any = None, identity: Identity | None = None, policy_version: str = "",
            idempotency_key: str | None = None, result: Any = None, error: BaseException | None = None,
-           secret_args: frozenset[str] = frozenset()) -> dict[str, Any]:
+           secret_args: frozenset[str] = frozenset(), omitted: list[str] | None = None) -> dict[str, Any]:
     """Write one audit record (redacted) and return it."""
     entry: dict[str, Any] = {
         "request_id": request_id, "tool": tool, "decision": decision, "rule": rule, "reason": reason,
-        "arguments": arguments, "identity": identity.as_dict() if identity else None,
+        "arguments": arguments, "omitted": omitted, "identity": identity.as_dict() if identity else None,
         "policy_version": policy_version, "idempotency_key": idempotency_key, "result": result,
         "error": f"{type(error).__name__}: {error}" if error is not None else None,
     }

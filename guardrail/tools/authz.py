@@ -10,6 +10,10 @@ Order (deny wins, default deny):
 4. the first ``[[allow]]`` rule that matches → allow (that rule);
 5. nothing matched → deny (``default-deny``).
 
+Steps 1-4 judge what the model sent: an argument it left out (its default in the arguments, its location in
+``omitted``) meets and breaks only the presence keys ``required`` and ``absent``, unless a rule says
+``check_default`` (see :mod:`guardrail.tools.policy.arguments`).
+
 Identity comes only from :func:`guardrail.identity` (the trusted runtime). A :class:`Decision` can only be
 made here; it carries the checked arguments, and the tool executor runs the tool with exactly those values
 and only with a positive decision made for exactly that call (complete mediation). ``Decision.rule``,
@@ -21,11 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from guardrail.tools.identity import Identity
-from guardrail.tools.policy.arguments import canonicalize
+from guardrail.tools.policy.arguments import Location, canonicalize
 from guardrail.tools.policy.model import Policy
 from guardrail.tools.policy.verdict import Rejected
 
@@ -66,8 +71,11 @@ class Decision:
                 and self.arguments_hash == arguments_hash(tool, arguments))
 
 
-def authorize(policy: Policy | None, tool: str, arguments: dict[str, Any], who: Identity | None) -> Decision:
-    """Decide one call (see the module docstring). No policy at all is a denial."""
+def authorize(policy: Policy | None, tool: str, arguments: dict[str, Any], who: Identity | None,
+              omitted: Collection[Location] = frozenset()) -> Decision:
+    """Decide one call (see the module docstring). No policy at all is a denial. ``omitted`` are the locations
+    of the values the model left out (the defaults in ``arguments``): they are judged by presence only
+    (``required``, ``absent``), or as values where a rule says ``check_default``."""
     checked = arguments
 
     def decide(allowed: bool, rule: str, reason: str, argument: str = "") -> Decision:
@@ -80,19 +88,19 @@ def authorize(policy: Policy | None, tool: str, arguments: dict[str, Any], who: 
     if policy.tool != tool:
         return decide(False, "policy-mismatch", f"the policy is for {policy.tool!r}, not {tool!r}")
     for rule in policy.deny:
-        if rule.matches(who, arguments, deny=True):
+        if rule.matches(who, arguments, deny=True, omitted=omitted):
             return decide(False, f"deny.{rule.id}", "a deny rule matched")
     for path, constraint in policy.args.items():
         try:
-            checked = canonicalize(checked, path, constraint)
+            checked = canonicalize(checked, path, constraint, omitted)
         except Rejected as rejected:
             checked = arguments
             return decide(False, f"args.{path}", rejected.reason, rejected.argument or path)
     if checked != arguments:
         for rule in policy.deny:
-            if rule.matches(who, checked, deny=True):
+            if rule.matches(who, checked, deny=True, omitted=omitted):
                 return decide(False, f"deny.{rule.id}", "a deny rule matched the checked arguments")
     for rule in policy.allow:
-        if rule.matches(who, arguments):
+        if rule.matches(who, arguments, omitted=omitted):
             return decide(True, f"allow.{rule.id}", "an allow rule matched")
     return decide(False, "default-deny", "no allow rule matched")

@@ -54,9 +54,11 @@ from guardrail.store.memory import MemoryStore
 from guardrail.tools import approvals, audit
 from guardrail.tools.authz import GENERIC_DENIAL, Decision, authorize
 from guardrail.tools.identity import Identity, current_identity, key_of
+from guardrail.tools.policy.arguments import Location, location_text
 from guardrail.tools.policy.binding import bind, bind_schema
 from guardrail.tools.policy.loader import PolicyError, load_policy
 from guardrail.tools.policy.model import Policy
+from guardrail.tools.presence import model_left_out, schema_left_out
 from guardrail.vendors.registry import endpoint_named, tool_calls_of
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -259,8 +261,9 @@ class ToolResult:
 
     ``replayed`` is true when an idempotent replay answered (the stored result of an earlier run with the same
     key and arguments) and the tool did not run; ``ran`` is its opposite. ``arguments`` are the checked
-    arguments the tool received (canonical paths and URLs in place); ``rule`` is the allow rule that admitted
-    the call.
+    arguments the tool received (canonical paths and URLs in place, the defaults of what the model left out);
+    ``rule`` is the allow rule that admitted the call; ``omitted`` names the arguments the model left out
+    (``cc``, ``items[1].sku``), which the policy judged by presence only (see docs/tools-and-policies.md).
     """
 
     value: Any
@@ -268,6 +271,7 @@ class ToolResult:
     request_id: str
     rule: str
     arguments: dict[str, Any]
+    omitted: tuple[str, ...] = ()
 
     @property
     def ran(self) -> bool:
@@ -328,24 +332,27 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
                      rule="no-policy" if policy is None else "default-deny",
                      reason="no allow rule can admit this caller")
     model, args = _validated(found, arguments, request_id, who, secret, version, idempotency_key)
+    model, args, omitted = _left_out(found, policy, model, args)
+    left_out = sorted(location_text(place) for place in omitted)
     if found.rules:
         try:
             verdict = evaluate(found.rules, args, context or {})
         except Exception as error:  # a rule that cannot run (missing context...) fails closed
             audit.record(request_id=request_id, tool=found.name, decision="denied", rule="semantic",
                          reason=f"a rule could not run: {type(error).__name__}: {error}", arguments=args,
-                         identity=who, secret_args=secret, policy_version=version, idempotency_key=idempotency_key)
+                         identity=who, secret_args=secret, policy_version=version, idempotency_key=idempotency_key,
+                         omitted=left_out)
             raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id, rule="semantic",
                          reason=f"a rule could not run: {type(error).__name__}") from None
         if not verdict.ok:
             violation = SemanticViolation(semantic_feedback(list(verdict.violations)), verdict.violations)
             audit.record(request_id=request_id, tool=found.name, decision="invalid", rule="semantic",
                          reason=violation.feedback, arguments=args, identity=who, secret_args=secret,
-                         policy_version=version, idempotency_key=idempotency_key)
+                         policy_version=version, idempotency_key=idempotency_key, omitted=left_out)
             raise violation
-    decision = authorize(policy, found.name, args, who)
+    decision = authorize(policy, found.name, args, who, omitted)
     _record = _recorder(request_id, found.name, json.loads(json.dumps(decision.arguments)), who, decision, secret,
-                        idempotency_key)
+                        idempotency_key, left_out)
     if not decision.allowed:
         _record("denied")
         raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id, rule=decision.rule,
@@ -375,7 +382,7 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
         if stored is not None:
             result = json.loads(stored)
             _record("replayed", result=result, key=key)
-            return ToolResult(result, True, request_id, decision.rule, args)
+            return ToolResult(result, True, request_id, decision.rule, args, tuple(left_out))
     if policy.approval == "required":
         if approval_token is None:
             token, expires_at = approvals.park(store, found.name, decision.arguments_hash, who, policy.approval_ttl)
@@ -389,7 +396,7 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
 
     def execute() -> Any:
         # Limits count executions: a replayed result costs nothing.
-        limited = _over_limits(policy, store, found.name, args, who)
+        limited = _over_limits(policy, store, found.name, args, who, found.fn)
         if limited is not None:
             raise _LimitReached(limited)
         return run_sealed(found, model, args, decision)
@@ -411,7 +418,7 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
         _record("failed", error=error, key=key)
         raise
     _record("replayed" if replayed else "executed", result=result, key=key)
-    return ToolResult(result, replayed, request_id, decision.rule, args)
+    return ToolResult(result, replayed, request_id, decision.rule, args, tuple(left_out))
 
 
 def _scoped_key(tool: str, who: Identity | None, key: str) -> str:
@@ -485,6 +492,19 @@ def _validated(found: Tool, arguments: Mapping[str, Any] | str, request_id: str,
     raise error
 
 
+def _left_out(found: Tool, policy: Policy, model: BaseModel | dict[str, Any], args: dict[str, Any]
+              ) -> tuple[BaseModel | dict[str, Any], dict[str, Any], frozenset[Location]]:
+    """The locations of what the model left out (:mod:`guardrail.tools.presence`), with the model and its
+    canonical form; for a tool declared by JSON Schema, the schema's defaults filled in where a rule of the
+    policy says ``check_default`` (the tool then receives the default that was judged)."""
+    if not isinstance(found.arguments, dict):
+        assert isinstance(model, BaseModel)
+        return model, args, model_left_out(model)
+    assert isinstance(model, dict)
+    filled, omitted = schema_left_out(model, found.arguments, policy.default_checked_paths())
+    return (model, args, omitted) if filled is model else (filled, _canonical(filled), omitted)
+
+
 def _checked_model(found: Tool, model: BaseModel | dict[str, Any], args: dict[str, Any],
                    checked: dict[str, Any]) -> BaseModel | dict[str, Any] | None:
     """The argument model holding the checked values (the resolved path, the normalised URL), or ``None`` when
@@ -528,18 +548,23 @@ def _canonical(value: Any, depth: int = 0) -> Any:
 
 
 def _recorder(request_id: str, tool: str, args: dict[str, Any], who: Identity | None, decision: Decision,
-              secret: frozenset[str], given_key: str | None) -> Callable[..., None]:
+              secret: frozenset[str], given_key: str | None, omitted: list[str]) -> Callable[..., None]:
     def write(outcome: str, *, rule: str | None = None, reason: str | None = None, result: Any = None,
               error: BaseException | None = None, key: str | None = None) -> None:
         audit.record(request_id=request_id, tool=tool, decision=outcome, rule=rule or decision.rule,
                      reason=reason or decision.reason, arguments=args, identity=who,
                      policy_version=decision.policy_version, idempotency_key=key or given_key, result=result,
-                     error=error, secret_args=secret)
+                     error=error, secret_args=secret, omitted=omitted)
     return write
 
 
-def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], who: Identity | None) -> str | None:
+def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], who: Identity | None,
+                 fn: Callable[..., Any]) -> str | None:
     """The limit a call would pass (``limits.rate``/``quota``/``spend``), else ``None`` (counting the call).
+
+    The spend counts what the tool receives: the amount sent, or the default of an amount the model left out
+    (for a tool declared by JSON Schema, the function's own default); a default that is not a number (``None``)
+    or no default at all is refused, never counted as nothing.
 
     Every counter of the call is updated in one atomic step (:meth:`Store.add_within_limits`): a call refused by
     one limit consumes none of the others. Spend is exact: amounts and budgets are :class:`~decimal.Decimal` (a
@@ -553,7 +578,8 @@ def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], 
             counters.append((f"limits.{label}", Counter(f"limits:{tag}:{label}", Decimal(1), Decimal(rate.calls),
                                                         rate.per_seconds)))
     if limits.spend is not None:
-        amount = args.get(limits.spend.arg, 0)
+        name = limits.spend.arg
+        amount = args[name] if name in args else _signature_default(fn, name)
         if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0 \
                 or (isinstance(amount, float) and not math.isfinite(amount)):
             return "limits.spend"
@@ -564,6 +590,15 @@ def _over_limits(policy: Policy, store: Store, tool: str, args: dict[str, Any], 
         return None
     over = store.add_within_limits([counter for _, counter in counters])
     return None if over is None else counters[over][0]
+
+
+def _signature_default(fn: Callable[..., Any], name: str) -> Any:
+    """The default ``fn`` gives its parameter ``name`` when it is not passed, else ``None``."""
+    try:
+        parameter = inspect.signature(fn).parameters.get(name)
+    except (TypeError, ValueError):  # a callable without a signature
+        return None
+    return None if parameter is None or parameter.default is parameter.empty else parameter.default
 
 
 def run_sealed(found: Tool, model: BaseModel | dict[str, Any], args: dict[str, Any],

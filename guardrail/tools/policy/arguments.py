@@ -6,13 +6,21 @@ so is a list at the end of the path: ``[args.urls]`` on ``urls: list[str]`` chec
 ``min_length``/``max_length`` bound the list itself. The arguments are the gate's JSON-like form of the
 validated call (models are dicts, tuples and sets are lists), so walking them needs no type information.
 
+What the model *left out* is judged apart from what it sent. ``omitted`` holds the locations (tuples of keys
+and list indexes, ``("items", 1, "sku")``) where the arguments hold a default the model did not send, and a key
+missing from an object (a tool declared by JSON Schema) is left out too. A left-out argument meets no value
+constraint and breaks none: only ``required`` (it must be given) and ``absent`` (it must not) speak about it,
+unless the rule says ``check_default``, which judges the default there as if it had been sent.
+
 :func:`canonicalize` applies one rule and returns the arguments with the canonical values the tool must
 receive; a rejection names where it happened (``urls[1]``, ``hooks[0].url``). :func:`leaves` gives the
-values a ``when`` condition judges.
+values a ``when`` condition judges, each with whether the model left it out (presence is judged at the end of
+the path, a list there as a whole; the value constraints judge its :func:`elements`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from guardrail.tools.policy.verdict import Rejected
@@ -20,7 +28,16 @@ from guardrail.tools.policy.verdict import Rejected
 if TYPE_CHECKING:
     from guardrail.tools.policy.model import ArgRule
 
-__all__ = ["canonicalize", "leaves", "split"]
+__all__ = ["NOTHING", "Location", "canonicalize", "elements", "leaves", "location_text", "split"]
+
+#: Where a value sits in the arguments: keys of objects and indexes of lists, from the top.
+Location = tuple[str | int, ...]
+
+#: What :func:`leaves` gives where a path reaches no value (a ``null`` or a non-object on the way, a key left
+#: out with no default known).
+NOTHING: Any = type("Nothing", (), {"__repr__": lambda self: "NOTHING", "__slots__": ()})()
+
+_NONE: frozenset[Location] = frozenset()
 
 
 def split(path: str) -> tuple[str, ...]:
@@ -28,20 +45,54 @@ def split(path: str) -> tuple[str, ...]:
     return tuple(path.split("."))
 
 
-def canonicalize(arguments: dict[str, Any], path: str, rule: ArgRule) -> dict[str, Any]:
+def location_text(location: Location) -> str:
+    """A location as a denial names it: ``("items", 1, "sku")`` -> ``"items[1].sku"``."""
+    text = ""
+    for part in location:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def canonicalize(arguments: dict[str, Any], path: str, rule: ArgRule,
+                 omitted: Collection[Location] = _NONE) -> dict[str, Any]:
     """``arguments`` with the values at ``path`` replaced by their canonical form; :class:`Rejected` (with the
-    argument's location) when one breaks ``rule``. A path that stops at a missing or ``null`` object is
-    skipped unless the rule is ``required``."""
-    segments = split(path)
-    head = segments[0]
-    if head not in arguments:
+    argument's location) when one breaks ``rule``. A path that stops at a ``null`` object is skipped unless the
+    rule is ``required``; a left-out value (module docstring) is skipped unless the rule is ``required``
+    (refused) or ``check_default`` (its default judged and canonicalised)."""
+    return _step(arguments, split(path), rule, "", (), omitted, False)
+
+
+def _step(container: dict[str, Any], segments: tuple[str, ...], rule: ArgRule, where: str, at: Location,
+          omitted: Collection[Location], gone: bool) -> dict[str, Any]:
+    """Into ``container[segments[0]]`` (``gone``: the container is itself a default the model left out)."""
+    key = segments[0]
+    here, at = (f"{where}.{key}" if where else key), (*at, key)
+    if key not in container:
+        if gone:
+            return container  # the default holds nothing here: nothing reaches the tool to judge
         if rule.required:
-            raise Rejected("required argument missing", head)
-        return arguments
-    return {**arguments, head: _walk(arguments[head], segments[1:], rule, head)}
+            raise Rejected("required argument missing", here)
+        if rule.check_default:
+            raise Rejected("left out, and there is no default to check", here)
+        return container
+    left_out = not gone and at in omitted
+    if left_out:
+        if rule.required:
+            raise Rejected("required argument missing", here)
+        if not rule.check_default:
+            return container  # the tool gets its own default
+    value = container[key]
+    if value is None and len(segments) > 1:
+        if rule.required and not (gone or left_out):
+            raise Rejected("required argument missing", here)
+        return container  # an optional nested model that is absent holds nothing to check
+    return {**container, key: _walk(value, segments[1:], rule, here, at, omitted, gone or left_out)}
 
 
-def _walk(value: Any, segments: tuple[str, ...], rule: ArgRule, where: str) -> Any:
+def _walk(value: Any, segments: tuple[str, ...], rule: ArgRule, where: str, at: Location,
+          omitted: Collection[Location], gone: bool) -> Any:
+    if not segments and rule.absent and not gone:
+        raise Rejected("must not be given", where)
     if isinstance(value, list):
         if not segments:
             reason = rule.length_reason(value)
@@ -49,19 +100,15 @@ def _walk(value: Any, segments: tuple[str, ...], rule: ArgRule, where: str) -> A
                 raise Rejected(reason, where)
             element_rule = rule.for_elements()
             return [_leaf(element_rule, item, f"{where}[{index}]") for index, item in enumerate(value)]
-        return [_walk(item, segments, rule, f"{where}[{index}]") for index, item in enumerate(value)]
+        return [_walk(item, segments, rule, f"{where}[{index}]", (*at, index), omitted, gone)
+                for index, item in enumerate(value)]
     if not segments:
         return _leaf(rule, value, where)
-    if value is None and not rule.required:
-        return value  # an optional nested model that is absent holds nothing to check
+    if value is None and (gone or not rule.required):
+        return value
     if not isinstance(value, dict):
         raise Rejected(f"not an object (cannot reach {'.'.join(segments)})", where)
-    key = segments[0]
-    if key not in value or (value[key] is None and len(segments) > 1):
-        if rule.required:
-            raise Rejected("required argument missing", f"{where}.{key}")
-        return value
-    return {**value, key: _walk(value[key], segments[1:], rule, f"{where}.{key}")}
+    return _step(value, segments, rule, where, at, omitted, gone)
 
 
 def _leaf(rule: ArgRule, value: Any, where: str) -> Any:
@@ -71,22 +118,49 @@ def _leaf(rule: ArgRule, value: Any, where: str) -> Any:
         raise rejected.at(where) from None
 
 
-def leaves(arguments: dict[str, Any], path: str) -> list[Any] | None:
-    """Every value at ``path`` (lists walked, a list at the end flattened into its elements); ``None`` when
-    the path is missing."""
-    segments = split(path)
-    if segments[0] not in arguments:
-        return None
-    found: list[Any] = []
-    pending: list[tuple[Any, tuple[str, ...]]] = [(arguments[segments[0]], segments[1:])]
-    while pending:
-        value, rest = pending.pop()
-        if isinstance(value, list):
-            pending.extend((item, rest) for item in reversed(value))
-        elif not rest:
-            found.append(value)
-        elif isinstance(value, dict) and rest[0] in value:
-            pending.append((value[rest[0]], rest[1:]))
-        else:
-            return None
+def leaves(arguments: dict[str, Any], path: str, omitted: Collection[Location] = _NONE, *,
+           into_defaults: bool = False) -> list[tuple[Any, bool]]:
+    """Every value at the end of ``path`` (lists on the way walked; a list at the end is one value), each with
+    whether the model left it out. A left-out value is :data:`NOTHING` unless ``into_defaults`` (then the
+    default, walked like a sent value); so is a place the path cannot reach (a ``null`` or a non-object on the
+    way)."""
+    found: list[tuple[Any, bool]] = []
+    _collect(arguments, split(path), (), omitted, False, into_defaults, found)
     return found
+
+
+def _collect(value: Any, segments: tuple[str, ...], at: Location, omitted: Collection[Location], gone: bool,
+             into_defaults: bool, found: list[tuple[Any, bool]]) -> None:
+    if not segments:
+        found.append((value, gone))
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _collect(item, segments, (*at, index), omitted, gone, into_defaults, found)
+        return
+    key = segments[0]
+    if not isinstance(value, dict) or key not in value:
+        found.append((NOTHING, gone or isinstance(value, dict)))
+        return
+    at = (*at, key)
+    if not gone and at in omitted:
+        if not into_defaults:
+            found.append((NOTHING, True))
+            return
+        gone = True
+    _collect(value[key], segments[1:], at, omitted, gone, into_defaults, found)
+
+
+def elements(value: Any) -> list[Any]:
+    """A value as the ``when`` conditions judge it: a list is its elements (nested lists flattened)."""
+    if not isinstance(value, list):
+        return [value]
+    flat: list[Any] = []
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, list):
+            pending.extend(reversed(current))
+        else:
+            flat.append(current)
+    return flat

@@ -12,7 +12,8 @@ The rules:
   parameter, or a field of a nested model below one (lists and ``Optional`` are looked through);
 - every parameter (or nested field) whose type is a path, URL or SQL kind (:mod:`guardrail.tools.policy.kinds`,
   ``pathlib.Path``, pydantic URL types) has an ``[args.PATH]`` with that checker;
-- a ``path``/``url``/``sql`` checker sits on text: a ``str`` (or ``Path``/URL) argument, not an ``int``.
+- a ``path``/``url``/``sql`` checker sits on text: a ``str`` (or ``Path``/URL) argument, not an ``int``;
+- (JSON Schema tools) a ``check_default`` path the model may leave out has a schema ``default`` to judge.
 
 A tool declared by a JSON Schema (``@tool(schema=...)``) is held to the same rules by
 :func:`schema_binding_problems`: paths resolve through ``properties`` (arrays and ``anyOf``/``oneOf``/``allOf``
@@ -247,7 +248,38 @@ def schema_binding_problems(policy: Policy, schema: dict[str, Any], tool: str, *
                     visit(sub, f"{path}.", depth + 1)
 
     visit(schema, "", 0)
+    for path, loc in _default_checks(policy):
+        if _schema_resolve(schema, path)[0] is not None and not _schema_default_reaches(schema, path):
+            problems.append(problem(loc, f"check_default on {tool}.{path}, but the schema declares no default "
+                                         "for it (a left-out value would have nothing to be judged by)"))
     return problems
+
+
+def _default_checks(policy: Policy) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """Every argument path whose constraint or ``when`` condition says ``check_default``, with its location."""
+    for name, rule in policy.args.items():
+        if rule.check_default:
+            yield name, ("args", name, "check_default")
+    for section in ("allow", "deny"):
+        for index, match in enumerate(getattr(policy, section)):
+            for name, rule in match.when.items():
+                if rule.check_default:
+                    yield name, (section, index, "when", name, "check_default")
+
+
+def _schema_default_reaches(schema: dict[str, Any], path: str) -> bool:
+    """Whether every way of leaving out ``path`` (or an object on the way) leaves a schema ``default`` to judge:
+    each segment the schema does not require has a ``default`` there, or the segments below it do."""
+    current = [schema]
+    for segment in path.split("."):
+        members = [m for node in current for m in _schema_members(node)]
+        subs = [m["properties"][segment] for m in members if segment in (m.get("properties") or {})]
+        if any(isinstance(sub, dict) and "default" in sub for sub in subs):
+            return True
+        if not any(segment in (m.get("required") or ()) for m in members if segment in (m.get("properties") or {})):
+            return False
+        current = subs
+    return True  # required all the way down: never left out
 
 
 def bind_schema(policy: Policy, schema: dict[str, Any], tool: str, *, where: str = "") -> None:

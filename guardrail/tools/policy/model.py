@@ -31,7 +31,10 @@ A policy file (TOML, one per tool, in ``policies/``) reads::
 Argument constraints: ``one_of``, ``min``/``max`` (numbers), ``min_length``/``max_length``, ``pattern`` (RE2:
 linear time), ``url`` (hosts, schemes, ``allow_ip_literals``, ``allow_nested_urls``, ``connect_to``), ``path``
 (a base directory relative to the policy file, ``allow_absolute``, ``must_exist``), ``sql`` (allowed statement
-kinds, ``dialect``, ``tables``, extra ``functions``), ``required``, ``secret``. ``[args.NAME]`` names a
+kinds, ``dialect``, ``tables``, extra ``functions``), ``required`` (the model must give it), ``absent`` (it must
+not), ``check_default`` (a left-out argument's default is judged too), ``secret``. The value constraints judge
+what the model sent; an argument it left out is judged by ``required``/``absent`` only, unless
+``check_default`` (see :mod:`guardrail.tools.policy.arguments`). ``[args.NAME]`` names a
 parameter of the tool; ``[args."NAME.FIELD"]`` a field of a nested model; lists on the way are walked element
 by element (``[args.urls]`` on ``urls: list[str]`` checks every URL).
 
@@ -45,13 +48,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Collection
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from guardrail.errors import ConfigError
 from guardrail.tools.identity import Identity
-from guardrail.tools.policy.arguments import leaves
+from guardrail.tools.policy.arguments import NOTHING, Location, elements, leaves
 from guardrail.tools.policy.paths import resolve_path
 from guardrail.tools.policy.regex import compile_pattern
 from guardrail.tools.policy.sql import check_sql
@@ -154,6 +158,8 @@ class ArgRule(BaseModel):
     path: PathRule | None = None
     sql: SqlRule | None = None
     required: bool = False
+    absent: bool = False
+    check_default: bool = False
     secret: bool = False
 
     @field_validator("pattern")
@@ -162,6 +168,20 @@ class ArgRule(BaseModel):
         if pattern is not None:
             compile_pattern(pattern)  # ValueError when RE2 cannot run it in linear time
         return pattern
+
+    @model_validator(mode="after")
+    def _presence_is_coherent(self) -> ArgRule:
+        """``required``, ``absent`` and ``check_default`` that contradict each other, or constraints that could
+        never judge anything, are load errors rather than rules that silently do nothing."""
+        if self.required and self.absent:
+            raise ConfigError("required = true and absent = true contradict each other")
+        if self.required and self.check_default:
+            raise ConfigError("check_default = true judges the default of a left-out argument, and "
+                              "required = true refuses leaving it out: keep one")
+        if self.absent and not self.check_default and self.has_value_constraints:
+            raise ConfigError("with absent = true the argument is never given, so its value constraints would "
+                              "judge nothing: remove them, or add check_default = true to judge the default")
+        return self
 
     @model_validator(mode="after")
     def _checkers_accept_the_configuration(self) -> ArgRule:
@@ -176,6 +196,32 @@ class ArgRule(BaseModel):
             check_sql("", allow=self.sql.allow, dialect=self.sql.dialect, tables=self.sql.tables,
                       functions=self.sql.functions)
         return self
+
+    @property
+    def has_value_constraints(self) -> bool:
+        """Whether the rule judges values (``one_of``, bounds, lengths, ``pattern``, a typed checker)."""
+        return any(getattr(self, name) is not None for name in _VALUE_KEYS)
+
+    def condition_met(self, value: Any, left_out: bool, *, deny: bool) -> bool:
+        """Whether one value meets this rule as a ``when`` condition (internal). A value the model left out
+        meets ``absent`` and nothing else, unless ``check_default`` (its default is judged as if sent); a
+        sent value never meets ``absent``. A deny condition that cannot judge a value counts as met."""
+        if left_out and not self.check_default:
+            return self.absent
+        if self.absent and not left_out:
+            return False
+        if value is NOTHING:
+            return deny
+        if not isinstance(value, list):
+            return self._value_met(value, deny)
+        if not self.has_value_constraints:
+            return True  # a list given: presence is all that is asked (even of an empty one)
+        judge = any if deny else all  # a deny condition holds when any element meets it, an allow when all do
+        return judge(self._value_met(item, deny) for item in elements(value))
+
+    def _value_met(self, value: Any, deny: bool) -> bool:
+        reason = self.check(value)
+        return reason is None or (deny and reason.startswith(_UNJUDGED))
 
     @property
     def kinds(self) -> frozenset[str]:
@@ -198,9 +244,10 @@ class ArgRule(BaseModel):
         """The value the tool must receive for ``value`` (the resolved path, the normalised URL; any other
         value unchanged), or :class:`Rejected` with the reason. ``one_of``, the bounds, the lengths and the
         pattern judge the value as written; the ``url``/``path``/``sql`` checkers then produce the canonical
-        value from it (no decoding on either side). ``null`` (an optional argument left out) passes the
-        ``url``/``path``/``sql`` checkers unless the rule is ``required``: there is nothing to fetch, open or
-        run."""
+        value from it (no decoding on either side). A ``null`` that reaches them (sent where the default is not
+        ``None``, or judged by ``check_default``) passes unless the rule is ``required``: there is nothing to
+        fetch, open or run. (Arguments left out never get here: the walk in
+        :mod:`~guardrail.tools.policy.arguments` judges them by presence.)"""
         try:
             reason = self._plain_reason(value)
             if reason is not None:
@@ -257,6 +304,9 @@ class ArgRule(BaseModel):
         return self.model_copy(update={"min_length": None, "max_length": None})
 
 
+#: The keys of :class:`ArgRule` that judge a value (rather than its presence or how it is logged).
+_VALUE_KEYS = ("one_of", "min", "max", "min_length", "max_length", "pattern", "url", "path", "sql")
+
 #: Reasons that mean "this constraint cannot judge this value" rather than "the value fails it".
 _UNJUDGED = ("not a number", "has no length", "policy cannot be applied")
 
@@ -294,34 +344,31 @@ class Match(BaseModel):
                 raise ConfigError(f"{path!r} is not an argument path (parameter or parameter.field.field)")
         return when
 
-    def matches(self, who: Identity | None, arguments: dict[str, Any], *, deny: bool = False) -> bool:
+    def matches(self, who: Identity | None, arguments: dict[str, Any], *, deny: bool = False,
+                omitted: Collection[Location] = frozenset()) -> bool:
         """Whether the rule applies. A deny rule fails closed: it applies to anonymous callers unless it names
-        roles/tenants/users, and a ``when`` constraint that cannot judge a value (wrong type, missing) counts as
-        met; an allow rule needs every condition positively met. A ``when`` path that reaches a list judges
-        each element: a deny condition holds when any element meets it, an allow condition when all do."""
+        roles/tenants/users, and a ``when`` constraint that cannot judge a value (wrong type, unreachable)
+        counts as met; an allow rule needs every condition positively met. A ``when`` path that reaches a list
+        judges each element: a deny condition holds when any element meets it, an allow condition when all do.
+
+        An argument the model left out (``omitted``: see :mod:`~guardrail.tools.policy.arguments`) meets only
+        ``absent = true``, in allow and deny rules alike: a deny ``when.amount = { min = 1000 }`` does not fire
+        on an omitted amount, and an allow ``when.currency = { one_of = [...] }`` does not hold for an omitted
+        currency, unless the condition says ``check_default = true`` (then the default is judged)."""
         if deny:
             if who is None and (self.roles or self.tenants or self.users):
                 return False
             if who is not None and not self._identity_matches(who):
                 return False
-            for name, rule in self.when.items():
-                values = leaves(arguments, name)
-                if values is not None and not any(_met_or_unjudged(rule.check(value)) for value in values):
-                    return False
-            return True
-        if who is None:
+        elif who is None:
             if not self.anonymous:
                 return False
-        else:
-            if self.roles and not (who.roles & set(self.roles)):
-                return False
-            if self.tenants and who.tenant not in self.tenants:
-                return False
-            if self.users and who.user not in self.users:
-                return False
+        elif not self._identity_matches(who):
+            return False
+        judge = any if deny else all
         for name, rule in self.when.items():
-            values = leaves(arguments, name)
-            if values is None or not all(rule.check(value) is None for value in values):
+            found = leaves(arguments, name, omitted, into_defaults=rule.check_default)
+            if not judge(rule.condition_met(value, left_out, deny=deny) for value, left_out in found):
                 return False
         return True
 
@@ -332,10 +379,6 @@ class Match(BaseModel):
     def _identity_matches(self, who: Identity) -> bool:
         return (not self.roles or bool(who.roles & set(self.roles))) and \
             (not self.tenants or who.tenant in self.tenants) and (not self.users or who.user in self.users)
-
-
-def _met_or_unjudged(reason: str | None) -> bool:
-    return reason is None or reason.startswith(_UNJUDGED)
 
 
 class Rate(BaseModel):
@@ -408,6 +451,12 @@ class Policy(BaseModel):
         if self.limits.spend is not None:
             names.add(self.limits.spend.arg)
         return names
+
+    def default_checked_paths(self) -> frozenset[str]:
+        """The argument paths of every constraint and ``when`` condition that says ``check_default``."""
+        rules = [*self.args.items(), *((name, rule) for match in (*self.allow, *self.deny)
+                                       for name, rule in match.when.items())]
+        return frozenset(name for name, rule in rules if rule.check_default)
 
     @property
     def secret_args(self) -> frozenset[str]:
