@@ -28,7 +28,8 @@ class Segment(NamedTuple):
     """A stretch of the original text, ``text[start:end]``, searched for JSON on its own.
 
     ``source`` is ``"fence"`` for a fenced block body and ``"text"`` for prose; ``info`` is the fence's
-    info string (``json``) and ``closed`` says whether the fence was closed.
+    info string (``json``) and ``closed`` says whether the fence was closed; ``marker`` is the fence's
+    opening run (```` ``` ````, ``~~~~``), which a closer must match.
     """
 
     start: int
@@ -36,6 +37,7 @@ class Segment(NamedTuple):
     source: str
     info: str = ""
     closed: bool = True
+    marker: str = ""
 
 
 def split_segments(text: str, max_blocks: int = 1 << 30) -> list[Segment]:
@@ -46,31 +48,52 @@ def split_segments(text: str, max_blocks: int = 1 << 30) -> list[Segment]:
     """
     if "```" not in text and "~~~" not in text:  # the common case costs two C-speed substring searches
         return [Segment(0, len(text), "text")]
-    limit = max_blocks
     segments: list[Segment] = []
-    prose_start = 0
-    opener: _FenceLine | None = None
-    for line in _fence_lines(text):
+    left = max_blocks
+    for segment in iter_segments(text):
+        segments.append(segment)
+        if segment.closed and segment.source == "fence":
+            left -= 1
+            if left < 0:
+                raise InputLimitError.too_many_candidates(max_blocks, text)
+    return segments
+
+
+def iter_segments(text: str, start: int = 0, inside: Segment | None = None) -> Iterator[Segment]:
+    """The segments of ``text[start:]``, lazily: each is found only when asked for, reading the text once.
+
+    ``inside`` is the fenced block ``start`` lies in (its body goes on from ``start`` to its closer), or
+    ``None`` when ``start`` is in prose. This is how the search resumes after a value whose strings held
+    fence lines (``candidates.read_across``): those lines were content, so the text after the value is cut
+    again from there.
+    """
+    n = len(text)
+    if text.find("```", start) < 0 and text.find("~~~", start) < 0:
+        if inside is not None:
+            yield Segment(start, n, "fence", inside.info, closed=False, marker=inside.marker)
+        elif start < n:
+            yield Segment(start, n, "text")
+        return
+    prose_start = start
+    # The open fence: its marker, the start of its body, its info word ("" and -1 when in prose).
+    marker, body_start, info = (inside.marker, start, inside.info) if inside is not None else ("", -1, "")
+    for line in _fence_lines(text, start):
         rest = text[line.rest : line.end]
-        if opener is None:
+        if not marker:
             if line.char == "`" and "`" in rest:
                 continue  # per CommonMark not a fence opener (inline code like ```x```)
             if line.start > prose_start:
-                segments.append(Segment(prose_start, line.start, "text"))
-            opener = line
+                yield Segment(prose_start, line.start, "text")
+            marker, body_start, info = line.char * line.length, _body_start(text, line), _info(text, line)
             continue
-        if line.char == opener.char and line.length >= opener.length and not rest.strip():
-            segments.append(Segment(_body_start(text, opener), line.start, "fence", _info(text, opener)))
+        if line.char == marker[0] and line.length >= len(marker) and not rest.strip():
+            yield Segment(body_start, line.start, "fence", info, marker=marker)
             prose_start = line.end
-            opener = None
-            max_blocks -= 1
-            if max_blocks < 0:
-                raise InputLimitError.too_many_candidates(limit, text)
-    if opener is not None:
-        segments.append(Segment(_body_start(text, opener), len(text), "fence", _info(text, opener), closed=False))
-    elif prose_start < len(text):
-        segments.append(Segment(prose_start, len(text), "text"))
-    return segments
+            marker = ""
+    if marker:
+        yield Segment(body_start, n, "fence", info, closed=False, marker=marker)
+    elif prose_start < n:
+        yield Segment(prose_start, n, "text")
 
 
 class _FenceLine(NamedTuple):
@@ -81,19 +104,22 @@ class _FenceLine(NamedTuple):
     end: int  # end of the line (its newline or the end of the text)
 
 
-def _fence_lines(text: str) -> Iterator[_FenceLine]:
-    """Lines that start (after at most three spaces) with a run of 3+ backticks or tildes, in order.
+def _fence_lines(text: str, start: int = 0) -> Iterator[_FenceLine]:
+    """Lines that start (after at most three spaces) with a run of 3+ backticks or tildes, in order,
+    from ``start`` on (a run on the line ``start`` is in counts only if nothing but spaces comes before it).
 
     Marker runs are found with literal searches, which the regex engine runs at C speed; the line start
     is found by looking back only as far as the previous run, so the whole pass stays linear.
     """
-    if "~~~" not in text:
-        runs: Iterable[tuple[int, int]] = map(re.Match.span, _BACKTICKS.finditer(text))
-    elif "```" not in text:
-        runs = map(re.Match.span, _TILDES.finditer(text))
+    if text.find("~~~", start) < 0:
+        runs: Iterable[tuple[int, int]] = map(re.Match.span, _BACKTICKS.finditer(text, start))
+    elif text.find("```", start) < 0:
+        runs = map(re.Match.span, _TILDES.finditer(text, start))
     else:  # both kinds: merge the two streams in order
-        runs = heapq.merge(*(map(re.Match.span, pattern.finditer(text)) for pattern in (_BACKTICKS, _TILDES)))
-    line_start, scanned, taken_until = 0, 0, -1
+        runs = heapq.merge(*(map(re.Match.span, pattern.finditer(text, start))
+                             for pattern in (_BACKTICKS, _TILDES)))
+    # Resuming mid-line: the line counts from its true start (what precedes ``start`` on it is looked at once).
+    line_start, scanned, taken_until = text.rfind("\n", 0, start) + 1 if start else 0, start, -1
     for begin, finish in runs:
         newline = text.rfind("\n", scanned, begin)
         if newline >= 0:
