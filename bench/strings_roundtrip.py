@@ -1,18 +1,20 @@
 """Round-trip check of string content: valid JSON values whose strings hold code, markdown and markers.
 
-    python bench/strings_roundtrip.py            # 3000 values, each in 8 shapes
+    python bench/strings_roundtrip.py            # 3000 values, each in 21 shapes
     python bench/strings_roundtrip.py --n 500    # fewer
 
 Each value is a JSON object or array (seeded, reproducible) whose strings are drawn from what models put in
 string values: code with braces and comments, markdown with fences, HTML and SQL with quotes, backslashes,
 ``//`` and ``#``, ``<think>``, ``Here is the JSON:``, JSON written inside a string. It is dumped with
 ``json.dumps`` (compact or indented), then also with each ``\\n`` escape inside a string written as a raw
-newline (what models often do), and wrapped four ways: bare, in a ```json fence, in prose before and after,
-and in prose around a fence. ``guardrail.parse(text, Any)`` must give the original value back.
+newline (what models often do), and with raw newlines, tabs and carriage returns; each is wrapped seven ways:
+bare, in a ```json fence, in prose lines before and after, in prose around a fence, in prose on the same
+line, in a ``<json>`` tag, and after a ``<think>`` block in a bare fence. ``guardrail.parse(text, Any)``
+must give the original value back.
 
-Prints, per dump style (escaped / raw newlines): how many came back unchanged, how many came back as a
-*different value* (the worst outcome), how many were reported truncated (the texts are complete), and
-other errors; then the first failures of each kind. Not a test: nothing here asserts. Read the table.
+Prints, per dump style (escaped / raw newlines / raw newlines, tabs and returns): how many came back
+unchanged, how many came back as a *different value* (the worst outcome), how many were reported truncated
+(the texts are complete), and other errors; then the first failures of each kind. Not a test: nothing here asserts. Read the table.
 """
 
 from __future__ import annotations
@@ -107,12 +109,20 @@ _STRING: re.Pattern[str] = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _ESCAPE: re.Pattern[str] = re.compile(r"\\(.)", re.S)
 
 
-def raw_newlines(dumped: str) -> str:
-    """``dumped`` with every ``\\n`` escape inside a string written as a raw newline (other escapes kept)."""
+def raw_escapes(dumped: str, raw: dict[str, str]) -> str:
+    """``dumped`` with the escapes named in ``raw`` (``{"n": "\\n"}``) inside its strings written as the raw
+    characters (every other escape kept)."""
     def one_string(m: re.Match[str]) -> str:
-        return _ESCAPE.sub(lambda e: "\n" if e.group(1) == "n" else e.group(0), m.group(0))
+        return _ESCAPE.sub(lambda e: raw.get(e.group(1), e.group(0)), m.group(0))
 
     return _STRING.sub(one_string, dumped)
+
+
+STYLES: dict[str, Callable[[str], str]] = {
+    "escaped": lambda s: s,
+    "raw newlines": lambda s: raw_escapes(s, {"n": "\n"}),
+    "raw nl+tabs": lambda s: raw_escapes(s, {"n": "\n", "t": "\t", "r": "\r"}),
+}
 
 
 WRAPS: dict[str, Callable[[str], str]] = {
@@ -120,6 +130,9 @@ WRAPS: dict[str, Callable[[str], str]] = {
     "fenced": lambda s: f"```json\n{s}\n```",
     "prose": lambda s: f"Here is the JSON you asked for:\n{s}\nLet me know if you need anything else.",
     "prose+fence": lambda s: f"Sure! The result is below.\n\n```json\n{s}\n```\n\nI hope this helps.",
+    "inline prose": lambda s: f"Here is the JSON: {s} Hope this helps!",
+    "tag": lambda s: f"<json>{s}</json>",
+    "think+fence": lambda s: f"<think>\nThe user wants JSON.\n</think>\n```\n{s}\n```",
 }
 
 
@@ -144,12 +157,13 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=3, help="failures to print per kind")
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    counts: dict[str, Counter[str]] = {"escaped": Counter(), "raw newlines": Counter()}
+    counts: dict[str, Counter[str]] = {style: Counter() for style in STYLES}
     shown: Counter[tuple[str, str]] = Counter()
     for _ in range(args.n):
         value = random_root(rng)
         dumped = json.dumps(value, indent=rng.choice([None, 2]), ensure_ascii=rng.random() < 0.5)
-        for style, body in (("escaped", dumped), ("raw newlines", raw_newlines(dumped))):
+        for style, dump in STYLES.items():
+            body = dump(dumped)
             for wrap_name, wrap in WRAPS.items():
                 text = wrap(body)
                 result = outcome(text, value)

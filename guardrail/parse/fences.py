@@ -21,6 +21,7 @@ from guardrail.parse.lexicon import INVISIBLE
 
 _BACKTICKS: Final = re.compile(r"```+")
 _TILDES: Final = re.compile(r"~~~+")
+_RUNS: Final = re.compile(r"```+|~~~+")
 _OPEN_TAG: Final = re.compile(r"<([A-Za-z][\w.\-]{0,40})>")
 
 
@@ -68,12 +69,6 @@ def iter_segments(text: str, start: int = 0, inside: Segment | None = None) -> I
     again from there.
     """
     n = len(text)
-    if text.find("```", start) < 0 and text.find("~~~", start) < 0:
-        if inside is not None:
-            yield Segment(start, n, "fence", inside.info, closed=False, marker=inside.marker)
-        elif start < n:
-            yield Segment(start, n, "text")
-        return
     prose_start = start
     # The open fence: its marker, the start of its body, its info word ("" and -1 when in prose).
     marker, body_start, info = (inside.marker, start, inside.info) if inside is not None else ("", -1, "")
@@ -111,13 +106,14 @@ def _fence_lines(text: str, start: int = 0) -> Iterator[_FenceLine]:
     Marker runs are found with literal searches, which the regex engine runs at C speed; the line start
     is found by looking back only as far as the previous run, so the whole pass stays linear.
     """
-    if text.find("~~~", start) < 0:
-        runs: Iterable[tuple[int, int]] = map(re.Match.span, _BACKTICKS.finditer(text, start))
-    elif text.find("```", start) < 0:
-        runs = map(re.Match.span, _TILDES.finditer(text, start))
+    if start:  # resuming: one pattern finds the runs of both kinds lazily (a search for an absent kind would
+        runs: Iterable[tuple[int, int]] = map(re.Match.span, _RUNS.finditer(text, start))  # read all the rest)
+    elif "~~~" not in text:
+        runs = map(re.Match.span, _BACKTICKS.finditer(text))
+    elif "```" not in text:
+        runs = map(re.Match.span, _TILDES.finditer(text))
     else:  # both kinds: merge the two streams in order
-        runs = heapq.merge(*(map(re.Match.span, pattern.finditer(text, start))
-                             for pattern in (_BACKTICKS, _TILDES)))
+        runs = heapq.merge(*(map(re.Match.span, pattern.finditer(text)) for pattern in (_BACKTICKS, _TILDES)))
     # Resuming mid-line: the line counts from its true start (what precedes ``start`` on it is looked at once).
     line_start, scanned, taken_until = text.rfind("\n", 0, start) + 1 if start else 0, start, -1
     for begin, finish in runs:

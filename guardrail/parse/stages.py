@@ -83,7 +83,8 @@ def find_candidates(state: ParseState) -> ParseState:
             if whole is not None:
                 found[-1] = whole
                 segment = segment._replace(end=whole.end)
-                pending = iter_segments(text, whole.end, segment if segment.source == "fence" else None)
+                pending = iter(()) if whole.status == "truncated" else \
+                    iter_segments(text, whole.end, segment if segment.source == "fence" else None)
         segments.append(segment)
         state.candidates.extend(found)
     state.segments = segments
