@@ -14,7 +14,8 @@ must give the original value back.
 
 Prints, per dump style (escaped / raw newlines / raw newlines, tabs and returns): how many came back
 unchanged, how many came back as a *different value* (the worst outcome), how many were reported truncated
-(the texts are complete), and other errors; then the first failures of each kind. Not a test: nothing here asserts. Read the table.
+(the texts are complete), and other errors; then the first failures of each kind. Not a test: nothing here
+asserts. Read the table.
 """
 
 from __future__ import annotations
