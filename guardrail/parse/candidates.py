@@ -12,7 +12,11 @@ Only whole values are candidates. When an attempt breaks (a syntax error the sca
 broken value spans from its opener to where its brackets balance again (strings skipped), or to the end
 of the segment when they never do; the search resumes after that span, so nothing inside a broken value
 (an inner array, an object written inside one of its strings) can become a candidate. The same holds when
-a value closes early and members follow it (``{"a": 1}, "b": 2}``): the value is broken, never shortened.
+a value closes early and members follow it (``{"a": 1}, "b": 2}``, ``{"a": 1}}, "b": 2}``, ``["a"], "b"]``):
+the value is broken, never shortened.
+
+A value the fence split cut inside one of its strings (code with raw newlines holding a fence line) is read
+across the cut by :func:`read_across`; what lies inside a string is content, never a candidate.
 
 Choosing among the candidates is the ``choose_candidate`` stage's job (``stages.py``).
 """

@@ -2,8 +2,11 @@
 
 The text is cut into non-overlapping segments: the body of each fenced block (```json, ```JSON, bare ```,
 ~~~) and the prose around them. A fence only counts at the start of a line (CommonMark's rule), so a
-code fence inside a JSON string, where newlines are escaped, never splits the JSON. An unclosed fence
-runs to the end of the text, which is how a cut-off answer stays detectable as truncated.
+code fence inside a JSON string, where newlines are escaped, never splits the JSON. Where the model wrote
+them raw, a fence line inside a string does start a line: the candidate search then reads the value across
+the cut (``candidates.read_across``) and cuts the text after the value again (:func:`iter_segments`), so
+what lies inside a string stays content. An unclosed fence runs to the end of the text, which is how a
+cut-off answer stays detectable as truncated.
 
 Fence markers are found with literal searches and each line is looked at once, so the cost is linear in
 the text, including an unclosed fence followed by megabytes of spaces.
