@@ -66,7 +66,12 @@ def strip_wrappers(state: ParseState) -> ParseState:
 
 
 def find_candidates(state: ParseState) -> ParseState:
-    """Read every JSON value in every segment (syntax repair and truncation detection happen here)."""
+    """Read every JSON value in every segment (syntax repair and truncation detection happen here).
+
+    A value cut off where its segment ends, before the end of the text, may have been cut by a fence line
+    inside one of its strings (raw newlines): it is read across the cut (``candidates.read_across``) and the
+    text after it is cut into segments again, so nothing inside its strings is read as a value of its own.
+    """
     limit = state.limits.max_candidates
     decoder = STRICT_DECODER if may_overflow(state.text) else PLAIN_DECODER
     budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536, decoder=decoder,
