@@ -50,15 +50,16 @@ from guardrail.parse import patch as patch_module
 from guardrail.parse import scanner as scanner_module
 from guardrail.parse import stages as S
 from guardrail.parse.candidates import (
-    MEMBER_AFTER,
     NEXT_START,
     balanced_end,
     broken_candidate,
     broken_span_end,
+    continued_at,
     read_a_value,
+    read_across,
     whole_candidate,
 )
-from guardrail.parse.fences import split_segments
+from guardrail.parse.fences import Segment, iter_segments, split_segments
 from guardrail.parse.patch import MAX_PATCHES
 from guardrail.parse.report import Candidate, json_path
 from guardrail.parse.scanner import STRICT_DECODER, Budget, scan
@@ -540,15 +541,17 @@ def test_scanner_nested_shortcut_keeps_duplicate_key_fix() -> None:
 
 def reference_find_candidates(state: Any) -> Any:
     """``find_candidates`` without any skipping: ``scan`` at every ``{``/``[``, then the same resume rules:
-    after a complete value resume at its end (unless members follow it: then it closed early and is broken
-    up to where its brackets balance); after a syntax error at its first token (an opener in prose) at
+    after a complete value resume at its end (unless members or elements follow it: then it closed early and is
+    broken up to where its brackets balance); after a syntax error at its first token (an opener in prose) at
     max(error end, start + 1), keeping it only if it read a token; after any other syntax error, the broken
     value spans to where its brackets balance (the search resumes there) or to the end of the segment;
-    a truncated scan ends the segment. Whole-segment scalars are read by the library's own ``whole_candidate``, and a
-    reply with no value at all by its own ``bare_reply`` (bare and quoted scalars, not about skipping)."""
+    a truncated scan ends the segment (read across its end by the library's own ``read_across``: a cut inside
+    a string, not about skipping). Whole-segment scalars are read by the library's own ``whole_candidate``, and
+    a reply with no value at all by its own ``bare_reply`` (bare and quoted scalars, not about skipping)."""
     text = state.text
     budget = Budget()
-    for seg in state.segments:
+    pending: Iterator[Segment] = iter(state.segments)
+    while (seg := next(pending, None)) is not None:
         body, base = text[seg.start : seg.end], seg.start
         whole = whole_candidate(body, seg, state.limits.max_depth)
         if whole is not None:
@@ -559,12 +562,12 @@ def reference_find_candidates(state: Any) -> Any:
             start = min(starts)
             r = scan(body, start, max_depth=state.limits.max_depth)
             if r.status == "complete":
-                more = MEMBER_AFTER(body, r.end)
+                more = continued_at(body, r.end, isinstance(r.value, list))
                 if more is not None:
-                    span = broken_span_end(body, start, balanced_end(body, r.end, budget, opened=body[start]),
+                    span = broken_span_end(body, start, balanced_end(body, more[2], budget, opened=body[start]),
                                            budget)
                     state.candidates.append(broken_candidate(base, start, span if span >= 0 else len(body), seg.source,
-                                                    "closed early", base + more.start(1), r.tokens or 1))
+                                                    "closed early", base + more[0], r.tokens or 1))
                     if span < 0:
                         break
                     pos = span
@@ -576,8 +579,14 @@ def reference_find_candidates(state: Any) -> Any:
                 state.candidates.append(cand)
                 pos = r.end
             elif r.status == "truncated":
-                state.candidates.append(Candidate(base + start, base + len(body), seg.source, "truncated",
-                                                  fixes=r.fixes, message=r.message, path=r.path, tokens=r.tokens))
+                cut = Candidate(base + start, base + len(body), seg.source, "truncated", fixes=r.fixes,
+                                message=r.message, path=r.path, tokens=r.tokens)
+                # Cut where the segment ends: the library's own reading across a cut inside a string.
+                whole = read_across(text, cut, state.limits.max_depth, budget) if seg.end < len(text) else None
+                state.candidates.append(whole or cut)
+                if whole is not None:
+                    pending = iter(()) if whole.status == "truncated" else \
+                        iter_segments(text, whole.end, seg if seg.source == "fence" else None)
                 break
             elif not read_a_value(body, start, r.end, r.tokens):
                 if r.tokens:
@@ -662,6 +671,7 @@ random_texts = st.lists(st.sampled_from(RANDOM_PIECES), max_size=18).map("".join
 @example('see {note here}, {{ and [Note] then {"a": 1} and [1, {"b": 2}')
 @example('{"a\\\n": 1}')
 @example("```}```")  # a whole reply in triple backticks: inline code, read as the string "}" by both
+@example('{"a": "\n```\n[1]"}\n```\n{"a": 1}}, "b": 2}')  # a fence line inside a string; a doubled closer
 def test_skipping_matches_reference_where_the_skip_claim_holds(text: str) -> None:
     """Everything in the library's finder but the skip (C decoder first, patched decoding, resume rules,
     fences, whole-segment scalars) gives the reference outcome, for texts where every skipped opener is one

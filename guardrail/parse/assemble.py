@@ -32,6 +32,9 @@ __all__ = ["Assembler"]
 #: The quote that ends a string value whose inner quotes were not escaped: the first one followed (on the
 #: same line) by a separator or closer.
 _STRUCTURAL_QUOTE: Final = re.compile(r'"(?=[ \t]*[,}\]])')
+#: Structure that never lies inside a string an inner-quote repair reads: a key (a quote, then its colon) or
+#: a closer followed by a separator (``],"good_one"``). A reading that swallows either swallows data.
+_SWALLOWED: Final = re.compile(r'"[ \t]*:|[\]}][ \t]*[,:\]}]')
 #: What may follow a member's value for that member to end there: the next member or the closing brace.
 _MEMBER_ENDS: Final = re.compile(r"[ \t\r\n]*[,}]").match
 
@@ -157,8 +160,9 @@ class Assembler(Lexer):
         ``{"note": "say "hi" to her"}``: the string ended early and a bare word follows (a string would be
         another element: ``["a" "b"]`` has two readings and is refused). The string then runs to the first
         quote followed (on the same line) by a separator or closer, and its inner quotes must pair up; a
-        quote before a separator always ends a string here, so exactly one reading exists. Returns the
-        position after the new closing quote, or -1 (refused).
+        quote before a separator always ends a string here, so exactly one reading exists. A reading that
+        would put a key (``"k":``) or a closer followed by more structure (``],"k"``) inside the string is
+        not one: it swallows members. Returns the position after the new closing quote, or -1 (refused).
         """
         text, open_at = self.text, self.last_str
         m = _STRUCTURAL_QUOTE.search(text, pos)
@@ -167,6 +171,8 @@ class Assembler(Lexer):
         value = text[open_at + 1 : m.start()]
         if value.count('"') % 2:
             return -1  # an odd number of inner quotes: the string could end at another one
+        if _SWALLOWED.search(value) is not None:
+            return -1  # a key or a closed container inside the string: not a reading, structure swallowed
         container = self.stack[-1][0]
         if container.__class__ is list:
             container[-1] = value

@@ -12,7 +12,11 @@ Only whole values are candidates. When an attempt breaks (a syntax error the sca
 broken value spans from its opener to where its brackets balance again (strings skipped), or to the end
 of the segment when they never do; the search resumes after that span, so nothing inside a broken value
 (an inner array, an object written inside one of its strings) can become a candidate. The same holds when
-a value closes early and members follow it (``{"a": 1}, "b": 2}``): the value is broken, never shortened.
+a value closes early and members follow it (``{"a": 1}, "b": 2}``, ``{"a": 1}}, "b": 2}``, ``["a"], "b"]``):
+the value is broken, never shortened.
+
+A value the fence split cut inside one of its strings (code with raw newlines holding a fence line) is read
+across the cut by :func:`read_across`; what lies inside a string is content, never a candidate.
 
 Choosing among the candidates is the ``choose_candidate`` stage's job (``stages.py``).
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from json import JSONDecoder
 from typing import Any, Final
 
@@ -78,61 +83,138 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
         budget.attempts -= 1
         if budget.attempts < 0:
             raise InputLimitError.too_many_candidates(limit, text)
-        start = m.start()
-        strict = _strict_at(body, start, max_depth, budget)
-        if strict is not None:
-            cand = Candidate(base + start, base + strict.end, segment.source, "invalid", data=strict.value,
-                             fixes=strict.fixes, tokens=1, json_text=strict.json_text)
-            end = strict.end
-        else:
-            result = scan(body, start, max_depth=max_depth, budget=budget)
-            if result.status == "truncated":
-                found.append(Candidate(base + start, base + len(body), segment.source, "truncated",
-                                       fixes=result.fixes, message=result.message, path=result.path,
-                                       tokens=result.tokens))
-                return found
-            if result.status == "syntax_error":
-                if not read_a_value(body, start, result.end, result.tokens):
-                    # Broke before reading anything of a value: an opener in prose. Look on after it.
-                    if result.tokens:
-                        found.append(broken_candidate(base, start, result.end, segment.source, result.message,
-                                             base + result.end, result.tokens, position=-1))
-                    pos = max(result.end, start + 1)
-                    continue
-                span_end = broken_span_end(body, start, balanced_end(body, start, budget), budget)
-                found.append(broken_candidate(base, start, span_end if span_end >= 0 else len(body), segment.source,
-                                     result.message, base + result.end, result.tokens))
-                if span_end < 0:
-                    return found  # never closes: everything after it is inside it
-                pos = span_end
-                continue
-            cand = Candidate(base + start, base + result.end, segment.source, "invalid", data=result.value,
-                             fixes=result.fixes, tokens=result.tokens, bare_words=result.bare_words)
-            for bare in result.bare_words:
-                bare.pos += base
-            if result.conflict:
-                cand.status, cand.path = "ambiguous", result.conflict
-                cand.message = "this key is given twice with different values; give it once"
-            end = result.end
-        more = MEMBER_AFTER(body, end)
-        if more is not None and isinstance(cand.data, (dict, list)):
-            # Members follow the closed value: it closed early. Broken, never shortened.
-            span_end = broken_span_end(body, start, balanced_end(body, end, budget, opened=body[start]), budget)
-            found.append(broken_candidate(base, start, span_end if span_end >= 0 else len(body), segment.source,
-                                 f"expected the end of the reply, found a member {body[more.start(1):][:12]!r} after "
-                                 "the value closed", base + more.start(1), cand.tokens or 1))
-            if span_end < 0:
-                return found
-            pos = span_end
-            continue
-        found.append(cand)
-        pos = end
+        cand, pos = read_value(body, m.start(), base, segment.source, max_depth, budget)
+        if cand is not None:
+            found.append(cand)
+        if pos < 0:
+            return found  # cut off, or never closes: everything after it is inside it
+
+
+def read_value(body: str, start: int, base: int, source: str, max_depth: int,
+               budget: Budget) -> tuple[Candidate | None, int]:
+    """The attempt at a value at ``body[start]`` (offsets in the candidate are ``base`` + offsets in ``body``),
+    and where the search resumes in ``body``: -1 when nothing after it can be read (the value is cut off, or
+    broken and never closes). ``None`` for an opener in prose that read nothing."""
+    strict = _strict_at(body, start, max_depth, budget)
+    if strict is not None:
+        cand = Candidate(base + start, base + strict.end, source, "invalid", data=strict.value,
+                         fixes=strict.fixes, tokens=1, json_text=strict.json_text)
+        end = strict.end
+    else:
+        result = scan(body, start, max_depth=max_depth, budget=budget)
+        if result.status == "truncated":
+            return Candidate(base + start, base + len(body), source, "truncated", fixes=result.fixes,
+                             message=result.message, path=result.path, tokens=result.tokens), -1
+        if result.status == "syntax_error":
+            if not read_a_value(body, start, result.end, result.tokens):
+                # Broke before reading anything of a value: an opener in prose. Look on after it.
+                stray = broken_candidate(base, start, result.end, source, result.message, base + result.end,
+                                         result.tokens, position=-1) if result.tokens else None
+                return stray, max(result.end, start + 1)
+            span_end = broken_span_end(body, start, balanced_end(body, start, budget), budget)
+            return broken_candidate(base, start, span_end if span_end >= 0 else len(body), source,
+                                    result.message, base + result.end, result.tokens), span_end
+        cand = Candidate(base + start, base + result.end, source, "invalid", data=result.value,
+                         fixes=result.fixes, tokens=result.tokens, bare_words=result.bare_words)
+        for bare in result.bare_words:
+            bare.pos += base
+        if result.conflict:
+            cand.status, cand.path = "ambiguous", result.conflict
+            cand.message = "this key is given twice with different values; give it once"
+        end = result.end
+    more = continued_at(body, end, cand.data.__class__ is list) if isinstance(cand.data, (dict, list)) else None
+    if more is not None:
+        # Members (or elements) follow the closed value: it closed early. Broken, never shortened.
+        at, what, reopened = more
+        span_end = broken_span_end(body, start, balanced_end(body, reopened, budget, opened=body[start]), budget)
+        return broken_candidate(base, start, span_end if span_end >= 0 else len(body), source,
+                                f"expected the end of the reply, found {what} {body[at:][:12]!r} "
+                                "after the value closed", base + at, cand.tokens or 1), span_end
+    return cand, end
+
+
+def read_across(text: str, cut: Candidate, max_depth: int, budget: Budget) -> Candidate | None:
+    """The value ``cut`` began, read past the end of its segment, when the segment cut it inside a string.
+
+    A model writes the newlines of code inside a JSON string raw, so a fence line of that code starts a line
+    of the text and the fence split cut the value there: its segment ends inside a string and the value reads
+    as cut off. What lies inside a string is content: read from the same opener to where its brackets
+    balance again (strings skipped), and when that is one complete value, not continued after it, whose every
+    fence line lies inside one of its strings, that value is the candidate (nothing the fence split found
+    inside it is). A value cut inside a string whose brackets never balance is cut off by the end of the
+    text, not by the fence: returned ``truncated`` to the end (what follows is inside it, and is no value of
+    its own). Else ``None``: the cut stands (a value broken off before the cut).
+
+    The characters read are charged to ``budget.balance_chars``; once it is spent the cut stands, so many cut
+    values cost linear time. Only the value's own text is read and copied: a failed C decode costs its
+    position in the text it reads.
+    """
+    start = cut.start
+    end = balanced_end(text, start, budget)
+    if end < 0 and _inside_string(text, start, cut.end, budget):
+        # A value cut inside one of its strings, whose brackets never balance: the text ends inside it, and
+        # nothing after the cut (what a fenced block inside the string holds) is a value of its own.
+        return replace(cut, end=len(text))
+    if end <= cut.end:
+        return None  # never balances, or balances inside the segment (then the cut was not in a string)
+    cand, resume = read_value(text[start:end], 0, start, cut.source, max_depth, budget)
+    budget.balance_chars -= end - start
+    if cand is None or resume != end - start or cand.status not in ("invalid", "ambiguous") \
+            or continued_at(text, end, text[start] == "[") is not None:
+        return None
+    return cand if fences_inside_strings(text, start, end, budget) else None
+
+
+#: A string the scanner reads (double- or single-quoted, raw newlines included), or a fence run.
+_STRING_OR_FENCE: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\'[^\'\\]*(?:\\.[^\'\\]*)*\'|```|~~~')
+
+
+def _inside_string(text: str, start: int, pos: int, budget: Budget) -> bool:
+    """Whether ``pos`` lies inside a double-quoted string of the value that opens at ``start``."""
+    budget.balance_chars -= pos - start
+    return any(m.group() == '"' for m in _STRUCTURE.finditer(text, start, pos))  # a string still open at ``pos``
+
+
+def fences_inside_strings(text: str, start: int, end: int, budget: Budget) -> bool:
+    """Whether every fence line in ``text[start:end]`` (a run of backticks or tildes starting a line) lies
+    inside a quoted string of the value there; the strings are found from the value's opener on."""
+    budget.balance_chars -= end - start
+    for m in _STRING_OR_FENCE.finditer(text, start, end):
+        if m.group()[0] in "`~":
+            line = text.rfind("\n", start, m.start()) + 1
+            if line and m.start() - line <= 3 and not text[line : m.start()].strip(" \t"):
+                return False  # a fence line outside every string: the fence is structure
+    return True
 
 
 #: A member right after a closed value (``, "b":`` or ``"b":``, or ``, b:``): the value closed too early.
 MEMBER_AFTER: Final = re.compile(
-    r'[ \t\r\n]*(?:,[ \t\r\n]*(?=["\'A-Za-z_$])|(?=["\']))((?:"[^"\\\n]*"|\'[^\'\\\n]*\'|[A-Za-z_$][\w$\-]*)[ \t]*:)'
+    r'[ \t\r\n]*(?:,[ \t\r\n]*(?=["\'A-Za-z_$])|(?=["\']))'
+    r'((?:"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|[A-Za-z_$][\w$\-]*)[ \t]*:)'
 ).match
+#: An element right after a closed array (``, "c"]``, ``, 3,``): a scalar after a comma, then a separator, a
+#: closer or the end. The array closed too early.
+ELEMENT_AFTER: Final = re.compile(
+    r'[ \t\r\n]*,[ \t\r\n]*((?:"(?:[^"\\\n]|\\.)*"|-?[0-9][0-9.eE+\-]*|true|false|null)[ \t\r\n]*(?:[,\]]|\Z))'
+).match
+#: Whitespace and closers right after a closed value: a doubled closer (``{"a": 1}}, "b": 2}``) hides the members
+#: that follow it no more than a single one does.
+_STRAY_CLOSERS: Final = re.compile(r"(?:[ \t\r\n]*[}\]])*").match
+
+
+def continued_at(body: str, end: int, array: bool, keys: bool = True) -> tuple[int, str, int] | None:
+    """What continues the container that closed at ``end``, perhaps after stray closers: where a member (with
+    ``keys``) or, after an array, an element starts, which it is, and where the stray closers end (the
+    container is open again there). The container closed early and what follows is part of it. ``None`` when
+    nothing continues it (prose, the end, another value)."""
+    after = _STRAY_CLOSERS(body, end).end()  # type: ignore[union-attr]
+    more = MEMBER_AFTER(body, after) if keys else None
+    if more is not None:
+        return more.start(1), "a member", after
+    more = ELEMENT_AFTER(body, after) if array else None
+    return None if more is None else (more.start(1), "an element", after)
+
+
 #: What the bracket balance looks at: brackets and double-quoted strings (an unclosed one matches alone).
 _STRUCTURE: Final = re.compile(r'[{}\[\]]|"[^"\\]*(?:\\.[^"\\]*)*"|"')
 _WS_RUN: Final = re.compile(r"[ \t\r\n]*")
@@ -169,13 +251,20 @@ def balanced_end(body: str, start: int, budget: Budget, opened: str = "") -> int
 def broken_span_end(body: str, start: int, end: int, budget: Budget) -> int:
     """The end of the broken value that began at ``start`` and whose brackets balanced at ``end``: while
     what follows continues it (for an object, a member ``, "key":`` or a ``:`` right after the closer,
-    ``{"a"}: [1]}``), the value goes on, with its root open again, to the next balance point. -1 when it
-    never ends. An array has no members, so nothing continues one: a colon or a ``key:`` after a bracket in
-    prose (``[1/2]: ...``, ``[1/2], Answer: ...``) leaves what follows outside it."""
+    ``{"a"}: [1]}``; for an array, an element ``, "c"]``; perhaps after stray closers), the value goes on,
+    with its root open again, to the next balance point. -1 when it never ends. An array has no members, so
+    no key continues one: a colon or a ``key:`` after a bracket in prose (``[1/2]: ...``,
+    ``[1/2], Answer: ...``) leaves what follows outside it."""
+    array = body[start] == "["
     while end >= 0:
-        if body[start] != "{" or (body[end : end + 1] != ":" and MEMBER_AFTER(body, end) is None):
-            return end
-        end = balanced_end(body, end, budget, opened=body[start])
+        if not array and body[end : end + 1] == ":":
+            reopened = end
+        else:
+            more = continued_at(body, end, array, keys=not array)
+            if more is None:
+                return end
+            reopened = more[2]
+        end = balanced_end(body, reopened, budget, opened=body[start])
     return end
 
 

@@ -2,8 +2,11 @@
 
 The text is cut into non-overlapping segments: the body of each fenced block (```json, ```JSON, bare ```,
 ~~~) and the prose around them. A fence only counts at the start of a line (CommonMark's rule), so a
-code fence inside a JSON string, where newlines are escaped, never splits the JSON. An unclosed fence
-runs to the end of the text, which is how a cut-off answer stays detectable as truncated.
+code fence inside a JSON string, where newlines are escaped, never splits the JSON. Where the model wrote
+them raw, a fence line inside a string does start a line: the candidate search then reads the value across
+the cut (``candidates.read_across``) and cuts the text after the value again (:func:`iter_segments`), so
+what lies inside a string stays content. An unclosed fence runs to the end of the text, which is how a
+cut-off answer stays detectable as truncated.
 
 Fence markers are found with literal searches and each line is looked at once, so the cost is linear in
 the text, including an unclosed fence followed by megabytes of spaces.
@@ -21,6 +24,7 @@ from guardrail.parse.lexicon import INVISIBLE
 
 _BACKTICKS: Final = re.compile(r"```+")
 _TILDES: Final = re.compile(r"~~~+")
+_RUNS: Final = re.compile(r"```+|~~~+")
 _OPEN_TAG: Final = re.compile(r"<([A-Za-z][\w.\-]{0,40})>")
 
 
@@ -28,7 +32,8 @@ class Segment(NamedTuple):
     """A stretch of the original text, ``text[start:end]``, searched for JSON on its own.
 
     ``source`` is ``"fence"`` for a fenced block body and ``"text"`` for prose; ``info`` is the fence's
-    info string (``json``) and ``closed`` says whether the fence was closed.
+    info string (``json``) and ``closed`` says whether the fence was closed; ``marker`` is the fence's
+    opening run (```` ``` ````, ``~~~~``), which a closer must match.
     """
 
     start: int
@@ -36,6 +41,7 @@ class Segment(NamedTuple):
     source: str
     info: str = ""
     closed: bool = True
+    marker: str = ""
 
 
 def split_segments(text: str, max_blocks: int = 1 << 30) -> list[Segment]:
@@ -46,31 +52,46 @@ def split_segments(text: str, max_blocks: int = 1 << 30) -> list[Segment]:
     """
     if "```" not in text and "~~~" not in text:  # the common case costs two C-speed substring searches
         return [Segment(0, len(text), "text")]
-    limit = max_blocks
     segments: list[Segment] = []
-    prose_start = 0
-    opener: _FenceLine | None = None
-    for line in _fence_lines(text):
+    left = max_blocks
+    for segment in iter_segments(text):
+        segments.append(segment)
+        if segment.closed and segment.source == "fence":
+            left -= 1
+            if left < 0:
+                raise InputLimitError.too_many_candidates(max_blocks, text)
+    return segments
+
+
+def iter_segments(text: str, start: int = 0, inside: Segment | None = None) -> Iterator[Segment]:
+    """The segments of ``text[start:]``, lazily: each is found only when asked for, reading the text once.
+
+    ``inside`` is the fenced block ``start`` lies in (its body goes on from ``start`` to its closer), or
+    ``None`` when ``start`` is in prose. This is how the search resumes after a value whose strings held
+    fence lines (``candidates.read_across``): those lines were content, so the text after the value is cut
+    again from there.
+    """
+    n = len(text)
+    prose_start = start
+    # The open fence: its marker, the start of its body, its info word ("" and -1 when in prose).
+    marker, body_start, info = (inside.marker, start, inside.info) if inside is not None else ("", -1, "")
+    for line in _fence_lines(text, start):
         rest = text[line.rest : line.end]
-        if opener is None:
+        if not marker:
             if line.char == "`" and "`" in rest:
                 continue  # per CommonMark not a fence opener (inline code like ```x```)
             if line.start > prose_start:
-                segments.append(Segment(prose_start, line.start, "text"))
-            opener = line
+                yield Segment(prose_start, line.start, "text")
+            marker, body_start, info = line.char * line.length, _body_start(text, line), _info(text, line)
             continue
-        if line.char == opener.char and line.length >= opener.length and not rest.strip():
-            segments.append(Segment(_body_start(text, opener), line.start, "fence", _info(text, opener)))
+        if line.char == marker[0] and line.length >= len(marker) and not rest.strip():
+            yield Segment(body_start, line.start, "fence", info, marker=marker)
             prose_start = line.end
-            opener = None
-            max_blocks -= 1
-            if max_blocks < 0:
-                raise InputLimitError.too_many_candidates(limit, text)
-    if opener is not None:
-        segments.append(Segment(_body_start(text, opener), len(text), "fence", _info(text, opener), closed=False))
-    elif prose_start < len(text):
-        segments.append(Segment(prose_start, len(text), "text"))
-    return segments
+            marker = ""
+    if marker:
+        yield Segment(body_start, n, "fence", info, closed=False, marker=marker)
+    elif prose_start < n:
+        yield Segment(prose_start, n, "text")
 
 
 class _FenceLine(NamedTuple):
@@ -81,19 +102,23 @@ class _FenceLine(NamedTuple):
     end: int  # end of the line (its newline or the end of the text)
 
 
-def _fence_lines(text: str) -> Iterator[_FenceLine]:
-    """Lines that start (after at most three spaces) with a run of 3+ backticks or tildes, in order.
+def _fence_lines(text: str, start: int = 0) -> Iterator[_FenceLine]:
+    """Lines that start (after at most three spaces) with a run of 3+ backticks or tildes, in order,
+    from ``start`` on (a run on the line ``start`` is in counts only if nothing but spaces comes before it).
 
     Marker runs are found with literal searches, which the regex engine runs at C speed; the line start
     is found by looking back only as far as the previous run, so the whole pass stays linear.
     """
-    if "~~~" not in text:
-        runs: Iterable[tuple[int, int]] = map(re.Match.span, _BACKTICKS.finditer(text))
+    if start:  # resuming: one pattern finds the runs of both kinds lazily (a search for an absent kind would
+        runs: Iterable[tuple[int, int]] = map(re.Match.span, _RUNS.finditer(text, start))  # read all the rest)
+    elif "~~~" not in text:
+        runs = map(re.Match.span, _BACKTICKS.finditer(text))
     elif "```" not in text:
         runs = map(re.Match.span, _TILDES.finditer(text))
     else:  # both kinds: merge the two streams in order
         runs = heapq.merge(*(map(re.Match.span, pattern.finditer(text)) for pattern in (_BACKTICKS, _TILDES)))
-    line_start, scanned, taken_until = 0, 0, -1
+    # Resuming mid-line: the line counts from its true start (what precedes ``start`` on it is looked at once).
+    line_start, scanned, taken_until = text.rfind("\n", 0, start) + 1 if start else 0, start, -1
     for begin, finish in runs:
         newline = text.rfind("\n", scanned, begin)
         if newline >= 0:

@@ -18,7 +18,8 @@ the stages, which decide.
   holds nothing that reads as a JSON scalar (the stages may read a lone string as a one-item list);
   and the fences are too few to reach ``max_candidates``. A stray ``}`` or ``]`` in the prose starts
   nothing. A member right after the
-  value (``, "b": 2}``) means it closed early: the stages report that, so the fast path stands aside.
+  value (``, "b": 2}``), or an element right after an array (``, "c"]``), means it closed early: the stages
+  report that, so the fast path stands aside.
   So the stages would choose the same value, with no other valid, truncated or ambiguous candidate.
 
 A JSON Schema contract has its own exact check in one call (``Contract.text_check``: jiter refusing a
@@ -45,7 +46,7 @@ from guardrail.contract import NOT_EXACT, VALIDATION_CONTEXT, Contract, compile_
 from guardrail.contract import SCHEMAS_BY_IDENTITY as _SCHEMAS
 from guardrail.errors import UsageError
 from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
-from guardrail.parse.candidates import MEMBER_AFTER
+from guardrail.parse.candidates import continued_at
 from guardrail.parse.dupes import may_repeat_key
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite
 from guardrail.parse.report import ParseReport
@@ -214,7 +215,7 @@ def parse(text: str, output_type: Any, *, aliases: Mapping[str, str] | None = No
         if end > opener >= 0:
             prefix, suffix = text[:opener], text[end:]
             if '"' not in prefix and other not in prefix and "{" not in suffix and "[" not in suffix \
-                    and (not suffix or MEMBER_AFTER(suffix) is None) \
+                    and (not suffix or continued_at(suffix, 0, text[opener] == "[") is None) \
                     and (not clean or prefix.strip() or suffix.strip()) and (  # else: the text just tried
                         # Fence lines can only be in the prose around the value; each needs three
                         # characters, so short prose holds fewer fenced blocks than the limit.

@@ -18,7 +18,7 @@ choose_candidate     pick the candidate that fits; decide the value or the one t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -35,9 +35,9 @@ from guardrail.errors import (
 )
 from guardrail.parse import feedback
 from guardrail.parse.aliases import FieldConflict, normalize
-from guardrail.parse.candidates import canonical, find_in_segment
+from guardrail.parse.candidates import canonical, find_in_segment, read_across
 from guardrail.parse.coerce import CoerceContext, coerce
-from guardrail.parse.fences import split_segments, unwrap_scalar
+from guardrail.parse.fences import Segment, iter_segments, split_segments, unwrap_scalar
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite, may_hold_surrogate, may_overflow
 from guardrail.parse.report import Candidate, Fix, Violation
 from guardrail.parse.scalars import read_bare
@@ -66,13 +66,33 @@ def strip_wrappers(state: ParseState) -> ParseState:
 
 
 def find_candidates(state: ParseState) -> ParseState:
-    """Read every JSON value in every segment (syntax repair and truncation detection happen here)."""
+    """Read every JSON value in every segment (syntax repair and truncation detection happen here).
+
+    A value cut off where its segment ends, before the end of the text, may have been cut by a fence line
+    inside one of its strings (raw newlines): it is read across the cut (``candidates.read_across``) and the
+    text after it is cut into segments again, so nothing inside its strings is read as a value of its own.
+    """
     limit = state.limits.max_candidates
     decoder = STRICT_DECODER if may_overflow(state.text) else PLAIN_DECODER
     budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536, decoder=decoder,
                     balance_chars=8 * len(state.text) + 65536)
-    for segment in state.segments:
-        state.candidates.extend(find_in_segment(state.text, segment, state.limits.max_depth, budget, limit))
+    text, max_depth = state.text, state.limits.max_depth
+    pending: Iterator[Segment] = iter(state.segments)
+    segments: list[Segment] = []
+    while (segment := next(pending, None)) is not None:
+        found = find_in_segment(text, segment, max_depth, budget, limit)
+        if found and found[-1].status == "truncated" and segment.end < len(text):
+            # Cut off where the segment ends, before the end of the text: perhaps at a fence line inside
+            # one of its strings (raw newlines), which is content. Then the text after it is cut again.
+            whole = read_across(text, found[-1], max_depth, budget)
+            if whole is not None:
+                found[-1] = whole
+                segment = segment._replace(end=whole.end)
+                pending = iter(()) if whole.status == "truncated" else \
+                    iter_segments(text, whole.end, segment if segment.source == "fence" else None)
+        segments.append(segment)
+        state.candidates.extend(found)
+    state.segments = segments
     if not state.candidates:
         bare = bare_reply(state) or leading_scalar(state, decoder)
         if bare is not None:
