@@ -45,6 +45,19 @@ def _meta(http: Any) -> tuple[int | None, str]:
     return (status if isinstance(status, int) else None), str(headers.get("content-type") or "")
 
 
+def _cut_off(error: BaseException) -> bool:
+    """Whether ``error``, or an error it was raised from, is a connection lost mid-body (the anthropic SDK
+    raises its own ``APIConnectionError`` from httpx's ``RemoteProtocolError`` while a stream is read)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if type(current).__name__ in _CUT_NAMES:
+            return True
+        seen.add(id(current))
+        current = current.__cause__
+    return False
+
+
 def _body(http: Any) -> bytes | None:
     try:
         content = http.content if http is not None else None
@@ -90,7 +103,7 @@ class Reading:
                                f"{self.content_type or 'no content type'}): {error}", status=self.status,
                                content_type=self.content_type, code="not_json",
                                body=doc if isinstance(doc, str) else _body(self.http))
-        if type(error).__name__ not in _CUT_NAMES:
+        if not _cut_off(error):
             return error
         return BadResponse(f"the response body was cut off (status {self.status}): {error}", status=self.status,
                            content_type=self.content_type, code="cut_off", body=None)
