@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from guardrail.contract import compile_contract
 from guardrail.local import LocalModel
+from guardrail.local.decode import forward_pass
 from guardrail.local.grammar import clear_caches, compile_grammar, lltokenizer
 from guardrail.testing.tiny import tiny_model, train_tokenizer
 
@@ -84,8 +85,7 @@ def bare_loop(local: LocalModel, grammar: str, prompt: str, max_new_tokens: int)
     cache = None
     while len(produced) < max_new_tokens:
         with torch.no_grad():
-            out = model(input_ids=torch.tensor([pending]), cache=cache, use_cache=True, logits_to_keep=1)
-        cache = out.cache
+            out, cache = forward_pass(model, cache, input_ids=torch.tensor([pending]), logits_to_keep=1)
         logits = out.logits[0, -1:].float()
         masks.fill_next_token_bitmask(matcher, bitmask, 0)
         masks.apply_token_bitmask_inplace(logits, bitmask)

@@ -20,6 +20,7 @@ token: :class:`DeadEnd` with the grammar state). Rows never wait for each other 
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -126,6 +127,27 @@ def _fill_masks(matchers: list[tuple[Any, int]], bitmask: Any) -> float:
     return time.perf_counter() - started
 
 
+#: Per model class, the name its ``forward`` gives the KV cache: ``cache`` in transformers 5.2x and later,
+#: ``past_key_values`` before (the output attribute has the same name).
+_CACHE_KEYWORDS: dict[Any, str] = {}
+
+
+def _cache_keyword(kind: Any) -> str:
+    name = _CACHE_KEYWORDS.get(kind)
+    if name is None:
+        name = "cache" if "cache" in inspect.signature(kind.forward).parameters else "past_key_values"
+        _CACHE_KEYWORDS[kind] = name
+    return name
+
+
+def forward_pass(model: Any, cache: Any, **inputs: Any) -> tuple[Any, Any]:
+    """One forward pass that reads and extends the KV cache ``cache`` (``None`` at the start): the model's
+    output and the cache to pass next, whatever the installed transformers calls it."""
+    name = _cache_keyword(type(model))
+    out = model(**inputs, use_cache=True, **{name: cache})
+    return out, getattr(out, name)
+
+
 def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, pad_id: int, device: Any,
            context: int, pool: ThreadPoolExecutor | None, text_of: Any) -> None:
     """Run the loop until every row has ended; results and errors are left on the rows."""
@@ -167,10 +189,9 @@ def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, 
         attention = torch.cat([attention, torch.tensor(keep, device=device)], dim=1)
         started = time.perf_counter()
         with torch.no_grad():
-            out = model(input_ids=torch.tensor(ids, device=device), attention_mask=attention,
-                        position_ids=torch.tensor(positions, device=device), cache=cache, use_cache=True,
-                        logits_to_keep=torch.tensor(wanted, device=device))
-        cache = out.cache
+            out, cache = forward_pass(model, cache, input_ids=torch.tensor(ids, device=device),
+                                      attention_mask=attention, position_ids=torch.tensor(positions, device=device),
+                                      logits_to_keep=torch.tensor(wanted, device=device))
         column = {p: k for k, p in enumerate(wanted)}
         logits = out.logits[torch.arange(count, device=device),
                             torch.tensor([column.get(last[i], 0) for i in range(count)], device=device)].float()
