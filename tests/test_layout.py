@@ -92,3 +92,33 @@ def test_wire_keys_scan_sees_a_leak() -> None:
     source = '"""Sets response_format."""\n# tool_choice\nrequest = {"tool_choice": "auto"}\n'
     found = [value for _, value in _literals(ast.parse(source)) if value in WIRE_KEYS]
     assert found == ["tool_choice"]
+
+
+# -- the layers point one way: vendors/ never reaches up into call/ ----------------------------------------------
+
+def _imported_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, module) of every import in a syntax tree, those under ``if TYPE_CHECKING:`` and inside functions
+    included (a lazy import is still a dependency)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.lineno, node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+
+
+def test_vendors_import_nothing_from_call() -> None:
+    """Endpoints, capability profiles and plans sit below the call path: a vendor module that imported
+    ``guardrail.call`` would make the layering run backwards (and invite import cycles)."""
+    upward = sorted(f"guardrail/vendors/{path.relative_to(PACKAGE / 'vendors').as_posix()}:{line}: {module}"
+                    for path in (PACKAGE / "vendors").rglob("*.py")
+                    for line, module in _imported_modules(ast.parse(path.read_text(encoding="utf-8")))
+                    if module == "guardrail.call" or module.startswith("guardrail.call."))
+    assert upward == []
+
+
+def test_import_scan_sees_lazy_and_type_checking_imports() -> None:
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from guardrail.call.engine import Call\n"
+              "def f():\n    import guardrail.call.retry\n")
+    assert [module for _, module in _imported_modules(ast.parse(source))] == [
+        "typing", "guardrail.call.engine", "guardrail.call.retry"]

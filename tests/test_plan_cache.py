@@ -9,9 +9,10 @@ import pytest
 from pydantic import BaseModel
 
 import guardrail
-from guardrail.call.modes import capabilities, plans
 from guardrail.contract import compile_contract
 from guardrail.testing import Emulator, reply
+from guardrail.vendors.plans import plans
+from guardrail.vendors.profiles import capabilities
 
 
 class Order(BaseModel):

@@ -74,10 +74,7 @@ PINNED: dict[str, list[str]] = {
         "AsyncStructuredMethod",
         "AsyncStructuredStream",
         "Cache",
-        "Capabilities",
         "Config",
-        "Mode",
-        "Plan",
         "RawStructured",
         "RetryPolicy",
         "Settings",
@@ -327,11 +324,16 @@ PINNED: dict[str, list[str]] = {
         "parse_policy",
     ],
     "guardrail.vendors": [
+        "Capabilities",
         "ChatCompletions",
         "Completion",
         "Endpoint",
         "Messages",
+        "Mode",
+        "Plan",
+        "Profile",
         "Responses",
+        "capabilities",
     ],
 }
 

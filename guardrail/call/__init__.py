@@ -1,4 +1,4 @@
-"""Calling a vendor: the SDK wrapper, the decorator, the attempt loop and its drivers, retry, modes, streaming, config.
+"""Calling a vendor: the SDK wrapper, the decorator, the attempt loop and its drivers, retry, streaming, config.
 
 One call flows ``wrap``/``structured`` -> :mod:`.engine` (the I/O-free attempt loop) -> :mod:`.drivers`
 (sync/async shells) -> :mod:`.exchange` (one HTTP try under the deadline) -> an endpoint in
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from guardrail.call.decorator import StructuredFunction, structured
     from guardrail.call.engine import Settings
     from guardrail.call.methods import AsyncStructuredMethod, RawStructured, StructuredMethod
-    from guardrail.call.modes import Capabilities, Mode, Plan
     from guardrail.call.retry import RetryPolicy
     from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 
@@ -26,12 +25,9 @@ _NAMES: dict[str, str] = {
     "AsyncStructuredMethod": "guardrail.call.methods",
     "AsyncStructuredStream": "guardrail.call.streaming",
     "Cache": "guardrail.call.cache",
-    "Capabilities": "guardrail.call.modes",
     "Config": "guardrail.call.config",
     "configure": "guardrail.call.config",
     "get_config": "guardrail.call.config",
-    "Mode": "guardrail.call.modes",
-    "Plan": "guardrail.call.modes",
     "RawStructured": "guardrail.call.methods",
     "reset_config": "guardrail.call.config",
     "RetryPolicy": "guardrail.call.retry",
@@ -48,10 +44,7 @@ __all__ = [
     "AsyncStructuredMethod",
     "AsyncStructuredStream",
     "Cache",
-    "Capabilities",
     "Config",
-    "Mode",
-    "Plan",
     "RawStructured",
     "RetryPolicy",
     "Settings",

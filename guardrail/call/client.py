@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from guardrail.call.cache import Cache
 from guardrail.call.engine import Settings
 from guardrail.call.methods import AsyncStructuredMethod, Binding, StructuredMethod
-from guardrail.call.modes import SERVER_KINDS
 from guardrail.call.retry import RetryPolicy
 from guardrail.errors import ConfigError, UsageError
 from guardrail.vendors.base import Endpoint
+from guardrail.vendors.profiles import SERVER_KINDS
 from guardrail.vendors.registry import SDKS, endpoint_for, endpoints_for, sdk_of
 
 if TYPE_CHECKING:

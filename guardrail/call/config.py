@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from guardrail._optional import require
 from guardrail.call.engine import Settings
-from guardrail.call.modes import Mode
 from guardrail.call.retry import RetryPolicy
 from guardrail.errors import ConfigError
 from guardrail.outcome import Budget
+from guardrail.vendors.profiles import Mode
 
 Api = Literal["chat", "responses", "messages"]
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}

@@ -43,10 +43,10 @@ from pydantic_core import to_jsonable_python
 from guardrail.call.cache import Cache
 from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.config import Config, get_config
-from guardrail.call.modes import Mode
 from guardrail.errors import UsageError
 from guardrail.gates.semantic import Rule
 from guardrail.outcome import Budget
+from guardrail.vendors.profiles import Mode
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -26,7 +26,6 @@ from typing import Any
 
 import pydantic
 
-from guardrail.call.modes import Capabilities, Plan, plans
 from guardrail.call.reask import FieldReask, field_reask, instruction, merged_text
 from guardrail.contract import Contract, compile_contract, validation_context
 from guardrail.errors import (
@@ -57,6 +56,8 @@ from guardrail.parse.pipeline import parse_report
 from guardrail.parse.report import Fix, ParseReport
 from guardrail.vendors.base import Completion, Endpoint, Exchange
 from guardrail.vendors.failures import Failure
+from guardrail.vendors.plans import Plan, plans
+from guardrail.vendors.profiles import Capabilities
 
 log = get_logger("guardrail")
 

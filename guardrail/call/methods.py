@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 from guardrail.call.cache import Cache, run_cached, run_cached_async
 from guardrail.call.drivers import iterate_async, iterate_sync, run_async, run_sync
 from guardrail.call.engine import Call, Settings
-from guardrail.call.modes import Capabilities, Mode, Plan, capabilities, plans, schema_name
 from guardrail.call.retry import RetryPolicy
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.contract import Contract, compile_contract
@@ -31,6 +30,8 @@ from guardrail.errors import UnsupportedCall, UsageError
 from guardrail.gates.semantic import Rule
 from guardrail.outcome import Budget, Result
 from guardrail.vendors.base import Endpoint
+from guardrail.vendors.plans import Plan, plans, schema_name
+from guardrail.vendors.profiles import Capabilities, Mode, capabilities
 
 if TYPE_CHECKING:
     from types import GenericAlias, UnionType

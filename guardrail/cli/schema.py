@@ -45,9 +45,10 @@ def contract_type(text: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Print the lowered schema and report; 1 when the mode cannot carry the contract."""
-    from guardrail.call.modes import capabilities, plans, schema_name
     from guardrail.contract import compile_contract
     from guardrail.schema.lower import lower
+    from guardrail.vendors.plans import plans, schema_name
+    from guardrail.vendors.profiles import capabilities
 
     output_type = contract_type(args.target)
     try:

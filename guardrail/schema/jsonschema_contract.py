@@ -77,7 +77,7 @@ class JsonSchema:
         self.validator: Any = _compile_validator(self.schema)
 
     @property
-    def __name__(self) -> str:  # what guardrail.call.modes.schema_name reads for a vendor-safe schema/tool name
+    def __name__(self) -> str:  # what guardrail.vendors.plans.schema_name reads for a vendor-safe schema/tool name
         title = self.schema.get("title")
         cleaned = _NAME_BAD.sub("_", title).strip("_")[:64] if isinstance(title, str) else ""
         return cleaned or "output"

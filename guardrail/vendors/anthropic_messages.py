@@ -6,7 +6,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from guardrail.call.modes import Plan
 from guardrail.outcome import Usage
 from guardrail.vendors.base import (
     Accumulator,
@@ -21,6 +20,7 @@ from guardrail.vendors.base import (
     instruction,
     with_history,
 )
+from guardrail.vendors.plans import Plan
 
 _FINISH: dict[str, Finish] = {"stream_ended": "length", "end_turn": "stop", "tool_use": "stop",
                               "stop_sequence": "stop",

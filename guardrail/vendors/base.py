@@ -1,7 +1,7 @@
 """What every vendor adapter shares: guardrail's own records of what a vendor said, and the adapter contract.
 
 An adapter (one per wire format: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages) is the only
-place that knows that format. It turns the caller's SDK keywords plus a :class:`~guardrail.call.modes.Plan`
+place that knows that format. It turns the caller's SDK keywords plus a :class:`~guardrail.vendors.plans.Plan`
 into the keywords for one SDK call, builds plain prompt requests (the decorator, the chain's vendor tiers),
 tool definitions and the token-limit field, checks that an answer has the API's shape, and reads the SDK's
 response (or stream of events) into guardrail's own types: a :class:`Completion` (text, normalised finish
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from guardrail.outcome import Usage
 
 if TYPE_CHECKING:
-    from guardrail.call.modes import Plan
+    from guardrail.vendors.plans import Plan
 
 Finish = Literal["stop", "length", "refusal", "content_filter", "other"]
 
@@ -123,7 +123,7 @@ class Endpoint(ABC):
 
     Attributes:
         provider: the ``gen_ai.provider.name`` value (``"openai"``, ``"anthropic"``, or the server kind), also
-            the provider column of the capability profiles (:data:`guardrail.call.modes.PROFILES`).
+            the provider column of the capability profiles (:data:`guardrail.vendors.profiles.PROFILES`).
         api: ``"chat"``, ``"responses"`` or ``"messages"``.
         server: the self-hosted server kind (``"vllm"``, ``"sglang"``, ``"llamacpp"``, ``"ollama"``) or ``None``.
     """

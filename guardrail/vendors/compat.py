@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardrail.call.modes import Plan
 from guardrail.errors import ConfigError
+from guardrail.vendors.plans import Plan
 
 
 def chat_native_fields(server: str | None, plan: Plan) -> dict[str, Any]:

@@ -10,7 +10,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from guardrail.call.modes import Plan
 from guardrail.outcome import Usage
 from guardrail.vendors import compat
 from guardrail.vendors.base import (
@@ -27,6 +26,7 @@ from guardrail.vendors.base import (
     instruction,
     with_history,
 )
+from guardrail.vendors.plans import Plan
 
 _FINISH: dict[str, Finish] = {"stream_ended": "length", "stop": "stop", "tool_calls": "stop",
                               "function_call": "stop", "length": "length",

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from guardrail.call.modes import Plan
 from guardrail.outcome import Usage
 from guardrail.vendors.base import (
     Accumulator,
@@ -20,6 +19,7 @@ from guardrail.vendors.base import (
     with_history,
 )
 from guardrail.vendors.failures import StreamError
+from guardrail.vendors.plans import Plan
 
 
 class Responses(Endpoint):

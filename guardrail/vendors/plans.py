@@ -1,6 +1,6 @@
-"""Modes (how output format is enforced) and their choice from a vendor's capabilities.
+"""Plans: one way to ask a vendor for the contract, for each mode its capability profile allows.
 
-Vendor and mode are separate axes: an adapter knows a wire format, a mode is a strategy. From strongest to
+Vendor and mode are separate axes: an endpoint knows a wire format, a mode is a strategy. From strongest to
 weakest:
 
 =========  =====================================================================================
@@ -12,72 +12,24 @@ json       the vendor's JSON mode plus the schema in the prompt
 prompt     the schema in the prompt; the parse layer does the rest
 =========  =====================================================================================
 
-:func:`plans` lowers the contract's schema for each mode the capability profile allows and drops a mode
-whose lowering is rejected (a construct the mode cannot express), so the first plan is the strongest one
-that can carry the contract. A 400 for the schema at run time moves the call to the next plan.
+:func:`plans` lowers the contract's schema for each mode the capabilities allow and drops a mode whose
+lowering is rejected (a construct the mode cannot express), so the first plan is the strongest one that can
+carry the contract. A 400 for the schema at run time moves the call to the next plan.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
 from guardrail.errors import ConfigError
-from guardrail.schema.lower import CompileReport, Dialect, Lowered, lower
+from guardrail.schema.lower import CompileReport, Lowered, lower
+from guardrail.vendors.profiles import MODES, Capabilities, Mode
 
-Mode = Literal["native", "tool", "json", "prompt"]
-MODES: tuple[Mode, ...] = get_args(Mode)
-ServerKind = Literal["vllm", "sglang", "llamacpp", "ollama"]
-SERVER_KINDS: tuple[ServerKind, ...] = get_args(ServerKind)
-
-
-@dataclass(frozen=True, slots=True)
-class Capabilities:
-    """What one vendor's model family supports, strongest mode first.
-
-    ``native_dialect`` is the schema subset its native mode accepts; ``strict_tool`` whether tools take
-    ``strict: true`` (same subset); ``temperature`` whether the model accepts a temperature at all
-    (reasoning models do not, so repair attempts cannot lower it).
-    """
-
-    native: bool
-    tool: bool
-    strict_tool: bool
-    json_mode: bool
-    native_dialect: Dialect
-    temperature: bool = True
-
-
-#: (provider, model-name pattern, capabilities): the first pattern that matches the model wins.
-PROFILES: tuple[tuple[str, str, Capabilities], ...] = (
-    ("openai", r"(gpt-3\.5|gpt-4-|gpt-4$|gpt-4-turbo)", Capabilities(False, True, False, True, "openai_strict")),
-    ("openai", r"(o1|o3|o4|gpt-5)", Capabilities(True, True, True, True, "openai_strict", temperature=False)),
-    ("openai", r".*", Capabilities(True, True, True, True, "openai_strict")),
-    # anthropic 2.x's messages.create takes no sampling parameters, so repairs cannot lower a temperature.
-    ("anthropic", r"claude-(instant|2|3)", Capabilities(False, True, False, False, "anthropic_strict",
-                                                       temperature=False)),
-    ("anthropic", r".*", Capabilities(True, True, True, False, "anthropic_strict", temperature=False)),
-    # Self-hosted servers: constrained decoding compiled from (nearly) full JSON Schema.
-    ("vllm", r".*", Capabilities(True, True, False, True, "grammar")),
-    ("sglang", r".*", Capabilities(True, True, False, True, "grammar")),
-    ("llamacpp", r".*", Capabilities(True, False, False, True, "grammar")),
-    ("ollama", r".*", Capabilities(True, True, False, True, "grammar")),
-)
-
-
-@functools.lru_cache(maxsize=1024)
-def capabilities(provider: str, model: str) -> Capabilities:
-    """The capability profile for ``model`` at ``provider`` (unknown models get the provider's newest).
-
-    Cached: it matches the model name against every profile's pattern, and a program uses a few models."""
-    for name, pattern, caps in PROFILES:
-        if name == provider and re.match(pattern, model or ""):
-            return caps
-    return Capabilities(False, False, False, False, "advisory")
+__all__ = ["Plan", "plans", "schema_name"]
 
 
 @dataclass(frozen=True, slots=True)
