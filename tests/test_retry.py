@@ -30,7 +30,15 @@ import guardrail
 from guardrail.call.retry import RetryPolicy
 from guardrail.errors import ConfigError, VendorUnavailable
 from guardrail.testing import Emulator, reply
-from guardrail.vendors.failures import SNIPPET_CHARS, BadResponse, StreamError, classify, retry_after, snippet
+from guardrail.vendors.failures import (
+    SNIPPET_CHARS,
+    BadResponse,
+    StreamError,
+    classify,
+    cut_off,
+    retry_after,
+    snippet,
+)
 
 
 def response(status: int, headers: dict[str, str] | None = None) -> httpx2.Response:
@@ -106,7 +114,25 @@ def test_connection_errors_and_timeouts_retry_and_other_exceptions_are_not_vendo
     request = httpx2.Request("POST", "http://127.0.0.1/v1/x")
     assert classify(openai.APITimeoutError(request=request)).kind == "retryable"  # type: ignore[union-attr]
     assert classify(anthropic.APIConnectionError(request=request)).kind == "retryable"  # type: ignore[union-attr]
+    assert classify(httpx2.ReadTimeout("slow", request=request)).kind == "retryable"  # type: ignore[union-attr]
+    assert classify(httpx2.RemoteProtocolError("peer closed")).kind == "retryable"  # type: ignore[union-attr]
     assert classify(ValueError("bug")) is None
+
+    class APIConnectionError(Exception):  # a name alone proves nothing: only the SDKs' classes are theirs
+        pass
+
+    assert classify(APIConnectionError("not an SDK's")) is None
+
+
+def test_a_body_cut_off_is_known_through_the_errors_it_was_raised_from() -> None:
+    request = httpx2.Request("POST", "http://127.0.0.1/v1/messages")
+    cut = httpx2.RemoteProtocolError("peer closed connection without sending complete message body")
+    try:  # what anthropic's stream reader does with it
+        raise anthropic.APIConnectionError(message="Connection failed", request=request) from cut
+    except anthropic.APIConnectionError as wrapped:
+        assert cut_off(wrapped) and cut_off(cut)
+    assert not cut_off(anthropic.APIConnectionError(request=request))  # refused before any body: not a cut
+    assert not cut_off(ValueError("x"))
 
 
 # ------------------------------------------------------------------ answers not in the API's shape (issue 15 item 6)

@@ -61,7 +61,7 @@ from guardrail.call.cache_key import Uncacheable, request_key
 from guardrail.call.engine import Call
 from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.contract import validation_context
-from guardrail.errors import IdempotencyError, IdempotencyInFlight, StoreError
+from guardrail.errors import ConfigError, IdempotencyError, IdempotencyInFlight, StoreError
 from guardrail.gates.semantic import evaluate
 from guardrail.observe import metrics
 from guardrail.observe.logs import get_logger
@@ -121,9 +121,9 @@ class Cache:
         check_ttl(lease, "lease")
         check_ttl(poll, "poll")
         if isinstance(wait, bool) or not isinstance(wait, int | float) or not math.isfinite(wait) or wait < 0:
-            raise ValueError(f"wait must be a finite number of seconds >= 0, got {wait!r}")
+            raise ConfigError(f"wait must be a finite number of seconds >= 0, got {wait!r}")
         if isinstance(max_entry_bytes, bool) or not isinstance(max_entry_bytes, int) or max_entry_bytes < 1:
-            raise ValueError(f"max_entry_bytes must be an int >= 1, got {max_entry_bytes!r}")
+            raise ConfigError(f"max_entry_bytes must be an int >= 1, got {max_entry_bytes!r}")
         self.store = store
         self.ttl = ttl
         self.wait = float(wait)

@@ -215,7 +215,7 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
     function) and ``version`` the prompt's version, part of the cache key.
     """
     if cache is True:
-        raise TypeError("cache= takes a guardrail Cache(...), False for none, or None for the configured one")
+        raise UsageError("cache= takes a guardrail Cache(...), False for none, or None for the configured one")
     overrides = {"client": client, "async_client": async_client, "model": model, "api": api, "aliases": aliases,
                  "max_attempts": max_attempts, "budget": budget, "mode": mode, "max_tokens": max_tokens,
                  "chain": chain, "cache": cache}

@@ -19,14 +19,12 @@ from typing import Any
 
 from guardrail.outcome import Partial
 from guardrail.vendors.base import Accumulator, Completion, Endpoint
-from guardrail.vendors.failures import BadResponse
+from guardrail.vendors.failures import BadResponse, cut_off
 
 #: Turns the accumulated stream into a preview to yield, or ``None`` (the drivers' previewer).
 Show = Callable[[Accumulator], Partial | None]
 #: What an adapter or the SDK raises on data that is not in the API's shape.
 _SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
-#: Errors of a connection lost mid-body (httpx's names; the SDKs let them through while a body is read).
-_CUT_NAMES = frozenset({"RemoteProtocolError", "ReadError", "IncompleteRead"})
 #: Bytes of a wrong-content-type body read for its snippet (the rest is never read).
 HEAD_BYTES = 4096
 
@@ -43,19 +41,6 @@ def _meta(http: Any) -> tuple[int | None, str]:
     status = getattr(http, "status_code", None)
     headers = getattr(http, "headers", None) or {}
     return (status if isinstance(status, int) else None), str(headers.get("content-type") or "")
-
-
-def _cut_off(error: BaseException) -> bool:
-    """Whether ``error``, or an error it was raised from, is a connection lost mid-body (the anthropic SDK
-    raises its own ``APIConnectionError`` from httpx's ``RemoteProtocolError`` while a stream is read)."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if type(current).__name__ in _CUT_NAMES:
-            return True
-        seen.add(id(current))
-        current = current.__cause__
-    return False
 
 
 def _body(http: Any) -> bytes | None:
@@ -103,7 +88,7 @@ class Reading:
                                f"{self.content_type or 'no content type'}): {error}", status=self.status,
                                content_type=self.content_type, code="not_json",
                                body=doc if isinstance(doc, str) else _body(self.http))
-        if not _cut_off(error):
+        if not cut_off(error):
             return error
         return BadResponse(f"the response body was cut off (status {self.status}): {error}", status=self.status,
                            content_type=self.content_type, code="cut_off", body=None)

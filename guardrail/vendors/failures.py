@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import email.utils
 import re
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -35,8 +36,15 @@ _SCHEMA_PHRASES = ("json schema", "json_schema", "input_schema", "schema is too 
 #: Error types/codes of an error event inside a stream that a new request may not meet.
 _RETRYABLE_STREAM_TYPES = frozenset({"server_error", "overloaded_error", "api_error", "rate_limit_error",
                                      "rate_limit_exceeded", "timeout", "internal_error", "service_unavailable"})
-_RETRYABLE_NAMES = frozenset({"APITimeoutError", "APIConnectionError", "RemoteProtocolError", "ReadTimeout",
-                              "ConnectTimeout", "ReadError", "ConnectError", "WriteError", "PoolTimeout"})
+#: The transport errors (a request that never got a whole answer: refused or dropped connections, timeouts),
+#: as (module, class) of each SDK and of the HTTP client under them. A class is looked up only in a module that
+#: is already imported: an error can only come from a module that is loaded.
+_TRANSPORT_CLASSES = (("openai", "APIConnectionError"), ("anthropic", "APIConnectionError"),
+                      ("httpx2", "TransportError"), ("httpcore2", "NetworkError"), ("httpcore2", "TimeoutException"),
+                      ("httpcore2", "RemoteProtocolError"))
+#: The errors of a connection lost in the middle of a body (what the SDKs raise, or raise from, then).
+_CUT_CLASSES = (("httpx2", "RemoteProtocolError"), ("httpx2", "ReadError"), ("httpcore2", "RemoteProtocolError"),
+                ("httpcore2", "ReadError"), ("http.client", "IncompleteRead"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +134,35 @@ def classify(error: BaseException) -> Failure | None:
         found = {x for x in (code, etype) if x}
         kind: FailureKind = "retryable" if found & _RETRYABLE_STREAM_TYPES else "fatal"
         return Failure(kind, None, code or etype, message, None, error)
-    names = {cls.__name__ for cls in type(error).__mro__}
-    if names & _RETRYABLE_NAMES or isinstance(error, (TimeoutError, ConnectionError)):
+    if isinstance(error, (TimeoutError, ConnectionError, *_loaded(_TRANSPORT_CLASSES))):
         return Failure("retryable", None, type(error).__name__, str(error), None, error)
     return None
+
+
+def cut_off(error: BaseException) -> bool:
+    """Whether ``error``, or an error it was raised from, is a connection lost in the middle of a body (the
+    anthropic SDK raises its own ``APIConnectionError`` from httpx's ``RemoteProtocolError`` while a stream is
+    read; openai lets httpx's through)."""
+    classes = _loaded(_CUT_CLASSES)
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, classes):
+            return True
+        seen.add(id(current))
+        current = current.__cause__
+    return False
+
+
+def _loaded(names: tuple[tuple[str, str], ...]) -> tuple[type[BaseException], ...]:
+    """The exception classes of ``names`` whose modules are imported (the others cannot have raised)."""
+    found = []
+    for module_name, class_name in names:
+        module = sys.modules.get(module_name)
+        cls = getattr(module, class_name, None) if module is not None else None
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            found.append(cls)
+    return tuple(found)
 
 
 def _error_fields(body: Any, error: BaseException) -> tuple[str | None, str | None, str]:

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from guardrail.errors import ConfigError
 from guardrail.vendors.anthropic_messages import Messages
 from guardrail.vendors.base import Endpoint, ToolCall
 from guardrail.vendors.openai_chat import ChatCompletions
@@ -70,12 +71,13 @@ def endpoint_for(endpoints: list[Endpoint], api: str | None) -> Endpoint:
 
 
 def endpoint_named(api: str) -> Endpoint:
-    """A fresh endpoint for an API name (``"chat"``, ``"responses"``, ``"messages"``); ``ValueError`` otherwise."""
+    """A fresh endpoint for an API name (``"chat"``, ``"responses"``, ``"messages"``); a
+    :class:`~guardrail.errors.ConfigError` for any other name."""
     for cls in ENDPOINTS:
         if cls.api == api:
             return cls()
     names = [cls.api for cls in ENDPOINTS]
-    raise ValueError(f"api must be {', '.join(repr(n) for n in names[:-1])} or {names[-1]!r}, not {api!r}")
+    raise ConfigError(f"api must be {', '.join(repr(n) for n in names[:-1])} or {names[-1]!r}, not {api!r}")
 
 
 def tool_calls_of(response: Any) -> list[ToolCall]:
