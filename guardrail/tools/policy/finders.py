@@ -1,0 +1,159 @@
+"""Finding values in text: the URLs, e-mail addresses and IBANs inside a free-text argument or a message, and the
+normal forms under which two spellings of one value compare equal.
+
+Provenance (:mod:`guardrail.tools.provenance`) asks whether a value the model put in a tool call appears in
+content the application trusts. Two comparisons serve it:
+
+- a whole value appears in a text when its :func:`normal_text` occurs in the text's :func:`normal_text` with no
+  letter or digit glued to either end (``"Bob"`` is not in ``"Bobby"``). The normal form is Unicode NFKC,
+  case-folded, format characters (zero-width, bidi) dropped, every run of white space one space;
+- a found item (:func:`find_items`) compares by its kind's normal form: a URL without an ``http``/``https``
+  scheme (so ``http://example.com`` and ``https://EXAMPLE.com/`` are one URL, ``www.example.com`` another host),
+  its host lower-case without a trailing dot or a default port, an empty path as ``/``; an e-mail address
+  case-folded; an IBAN upper-case without spaces.
+
+What counts as an item (kinds ``url``, ``email``, ``iban``), found left to right without overlap:
+
+- ``url``: ``scheme://...`` up to white space or a quote or angle bracket, ``www.`` followed by a host, or a bare
+  host whose last label is a common top-level domain (:data:`COMMON_TLDS`: ``evil.com``, ``pay-here.io/x``), with
+  sentence punctuation after it left off (``.``, ``,``, ``;``, ``:``, ``!``, ``?``, quotes, a closing bracket
+  that opens nowhere inside it);
+- ``email``: ``local@domain.tld`` (letters, digits and ``._%+-`` before the ``@``);
+- ``iban``: two capital letters, two digits, then 11 to 30 capital letters or digits, in groups of four that one
+  space may separate (``DE89 3704 0044 0532 0130 00``); no checksum is asked (test data is rarely valid).
+
+The patterns run on RE2 (linear time on any text the model or a web page sends). A bare host with another
+top-level domain (``report.pdf``, ``evil.zz``) is not taken for a URL: that keeps file names out, and is a limit
+documented in docs/tools-and-policies.md.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+import re2  # type: ignore[import-untyped]
+
+__all__ = ["COMMON_TLDS", "KINDS", "Item", "find_items", "normal_item", "normal_text", "occurs"]
+
+#: The kinds of value :func:`find_items` finds.
+KINDS = ("url", "email", "iban")
+
+#: Top-level domains under which a bare host (no scheme, no ``www.``) is taken for a URL.
+COMMON_TLDS = ("com", "net", "org", "info", "biz", "io", "co", "app", "dev", "xyz", "online", "site", "top",
+               "link", "click", "me", "ly", "to", "gl", "ai", "us", "uk", "de", "fr", "eu", "ru", "cn", "tk", "ml",
+               "ga", "cf", "gq", "shop", "store", "live", "cloud", "page")
+
+_LABEL = r"[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?"
+_TAIL = r"""(?:[/?#][^\s<>"'`]*)?"""
+_PATTERN = (
+    r"(?i)(?P<email>[\p{L}\p{N}._%+-]+@(?:" + _LABEL + r"\.)+\p{L}{2,63})"
+    r"|(?P<url>[a-z][a-z0-9+.-]{0,15}://[^\s<>\"'`]+"                 # scheme://...
+    rf"|\bwww\.{_LABEL}(?:\.{_LABEL})+{_TAIL}"                          # www.host...
+    rf"|(?P<host>\b(?:{_LABEL}\.)+{_LABEL}){_TAIL})"                    # host.tld... (a common TLD: below)
+    r"|(?-i:(?P<iban>\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b))"
+)
+
+
+class Item(NamedTuple):
+    """An item found in a text: its kind, its normal form, and where it stands (``text[start:end]``)."""
+
+    kind: str
+    value: str
+    start: int
+    end: int
+
+
+def _compile() -> object:
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(_PATTERN, options)
+
+
+_FINDER = _compile()
+_TRAILING = ".,;:!?'\")]}>"
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
+def normal_text(text: str) -> str:
+    """``text`` as whole values are compared: NFKC, case-folded, format characters dropped, white space runs as
+    one space, stripped."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if not folded.isascii():
+        folded = "".join(char for char in folded if unicodedata.category(char) != "Cf")
+    return " ".join(folded.split())
+
+
+def occurs(needle: str, haystack: str) -> Iterator[int]:
+    """Where ``needle`` occurs in ``haystack`` (both already :func:`normal_text`) with no letter or digit glued to
+    either end of it."""
+    if not needle:
+        return
+    start = haystack.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        before = haystack[start - 1] if start > 0 else " "
+        after = haystack[end] if end < len(haystack) else " "
+        if not (needle[0].isalnum() and before.isalnum()) and not (needle[-1].isalnum() and after.isalnum()):
+            yield start
+        start = haystack.find(needle, start + 1)
+
+
+def _trim_url(url: str) -> str:
+    """A URL found in prose without the sentence punctuation after it (a closing bracket stays when it closes
+    one opened inside the URL)."""
+    while url and url[-1] in _TRAILING:
+        closer = url[-1]
+        if closer in _CLOSERS and url.count(_CLOSERS[closer]) >= url.count(closer):
+            break
+        url = url[:-1]
+    return url
+
+
+def normal_item(kind: str, value: str) -> str:
+    """``value`` (an item of ``kind``) in the form two spellings of it share (module docstring)."""
+    if kind == "email":
+        return unicodedata.normalize("NFKC", value).casefold()
+    if kind == "iban":
+        return value.replace(" ", "").upper()
+    return _normal_url(value)
+
+
+def _normal_url(value: str) -> str:
+    text = unicodedata.normalize("NFKC", value.strip())
+    if "://" not in text:
+        text = "http://" + text
+    try:
+        parts = urlsplit(text)
+        host = (parts.hostname or "").rstrip(".")
+        port = parts.port
+    except ValueError:  # a bracket or a port that does not parse: compare the text as it is
+        return text.casefold()
+    scheme = parts.scheme.lower()
+    default = {"http": 80, "https": 443}.get(scheme)
+    netloc = host if port is None or port == default else f"{host}:{port}"
+    prefix = "" if scheme in ("http", "https") else f"{scheme}://"
+    tail = (parts.path or "/") + (f"?{parts.query}" if parts.query else "") + \
+        (f"#{parts.fragment}" if parts.fragment else "")
+    return f"{prefix}{netloc}{tail}"
+
+
+def find_items(text: str, kinds: Iterable[str] = KINDS) -> list[Item]:
+    """Every item of ``kinds`` in ``text``, left to right."""
+    wanted = frozenset(kinds)
+    found: list[Item] = []
+    for match in _FINDER.finditer(text):  # type: ignore[attr-defined]
+        host = match.group("host")
+        if host is not None and host.rsplit(".", 1)[-1].lower() not in COMMON_TLDS:
+            continue  # report.pdf, e.g., 1.5: not taken for a host
+        for kind in KINDS:
+            value = match.group(kind)
+            if value is None:
+                continue
+            if kind == "url":
+                value = _trim_url(value)
+            if value and kind in wanted:
+                found.append(Item(kind, normal_item(kind, value), match.start(), match.start() + len(value)))
+    return found
