@@ -52,7 +52,7 @@ from guardrail.parse.feedback import semantic_feedback
 from guardrail.parse.pipeline import parse
 from guardrail.store.base import Counter, Store
 from guardrail.store.idempotency import DEFAULT_LEASE, NOT_EXECUTED, Idempotency, IdempotencyUnknown
-from guardrail.store.lists import lists_of
+from guardrail.store.lists import Lists, lists_of
 from guardrail.store.memory import MemoryStore
 from guardrail.tools import approvals, audit
 from guardrail.tools.authz import GENERIC_DENIAL, Decision, authorize
@@ -183,6 +183,12 @@ def default_store() -> Store:
     if _default_store is None:
         _default_store = MemoryStore()
     return _default_store
+
+
+def lists(store: Store | None = None) -> Lists:
+    """The allow-lists policies read (``list = "payees:{tenant}"``), in ``store`` or the configured store: add,
+    remove, replace and read them (see :mod:`guardrail.store.lists`)."""
+    return lists_of(store or default_store())
 
 
 def _where(fn: Callable[..., Any]) -> str:

@@ -133,16 +133,20 @@ class RunContext:
         """What of ``value`` is judged, and where each part was seen: ``(kind, normal form, pieces)``.
 
         With ``kinds`` (``url``, ``email``, ``iban``), each item of those kinds found inside ``value``, seen
-        where a piece holds the same item; else the whole value (kind ``"value"``), seen where its normal text
+        where a piece holds the same item (a bare host under an uncommon top-level domain counts only where some
+        piece holds it as a URL); else the whole value (kind ``"value"``), seen where its normal text
         occurs in a piece (or, when the value is itself one URL, e-mail address or IBAN, the same item is
         found there). An empty value, or a text without the items asked for, has nothing to judge: ``[]``.
         """
         pieces = self.pieces()
         wanted = tuple(kinds)
         if wanted:
-            found = {(item.kind, item.value): None for item in find_items(value, wanted)}  # once each, in order
-            return [(kind, normal, [piece for piece in pieces if (kind, normal) in piece.items])
-                    for kind, normal in found]
+            found: dict[tuple[str, str], list[Piece]] = {}  # each item once, in order
+            for item in find_items(value, wanted, uncommon=True):
+                seen = [piece for piece in pieces if (item.kind, item.value) in piece.items]
+                if seen or not item.uncommon:  # evil.zz counts where content wrote https://evil.zz
+                    found.setdefault((item.kind, item.value), seen)
+            return [(kind, normal, seen) for (kind, normal), seen in found.items()]
         text = normal_text(value)
         if not text:
             return []

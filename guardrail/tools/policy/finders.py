@@ -20,11 +20,15 @@ What counts as an item (kinds ``url``, ``email``, ``iban``), found left to right
   that opens nowhere inside it);
 - ``email``: ``local@domain.tld`` (letters, digits and ``._%+-`` before the ``@``);
 - ``iban``: two capital letters, two digits, then 11 to 30 capital letters or digits, in groups of four that one
-  space may separate (``DE89 3704 0044 0532 0130 00``); no checksum is asked (test data is rarely valid).
+  space may separate (``DE89 3704 0044 0532 0130 00``); for a country in :data:`IBAN_LENGTHS`, exactly that
+  country's length (a capitalised word after the last group, ``... 0130 00 BANK``, is not taken in); no checksum
+  is asked (test data is rarely valid).
 
 The patterns run on RE2 (linear time on any text the model or a web page sends). A bare host with another
-top-level domain (``report.pdf``, ``evil.zz``) is not taken for a URL: that keeps file names out, and is a limit
-documented in docs/tools-and-policies.md.
+top-level domain (``report.pdf``, ``evil.zz``) is not taken for a URL in content; in an argument it is, when
+the same URL was found in some content with its scheme or ``www.`` (``find_items(..., uncommon=True)`` marks
+such hosts for that match). That keeps file names out; the rest is a limit documented in
+docs/tools-and-policies.md.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from urllib.parse import urlsplit
 
 import re2  # type: ignore[import-untyped]
 
-__all__ = ["COMMON_TLDS", "KINDS", "Item", "find_items", "normal_item", "normal_text", "occurs"]
+__all__ = ["COMMON_TLDS", "IBAN_LENGTHS", "KINDS", "Item", "find_items", "normal_item", "normal_text", "occurs"]
 
 #: The kinds of value :func:`find_items` finds.
 KINDS = ("url", "email", "iban")
@@ -45,6 +49,19 @@ KINDS = ("url", "email", "iban")
 COMMON_TLDS = ("com", "net", "org", "info", "biz", "io", "co", "app", "dev", "xyz", "online", "site", "top",
                "link", "click", "me", "ly", "to", "gl", "ai", "us", "uk", "de", "fr", "eu", "ru", "cn", "tk", "ml",
                "ga", "cf", "gq", "shop", "store", "live", "cloud", "page")
+
+#: The length of an IBAN by country (the IBAN registry), so that a capitalised word after one is not read as part
+#: of it; an IBAN of another country is taken as written (15 to 34 characters).
+IBAN_LENGTHS = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29, "BY": 28,
+    "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18,
+    "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22,
+    "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32, "LI": 21, "LT": 20,
+    "LU": 20, "LV": 21, "LY": 25, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18,
+    "NO": 15, "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31, "SE": 24,
+    "SI": 19, "SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24,
+    "XK": 20,
+}
 
 _LABEL = r"[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?"
 _TAIL = r"""(?:[/?#][^\s<>"'`]*)?"""
@@ -58,12 +75,14 @@ _PATTERN = (
 
 
 class Item(NamedTuple):
-    """An item found in a text: its kind, its normal form, and where it stands (``text[start:end]``)."""
+    """An item found in a text: its kind, its normal form, and where it stands (``text[start:end]``).
+    ``uncommon`` marks a bare host under a top-level domain not in :data:`COMMON_TLDS` (found only on request)."""
 
     kind: str
     value: str
     start: int
     end: int
+    uncommon: bool = False
 
 
 def _compile() -> object:
@@ -112,6 +131,20 @@ def _trim_url(url: str) -> str:
     return url
 
 
+def _iban_as_long_as_its_country(value: str) -> str:
+    """An IBAN found in prose cut to its country's length (``""`` when it is shorter: not an IBAN)."""
+    expected = IBAN_LENGTHS.get(value[:2])
+    if expected is None:
+        return value if len(value.replace(" ", "")) >= 15 else ""
+    count = 0
+    for index, char in enumerate(value):
+        if char != " ":
+            count += 1
+            if count == expected:
+                return value[:index + 1]
+    return ""
+
+
 def normal_item(kind: str, value: str) -> str:
     """``value`` (an item of ``kind``) in the form two spellings of it share (module docstring)."""
     if kind == "email":
@@ -140,13 +173,15 @@ def _normal_url(value: str) -> str:
     return f"{prefix}{netloc}{tail}"
 
 
-def find_items(text: str, kinds: Iterable[str] = KINDS) -> list[Item]:
-    """Every item of ``kinds`` in ``text``, left to right."""
+def find_items(text: str, kinds: Iterable[str] = KINDS, *, uncommon: bool = False) -> list[Item]:
+    """Every item of ``kinds`` in ``text``, left to right; with ``uncommon``, bare hosts under any top-level
+    domain too (marked: the caller keeps those it can match with an item found elsewhere)."""
     wanted = frozenset(kinds)
     found: list[Item] = []
     for match in _FINDER.finditer(text):  # type: ignore[attr-defined]
         host = match.group("host")
-        if host is not None and host.rsplit(".", 1)[-1].lower() not in COMMON_TLDS:
+        odd = host is not None and host.rsplit(".", 1)[-1].lower() not in COMMON_TLDS
+        if odd and (not uncommon or not any(char.isalpha() for char in host.rsplit(".", 1)[-1])):
             continue  # report.pdf, e.g., 1.5: not taken for a host
         for kind in KINDS:
             value = match.group(kind)
@@ -154,6 +189,9 @@ def find_items(text: str, kinds: Iterable[str] = KINDS) -> list[Item]:
                 continue
             if kind == "url":
                 value = _trim_url(value)
+            elif kind == "iban":
+                value = _iban_as_long_as_its_country(value)
             if value and kind in wanted:
-                found.append(Item(kind, normal_item(kind, value), match.start(), match.start() + len(value)))
+                found.append(Item(kind, normal_item(kind, value), match.start(), match.start() + len(value),
+                                  odd and kind == "url"))
     return found
