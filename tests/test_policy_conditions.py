@@ -247,3 +247,38 @@ def test_bcc_deny_rule_fires_exactly_when_one_address_is_outside(bcc: list[str] 
             assert outside and refused.rule == "deny.bcc-outside"
         else:
             assert not outside and env.calls == [("send_email", bcc)]
+
+
+# ------------------------------------------------------------------------------------------- guardrail policy check
+
+
+def test_policy_check_knows_every_new_keyword(capsys: pytest.CaptureFixture[str]) -> None:
+    from guardrail.cli import main
+
+    assert main(["policy", "check", str(POLICIES)]) == 0  # the test policies use every new key
+    out = capsys.readouterr().out
+    assert out.endswith("; 0 problems\n") and f"{len(list(POLICIES.glob('*.toml')))} valid policies" in out
+    keys = {key for file in POLICIES.glob("*.toml") for key in re.findall(r"(\w+) = ", file.read_text())}
+    assert {"not_one_of", "not_pattern", "list", "not_list", "source", "not_source", "untrusted_only", "find",
+            "changed", "add"} <= keys
+
+
+@pytest.mark.parametrize(("body", "line", "words"), [
+    ('[[approve]]\nid = "a"\nwhen.to = { not_lsit = "payees:{tenant}" }\n', 6, "unknown key"),
+    ('[[aprove]]\nid = "a"\n', 4, "unknown key"),
+    ('[args.to]\nsorce = "user"\n', 5, "unknown key"),
+    ('[args.to]\nlist = "payees:{tennant}"\n', 5, "unknown placeholder {tennant}"),
+    ('[[after_approval]]\nadd = "to"\nlist = "l"\nwhen = "approved"\n', 7, "unknown key"),
+    ('[args.to]\nfind = ["url"]\n', 4, "add one of them"),
+])
+def test_policy_check_reports_a_misspelt_or_useless_keyword_on_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, line: int, words: str) -> None:
+    from guardrail.cli import main
+
+    file = tmp_path / "pay.toml"
+    file.write_text(f'tool = "pay"\n[[allow]]\nid = "owner"\n{body}')
+    assert main(["policy", "check", str(file)]) == 1
+    captured = capsys.readouterr()
+    problem = next(row for row in captured.out.splitlines() + captured.err.splitlines() if str(file) in row)
+    assert problem.startswith(f"{file}:{line}: ") and words in problem, captured
+    assert "Traceback" not in captured.out + captured.err
