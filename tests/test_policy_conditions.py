@@ -282,3 +282,21 @@ def test_policy_check_reports_a_misspelt_or_useless_keyword_on_one_line(
     problem = next(row for row in captured.out.splitlines() + captured.err.splitlines() if str(file) in row)
     assert problem.startswith(f"{file}:{line}: ") and words in problem, captured
     assert "Traceback" not in captured.out + captured.err
+
+
+def test_the_agent_scenario_runs_and_its_policies_check(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/agent_gate.py (the measured scenario) keeps running: its policies pass the checker and every
+    task and attack replays through the gate without an error (the figures are the bench's to print)."""
+    import os
+    import subprocess
+    import sys
+
+    from guardrail.cli import main
+
+    root = Path(__file__).resolve().parent.parent
+    assert main(["policy", "check", str(root / "bench" / "agent_env" / "policies")]) == 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(root / "bench" / "agent_gate.py")], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Legitimate tasks: 30" in done.stdout and "Attacks: 16" in done.stdout and "stopped " in done.stdout
