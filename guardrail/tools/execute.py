@@ -505,7 +505,8 @@ def _remember(found: Tool, result: Any) -> None:
     untrusted unless the tool says its results are trusted."""
     run = current_run()
     if run is not None:
-        run.add(content_text(result), source=f"tool:{found.name}", trusted=found.trusted_results)
+        run.add(content_text(to_jsonable_python(result, fallback=str)), source=f"tool:{found.name}",
+                trusted=found.trusted_results)
 
 
 def _scoped_key(tool: str, who: Identity | None, key: str) -> str:

@@ -16,6 +16,14 @@ A policy file (TOML, one per tool, in ``policies/``) reads::
     id = "no-large-refunds"
     when.amount = { min = 1000 }     # matches when the argument satisfies the constraint
 
+    [[approve]]                      # an allowed call it matches waits for a person (matched like deny rules)
+    id = "new-customer"
+    when.email = { not_list = "customers:{tenant}" }
+
+    [[after_approval]]               # once an approved call ran, its email joins the list
+    add = "email"
+    list = "customers:{tenant}"
+
     [args.amount]                    # constraints every call must meet
     min = 0.01
     max = 5000
@@ -28,12 +36,17 @@ A policy file (TOML, one per tool, in ``policies/``) reads::
     rate = { calls = 10, per_seconds = 60 }          # per identity
     spend = { arg = "amount", max = 2000, per_seconds = 86400 }
 
-Argument constraints: ``one_of``, ``min``/``max`` (numbers), ``min_length``/``max_length``, ``pattern`` (RE2:
-linear time), ``url`` (hosts, schemes, ``allow_ip_literals``, ``allow_nested_urls``, ``connect_to``), ``path``
-(a base directory relative to the policy file, ``allow_absolute``, ``must_exist``), ``sql`` (allowed statement
-kinds, ``dialect``, ``tables``, extra ``functions``), ``required`` (the model must give it), ``absent`` (it must
-not), ``check_default`` (a left-out argument's default is judged too), ``secret``. The value constraints judge
-what the model sent; an argument it left out is judged by ``required``/``absent`` only, unless
+Argument constraints: ``one_of``/``not_one_of``, ``min``/``max`` (numbers), ``min_length``/``max_length``,
+``pattern``/``not_pattern`` (RE2: linear time), ``list``/``not_list`` (membership of a list in the store, read at
+call time: :mod:`guardrail.store.lists`), ``source``/``not_source``/``untrusted_only`` with ``find`` (where the
+value, or each URL/e-mail/IBAN in it, was seen: :mod:`guardrail.tools.provenance`), ``changed`` (against the
+current values the tool's ``current`` hook gives), ``url`` (hosts, schemes, ``allow_ip_literals``,
+``allow_nested_urls``, ``connect_to``), ``path`` (a base directory relative to the policy file,
+``allow_absolute``, ``must_exist``), ``sql`` (allowed statement kinds, ``dialect``, ``tables``, extra
+``functions``), ``required`` (the model must give it), ``absent`` (it must not), ``check_default`` (a left-out
+argument's default is judged too), ``secret``. Each works as a ``when`` condition too (met when the value meets
+it); what the list, provenance and ``changed`` keys read is in :mod:`guardrail.tools.policy.facts`. The value
+constraints judge what the model sent; an argument it left out is judged by ``required``/``absent`` only, unless
 ``check_default`` (see :mod:`guardrail.tools.policy.arguments`). ``[args.NAME]`` names a
 parameter of the tool; ``[args."NAME.FIELD"]`` a field of a nested model; lists on the way are walked element
 by element (``[args.urls]`` on ``urls: list[str]`` checks every URL).
