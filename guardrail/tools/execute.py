@@ -489,7 +489,8 @@ def _add_approved(policy: Policy, store: Store, args: dict[str, Any], who: Ident
         values = [item for value, left_out, _ in leaves(args, add.add) if not left_out
                   for item in elements(value) if isinstance(item, str) and item]
         if name is None or not values:
-            done.append({"list": add.list_name, "added": 0, "error": None if values else "nothing to add"})
+            why = "the list name needs an identity with that field" if name is None else "nothing to add"
+            done.append({"list": add.list_name if name is None else name, "added": 0, "error": why})
             continue
         try:
             snapshot = lists_of(store).add(name, *values)
