@@ -21,7 +21,8 @@ from structlog.testing import capture_logs
 import guardrail
 from guardrail.tools import run_context
 from guardrail.tools.execute import tool
-from guardrail.tools.policy.finders import find_items, normal_item, normal_text, occurs
+from guardrail.tools.policy.facts import Facts
+from guardrail.tools.policy.finders import MAX_NEEDLE_CHARS, Needle, find_items, normal_item, normal_text
 from guardrail.tools.policy.loader import load_policy, parse_policy
 from guardrail.tools.provenance import RunContext, current_run
 
@@ -185,12 +186,23 @@ def test_the_finders_find_what_prose_carries() -> None:
         ("email", "first.last@acme.com"), ("url", "example.com/a?b=1"), ("url", "www.foo.org/x"),
         ("url", "evil.com/login"), ("iban", "DE89370400440532013000"), ("url", "en.wikipedia.org/wiki/A_(b)")]
     assert normal_item("url", "http://EXAMPLE.com") == normal_item("url", "https://example.com/") == "example.com/"
-    assert list(occurs("bob", normal_text("Bob, bobby and xbob: BOB"))) == [0, 21]
+    assert [Needle("bob").within(normal_text(text)) for text in ("Bob, hi", "bobby", "xbob", "(BOB)", "a\nbob")] \
+        == [True, False, False, True, True]
+    assert Needle("@acme").within("x@acme") and not Needle("@acme").within("x@acmex")
 
 
 def test_the_finders_are_linear_on_hostile_text() -> None:
-    for hostile in ("a" * 200_000, "a@" * 100_000, "www." * 50_000, "DE89 " * 40_000, "https://" + "a." * 90_000):
-        finishes(lambda hostile=hostile: find_items(hostile), "find_items on hostile text", within=20)
+    for hostile in ("a" * 200_000, "a@" * 100_000, "www." * 50_000, "DE89 " * 40_000, "https://" + "a." * 90_000,
+                    "\ud800" * 1000):
+        finishes(lambda hostile=hostile: find_items(hostile), "find_items on hostile text")
+    needle = Needle("a" * MAX_NEEDLE_CHARS)
+    for haystack in ("a" * 2_000_000, ("a" * (MAX_NEEDLE_CHARS - 1) + " ") * 2000):
+        assert not finishes(lambda haystack=haystack: needle.within(haystack), "a long value in long content")
+    run = RunContext()
+    run.untrusted("x" * 100, source="web")
+    with guardrail.identity(user="u"), run_context(run=run):
+        facts = Facts(None, run=run)
+        assert str(facts.sightings("y" * (MAX_NEEDLE_CHARS + 1), ())).startswith("cannot be judged")
 
 
 _words = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardrail.errors import ConfigError, UsageError
-from guardrail.tools.policy.finders import find_items, normal_text, occurs
+from guardrail.tools.policy.finders import Needle, find_items, normal_text
 
 __all__ = ["GROUPS", "MAX_RUN_CHARS", "Piece", "RunContext", "content_text", "current_run", "run_context"]
 
@@ -134,10 +134,10 @@ class RunContext:
 
         With ``kinds`` (``url``, ``email``, ``iban``), each item of those kinds found inside ``value``, seen
         where a piece holds the same item (a bare host under an uncommon top-level domain counts only where some
-        piece holds it as a URL); else the whole value (kind ``"value"``), seen where its normal text
-        occurs in a piece (or, when the value is itself one URL, e-mail address or IBAN, the same item is
-        found there). An empty value, or a text without the items asked for, has nothing to judge: ``[]``.
-        """
+        piece holds it as a URL); else the whole value (kind ``"value"``, at most
+        :data:`~guardrail.tools.policy.finders.MAX_NEEDLE_CHARS` long), seen where its normal text occurs in a
+        piece (or, when the value is itself one URL, e-mail address or IBAN, the same item is found there). An
+        empty value, or a text without the items asked for, has nothing to judge: ``[]``."""
         pieces = self.pieces()
         wanted = tuple(kinds)
         if wanted:
@@ -155,8 +155,8 @@ class RunContext:
         if len(items) == 1 and items[0].start == len(value) - len(value.lstrip()) \
                 and items[0].end == len(value.rstrip()):
             whole = (items[0].kind, items[0].value)  # the value is one URL, address or IBAN: its spellings count
-        seen = [piece for piece in pieces
-                if next(occurs(text, piece.text), None) is not None or (whole is not None and whole in piece.items)]
+        needle = Needle(text)  # ConfigError for a value too long to look for (MAX_NEEDLE_CHARS)
+        seen = [piece for piece in pieces if (whole is not None and whole in piece.items) or needle.within(piece.text)]
         return [("value", text, seen)]
 
 

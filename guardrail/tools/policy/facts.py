@@ -24,6 +24,7 @@ from guardrail.errors import ConfigError
 from guardrail.store.lists import Lists, ListSnapshot
 from guardrail.tools.identity import Identity
 from guardrail.tools.policy.arguments import Location
+from guardrail.tools.policy.finders import MAX_NEEDLE_CHARS, normal_text
 from guardrail.tools.provenance import Piece, RunContext
 
 __all__ = ["UNJUDGED", "Facts", "check_list_template", "list_name"]
@@ -120,6 +121,9 @@ class Facts:
             return f"{UNJUDGED}: no run context (guardrail.tools.run_context) says where values came from"
         if not self.run.complete:
             return f"{UNJUDGED}: the run's content outgrew its limit; where values came from is unknown"
+        if not kinds and len(text) > MAX_NEEDLE_CHARS and len(normal_text(text)) > MAX_NEEDLE_CHARS:
+            return (f"{UNJUDGED}: a value longer than {MAX_NEEDLE_CHARS} characters is free text "
+                    "(judge the items inside it with find)")
         key = (text, kinds)
         if key not in self._sightings:
             self._sightings[key] = self.run.sightings(text, kinds)

@@ -5,7 +5,8 @@ Provenance (:mod:`guardrail.tools.provenance`) asks whether a value the model pu
 content the application trusts. Two comparisons serve it:
 
 - a whole value appears in a text when its :func:`normal_text` occurs in the text's :func:`normal_text` with no
-  letter or digit glued to either end (``"Bob"`` is not in ``"Bobby"``). The normal form is Unicode NFKC,
+  letter or digit glued to either end (``"Bob"`` is not in ``"Bobby"``; a :class:`Needle`, at most
+  :data:`MAX_NEEDLE_CHARS` long). The normal form is Unicode NFKC,
   case-folded, format characters (zero-width, bidi) dropped, every run of white space one space;
 - a found item (:func:`find_items`) compares by its kind's normal form: a URL without an ``http``/``https``
   scheme (so ``http://example.com`` and ``https://EXAMPLE.com/`` are one URL, ``www.example.com`` another host),
@@ -34,13 +35,17 @@ docs/tools-and-policies.md.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import re2  # type: ignore[import-untyped]
 
-__all__ = ["COMMON_TLDS", "IBAN_LENGTHS", "KINDS", "Item", "find_items", "normal_item", "normal_text", "occurs"]
+from guardrail.errors import ConfigError
+from guardrail.tools.policy.regex import matchable
+
+__all__ = ["COMMON_TLDS", "IBAN_LENGTHS", "KINDS", "MAX_NEEDLE_CHARS", "Item", "Needle", "find_items", "normal_item",
+           "normal_text"]
 
 #: The kinds of value :func:`find_items` finds.
 KINDS = ("url", "email", "iban")
@@ -85,10 +90,14 @@ class Item(NamedTuple):
     uncommon: bool = False
 
 
-def _compile() -> object:
+def _options() -> object:
     options = re2.Options()
     options.log_errors = False
-    return re2.compile(_PATTERN, options)
+    return options
+
+
+def _compile() -> object:
+    return re2.compile(_PATTERN, _options())
 
 
 _FINDER = _compile()
@@ -105,19 +114,28 @@ def normal_text(text: str) -> str:
     return " ".join(folded.split())
 
 
-def occurs(needle: str, haystack: str) -> Iterator[int]:
-    """Where ``needle`` occurs in ``haystack`` (both already :func:`normal_text`) with no letter or digit glued to
-    either end of it."""
-    if not needle:
-        return
-    start = haystack.find(needle)
-    while start >= 0:
-        end = start + len(needle)
-        before = haystack[start - 1] if start > 0 else " "
-        after = haystack[end] if end < len(haystack) else " "
-        if not (needle[0].isalnum() and before.isalnum()) and not (needle[-1].isalnum() and after.isalnum()):
-            yield start
-        start = haystack.find(needle, start + 1)
+#: Longest whole value looked for in content (after :func:`normal_text`), in characters; a longer one is free
+#: text, whose URLs, addresses and IBANs ``find`` judges instead.
+MAX_NEEDLE_CHARS = 1000
+
+
+class Needle:
+    """A whole value to look for in texts (both :func:`normal_text`): it occurs where no letter or digit is glued
+    to either end of it. An RE2 search, linear in the text whatever the value and the text hold."""
+
+    __slots__ = ("_regexp", "text")
+
+    def __init__(self, text: str) -> None:
+        if not text or len(text) > MAX_NEEDLE_CHARS:
+            raise ConfigError(f"a value to look for has 1 to {MAX_NEEDLE_CHARS} characters, got {len(text)}")
+        before = r"(?:^|[^\p{L}\p{N}])" if text[0].isalnum() else ""
+        after = r"(?:$|[^\p{L}\p{N}])" if text[-1].isalnum() else ""
+        self.text = text
+        self._regexp = re2.compile(before + re2.escape(matchable(text)) + after, _options())
+
+    def within(self, haystack: str) -> bool:
+        """Whether the value occurs in ``haystack``."""
+        return self._regexp.search(matchable(haystack)) is not None
 
 
 def _trim_url(url: str) -> str:
@@ -178,7 +196,7 @@ def find_items(text: str, kinds: Iterable[str] = KINDS, *, uncommon: bool = Fals
     domain too (marked: the caller keeps those it can match with an item found elsewhere)."""
     wanted = frozenset(kinds)
     found: list[Item] = []
-    for match in _FINDER.finditer(text):  # type: ignore[attr-defined]
+    for match in _FINDER.finditer(matchable(text)):  # type: ignore[attr-defined]
         host = match.group("host")
         odd = host is not None and host.rsplit(".", 1)[-1].lower() not in COMMON_TLDS
         if odd and (not uncommon or not any(char.isalpha() for char in host.rsplit(".", 1)[-1])):
