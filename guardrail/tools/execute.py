@@ -2,13 +2,16 @@
 
 A model proposes a call; nothing runs until it has passed, in order::
 
-    exact name → parse + validate arguments → semantic rules → authorization (policy + identity)
-      → approval (if required) → rate limit / quota / spend → idempotent execution → audit
+    exact name → parse + validate arguments → semantic rules → authorization (policy + identity, and the
+      facts it reads: the store's lists, the run's content, the tool's current values) → approval (the
+      policy's, or an [[approve]] rule's) → rate limit / quota / spend → idempotent execution → audit
+      (→ [[after_approval]] list adds; the result recorded in the current run, if any)
 
 Each step that stops the call writes an audit record and raises a typed error: the parse layer's
 ``ParseError`` (its ``.feedback`` can go back to the model), :class:`~guardrail.Denied` (a generic message;
 ``.rule``, ``.argument`` and ``.reason`` for the application), :class:`~guardrail.ApprovalRequired` (with the
-token), ``IdempotencyConflict`` (audited as ``conflict``), ``PolicyError`` (the policy and the tool disagree).
+token and the rule that asked), ``IdempotencyConflict`` (audited as ``conflict``), ``PolicyError`` (the policy and
+the tool disagree), ``StoreError`` (a list could not be read: nothing ran).
 The tool function is only ever called with a sealed positive :class:`~guardrail.tools.authz.Decision` for
 exactly those arguments, and with the *checked* values: the resolved path, the normalised URL, the SQL that
 was parsed. :func:`run_tool_call` returns a :class:`ToolResult` that also says whether the tool ran or an
