@@ -260,3 +260,20 @@ def _other_item_planted(filler: str, user_text: str, body: str) -> bool:
     trusted = {(item.kind, item.value) for item in find_items(user_text)}
     untrusted = {(item.kind, item.value) for item in find_items(filler)}
     return any((item.kind, item.value) in untrusted - trusted for item in find_items(body))
+
+
+def test_a_tool_result_of_any_shape_is_recorded_as_text() -> None:
+    from pydantic import BaseModel
+
+    class Page(BaseModel):
+        title: str
+        links: list[str]
+
+    env = ToolEnv()
+    env.add(lambda: Page(title="Offers", links=["https://deals.example.org/x"]), '[[allow]]\nid = "a"\n',
+            name="browse")
+    with guardrail.identity(user="u"), run_context() as run:
+        env.call("browse", {})
+    (piece,) = run.pieces()
+    assert piece.source == "tool:browse" and not piece.trusted
+    assert ("url", "deals.example.org/x") in piece.items and "offers" in piece.text.split()
