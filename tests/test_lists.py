@@ -190,3 +190,10 @@ def test_a_store_that_cannot_be_read_stops_the_call(tmp_path: Path) -> None:
         env.call("share_file", {"path": "q3.pdf", "with_users": ["ann"]})
     assert env.calls == [] and [r["decision"] for r in audits(logs)] == ["failed"]
     store.close()
+
+
+def test_a_list_name_too_long_for_the_store_cannot_judge() -> None:
+    env = share_env(MemoryStore())
+    with guardrail.identity(tenant="ü" * 200, user="u"), pytest.raises(guardrail.Denied) as caught:
+        env.call("share_file", {"path": "q3.pdf", "with_users": ["ann"]})
+    assert caught.value.reason.startswith("cannot be judged") and env.calls == []

@@ -277,3 +277,12 @@ def test_a_tool_result_of_any_shape_is_recorded_as_text() -> None:
     (piece,) = run.pieces()
     assert piece.source == "tool:browse" and not piece.trusted
     assert ("url", "deals.example.org/x") in piece.items and "offers" in piece.text.split()
+
+
+def test_a_result_that_cannot_be_recorded_makes_the_run_incomplete_not_the_call_fail() -> None:
+    env = ToolEnv()
+    env.add(lambda: "page text", '[[allow]]\nid = "a"\n', name="browse")
+    with guardrail.identity(user="u"), run_context() as run:
+        run.add("the application's own copy", source="tool:browse", trusted=True)  # then the tool says untrusted
+        assert env.call("browse", {}) == "page text"
+    assert not run.complete

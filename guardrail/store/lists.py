@@ -39,8 +39,8 @@ __all__ = ["LIST_TTL", "MAX_MEMBER_CHARS", "ListSnapshot", "Lists", "lists_of"]
 LIST_TTL = 10 * 365 * 86400.0
 #: Longest member accepted, in characters.
 MAX_MEMBER_CHARS = 1024
-#: Longest list name accepted, in characters (the store key adds the prefix).
-MAX_NAME_CHARS = 256
+#: Longest list name accepted, in bytes of UTF-8 (the store key adds the prefix; keys hold 512 bytes).
+MAX_NAME_BYTES = 256
 _PREFIX = "list:"
 _TRIES = 200
 _CACHED = 64
@@ -61,8 +61,8 @@ class ListSnapshot:
 def _check_name(name: str) -> None:
     if not isinstance(name, str):
         raise UsageError(f"a list name is a str, not {type(name).__name__}")
-    if not name or len(name) > MAX_NAME_CHARS:
-        raise ConfigError(f"a list name has 1 to {MAX_NAME_CHARS} characters, got {len(name)}")
+    if not name or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise ConfigError(f"a list name has 1 to {MAX_NAME_BYTES} bytes of UTF-8: {name[:40]!r}")
 
 
 def _check_members(values: Iterable[str]) -> list[str]:

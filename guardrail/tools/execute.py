@@ -506,11 +506,15 @@ def _add_approved(policy: Policy, store: Store, args: dict[str, Any], who: Ident
 
 def _remember(found: Tool, result: Any) -> None:
     """Record a tool's result in the current run (if any) as content the model read: source ``tool:<name>``,
-    untrusted unless the tool says its results are trusted."""
+    untrusted unless the tool says its results are trusted. A result that cannot be recorded (the application
+    recorded that source with the other trust) makes the run incomplete: provenance is not judged any more."""
     run = current_run()
     if run is not None:
-        run.add(content_text(to_jsonable_python(result, fallback=str)), source=f"tool:{found.name}",
-                trusted=found.trusted_results)
+        try:
+            run.add(content_text(to_jsonable_python(result, fallback=str)), source=f"tool:{found.name}",
+                    trusted=found.trusted_results)
+        except GuardrailError:  # the source was recorded with the other trust: the tool ran, so do not raise
+            run.mark_incomplete()
 
 
 def _scoped_key(tool: str, who: Identity | None, key: str) -> str:

@@ -114,6 +114,12 @@ class RunContext:
         """Record content from elsewhere that the model read (untrusted): a web page, a document, an e-mail."""
         return self.add(text, source=source, trusted=False)
 
+    def mark_incomplete(self) -> None:
+        """Note that some content the model read could not be recorded: from now on provenance is not judged in
+        this run (what was missed could hold anything)."""
+        with self._lock:
+            self._complete = False
+
     @property
     def complete(self) -> bool:
         """False once some content was not kept (over ``max_chars``): provenance is then never judged."""

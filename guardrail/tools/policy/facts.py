@@ -105,7 +105,10 @@ class Facts:
         if self._lists is None:
             return f"{UNJUDGED}: no store to read lists from"
         if name not in self._snapshots:
-            self._snapshots[name] = self._lists.read(name)
+            try:
+                self._snapshots[name] = self._lists.read(name)
+            except ConfigError as error:  # a name the identity made too long for a store key
+                return f"{UNJUDGED}: {error}"
         return self._snapshots[name]
 
     @property
