@@ -18,7 +18,8 @@ rule                      the rule that decided (``allow.<id>``, ``deny.<id>``, 
 reason                    the internal detail (never sent to the model)
 policy_version            the policy file's ``version``
 lists                     each list read (``{"list": name, "version": n}``) and, after an approved call, what
-                          ``[[after_approval]]`` added (``"added"``: how many, or ``"error"``)
+                          ``[[after_approval]]`` added: the version after the add and ``"added"``, how many
+                          values it was given (members already there count too), or ``"error"``
 provenance                each provenance check: the argument, the check (``source=user``...), the kind
                           (``value``, ``url``, ``email``, ``iban``), the value's ``sha256`` (its first 32 hex
                           digits; ``None`` for a secret argument), ``seen`` (``[source, piece number]``, the first
