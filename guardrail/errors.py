@@ -56,7 +56,7 @@ against the classes, both ways::
     │                             end, an emulator's address before it started
     ├── ToolCallError             a model-proposed tool call did not run (.request_id, .tool)
     │   ├── Denied                authorization said no; the message is generic (.rule, .argument, .reason say why)
-    │   └── ApprovalRequired      parked until a person approves this exact call (.token, .expires_at)
+    │   └── ApprovalRequired      parked until a person approves this exact call (.token, .expires_at, .rule)
     ├── PolicyError               [tools.policy.loader] a policy file is invalid (.problems: each with its line and key)
     ├── Rejected                  [tools.policy.verdict] an argument checker said no (.reason, .argument); the gate
     │   │                         turns it into Denied
@@ -263,13 +263,16 @@ class ApprovalRequired(ToolCallError):
     """The tool needs a person's approval: the call is parked under ``.token`` until ``.expires_at`` (Unix time).
 
     Approve with ``guardrail.approve(token, approver=...)``, then run the same call again with
-    ``approval_token=token``: only that exact call (tool, arguments, identity) runs, once.
+    ``approval_token=token``: only that exact call (tool, arguments, identity) runs, once. ``.rule`` says what
+    asked for it: ``"approval"`` (the policy's ``approval = "required"``) or ``"approve.<id>"`` (that rule).
     """
 
-    def __init__(self, message: str, *, tool: str, request_id: str, token: str, expires_at: float) -> None:
+    def __init__(self, message: str, *, tool: str, request_id: str, token: str, expires_at: float,
+                 rule: str = "approval") -> None:
         super().__init__(message, tool=tool, request_id=request_id)
         self.token = token
         self.expires_at = expires_at
+        self.rule = rule
 
 
 class CallError(GuardrailError):

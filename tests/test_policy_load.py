@@ -307,6 +307,6 @@ def test_the_documented_list_of_every_key_is_a_policy_that_loads() -> None:
     assert keys is not None
     policy = parse_policy(keys.group(1), "docs/tools-and-policies.md")
     documented = {name for rule in policy.args.values() for name in rule.model_fields_set}
-    documented |= {name for match in (*policy.allow, *policy.deny) for rule in match.when.values()
-                   for name in rule.model_fields_set}
+    documented |= {name for match in policy.rules() for rule in match.when.values() for name in rule.model_fields_set}
     assert documented == set(type(next(iter(policy.args.values()))).model_fields)  # no key left undocumented
+    assert policy.allow and policy.deny and policy.approve and policy.after_approval and policy.limits.spend

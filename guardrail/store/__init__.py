@@ -1,8 +1,9 @@
 """Small atomic key-value stores (memory, SQLite, Redis) behind idempotent tool execution, quotas and approvals.
 
-See :mod:`guardrail.store.base` for the protocol and each backend's atomicity guarantees, and
+See :mod:`guardrail.store.base` for the protocol and each backend's atomicity guarantees,
 :mod:`guardrail.store.idempotency` for at-most-once execution on top of it (leases, unknown outcomes, typed store
-errors). :class:`RedisStore` imports redis-py only when created, so importing this package never needs it.
+errors), and :mod:`guardrail.store.lists` for the named, versioned allow-lists policies read (on the same
+protocol). :class:`RedisStore` imports redis-py only when created, so importing this package never needs it.
 """
 
 from guardrail.errors import NothingHappened, StoreError, StoreUnavailable
@@ -16,6 +17,7 @@ from guardrail.store.idempotency import (
     IdempotencyUnknown,
     ResultNotStorable,
 )
+from guardrail.store.lists import Lists, ListSnapshot
 from guardrail.store.memory import MemoryStore
 from guardrail.store.redis import RedisStore, VolatileRedisWarning
 from guardrail.store.sqlite import SQLiteStore
@@ -28,6 +30,8 @@ __all__ = [
     "IdempotencyFailed",
     "IdempotencyInFlight",
     "IdempotencyUnknown",
+    "ListSnapshot",
+    "Lists",
     "MemoryStore",
     "NothingHappened",
     "RedisStore",

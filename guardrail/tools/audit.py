@@ -17,6 +17,13 @@ decision                  allowed, denied, pending_approval, invalid, executed, 
 rule                      the rule that decided (``allow.<id>``, ``deny.<id>``, ``args.<name>``, ``limits.rate``...)
 reason                    the internal detail (never sent to the model)
 policy_version            the policy file's ``version``
+lists                     each list read (``{"list": name, "version": n}``) and, after an approved call, what
+                          ``[[after_approval]]`` added: the version after the add and ``"added"``, how many
+                          values it was given (members already there count too), or ``"error"``
+provenance                each provenance check: the argument, the check (``source=user``...), the kind
+                          (``value``, ``url``, ``email``, ``iban``), the value's ``sha256`` (its first 32 hex
+                          digits; ``None`` for a secret argument), ``seen`` (``[source, piece number]``, the first
+                          five) and whether it held (``met``); never the value or the content
 idempotency_key           the key used, if any
 result / error            what the tool returned (redacted) or the error's type and message
 ========================  =================================================================================
@@ -37,12 +44,15 @@ _log = get_logger("guardrail.audit")
 def record(*, request_id: str, tool: str, decision: str, rule: str = "", reason: str = "",
            arguments: Any = None, identity: Identity | None = None, policy_version: str = "",
            idempotency_key: str | None = None, result: Any = None, error: BaseException | None = None,
-           secret_args: frozenset[str] = frozenset(), omitted: list[str] | None = None) -> dict[str, Any]:
+           secret_args: frozenset[str] = frozenset(), omitted: list[str] | None = None,
+           lists: list[dict[str, Any]] | None = None, provenance: list[dict[str, Any]] | None = None
+           ) -> dict[str, Any]:
     """Write one audit record (redacted) and return it."""
     entry: dict[str, Any] = {
         "request_id": request_id, "tool": tool, "decision": decision, "rule": rule, "reason": reason,
         "arguments": arguments, "omitted": omitted, "identity": identity.as_dict() if identity else None,
-        "policy_version": policy_version, "idempotency_key": idempotency_key, "result": result,
+        "policy_version": policy_version, "lists": lists or None, "provenance": provenance or None,
+        "idempotency_key": idempotency_key, "result": result,
         "error": f"{type(error).__name__}: {error}" if error is not None else None,
     }
     values: list[str] = []

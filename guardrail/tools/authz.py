@@ -7,12 +7,16 @@ Order (deny wins, default deny):
    is replaced by its canonical form (the resolved path, the normalised URL): the *checked arguments*;
 3. any ``[[deny]]`` rule that matches the checked arguments → deny (so a deny pattern cannot be dodged by
    a spelling that canonicalises to what it names);
-4. the first ``[[allow]]`` rule that matches → allow (that rule);
-5. nothing matched → deny (``default-deny``).
+4. the first ``[[allow]]`` rule that matches → allowed (that rule); nothing matched → deny (``default-deny``);
+5. an allowed call waits for a person when the policy says ``approval = "required"`` (``Decision.approval``
+   is ``"approval"``) or an ``[[approve]]`` rule matches the proposed or the checked arguments
+   (``"approve.<id>"``); approve rules match as deny rules do (a condition that cannot judge counts as met).
 
-Steps 1-4 judge what the model sent: an argument it left out (its default in the arguments, its location in
+Steps 1-5 judge what the model sent: an argument it left out (its default in the arguments, its location in
 ``omitted``) meets and breaks only the presence keys ``required`` and ``absent``, unless a rule says
-``check_default`` (see :mod:`guardrail.tools.policy.arguments`).
+``check_default`` (see :mod:`guardrail.tools.policy.arguments`). Lists, provenance and current values come from
+``facts`` (:mod:`guardrail.tools.policy.facts`), which also records what was read: the decision carries it
+(``lists``, ``provenance``) for the audit record.
 
 Identity comes only from :func:`guardrail.identity` (the trusted runtime). A :class:`Decision` can only be
 made here; it carries the checked arguments, and the tool executor runs the tool with exactly those values
@@ -31,6 +35,7 @@ from typing import Any
 
 from guardrail.tools.identity import Identity
 from guardrail.tools.policy.arguments import Location, canonicalize
+from guardrail.tools.policy.facts import Facts
 from guardrail.tools.policy.model import Policy
 from guardrail.tools.policy.verdict import Rejected
 
@@ -51,6 +56,9 @@ class Decision:
 
     ``arguments`` are the checked arguments (canonical values in place) and ``arguments_hash`` covers them;
     ``argument`` is where a constraint failed (``path``, ``urls[1]``, ``target.url``), ``""`` otherwise.
+    ``approval`` names what makes an allowed call wait for a person (``"approval"``: the policy's
+    ``approval = "required"``; ``"approve.<id>"``: that rule), ``""`` when it runs at once. ``lists`` are the
+    lists read (name and version) and ``provenance`` the provenance checks made (hashes, sources, verdicts).
     """
 
     allowed: bool
@@ -62,6 +70,9 @@ class Decision:
     arguments_hash: str
     arguments: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     argument: str = ""
+    approval: str = ""
+    lists: tuple[dict[str, Any], ...] = field(default=(), repr=False, compare=False)
+    provenance: tuple[dict[str, Any], ...] = field(default=(), repr=False, compare=False)
     _seal: object = field(default=None, repr=False, compare=False)
 
     def permits(self, tool: str, arguments: dict[str, Any]) -> bool:
@@ -72,35 +83,46 @@ class Decision:
 
 
 def authorize(policy: Policy | None, tool: str, arguments: dict[str, Any], who: Identity | None,
-              omitted: Collection[Location] = frozenset()) -> Decision:
+              omitted: Collection[Location] = frozenset(), facts: Facts | None = None) -> Decision:
     """Decide one call (see the module docstring). No policy at all is a denial. ``omitted`` are the locations
     of the values the model left out (the defaults in ``arguments``): they are judged by presence only
-    (``required``, ``absent``), or as values where a rule says ``check_default``."""
+    (``required``, ``absent``), or as values where a rule says ``check_default``. ``facts`` hold the store's
+    lists, the run's content and the current values (none: conditions on them cannot be judged)."""
     checked = arguments
+    facts = facts if facts is not None else Facts(who)
 
-    def decide(allowed: bool, rule: str, reason: str, argument: str = "") -> Decision:
+    def decide(allowed: bool, rule: str, reason: str, argument: str = "", approval: str = "") -> Decision:
         version = policy.version if policy is not None else ""
         return Decision(allowed, tool, rule, reason, version, who, arguments_hash(tool, checked), checked,
-                        argument, _SEAL)
+                        argument, approval, tuple(facts.lists_read), tuple(facts.provenance_checks), _SEAL)
 
     if policy is None:
         return decide(False, "no-policy", f"no policy for tool {tool!r}")
     if policy.tool != tool:
         return decide(False, "policy-mismatch", f"the policy is for {policy.tool!r}, not {tool!r}")
     for rule in policy.deny:
-        if rule.matches(who, arguments, deny=True, omitted=omitted):
+        if rule.matches(who, arguments, deny=True, omitted=omitted, facts=facts):
             return decide(False, f"deny.{rule.id}", "a deny rule matched")
     for path, constraint in policy.args.items():
         try:
-            checked = canonicalize(checked, path, constraint, omitted)
+            checked = canonicalize(checked, path, constraint, omitted, facts)
         except Rejected as rejected:
             checked = arguments
             return decide(False, f"args.{path}", rejected.reason, rejected.argument or path)
     if checked != arguments:
         for rule in policy.deny:
-            if rule.matches(who, checked, deny=True, omitted=omitted):
+            if rule.matches(who, checked, deny=True, omitted=omitted, facts=facts):
                 return decide(False, f"deny.{rule.id}", "a deny rule matched the checked arguments")
-    for rule in policy.allow:
-        if rule.matches(who, arguments, omitted=omitted):
-            return decide(True, f"allow.{rule.id}", "an allow rule matched")
-    return decide(False, "default-deny", "no allow rule matched")
+    allowed = next((rule for rule in policy.allow if rule.matches(who, arguments, omitted=omitted, facts=facts)),
+                   None)
+    if allowed is None:
+        return decide(False, "default-deny", "no allow rule matched")
+    approval = "approval" if policy.approval == "required" else ""
+    for rule in policy.approve:
+        if approval:
+            break
+        if any(rule.matches(who, candidate, deny=True, omitted=omitted, facts=facts)
+               for candidate in ((arguments,) if checked == arguments else (arguments, checked))):
+            approval = f"approve.{rule.id}"
+    reason = "an allow rule matched" + (f"; {approval} asks for a person's approval" if approval else "")
+    return decide(True, f"allow.{allowed.id}", reason, approval=approval)

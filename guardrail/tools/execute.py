@@ -2,13 +2,16 @@
 
 A model proposes a call; nothing runs until it has passed, in order::
 
-    exact name → parse + validate arguments → semantic rules → authorization (policy + identity)
-      → approval (if required) → rate limit / quota / spend → idempotent execution → audit
+    exact name → parse + validate arguments → semantic rules → authorization (policy + identity, and the
+      facts it reads: the store's lists, the run's content, the tool's current values) → approval (the
+      policy's, or an [[approve]] rule's) → rate limit / quota / spend → idempotent execution → audit
+      (→ [[after_approval]] list adds; the result recorded in the current run, if any)
 
 Each step that stops the call writes an audit record and raises a typed error: the parse layer's
 ``ParseError`` (its ``.feedback`` can go back to the model), :class:`~guardrail.Denied` (a generic message;
 ``.rule``, ``.argument`` and ``.reason`` for the application), :class:`~guardrail.ApprovalRequired` (with the
-token), ``IdempotencyConflict`` (audited as ``conflict``), ``PolicyError`` (the policy and the tool disagree).
+token and the rule that asked), ``IdempotencyConflict`` (audited as ``conflict``), ``PolicyError`` (the policy and
+the tool disagree), ``StoreError`` (a list could not be read: nothing ran).
 The tool function is only ever called with a sealed positive :class:`~guardrail.tools.authz.Decision` for
 exactly those arguments, and with the *checked* values: the resolved path, the normalised URL, the SQL that
 was parsed. :func:`run_tool_call` returns a :class:`ToolResult` that also says whether the tool ran or an
@@ -38,11 +41,13 @@ from guardrail.errors import (
     ApprovalRequired,
     ConfigError,
     Denied,
+    GuardrailError,
     IdempotencyConflict,
     InputLimitError,
     NothingHappened,
     ParseError,
     SemanticViolation,
+    StoreError,
     UsageError,
 )
 from guardrail.gates.semantic import Rule, evaluate
@@ -50,15 +55,18 @@ from guardrail.parse.feedback import semantic_feedback
 from guardrail.parse.pipeline import parse
 from guardrail.store.base import Counter, Store
 from guardrail.store.idempotency import DEFAULT_LEASE, NOT_EXECUTED, Idempotency, IdempotencyUnknown
+from guardrail.store.lists import Lists, lists_of
 from guardrail.store.memory import MemoryStore
 from guardrail.tools import approvals, audit
 from guardrail.tools.authz import GENERIC_DENIAL, Decision, authorize
 from guardrail.tools.identity import Identity, current_identity, key_of
-from guardrail.tools.policy.arguments import Location, location_text
+from guardrail.tools.policy.arguments import Location, elements, leaves, location_text
 from guardrail.tools.policy.binding import bind, bind_schema
+from guardrail.tools.policy.facts import Facts, list_name
 from guardrail.tools.policy.loader import PolicyError, load_policy
 from guardrail.tools.policy.model import Policy
 from guardrail.tools.presence import model_left_out, schema_left_out
+from guardrail.tools.provenance import content_text, current_run
 from guardrail.vendors.registry import endpoint_named, tool_calls_of
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -80,6 +88,8 @@ class Tool:
     rules: tuple[Rule, ...] = ()
     rerun_safe: bool = False
     reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None
+    current: Callable[[dict[str, Any]], Mapping[str, Any] | None] | None = None
+    trusted_results: bool = False
     _policy: Policy | None = field(default=None, repr=False)
     _error: PolicyError | None = field(default=None, repr=False)
     _loaded: bool = field(default=False, repr=False)
@@ -109,9 +119,9 @@ class Tool:
                 return None
             policy = load_policy(path)
         if isinstance(self.arguments, dict):
-            bind_schema(policy, self.arguments, self.name, where=_where(self.fn))
+            bind_schema(policy, self.arguments, self.name, where=_where(self.fn), current=self.current is not None)
         else:
-            bind(policy, self.arguments, self.name, where=_where(self.fn))
+            bind(policy, self.arguments, self.name, where=_where(self.fn), current=self.current is not None)
         return policy
 
     def argument_names(self) -> set[str]:
@@ -178,6 +188,12 @@ def default_store() -> Store:
     return _default_store
 
 
+def lists(store: Store | None = None) -> Lists:
+    """The allow-lists policies read (``list = "payees:{tenant}"``), in ``store`` or the configured store: add,
+    remove, replace and read them (see :mod:`guardrail.store.lists`)."""
+    return lists_of(store or default_store())
+
+
 def _where(fn: Callable[..., Any]) -> str:
     """``file:line`` of a function's definition, for error messages (empty when unknown)."""
     code = getattr(inspect.unwrap(fn), "__code__", None)
@@ -214,11 +230,15 @@ def tool(fn: F, /) -> F: ...
 def tool(*, name: str | None = None, policy: Policy | str | Path | None = None,
          registry: ToolRegistry | None = None, rules: Sequence[Rule] = (), rerun_safe: bool = False,
          reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None,
-         schema: Mapping[str, Any] | None = None) -> Callable[[F], F]: ...
+         schema: Mapping[str, Any] | None = None,
+         current: Callable[[dict[str, Any]], Mapping[str, Any] | None] | None = None,
+         trusted_results: bool = False) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | Path | None = None,
          registry: ToolRegistry | None = None, rules: Sequence[Rule] = (), rerun_safe: bool = False,
          reconcile: Callable[[IdempotencyUnknown, dict[str, Any]], Any] | None = None,
-         schema: Mapping[str, Any] | None = None) -> Any:
+         schema: Mapping[str, Any] | None = None,
+         current: Callable[[dict[str, Any]], Mapping[str, Any] | None] | None = None,
+         trusted_results: bool = False) -> Any:
     """Register a function as a guarded tool; the function itself is returned unchanged (call it directly
     from trusted code; model-proposed calls go through :func:`execute_tool_call`).
 
@@ -237,6 +257,14 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
     ``schema`` declares the arguments by JSON Schema (an object schema, e.g. an MCP ``inputSchema``) instead
     of the signature; the function then gets the validated JSON values as keywords. An unusable schema
     raises :class:`~guardrail.errors.ContractError` here, at registration.
+
+    ``current(arguments)`` gives the current values of the object a call changes (a standing order looked up by
+    the id in the arguments, from the application's own data), or ``None`` when there is no such object: what
+    the policy's ``changed`` conditions compare with (a policy that says ``changed`` needs it). Its keys are
+    the argument paths' fields. It runs before authorization, only for policies that say ``changed``; if it
+    raises, the call is denied (rule ``current``). ``trusted_results=True`` records the tool's results in the
+    run context (:mod:`guardrail.tools.provenance`) as trusted content, for a tool that reads what the user
+    owns (their address book); by default results are untrusted.
     """
     def register(function: F) -> F:
         if inspect.iscoroutinefunction(function):
@@ -246,7 +274,7 @@ def tool(fn: Any = None, /, *, name: str | None = None, policy: Policy | str | P
         source = Path(policy) if isinstance(policy, (str, Path)) else policy
         arguments = _arguments_model(function, tool_name) if schema is None else _arguments_schema(schema)
         found = Tool(tool_name, function, arguments, source, inspect.getdoc(function) or "", tuple(rules),
-                     rerun_safe, reconcile)
+                     rerun_safe, reconcile, current, trusted_results)
         if isinstance(source, Policy) or (source is not None and source.exists()):
             found.policy()  # fail loudly now, at registration, when policy and tool disagree
         (registry or REGISTRY).add(found)
@@ -350,7 +378,15 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
                          reason=violation.feedback, arguments=args, identity=who, secret_args=secret,
                          policy_version=version, idempotency_key=idempotency_key, omitted=left_out)
             raise violation
-    decision = authorize(policy, found.name, args, who, omitted)
+    store = store or default_store()
+    facts = _facts(found, policy, model, who, store, secret, request_id, args, version, idempotency_key, left_out)
+    try:
+        decision = authorize(policy, found.name, args, who, omitted, facts)
+    except StoreError as error:  # a list could not be read: nothing was decided, nothing runs
+        audit.record(request_id=request_id, tool=found.name, decision="failed", rule="lists", arguments=args,
+                     identity=who, secret_args=secret, policy_version=version, idempotency_key=idempotency_key,
+                     error=error, omitted=left_out)
+        raise
     _record = _recorder(request_id, found.name, json.loads(json.dumps(decision.arguments)), who, decision, secret,
                         idempotency_key, left_out)
     if not decision.allowed:
@@ -364,7 +400,6 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
         raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id, rule="canonical",
                      reason="the checked value does not fit the parameter's type")
     model, args = checked_model, decision.arguments
-    store = store or default_store()
     key = idempotency_key
     if key is None and policy.idempotency == "required":
         key = "derived:" + decision.arguments_hash
@@ -382,13 +417,14 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
         if stored is not None:
             result = json.loads(stored)
             _record("replayed", result=result, key=key)
+            _remember(found, result)
             return ToolResult(result, True, request_id, decision.rule, args, tuple(left_out))
-    if policy.approval == "required":
+    if decision.approval:
         if approval_token is None:
             token, expires_at = approvals.park(store, found.name, decision.arguments_hash, who, policy.approval_ttl)
-            _record("pending_approval")
+            _record("pending_approval", rule=decision.approval)
             raise ApprovalRequired("This action needs approval before it runs.", tool=found.name,
-                                   request_id=request_id, token=token, expires_at=expires_at)
+                                   request_id=request_id, token=token, expires_at=expires_at, rule=decision.approval)
         problem = approvals.redeem(store, approval_token, found.name, decision.arguments_hash, who)
         if problem is not None:
             _record("denied", rule="approval", reason=problem)
@@ -417,8 +453,68 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
     except Exception as error:
         _record("failed", error=error, key=key)
         raise
-    _record("replayed" if replayed else "executed", result=result, key=key)
+    added = _add_approved(policy, store, args, who) if decision.approval and not replayed else []
+    _record("replayed" if replayed else "executed", result=result, key=key, added=added)
+    _remember(found, result)
     return ToolResult(result, replayed, request_id, decision.rule, args, tuple(left_out))
+
+
+def _facts(found: Tool, policy: Policy, model: BaseModel | dict[str, Any], who: Identity | None, store: Store,
+           secret: frozenset[str], request_id: str, args: dict[str, Any], version: str, key: str | None,
+           left_out: list[str]) -> Facts:
+    """What the gate may consult for this call besides its arguments: the store's lists, the run's content, and
+    the current values of the object it changes (the tool's ``current`` hook, asked only when the policy says
+    ``changed``; a hook that raises or answers something else than a mapping or ``None`` denies the call)."""
+    extra: dict[str, Any] = {}
+    if policy.compares_current and found.current is not None:
+        try:
+            current = found.current(_keywords(model))
+            if current is not None and not isinstance(current, Mapping):
+                raise UsageError(f"current() returned {type(current).__name__}, not a mapping or None")
+            extra["current"] = None if current is None else _canonical(dict(current))
+        except Exception as error:  # the application's hook: fail closed, whatever it raised
+            reason = f"the current-values hook failed: {type(error).__name__}"
+            audit.record(request_id=request_id, tool=found.name, decision="denied", rule="current", reason=reason,
+                         arguments=args, identity=who, secret_args=secret, policy_version=version,
+                         idempotency_key=key, omitted=left_out, error=error)
+            raise Denied(GENERIC_DENIAL, tool=found.name, request_id=request_id, rule="current",
+                         reason=reason) from None
+    return Facts(who, lists=lists_of(store), run=current_run(), secret=secret, **extra)
+
+
+def _add_approved(policy: Policy, store: Store, args: dict[str, Any], who: Identity | None) -> list[dict[str, Any]]:
+    """``[[after_approval]]``: the values of each ``add`` argument join their list, once the approved call ran;
+    what was added (list, version, count), or the error (the tool has run: a failed add is recorded, not
+    raised, and leaves the list as it was: a later call with that value is judged as before)."""
+    done: list[dict[str, Any]] = []
+    for add in policy.after_approval:
+        name = list_name(add.list_name, who)
+        values = [item for value, left_out, _ in leaves(args, add.add) if not left_out
+                  for item in elements(value) if isinstance(item, str) and item]
+        if name is None or not values:
+            why = "the list name needs an identity with that field" if name is None else "nothing to add"
+            done.append({"list": add.list_name if name is None else name, "added": 0, "error": why})
+            continue
+        try:
+            snapshot = lists_of(store).add(name, *values)
+        except GuardrailError as error:
+            done.append({"list": name, "added": 0, "error": f"{type(error).__name__}: {error}"})
+            continue
+        done.append({"list": name, "version": snapshot.version, "added": len(values)})
+    return done
+
+
+def _remember(found: Tool, result: Any) -> None:
+    """Record a tool's result in the current run (if any) as content the model read: source ``tool:<name>``,
+    untrusted unless the tool says its results are trusted. A result that cannot be recorded (the application
+    recorded that source with the other trust) makes the run incomplete: provenance is not judged any more."""
+    run = current_run()
+    if run is not None:
+        try:
+            run.add(content_text(to_jsonable_python(result, fallback=str)), source=f"tool:{found.name}",
+                    trusted=found.trusted_results)
+        except GuardrailError:  # the source was recorded with the other trust: the tool ran, so do not raise
+            run.mark_incomplete()
 
 
 def _scoped_key(tool: str, who: Identity | None, key: str) -> str:
@@ -515,7 +611,6 @@ def _checked_model(found: Tool, model: BaseModel | dict[str, Any], args: dict[st
     declared = found.arguments
     if isinstance(model, dict) or isinstance(declared, dict):  # declared by JSON Schema: checked values must fit it
         from guardrail.contract import compile_contract
-        from guardrail.errors import GuardrailError
 
         try:
             compile_contract(declared).validate_decoded(checked)
@@ -550,11 +645,13 @@ def _canonical(value: Any, depth: int = 0) -> Any:
 def _recorder(request_id: str, tool: str, args: dict[str, Any], who: Identity | None, decision: Decision,
               secret: frozenset[str], given_key: str | None, omitted: list[str]) -> Callable[..., None]:
     def write(outcome: str, *, rule: str | None = None, reason: str | None = None, result: Any = None,
-              error: BaseException | None = None, key: str | None = None) -> None:
+              error: BaseException | None = None, key: str | None = None,
+              added: list[dict[str, Any]] | None = None) -> None:
         audit.record(request_id=request_id, tool=tool, decision=outcome, rule=rule or decision.rule,
                      reason=reason or decision.reason, arguments=args, identity=who,
                      policy_version=decision.policy_version, idempotency_key=key or given_key, result=result,
-                     error=error, secret_args=secret, omitted=omitted)
+                     error=error, secret_args=secret, omitted=omitted,
+                     lists=[*decision.lists, *(added or [])], provenance=list(decision.provenance))
     return write
 
 

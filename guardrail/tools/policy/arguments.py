@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from guardrail.tools.policy.verdict import Rejected
 
 if TYPE_CHECKING:
+    from guardrail.tools.policy.facts import Facts
     from guardrail.tools.policy.model import ArgRule
 
 __all__ = ["NOTHING", "Location", "canonicalize", "elements", "leaves", "location_text", "split"]
@@ -54,16 +55,17 @@ def location_text(location: Location) -> str:
 
 
 def canonicalize(arguments: dict[str, Any], path: str, rule: ArgRule,
-                 omitted: Collection[Location] = _NONE) -> dict[str, Any]:
+                 omitted: Collection[Location] = _NONE, facts: Facts | None = None) -> dict[str, Any]:
     """``arguments`` with the values at ``path`` replaced by their canonical form; :class:`Rejected` (with the
     argument's location) when one breaks ``rule``. A path that stops at a ``null`` object is skipped unless the
     rule is ``required``; a left-out value (module docstring) is skipped unless the rule is ``required``
-    (refused) or ``check_default`` (its default judged and canonicalised)."""
-    return _step(arguments, split(path), rule, "", (), omitted, False)
+    (refused) or ``check_default`` (its default judged and canonicalised). ``facts`` are what the rule's list,
+    provenance and ``changed`` keys consult (:mod:`guardrail.tools.policy.facts`)."""
+    return _step(arguments, split(path), rule, "", (), omitted, False, facts)
 
 
 def _step(container: dict[str, Any], segments: tuple[str, ...], rule: ArgRule, where: str, at: Location,
-          omitted: Collection[Location], gone: bool) -> dict[str, Any]:
+          omitted: Collection[Location], gone: bool, facts: Facts | None) -> dict[str, Any]:
     """Into ``container[segments[0]]`` (``gone``: the container is itself a default the model left out)."""
     key = segments[0]
     here, at = (f"{where}.{key}" if where else key), (*at, key)
@@ -86,53 +88,57 @@ def _step(container: dict[str, Any], segments: tuple[str, ...], rule: ArgRule, w
         if rule.required and not (gone or left_out):
             raise Rejected("required argument missing", here)
         return container  # an optional nested model that is absent holds nothing to check
-    return {**container, key: _walk(value, segments[1:], rule, here, at, omitted, gone or left_out)}
+    return {**container, key: _walk(value, segments[1:], rule, here, at, omitted, gone or left_out, facts)}
 
 
 def _walk(value: Any, segments: tuple[str, ...], rule: ArgRule, where: str, at: Location,
-          omitted: Collection[Location], gone: bool) -> Any:
-    if not segments and rule.absent and not gone:
-        raise Rejected("must not be given", where)
+          omitted: Collection[Location], gone: bool, facts: Facts | None) -> Any:
+    if not segments:
+        if rule.absent and not gone:
+            raise Rejected("must not be given", where)
+        reason = rule.whole_reason(value, facts, at)
+        if reason is not None:
+            raise Rejected(reason, where)
     if isinstance(value, list):
         if not segments:
             reason = rule.length_reason(value)
             if reason is not None:
                 raise Rejected(reason, where)
             element_rule = rule.for_elements()
-            return [_leaf(element_rule, item, f"{where}[{index}]") for index, item in enumerate(value)]
-        return [_walk(item, segments, rule, f"{where}[{index}]", (*at, index), omitted, gone)
+            return [_leaf(element_rule, item, f"{where}[{index}]", facts) for index, item in enumerate(value)]
+        return [_walk(item, segments, rule, f"{where}[{index}]", (*at, index), omitted, gone, facts)
                 for index, item in enumerate(value)]
     if not segments:
-        return _leaf(rule, value, where)
+        return _leaf(rule, value, where, facts)
     if value is None and (gone or not rule.required):
         return value
     if not isinstance(value, dict):
         raise Rejected(f"not an object (cannot reach {'.'.join(segments)})", where)
-    return _step(value, segments, rule, where, at, omitted, gone)
+    return _step(value, segments, rule, where, at, omitted, gone, facts)
 
 
-def _leaf(rule: ArgRule, value: Any, where: str) -> Any:
+def _leaf(rule: ArgRule, value: Any, where: str, facts: Facts | None) -> Any:
     try:
-        return rule.canonical(value)
+        return rule.canonical(value, facts, where)
     except Rejected as rejected:
         raise rejected.at(where) from None
 
 
 def leaves(arguments: dict[str, Any], path: str, omitted: Collection[Location] = _NONE, *,
-           into_defaults: bool = False) -> list[tuple[Any, bool]]:
+           into_defaults: bool = False) -> list[tuple[Any, bool, Location]]:
     """Every value at the end of ``path`` (lists on the way walked; a list at the end is one value), each with
-    whether the model left it out. A left-out value is :data:`NOTHING` unless ``into_defaults`` (then the
-    default, walked like a sent value); so is a place the path cannot reach (a ``null`` or a non-object on the
-    way)."""
-    found: list[tuple[Any, bool]] = []
+    whether the model left it out and where it is. A left-out value is :data:`NOTHING` unless ``into_defaults``
+    (then the default, walked like a sent value); so is a place the path cannot reach (a ``null`` or a
+    non-object on the way)."""
+    found: list[tuple[Any, bool, Location]] = []
     _collect(arguments, split(path), (), omitted, False, into_defaults, found)
     return found
 
 
 def _collect(value: Any, segments: tuple[str, ...], at: Location, omitted: Collection[Location], gone: bool,
-             into_defaults: bool, found: list[tuple[Any, bool]]) -> None:
+             into_defaults: bool, found: list[tuple[Any, bool, Location]]) -> None:
     if not segments:
-        found.append((value, gone))
+        found.append((value, gone, at))
         return
     if isinstance(value, list):
         for index, item in enumerate(value):
@@ -140,12 +146,12 @@ def _collect(value: Any, segments: tuple[str, ...], at: Location, omitted: Colle
         return
     key = segments[0]
     if not isinstance(value, dict) or key not in value:
-        found.append((NOTHING, gone or isinstance(value, dict)))
+        found.append((NOTHING, gone or isinstance(value, dict), (*at, key)))
         return
     at = (*at, key)
     if not gone and at in omitted:
         if not into_defaults:
-            found.append((NOTHING, True))
+            found.append((NOTHING, True, at))
             return
         gone = True
     _collect(value[key], segments[1:], at, omitted, gone, into_defaults, found)

@@ -8,12 +8,14 @@ silent drop (the checks of a misspelt argument never running) is what this preve
 
 The rules:
 
-- every ``[args.PATH]`` key, every ``when.PATH`` of an allow or deny rule and ``limits.spend.arg`` names a
+- every ``[args.PATH]`` key, every ``when.PATH`` of an allow, deny or approve rule, every ``after_approval.add``
+  and ``limits.spend.arg`` names a
   parameter, or a field of a nested model below one (lists and ``Optional`` are looked through);
 - every parameter (or nested field) whose type is a path, URL or SQL kind (:mod:`guardrail.tools.policy.kinds`,
   ``pathlib.Path``, pydantic URL types) has an ``[args.PATH]`` with that checker;
 - a ``path``/``url``/``sql`` checker sits on text: a ``str`` (or ``Path``/URL) argument, not an ``int``;
-- (JSON Schema tools) a ``check_default`` path the model may leave out has a schema ``default`` to judge.
+- (JSON Schema tools) a ``check_default`` path the model may leave out has a schema ``default`` to judge;
+- a ``changed`` condition needs a tool that gives current values (``@tool(current=...)``).
 
 A tool declared by a JSON Schema (``@tool(schema=...)``) is held to the same rules by
 :func:`schema_binding_problems`: paths resolve through ``properties`` (arrays and ``anyOf``/``oneOf``/``allOf``
@@ -121,10 +123,12 @@ def _named(policy: Policy) -> Iterator[tuple[str, tuple[Any, ...]]]:
     """Every argument path the policy names, with its location in the file (for the line)."""
     for name in policy.args:
         yield name, ("args", name)
-    for section in ("allow", "deny"):
+    for section in ("allow", "deny", "approve"):
         for index, rule in enumerate(getattr(policy, section)):
             for name in rule.when:
                 yield name, (section, index, "when", name)
+    for index, add in enumerate(policy.after_approval):
+        yield add.add, ("after_approval", index, "add")
     if policy.limits.spend is not None:
         yield policy.limits.spend.arg, ("limits", "spend", "arg")
 
@@ -171,11 +175,28 @@ def _leaves_not_text(leaves: list[Any]) -> str | None:
     return ", ".join(getattr(leaf, "__name__", str(leaf)) for leaf in leaves)
 
 
-def binding_problems(policy: Policy, model: type[BaseModel], tool: str, *, where: str = "") -> list[Problem]:
+def _changed_problems(policy: Policy, tool: str, problem: Callable[[tuple[Any, ...], str], Problem],
+                      current: bool) -> list[Problem]:
+    """A ``changed`` condition on a tool that gives no current values would judge nothing."""
+    if current:
+        return []
+    found: list[tuple[Any, ...]] = [("args", name, "changed") for name, rule in policy.args.items()
+                                    if rule.changed is not None]
+    found += [(section, index, "when", name, "changed") for section in ("allow", "deny", "approve")
+              for index, match in enumerate(getattr(policy, section))
+              for name, rule in match.when.items() if rule.changed is not None]
+    return [problem(loc, f"changed compares with the current values of what {tool} changes, but the tool gives "
+                         "none: register it with @tool(current=...)") for loc in found]
+
+
+def binding_problems(policy: Policy, model: type[BaseModel], tool: str, *, where: str = "",
+                     current: bool = False) -> list[Problem]:
     """Every disagreement between ``policy`` and the tool's argument ``model`` (module docstring).
-    ``where`` (the tool function's file:line) is added to the messages."""
+    ``where`` (the tool function's file:line) is added to the messages; ``current`` says whether the tool gives
+    current values (its ``current`` hook) for ``changed`` conditions."""
     problem = _reporter(policy, where)
     problems = _named_problems(policy, tool, problem, lambda path: _resolve(model, path), _leaves_not_text)
+    problems += _changed_problems(policy, tool, problem, current)
     for path, kinds in sorted(declared_kinds(model).items()):
         declared = policy.args.get(path)
         for kind in sorted(kinds - (declared.kinds if declared is not None else frozenset())):
@@ -185,9 +206,9 @@ def binding_problems(policy: Policy, model: type[BaseModel], tool: str, *, where
     return problems
 
 
-def bind(policy: Policy, model: type[BaseModel], tool: str, *, where: str = "") -> None:
+def bind(policy: Policy, model: type[BaseModel], tool: str, *, where: str = "", current: bool = False) -> None:
     """Raise :class:`~guardrail.tools.policy.loader.PolicyError` listing every :func:`binding_problems` item."""
-    problems = binding_problems(policy, model, tool, where=where)
+    problems = binding_problems(policy, model, tool, where=where, current=current)
     if problems:
         raise PolicyError(problems)
 
@@ -229,10 +250,12 @@ def _nodes_not_text(nodes: list[dict[str, Any]]) -> str | None:
     return ", ".join(sorted(types_)) if types_ - {"string", "null", "array"} else None
 
 
-def schema_binding_problems(policy: Policy, schema: dict[str, Any], tool: str, *, where: str = "") -> list[Problem]:
+def schema_binding_problems(policy: Policy, schema: dict[str, Any], tool: str, *, where: str = "",
+                            current: bool = False) -> list[Problem]:
     """:func:`binding_problems` for a tool whose arguments are a JSON Schema object."""
     problem = _reporter(policy, where)
     problems = _named_problems(policy, tool, problem, lambda path: _schema_resolve(schema, path), _nodes_not_text)
+    problems += _changed_problems(policy, tool, problem, current)
 
     def visit(node: dict[str, Any], prefix: str, depth: int) -> None:
         for member in _schema_members(node):
@@ -260,7 +283,7 @@ def _default_checks(policy: Policy) -> Iterator[tuple[str, tuple[Any, ...]]]:
     for name, rule in policy.args.items():
         if rule.check_default:
             yield name, ("args", name, "check_default")
-    for section in ("allow", "deny"):
+    for section in ("allow", "deny", "approve"):
         for index, match in enumerate(getattr(policy, section)):
             for name, rule in match.when.items():
                 if rule.check_default:
@@ -282,8 +305,8 @@ def _schema_default_reaches(schema: dict[str, Any], path: str) -> bool:
     return True  # required all the way down: never left out
 
 
-def bind_schema(policy: Policy, schema: dict[str, Any], tool: str, *, where: str = "") -> None:
+def bind_schema(policy: Policy, schema: dict[str, Any], tool: str, *, where: str = "", current: bool = False) -> None:
     """Raise :class:`~guardrail.tools.policy.loader.PolicyError` listing every :func:`schema_binding_problems` item."""
-    problems = schema_binding_problems(policy, schema, tool, where=where)
+    problems = schema_binding_problems(policy, schema, tool, where=where, current=current)
     if problems:
         raise PolicyError(problems)

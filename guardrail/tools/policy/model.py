@@ -16,6 +16,14 @@ A policy file (TOML, one per tool, in ``policies/``) reads::
     id = "no-large-refunds"
     when.amount = { min = 1000 }     # matches when the argument satisfies the constraint
 
+    [[approve]]                      # an allowed call it matches waits for a person (matched like deny rules)
+    id = "new-customer"
+    when.email = { not_list = "customers:{tenant}" }
+
+    [[after_approval]]               # once an approved call ran, its email joins the list
+    add = "email"
+    list = "customers:{tenant}"
+
     [args.amount]                    # constraints every call must meet
     min = 0.01
     max = 5000
@@ -28,12 +36,17 @@ A policy file (TOML, one per tool, in ``policies/``) reads::
     rate = { calls = 10, per_seconds = 60 }          # per identity
     spend = { arg = "amount", max = 2000, per_seconds = 86400 }
 
-Argument constraints: ``one_of``, ``min``/``max`` (numbers), ``min_length``/``max_length``, ``pattern`` (RE2:
-linear time), ``url`` (hosts, schemes, ``allow_ip_literals``, ``allow_nested_urls``, ``connect_to``), ``path``
-(a base directory relative to the policy file, ``allow_absolute``, ``must_exist``), ``sql`` (allowed statement
-kinds, ``dialect``, ``tables``, extra ``functions``), ``required`` (the model must give it), ``absent`` (it must
-not), ``check_default`` (a left-out argument's default is judged too), ``secret``. The value constraints judge
-what the model sent; an argument it left out is judged by ``required``/``absent`` only, unless
+Argument constraints: ``one_of``/``not_one_of``, ``min``/``max`` (numbers), ``min_length``/``max_length``,
+``pattern``/``not_pattern`` (RE2: linear time), ``list``/``not_list`` (membership of a list in the store, read at
+call time: :mod:`guardrail.store.lists`), ``source``/``not_source``/``untrusted_only`` with ``find`` (where the
+value, or each URL/e-mail/IBAN in it, was seen: :mod:`guardrail.tools.provenance`), ``changed`` (against the
+current values the tool's ``current`` hook gives), ``url`` (hosts, schemes, ``allow_ip_literals``,
+``allow_nested_urls``, ``connect_to``), ``path`` (a base directory relative to the policy file,
+``allow_absolute``, ``must_exist``), ``sql`` (allowed statement kinds, ``dialect``, ``tables``, extra
+``functions``), ``required`` (the model must give it), ``absent`` (it must not), ``check_default`` (a left-out
+argument's default is judged too), ``secret``. Each works as a ``when`` condition too (met when the value meets
+it); what the list, provenance and ``changed`` keys read is in :mod:`guardrail.tools.policy.facts`. The value
+constraints judge what the model sent; an argument it left out is judged by ``required``/``absent`` only, unless
 ``check_default`` (see :mod:`guardrail.tools.policy.arguments`). ``[args.NAME]`` names a
 parameter of the tool; ``[args."NAME.FIELD"]`` a field of a nested model; lists on the way are walked element
 by element (``[args.urls]`` on ``urls: list[str]`` checks every URL).
@@ -55,12 +68,14 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, 
 
 from guardrail.errors import ConfigError
 from guardrail.tools.identity import Identity
-from guardrail.tools.policy.arguments import NOTHING, Location, elements, leaves
+from guardrail.tools.policy.arguments import NOTHING, Location, elements, leaves, location_text
+from guardrail.tools.policy.facts import UNJUDGED, Facts, check_list_template
 from guardrail.tools.policy.paths import resolve_path
 from guardrail.tools.policy.regex import compile_pattern
 from guardrail.tools.policy.sql import check_sql
 from guardrail.tools.policy.urls import address_reason, canonical_url
 from guardrail.tools.policy.verdict import Rejected
+from guardrail.tools.provenance import Piece
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -149,11 +164,20 @@ class ArgRule(BaseModel):
 
     model_config = _STRICT
     one_of: tuple[str | int | float | bool, ...] | None = None
+    not_one_of: tuple[str | int | float | bool, ...] | None = None
     min: float | None = None
     max: float | None = None
     min_length: int | None = Field(default=None, ge=0)
     max_length: int | None = Field(default=None, ge=0)
     pattern: str | None = None
+    not_pattern: str | None = None
+    in_list: str | None = Field(default=None, alias="list")
+    not_list: str | None = None
+    source: tuple[str, ...] | None = None
+    not_source: tuple[str, ...] | None = None
+    untrusted_only: bool | None = None
+    find: tuple[Literal["url", "email", "iban"], ...] = ()
+    changed: bool | None = None
     url: UrlRule | None = None
     path: PathRule | None = None
     sql: SqlRule | None = None
@@ -162,12 +186,35 @@ class ArgRule(BaseModel):
     check_default: bool = False
     secret: bool = False
 
-    @field_validator("pattern")
+    @field_validator("pattern", "not_pattern")
     @classmethod
     def _linear(cls, pattern: str | None) -> str | None:
         if pattern is not None:
             compile_pattern(pattern)  # ValueError when RE2 cannot run it in linear time
         return pattern
+
+    @field_validator("in_list", "not_list")
+    @classmethod
+    def _list_name(cls, template: str | None) -> str | None:
+        return None if template is None else check_list_template(template)
+
+    @field_validator("source", "not_source", mode="before")
+    @classmethod
+    def _sources(cls, names: object) -> object:
+        """One source name or a list of them; none empty."""
+        listed = (names,) if isinstance(names, str) else names
+        if isinstance(listed, (list, tuple)) and (not listed or not all(isinstance(n, str) and n for n in listed)):
+            raise ConfigError("name one source or a non-empty list of them (\"user\", \"system\", \"trusted\", "
+                              "\"tool:NAME\", a source the application records)")
+        return listed
+
+    @model_validator(mode="after")
+    def _provenance_is_coherent(self) -> ArgRule:
+        """``find`` says what of a text the provenance keys judge: alone it would judge nothing."""
+        if self.find and not self.judges_provenance:
+            raise ConfigError("find = [...] picks what source, not_source or untrusted_only judge inside a text: "
+                              "add one of them")
+        return self
 
     @model_validator(mode="after")
     def _presence_is_coherent(self) -> ArgRule:
@@ -199,57 +246,91 @@ class ArgRule(BaseModel):
 
     @property
     def has_value_constraints(self) -> bool:
-        """Whether the rule judges values (``one_of``, bounds, lengths, ``pattern``, a typed checker)."""
+        """Whether the rule judges values (``one_of``, bounds, lengths, patterns, lists, provenance, ``changed``,
+        a typed checker)."""
+        return self.changed is not None or self._judges_elements
+
+    @property
+    def _judges_elements(self) -> bool:
+        """Whether the rule judges each value (or each element of a list) on its own: every value key but
+        ``changed``, which judges the value at the path as a whole."""
         return any(getattr(self, name) is not None for name in _VALUE_KEYS)
 
-    def condition_met(self, value: Any, left_out: bool, *, deny: bool) -> bool:
+    @property
+    def judges_provenance(self) -> bool:
+        """Whether the rule asks where a value came from (``source``, ``not_source``, ``untrusted_only``)."""
+        return self.source is not None or self.not_source is not None or self.untrusted_only is not None
+
+    def condition_met(self, value: Any, left_out: bool, *, deny: bool, facts: Facts | None = None,
+                      at: Location = ()) -> bool:
         """Whether one value meets this rule as a ``when`` condition (internal). A value the model left out
         meets ``absent`` and nothing else, unless ``check_default`` (its default is judged as if sent); a
-        sent value never meets ``absent``. A deny condition that cannot judge a value counts as met."""
+        sent value never meets ``absent``. A deny (or approve) condition that cannot judge a value counts as
+        met. ``at`` is where the value stands in the arguments (for ``changed`` and the audit)."""
         if left_out and not self.check_default:
             return self.absent
         if self.absent and not left_out:
             return False
         if value is NOTHING:
             return deny
+        where = location_text(at)
+        reason = self.whole_reason(value, facts, at)
+        if reason is not None:
+            return deny and reason.startswith(_UNJUDGED)
         if not isinstance(value, list):
-            return self._value_met(value, deny)
-        if not self.has_value_constraints:
-            return True  # a list given: presence is all that is asked (even of an empty one)
+            return self._value_met(value, deny, facts, where)
+        if not self._judges_elements:
+            return True  # a list given: presence (and change) is all that is asked (even of an empty one)
         judge = any if deny else all  # a deny condition holds when any element meets it, an allow when all do
-        return judge(self._value_met(item, deny) for item in elements(value))
+        return judge(self._value_met(item, deny, facts, f"{where}[{index}]")
+                     for index, item in enumerate(elements(value)))
 
-    def _value_met(self, value: Any, deny: bool) -> bool:
-        reason = self.check(value)
+    def _value_met(self, value: Any, deny: bool, facts: Facts | None, where: str) -> bool:
+        reason = self.check(value, facts, where)
         return reason is None or (deny and reason.startswith(_UNJUDGED))
+
+    def whole_reason(self, value: Any, facts: Facts | None, at: Location) -> str | None:
+        """Why the value at ``at`` as a whole (a list as one value) breaks ``changed``, else ``None``: it differs
+        from the current value there (``changed = false``), or does not (``changed = true``)."""
+        if self.changed is None:
+            return None
+        current = facts.current_at(at) if facts is not None else f"{UNJUDGED}: no current values"
+        if isinstance(current, str):
+            return current
+        found, old = current
+        differs = not found or not _same_json(old, value)
+        if differs == self.changed:
+            return None
+        return "unchanged" if self.changed else "changed"
 
     @property
     def kinds(self) -> frozenset[str]:
         """The typed checkers this rule applies: a subset of ``{"path", "url", "sql"}``."""
         return frozenset(kind for kind in ("path", "url", "sql") if getattr(self, kind) is not None)
 
-    def check(self, value: Any) -> str | None:
+    def check(self, value: Any, facts: Facts | None = None, where: str = "") -> str | None:
         """``None`` when ``value`` meets every constraint, else the first reason it does not (internal).
 
         A checker that finds its own configuration unusable at call time (a path base that does not exist)
-        denies the call; it never raises.
+        denies the call; it never raises. ``facts`` serve the list and provenance keys, ``where`` names the
+        value in their audit entries.
         """
         try:
-            self.canonical(value)
+            self.canonical(value, facts, where)
         except Rejected as rejected:
             return rejected.reason
         return None
 
-    def canonical(self, value: Any) -> Any:
+    def canonical(self, value: Any, facts: Facts | None = None, where: str = "") -> Any:
         """The value the tool must receive for ``value`` (the resolved path, the normalised URL; any other
-        value unchanged), or :class:`Rejected` with the reason. ``one_of``, the bounds, the lengths and the
-        pattern judge the value as written; the ``url``/``path``/``sql`` checkers then produce the canonical
-        value from it (no decoding on either side). A ``null`` that reaches them (sent where the default is not
-        ``None``, or judged by ``check_default``) passes unless the rule is ``required``: there is nothing to
-        fetch, open or run. (Arguments left out never get here: the walk in
-        :mod:`~guardrail.tools.policy.arguments` judges them by presence.)"""
+        value unchanged), or :class:`Rejected` with the reason. ``one_of``, ``not_one_of``, the bounds, the
+        lengths, the patterns, the lists and the provenance keys judge the value as written; the
+        ``url``/``path``/``sql`` checkers then produce the canonical value from it (no decoding on either side).
+        A ``null`` that reaches them (sent where the default is not ``None``, or judged by ``check_default``)
+        passes unless the rule is ``required``: there is nothing to fetch, open or run. (Arguments left out
+        never get here: the walk in :mod:`~guardrail.tools.policy.arguments` judges them by presence.)"""
         try:
-            reason = self._plain_reason(value)
+            reason = self._plain_reason(value) or self._fact_reason(value, facts, where)
             if reason is not None:
                 raise Rejected(reason)
             if value is None and not self.required:
@@ -274,6 +355,8 @@ class ArgRule(BaseModel):
     def _plain_reason(self, value: Any) -> str | None:
         if self.one_of is not None and not any(_same(value, x) for x in self.one_of):
             return "not one of the allowed values"
+        if self.not_one_of is not None and any(_same(value, x) for x in self.not_one_of):
+            return "one of the refused values"
         if self.min is not None or self.max is not None:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 return "not a number"
@@ -288,6 +371,59 @@ class ArgRule(BaseModel):
         matches = self.pattern is None or (isinstance(value, str) and compile_pattern(self.pattern).fullmatch(value))
         if not matches:
             return "does not match the pattern"
+        if self.not_pattern is not None and (not isinstance(value, str)
+                                             or compile_pattern(self.not_pattern).fullmatch(value)):
+            return "matches the refused pattern" if isinstance(value, str) else "not text"
+        return None
+
+    def _fact_reason(self, value: Any, facts: Facts | None, where: str) -> str | None:
+        """Why ``value`` breaks the list or provenance keys (which read the store and the run), else ``None``."""
+        for template, member in ((self.in_list, True), (self.not_list, False)):
+            if template is None:
+                continue
+            snapshot = facts.members(template) if facts is not None else f"{UNJUDGED}: no store to read lists from"
+            if isinstance(snapshot, str):
+                return snapshot
+            if (value in snapshot) is not member:
+                return "not in the list" if member else "in the refused list"
+        if self.judges_provenance:
+            return self._provenance_reason(value, facts, where)
+        return None
+
+    def _provenance_reason(self, value: Any, facts: Facts | None, where: str) -> str | None:
+        """Where the value (or each item ``find`` picks in it) was seen, judged: ``source`` holds when every item
+        was seen in one of those sources; ``not_source`` is its negation (some item was not); ``untrusted_only =
+        true`` holds when some item was seen in untrusted content and in no trusted content, ``false`` when none
+        was. A value with nothing to judge (empty, or no item of the kinds asked) meets ``source`` and
+        ``untrusted_only = false``. Each item judged is recorded in ``facts`` for the audit."""
+        text = _as_text(value)
+        if text is None:
+            return f"{UNJUDGED}: not text"
+        found = facts.sightings(text, self.find) if facts is not None else f"{UNJUDGED}: no run context"
+        if isinstance(found, str):
+            return found
+        assert facts is not None  # sightings came from it
+        keys = [(key, names) for key, names in (("source", self.source), ("not_source", self.not_source))
+                if names is not None]
+        verdicts: dict[str, list[bool]] = {}
+        for kind, normal, seen in found:
+            for key, names in keys:
+                holds = any(_from(piece, names) for piece in seen) is (key == "source")
+                verdicts.setdefault(key, []).append(holds)
+                facts.record(where, f"{key}={','.join(names)}", kind, normal, seen, holds)
+            if self.untrusted_only is not None:
+                planted = bool(seen) and not any(piece.trusted for piece in seen)
+                verdicts.setdefault("untrusted_only", []).append(planted is self.untrusted_only)
+                facts.record(where, f"untrusted_only={str(self.untrusted_only).lower()}", kind, normal, seen,
+                             planted is self.untrusted_only)
+        if self.source is not None and not all(verdicts.get("source", [])):
+            return "not seen in the required source"
+        if self.not_source is not None and not any(verdicts.get("not_source", [])):
+            return "seen in the refused source" if found else "nothing outside the named sources to judge"
+        if self.untrusted_only is not None:
+            met = verdicts.get("untrusted_only", [])
+            if not (any(met) if self.untrusted_only else all(met)):
+                return "not seen only in untrusted content" if self.untrusted_only else "seen only in untrusted content"
         return None
 
     def length_reason(self, value: list[Any]) -> str | None:
@@ -304,11 +440,42 @@ class ArgRule(BaseModel):
         return self.model_copy(update={"min_length": None, "max_length": None})
 
 
-#: The keys of :class:`ArgRule` that judge a value (rather than its presence or how it is logged).
-_VALUE_KEYS = ("one_of", "min", "max", "min_length", "max_length", "pattern", "url", "path", "sql")
+#: The keys of :class:`ArgRule` that judge each value (rather than its presence or how it is logged; ``changed``
+#: judges the value as a whole).
+_VALUE_KEYS = ("one_of", "not_one_of", "min", "max", "min_length", "max_length", "pattern", "not_pattern", "in_list",
+               "not_list", "source", "not_source", "untrusted_only", "url", "path", "sql")
 
 #: Reasons that mean "this constraint cannot judge this value" rather than "the value fails it".
-_UNJUDGED = ("not a number", "has no length", "policy cannot be applied")
+_UNJUDGED = ("not a number", "has no length", "not text", "policy cannot be applied", UNJUDGED)
+
+
+def _as_text(value: Any) -> str | None:
+    """A value as the text provenance looks for: a string as it is, an integer or a float in its shortest
+    spelling (``100.0`` as ``100``); anything else (a bool, ``null``, an object) is not text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+def _from(piece: Piece, names: tuple[str, ...]) -> bool:
+    """Whether a piece of content came from one of ``names`` (a source name, or the groups ``trusted`` and
+    ``untrusted``)."""
+    return piece.source in names or ("trusted" if piece.trusted else "untrusted") in names
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Type-aware equality of two JSON-like values (``changed``): numbers by value, a bool never a number."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_json(a[key], b[key]) for key in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
+        return False
+    return _same(a, b)
 
 
 def _same(value: Any, allowed: Any) -> bool:
@@ -345,7 +512,7 @@ class Match(BaseModel):
         return when
 
     def matches(self, who: Identity | None, arguments: dict[str, Any], *, deny: bool = False,
-                omitted: Collection[Location] = frozenset()) -> bool:
+                omitted: Collection[Location] = frozenset(), facts: Facts | None = None) -> bool:
         """Whether the rule applies. A deny rule fails closed: it applies to anonymous callers unless it names
         roles/tenants/users, and a ``when`` constraint that cannot judge a value (wrong type, unreachable)
         counts as met; an allow rule needs every condition positively met. A ``when`` path that reaches a list
@@ -354,7 +521,10 @@ class Match(BaseModel):
         An argument the model left out (``omitted``: see :mod:`~guardrail.tools.policy.arguments`) meets only
         ``absent = true``, in allow and deny rules alike: a deny ``when.amount = { min = 1000 }`` does not fire
         on an omitted amount, and an allow ``when.currency = { one_of = [...] }`` does not hold for an omitted
-        currency, unless the condition says ``check_default = true`` (then the default is judged)."""
+        currency, unless the condition says ``check_default = true`` (then the default is judged).
+
+        ``deny=True`` is also how ``[[approve]]`` rules match (fail closed: a condition that cannot judge asks for
+        a person). ``facts`` serve the list, provenance and ``changed`` keys."""
         if deny:
             if who is None and (self.roles or self.tenants or self.users):
                 return False
@@ -368,7 +538,8 @@ class Match(BaseModel):
         judge = any if deny else all
         for name, rule in self.when.items():
             found = leaves(arguments, name, omitted, into_defaults=rule.check_default)
-            if not judge(rule.condition_met(value, left_out, deny=deny) for value, left_out in found):
+            if not judge(rule.condition_met(value, left_out, deny=deny, facts=facts, at=at)
+                         for value, left_out, at in found):
                 return False
         return True
 
@@ -407,6 +578,27 @@ class PolicyLimits(BaseModel):
     spend: Spend | None = None
 
 
+class ListAdd(BaseModel):
+    """``[[after_approval]]``: once a call a person approved has run, the values of the argument ``add`` (each
+    element of a list) join the list ``list`` (a name with ``{tenant}``/``{user}`` placeholders)."""
+
+    model_config = _STRICT
+    add: str = Field(min_length=1)
+    list_name: str = Field(alias="list")
+
+    @field_validator("add")
+    @classmethod
+    def _argument_path(cls, path: str) -> str:
+        if not all(part.isidentifier() for part in path.split(".")):
+            raise ConfigError(f"{path!r} is not an argument path (parameter or parameter.field.field)")
+        return path
+
+    @field_validator("list_name")
+    @classmethod
+    def _template(cls, template: str) -> str:
+        return check_list_template(template)
+
+
 class Policy(BaseModel):
     """One tool's policy (see the module docstring for the file format)."""
 
@@ -420,6 +612,8 @@ class Policy(BaseModel):
     idempotency_ttl: float = Field(default=86400.0, gt=0)
     allow: tuple[Match, ...] = ()
     deny: tuple[Match, ...] = ()
+    approve: tuple[Match, ...] = ()
+    after_approval: tuple[ListAdd, ...] = ()
     args: dict[str, ArgRule] = Field(default_factory=dict)
     limits: PolicyLimits = Field(default_factory=PolicyLimits)
     _source: str = PrivateAttr(default="<policy>")
@@ -432,6 +626,13 @@ class Policy(BaseModel):
             if not all(part.isidentifier() for part in path.split(".")):
                 raise ConfigError(f"{path!r} is not an argument path (parameter or parameter.field.field)")
         return args
+
+    @model_validator(mode="after")
+    def _adds_need_approval(self) -> Policy:
+        if self.after_approval and self.approval != "required" and not self.approve:
+            raise ConfigError("after_approval adds what a person approved: it needs approval = \"required\" or "
+                              "an [[approve]] rule")
+        return self
 
     @property
     def source(self) -> tuple[str, str]:
@@ -446,17 +647,29 @@ class Policy(BaseModel):
     def argument_names(self) -> set[str]:
         """Every argument name the policy refers to (constraints, ``when`` conditions, the spend argument)."""
         names = set(self.args)
-        for rule in (*self.allow, *self.deny):
+        for rule in self.rules():
             names.update(rule.when)
+        names.update(add.add for add in self.after_approval)
         if self.limits.spend is not None:
             names.add(self.limits.spend.arg)
         return names
 
+    def rules(self) -> tuple[Match, ...]:
+        """Every allow, deny and approve rule."""
+        return (*self.allow, *self.deny, *self.approve)
+
+    def conditions(self) -> list[tuple[str, ArgRule]]:
+        """Every ``[args.PATH]`` constraint and every ``when`` condition, with its argument path."""
+        return [*self.args.items(), *((name, rule) for match in self.rules() for name, rule in match.when.items())]
+
+    @property
+    def compares_current(self) -> bool:
+        """Whether a constraint or condition says ``changed`` (the tool must give current values to compare)."""
+        return any(rule.changed is not None for _, rule in self.conditions())
+
     def default_checked_paths(self) -> frozenset[str]:
         """The argument paths of every constraint and ``when`` condition that says ``check_default``."""
-        rules = [*self.args.items(), *((name, rule) for match in (*self.allow, *self.deny)
-                                       for name, rule in match.when.items())]
-        return frozenset(name for name, rule in rules if rule.check_default)
+        return frozenset(name for name, rule in self.conditions() if rule.check_default)
 
     @property
     def secret_args(self) -> frozenset[str]:

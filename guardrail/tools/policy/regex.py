@@ -32,7 +32,7 @@ import re2  # type: ignore[import-untyped]
 
 from guardrail.errors import ConfigError, UsageError
 
-__all__ = ["LinearPattern", "compile_pattern"]
+__all__ = ["LinearPattern", "compile_pattern", "matchable"]
 
 #: RE2's memory budget for one compiled pattern (its default); patterns that need more are refused.
 _MAX_MEM = 8 << 20
@@ -57,7 +57,7 @@ def _error_text(error: BaseException) -> str:
     return text
 
 
-def _matchable(text: str) -> str:
+def matchable(text: str) -> str:
     """``text``, with lone surrogates replaced by U+FFFD so that it can be encoded as UTF-8."""
     try:
         text.encode("utf-8")
@@ -93,13 +93,13 @@ class LinearPattern:
         """Whether the whole of ``text`` matches (``TypeError`` for non-str text)."""
         if not isinstance(text, str):
             raise UsageError(f"LinearPattern matches str only, not {type(text).__name__}")
-        return self._regexp.fullmatch(_matchable(text)) is not None
+        return self._regexp.fullmatch(matchable(text)) is not None
 
     def search(self, text: str) -> bool:
         """Whether the pattern matches anywhere in ``text`` (``TypeError`` for non-str text)."""
         if not isinstance(text, str):
             raise UsageError(f"LinearPattern matches str only, not {type(text).__name__}")
-        return self._regexp.search(_matchable(text)) is not None
+        return self._regexp.search(matchable(text)) is not None
 
     def __repr__(self) -> str:
         return f"LinearPattern({self.pattern!r})"

@@ -1,0 +1,215 @@
+"""Finding values in text: the URLs, e-mail addresses and IBANs inside a free-text argument or a message, and the
+normal forms under which two spellings of one value compare equal.
+
+Provenance (:mod:`guardrail.tools.provenance`) asks whether a value the model put in a tool call appears in
+content the application trusts. Two comparisons serve it:
+
+- a whole value appears in a text when its :func:`normal_text` occurs in the text's :func:`normal_text` with no
+  letter or digit glued to either end (``"Bob"`` is not in ``"Bobby"``; a :class:`Needle`, at most
+  :data:`MAX_NEEDLE_CHARS` long). The normal form is Unicode NFKC,
+  case-folded, format characters (zero-width, bidi) dropped, every run of white space one space;
+- a found item (:func:`find_items`) compares by its kind's normal form: a URL without an ``http``/``https``
+  scheme (so ``http://example.com`` and ``https://EXAMPLE.com/`` are one URL, ``www.example.com`` another host),
+  its host lower-case without a trailing dot or a default port, an empty path as ``/``; an e-mail address
+  case-folded; an IBAN upper-case without spaces.
+
+What counts as an item (kinds ``url``, ``email``, ``iban``), found left to right without overlap:
+
+- ``url``: ``scheme://...`` up to white space or a quote or angle bracket, ``www.`` followed by a host, or a bare
+  host whose last label is a common top-level domain (:data:`COMMON_TLDS`: ``evil.com``, ``pay-here.io/x``), with
+  sentence punctuation after it left off (``.``, ``,``, ``;``, ``:``, ``!``, ``?``, quotes, a closing bracket
+  that opens nowhere inside it);
+- ``email``: ``local@domain.tld`` (letters, digits and ``._%+-`` before the ``@``);
+- ``iban``: two capital letters, two digits, then 11 to 30 capital letters or digits, in groups of four that one
+  space may separate (``DE89 3704 0044 0532 0130 00``); for a country in :data:`IBAN_LENGTHS`, exactly that
+  country's length (a capitalised word after the last group, ``... 0130 00 BANK``, is not taken in); no checksum
+  is asked (test data is rarely valid).
+
+The patterns run on RE2 (linear time on any text the model or a web page sends). A bare host with another
+top-level domain (``report.pdf``, ``evil.zz``) is not taken for a URL in content; in an argument it is, when
+the same URL was found in some content with its scheme or ``www.`` (``find_items(..., uncommon=True)`` marks
+such hosts for that match). That keeps file names out; the rest is a limit documented in
+docs/tools-and-policies.md.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+import re2  # type: ignore[import-untyped]
+
+from guardrail.errors import ConfigError
+from guardrail.tools.policy.regex import matchable
+
+__all__ = ["COMMON_TLDS", "IBAN_LENGTHS", "KINDS", "MAX_NEEDLE_CHARS", "Item", "Needle", "find_items", "normal_item",
+           "normal_text"]
+
+#: The kinds of value :func:`find_items` finds.
+KINDS = ("url", "email", "iban")
+
+#: Top-level domains under which a bare host (no scheme, no ``www.``) is taken for a URL.
+COMMON_TLDS = ("com", "net", "org", "info", "biz", "io", "co", "app", "dev", "xyz", "online", "site", "top",
+               "link", "click", "me", "ly", "to", "gl", "ai", "us", "uk", "de", "fr", "eu", "ru", "cn", "tk", "ml",
+               "ga", "cf", "gq", "shop", "store", "live", "cloud", "page")
+
+#: The length of an IBAN by country (the IBAN registry), so that a capitalised word after one is not read as part
+#: of it; an IBAN of another country is taken as written (15 to 34 characters).
+IBAN_LENGTHS = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29, "BY": 28,
+    "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18,
+    "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22,
+    "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32, "LI": 21, "LT": 20,
+    "LU": 20, "LV": 21, "LY": 25, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18,
+    "NO": 15, "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31, "SE": 24,
+    "SI": 19, "SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24,
+    "XK": 20,
+}
+
+_LABEL = r"[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?"
+_TAIL = r"""(?:[/?#][^\s<>"'`]*)?"""
+_PATTERN = (
+    r"(?i)(?P<email>[\p{L}\p{N}._%+-]+@(?:" + _LABEL + r"\.)+\p{L}{2,63})"
+    r"|(?P<url>[a-z][a-z0-9+.-]{0,15}://[^\s<>\"'`]+"                 # scheme://...
+    rf"|\bwww\.{_LABEL}(?:\.{_LABEL})+{_TAIL}"                          # www.host...
+    rf"|(?P<host>\b(?:{_LABEL}\.)+{_LABEL}){_TAIL})"                    # host.tld... (a common TLD: below)
+    r"|(?-i:(?P<iban>\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b))"
+)
+
+
+class Item(NamedTuple):
+    """An item found in a text: its kind, its normal form, and where it stands (``text[start:end]``).
+    ``uncommon`` marks a bare host under a top-level domain not in :data:`COMMON_TLDS` (found only on request)."""
+
+    kind: str
+    value: str
+    start: int
+    end: int
+    uncommon: bool = False
+
+
+def _options() -> object:
+    options = re2.Options()
+    options.log_errors = False
+    return options
+
+
+def _compile() -> object:
+    return re2.compile(_PATTERN, _options())
+
+
+_FINDER = _compile()
+_TRAILING = ".,;:!?'\")]}>"
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
+def normal_text(text: str) -> str:
+    """``text`` as whole values are compared: NFKC, case-folded, format characters dropped, white space runs as
+    one space, stripped."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if not folded.isascii():
+        folded = "".join(char for char in folded if unicodedata.category(char) != "Cf")
+    return " ".join(folded.split())
+
+
+#: Longest whole value looked for in content (after :func:`normal_text`), in characters; a longer one is free
+#: text, whose URLs, addresses and IBANs ``find`` judges instead.
+MAX_NEEDLE_CHARS = 1000
+
+
+class Needle:
+    """A whole value to look for in texts (both :func:`normal_text`): it occurs where no letter or digit is glued
+    to either end of it. An RE2 search, linear in the text whatever the value and the text hold."""
+
+    __slots__ = ("_regexp", "text")
+
+    def __init__(self, text: str) -> None:
+        if not text or len(text) > MAX_NEEDLE_CHARS:
+            raise ConfigError(f"a value to look for has 1 to {MAX_NEEDLE_CHARS} characters, got {len(text)}")
+        before = r"(?:^|[^\p{L}\p{N}])" if text[0].isalnum() else ""
+        after = r"(?:$|[^\p{L}\p{N}])" if text[-1].isalnum() else ""
+        self.text = text
+        self._regexp = re2.compile(before + re2.escape(matchable(text)) + after, _options())
+
+    def within(self, haystack: str) -> bool:
+        """Whether the value occurs in ``haystack``."""
+        return self._regexp.search(matchable(haystack)) is not None
+
+
+def _trim_url(url: str) -> str:
+    """A URL found in prose without the sentence punctuation after it (a closing bracket stays when it closes
+    one opened inside the URL)."""
+    while url and url[-1] in _TRAILING:
+        closer = url[-1]
+        if closer in _CLOSERS and url.count(_CLOSERS[closer]) >= url.count(closer):
+            break
+        url = url[:-1]
+    return url
+
+
+def _iban_as_long_as_its_country(value: str) -> str:
+    """An IBAN found in prose cut to its country's length (``""`` when it is shorter: not an IBAN)."""
+    expected = IBAN_LENGTHS.get(value[:2])
+    if expected is None:
+        return value if len(value.replace(" ", "")) >= 15 else ""
+    count = 0
+    for index, char in enumerate(value):
+        if char != " ":
+            count += 1
+            if count == expected:
+                return value[:index + 1]
+    return ""
+
+
+def normal_item(kind: str, value: str) -> str:
+    """``value`` (an item of ``kind``) in the form two spellings of it share (module docstring)."""
+    if kind == "email":
+        return unicodedata.normalize("NFKC", value).casefold()
+    if kind == "iban":
+        return value.replace(" ", "").upper()
+    return _normal_url(value)
+
+
+def _normal_url(value: str) -> str:
+    text = unicodedata.normalize("NFKC", value.strip())
+    if "://" not in text:
+        text = "http://" + text
+    try:
+        parts = urlsplit(text)
+        host = (parts.hostname or "").rstrip(".")
+        port = parts.port
+    except ValueError:  # a bracket or a port that does not parse: compare the text as it is
+        return text.casefold()
+    scheme = parts.scheme.lower()
+    default = {"http": 80, "https": 443}.get(scheme)
+    netloc = host if port is None or port == default else f"{host}:{port}"
+    prefix = "" if scheme in ("http", "https") else f"{scheme}://"
+    tail = (parts.path or "/") + (f"?{parts.query}" if parts.query else "") + \
+        (f"#{parts.fragment}" if parts.fragment else "")
+    return f"{prefix}{netloc}{tail}"
+
+
+def find_items(text: str, kinds: Iterable[str] = KINDS, *, uncommon: bool = False) -> list[Item]:
+    """Every item of ``kinds`` in ``text``, left to right; with ``uncommon``, bare hosts under any top-level
+    domain too (marked: the caller keeps those it can match with an item found elsewhere)."""
+    wanted = frozenset(kinds)
+    found: list[Item] = []
+    for match in _FINDER.finditer(matchable(text)):  # type: ignore[attr-defined]
+        host = match.group("host")
+        odd = host is not None and host.rsplit(".", 1)[-1].lower() not in COMMON_TLDS
+        if odd and (not uncommon or not any(char.isalpha() for char in host.rsplit(".", 1)[-1])):
+            continue  # report.pdf, e.g., 1.5: not taken for a host
+        for kind in KINDS:
+            value = match.group(kind)
+            if value is None:
+                continue
+            if kind == "url":
+                value = _trim_url(value)
+            elif kind == "iban":
+                value = _iban_as_long_as_its_country(value)
+            if value and kind in wanted:
+                found.append(Item(kind, normal_item(kind, value), match.start(), match.start() + len(value),
+                                  odd and kind == "url"))
+    return found

@@ -1,0 +1,209 @@
+"""Where a value came from: the content of one agent run, each piece marked trusted or not, as the trusted runtime
+says; policies ask whether a value in a tool call appears in it.
+
+A value an attacker planted in a web page, a review or an e-mail reaches a tool call through the model: the tool
+and the recipient are fine, the URL in the message body or the IBAN is not. The application knows what the user
+wrote and what came from elsewhere, so it says so, around the agent's work::
+
+    with guardrail.identity(tenant="acme", user="u-1"), run_context(system=PROMPT, user=message) as run:
+        ...                                  # the agent loop
+        run.user(next_message)               # trusted: what the user writes later
+        run.untrusted(page, source="web")    # untrusted: content fed to the model outside guardrail's tools
+        execute_tool_call(name, arguments)   # a tool's result is recorded here itself, as "tool:<name>"
+
+Trusted content is what the application vouches for: the user's messages (source ``"user"``) and the system
+prompt (``"system"``), and any source it adds as trusted. Results of tools run through
+:func:`~guardrail.tools.execute.run_tool_call` are recorded automatically as source ``"tool:<name>"``,
+untrusted unless the tool was registered with ``trusted_results=True`` (a tool reading the user's own address
+book). The model's own words are never content: a value only the model wrote appears nowhere.
+
+The policy keys that read it (``source``, ``not_source``, ``untrusted_only``, ``find``) are in
+:mod:`guardrail.tools.policy.model`; how a value is found in a text (normal forms, word boundaries, URLs,
+e-mail addresses, IBANs) in :mod:`guardrail.tools.policy.finders`. The run lives in a
+``contextvars.ContextVar`` like the identity: nothing the model writes can add to it or mark anything trusted,
+and it follows ``contextvars.copy_context`` threads and asyncio tasks. The text is held in memory only, never in a
+store or an audit record (the audit keeps a hash of the value and where it was seen: source and piece number).
+
+Limits (see docs/tools-and-policies.md): a value appears only if it is written out in one piece of content
+(a paraphrase, "my landlord's IBAN", or a value split across two messages is not found); whole values compare
+after case folding and white-space folding, found items by their kind's normal form, nothing more.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from guardrail.errors import ConfigError, UsageError
+from guardrail.tools.policy.finders import Needle, find_items, normal_text
+
+__all__ = ["GROUPS", "MAX_RUN_CHARS", "Piece", "RunContext", "content_text", "current_run", "run_context"]
+
+#: Source names that stand for every trusted, or every untrusted, source (not usable as a source's own name).
+GROUPS = ("trusted", "untrusted")
+#: Content a run holds at most (characters, all pieces together); beyond it nothing more is kept and every
+#: provenance condition of the run counts as unjudgeable (a policy then refuses, as with no run at all).
+MAX_RUN_CHARS = 20_000_000
+_MAX_SOURCE_CHARS = 200
+
+_current: ContextVar[RunContext | None] = ContextVar("guardrail_run", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One piece of content: its number in the run (from 0), its source and trust, its normal text and the
+    normal forms of the items found in it (``(kind, value)``)."""
+
+    index: int
+    source: str
+    trusted: bool
+    text: str
+    items: frozenset[tuple[str, str]]
+
+
+def _check_source(source: str) -> None:
+    if not isinstance(source, str):
+        raise UsageError(f"a source is named by a str, not {type(source).__name__}")
+    if not source or len(source) > _MAX_SOURCE_CHARS or source in GROUPS:
+        raise ConfigError(f"a source name has 1 to {_MAX_SOURCE_CHARS} characters and is not one of {GROUPS}: "
+                          f"{source[:40]!r}")
+
+
+class RunContext:
+    """The content of one agent run (module docstring); thread-safe. Make one with :func:`run_context`."""
+
+    def __init__(self, *, max_chars: int = MAX_RUN_CHARS) -> None:
+        self._pieces: list[Piece] = []
+        self._trust: dict[str, bool] = {}
+        self._chars = 0
+        self._max_chars = max_chars
+        self._complete = True
+        self._lock = threading.Lock()
+
+    def add(self, text: str, *, source: str, trusted: bool) -> int:
+        """Record ``text`` from ``source``; its piece number. A source keeps the trust it was first given."""
+        if not isinstance(text, str):
+            raise UsageError(f"content is a str, not {type(text).__name__}")
+        _check_source(source)
+        normal, items = normal_text(text), frozenset((item.kind, item.value) for item in find_items(text))
+        with self._lock:
+            known = self._trust.setdefault(source, trusted)
+            if known is not trusted:
+                raise ConfigError(f"source {source!r} was recorded as {'trusted' if known else 'untrusted'} "
+                                  "earlier in this run")
+            if self._chars + len(text) > self._max_chars:
+                self._complete = False  # what was not kept could hold anything: provenance is not judged any more
+                return -1
+            self._chars += len(text)
+            self._pieces.append(Piece(len(self._pieces), source, trusted, normal, items))
+            return len(self._pieces) - 1
+
+    def user(self, text: str) -> int:
+        """Record a message the user wrote (trusted, source ``"user"``)."""
+        return self.add(text, source="user", trusted=True)
+
+    def system(self, text: str) -> int:
+        """Record the system prompt, or any instruction the application wrote (trusted, source ``"system"``)."""
+        return self.add(text, source="system", trusted=True)
+
+    def untrusted(self, text: str, *, source: str = "untrusted content") -> int:
+        """Record content from elsewhere that the model read (untrusted): a web page, a document, an e-mail."""
+        return self.add(text, source=source, trusted=False)
+
+    def mark_incomplete(self) -> None:
+        """Note that some content the model read could not be recorded: from now on provenance is not judged in
+        this run (what was missed could hold anything)."""
+        with self._lock:
+            self._complete = False
+
+    @property
+    def complete(self) -> bool:
+        """False once some content was not kept (over ``max_chars``): provenance is then never judged."""
+        return self._complete
+
+    def pieces(self) -> list[Piece]:
+        """The pieces recorded so far, in order."""
+        with self._lock:
+            return list(self._pieces)
+
+    def trusted(self, source: str) -> bool | None:
+        """Whether ``source`` is trusted in this run (``None``: nothing came from it yet)."""
+        with self._lock:
+            return self._trust.get(source)
+
+    def sightings(self, value: str, kinds: Iterable[str] = ()) -> list[tuple[str, str, list[Piece]]]:
+        """What of ``value`` is judged, and where each part was seen: ``(kind, normal form, pieces)``.
+
+        With ``kinds`` (``url``, ``email``, ``iban``), each item of those kinds found inside ``value``, seen
+        where a piece holds the same item (a bare host under an uncommon top-level domain counts only where some
+        piece holds it as a URL); else the whole value (kind ``"value"``, at most
+        :data:`~guardrail.tools.policy.finders.MAX_NEEDLE_CHARS` long), seen where its normal text occurs in a
+        piece (or, when the value is itself one URL, e-mail address or IBAN, the same item is found there). An
+        empty value, or a text without the items asked for, has nothing to judge: ``[]``."""
+        pieces = self.pieces()
+        wanted = tuple(kinds)
+        if wanted:
+            found: dict[tuple[str, str], list[Piece]] = {}  # each item once, in order
+            for item in find_items(value, wanted, uncommon=True):
+                seen = [piece for piece in pieces if (item.kind, item.value) in piece.items]
+                if seen or not item.uncommon:  # evil.zz counts where content wrote https://evil.zz
+                    found.setdefault((item.kind, item.value), seen)
+            return [(kind, normal, seen) for (kind, normal), seen in found.items()]
+        text = normal_text(value)
+        if not text:
+            return []
+        items = find_items(value)
+        whole = None
+        if len(items) == 1 and items[0].start == len(value) - len(value.lstrip()) \
+                and items[0].end == len(value.rstrip()):
+            whole = (items[0].kind, items[0].value)  # the value is one URL, address or IBAN: its spellings count
+        needle = Needle(text)  # ConfigError for a value too long to look for (MAX_NEEDLE_CHARS)
+        seen = [piece for piece in pieces if (whole is not None and whole in piece.items) or needle.within(piece.text)]
+        return [("value", text, seen)]
+
+
+@contextmanager
+def run_context(*, system: str | None = None, user: str | Iterable[str] = (),
+                run: RunContext | None = None) -> Iterator[RunContext]:
+    """Make ``run`` (or a fresh :class:`RunContext`) the current run for the code inside the ``with`` block,
+    after recording ``system`` and the ``user`` message(s) in it; the previous run is restored afterwards."""
+    current = run if run is not None else RunContext()
+    if system is not None:
+        current.system(system)
+    for message in ([user] if isinstance(user, str) else user):
+        current.user(message)
+    token = _current.set(current)
+    try:
+        yield current
+    finally:
+        _current.reset(token)
+
+
+def current_run() -> RunContext | None:
+    """The run set by the innermost ``with run_context(...)``, or ``None``."""
+    return _current.get()
+
+
+def content_text(value: Any) -> str:
+    """A tool's result as the text recorded for provenance: a string as it is; the keys, strings and numbers of a
+    JSON-like result one per line (not JSON text, whose escapes would glue ``\\n`` to the next word)."""
+    if isinstance(value, str):
+        return value
+    lines: list[str] = []
+    pending: list[Any] = [value]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, str):
+            lines.append(current)
+        elif isinstance(current, Mapping):
+            for key, item in reversed(list(current.items())):
+                pending.extend((item, str(key)))
+        elif isinstance(current, (list, tuple)):
+            pending.extend(reversed(current))
+        elif current is not None and not isinstance(current, bool):
+            lines.append(str(current))
+    return "\n".join(lines)
