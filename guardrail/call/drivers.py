@@ -29,13 +29,17 @@ from guardrail.observe.metrics import Request, collecting, record_call
 from guardrail.observe.target import Target, target_of
 from guardrail.observe.telemetry import call_span, finish_span
 from guardrail.outcome import Outcome, Partial, Result
-from guardrail.parse.partial import preview
-from guardrail.vendors.base import Accumulator, Completion
+from guardrail.parse.incremental import GrowingJSON
+from guardrail.vendors.base import Accumulator, Completion, Pieces
 from guardrail.vendors.failures import Failure, classify
 
 Item = Partial | Result[Any]
-#: Previews stop for answers longer than this (each preview re-reads the text so far).
-MAX_PREVIEW_CHARS = 256 * 1024
+#: What each character of a streamed answer earns toward previews, in the units of their cost (a character
+#: copied is 1): previews cost at most this per character received, so a stream costs time linear in its length.
+PREVIEW_BUDGET = 4096
+#: What the first previews may spend before the answer has earned anything: a short answer gets a preview
+#: at every piece.
+PREVIEW_START = 256 * 1024
 
 
 def run_sync(call: Call, method: Callable[..., Any], policy: RetryPolicy) -> Result[Any]:
@@ -172,24 +176,50 @@ def _with_timeout(kwargs: dict[str, Any], deadline_at: float | None, client_time
 
 
 class _Previewer:
-    """Turns the accumulated text into a new :class:`Partial` when the preview changed."""
+    """Turns a streamed answer into :class:`Partial` previews, reading each piece of it once.
+
+    A :class:`~guardrail.parse.incremental.GrowingJSON` carries the reading across pieces. A preview is made
+    when what it shows changed and the text ends where a preview is on the way to the answer (not inside a
+    number, a literal or an escape), and at a bounded rate: each character received earns
+    :data:`PREVIEW_BUDGET` units, a preview spends what it copies (the text so far, the open containers, the
+    string being written), so previews cost at most a constant per character of the answer however long it
+    grows: every piece of a short answer, fewer of a very long one.
+    """
 
     def __init__(self, effect: Send) -> None:
         self.attempt = effect.attempt
         self.wrapped = effect.wrapped
-        self.last: Any = None
+        self.pieces: Pieces | None = None
+        self.json = GrowingJSON()
+        self.read = 0  # pieces read
+        self.shown = 0  # the version of the last preview
+        self.allowance = PREVIEW_START
 
     def __call__(self, accumulator: Accumulator) -> Partial | None:
-        text = accumulator.text()
-        if len(text) > MAX_PREVIEW_CHARS:
+        pieces = accumulator.answer()
+        if pieces is not self.pieces:  # the answer moved (the output tool's call began): read it from the start
+            self.pieces, self.json, self.read, self.shown = pieces, GrowingJSON(), 0, 0
+        parts = pieces.parts
+        if self.read == len(parts):
             return None
-        data = preview(text)
+        growing = self.json
+        for part in parts[self.read:]:
+            growing.feed(part)
+            self.allowance += PREVIEW_BUDGET * len(part)
+        self.read = len(parts)
+        if growing.version == self.shown or not growing.settled:
+            return None
+        cost = pieces.size + growing.cost()
+        if cost > self.allowance:
+            return None
+        self.allowance -= cost
+        self.shown = growing.version
+        data = growing.value()
         if self.wrapped is not None:  # show the contract's shape, not the vendor wrapper
             data = data.get(self.wrapped) if isinstance(data, dict) else None
-        if data is None or data == self.last:
+        if data is None:
             return None
-        self.last = data
-        return Partial(data, text, self.attempt)
+        return Partial(data, pieces.text(), self.attempt)
 
 
 class _Tries:

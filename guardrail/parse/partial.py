@@ -55,7 +55,8 @@ def preview(text: str) -> Any:
             stack[-1][1] = i + 1
     body = text[start:end]
     if not stack:
-        return _loads(body)
+        value = _loads(body)
+        return None if value is _NOTHING else value
     closers = "".join("}" if opener == "{" else "]" for opener, _ in reversed(stack))
     tail = '"' if in_string and not escaped else ""
     value = _loads(body + tail + closers)
@@ -68,6 +69,6 @@ def preview(text: str) -> Any:
 
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, strict=False)
     except ValueError:
         return _NOTHING
