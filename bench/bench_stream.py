@@ -149,16 +149,21 @@ class Sides:
         return self.loop.run_until_complete(run())
 
     def guarded_call(self, size: int) -> Report:
+        """Read the stream as a UI does: look at each preview, keep only the last item."""
         kwargs = _request(self.api, size)
+        shown, last = 0, None
         if self.loop is None:
-            items = list(self.wrapped.create_partial(response_model=Report, **kwargs))
-            assert len(items) > 1, "no preview was shown"
-            return items[-1]  # type: ignore[no-any-return]
+            for last in self.wrapped.create_partial(response_model=Report, **kwargs):
+                shown += 1
+            assert shown > 1, "no preview was shown"
+            return last  # type: ignore[return-value]
 
         async def run() -> Report:
-            items = [item async for item in self.wrapped.create_partial(response_model=Report, **kwargs)]
-            assert len(items) > 1, "no preview was shown"
-            return items[-1]  # type: ignore[no-any-return]
+            shown, last = 0, None
+            async for last in self.wrapped.create_partial(response_model=Report, **kwargs):
+                shown += 1
+            assert shown > 1, "no preview was shown"
+            return last  # type: ignore[return-value]
         return self.loop.run_until_complete(run())
 
 

@@ -34,11 +34,13 @@ from guardrail.vendors.base import Accumulator, Completion, Pieces
 from guardrail.vendors.failures import Failure, classify
 
 Item = Partial | Result[Any]
-#: What each character of a streamed answer earns toward previews, in the units of their cost (a character
-#: copied is 1): previews cost at most this per character received, so a stream costs time linear in its length.
+#: What each character of a streamed answer earns toward its previews, in the units of their cost (a character
+#: of text copied is 1): previews cost at most this per character received, so a stream costs time linear in
+#: its length. About a quarter of what the leanest SDK (anthropic) spends reading a character of a stream.
 PREVIEW_BUDGET = 4096
-#: What the first previews may spend before the answer has earned anything: a short answer gets a preview
-#: at every piece.
+#: What a preview costs besides the copies (building it, handing it through the generators to the consumer).
+PREVIEW_OVERHEAD = 32 * 1024
+#: What the first previews may spend before the answer has earned anything.
 PREVIEW_START = 256 * 1024
 
 
@@ -179,11 +181,11 @@ class _Previewer:
     """Turns a streamed answer into :class:`Partial` previews, reading each piece of it once.
 
     A :class:`~guardrail.parse.incremental.GrowingJSON` carries the reading across pieces. A preview is made
-    when what it shows changed and the text ends where a preview is on the way to the answer (not inside a
-    number, a literal or an escape), and at a bounded rate: each character received earns
-    :data:`PREVIEW_BUDGET` units, a preview spends what it copies (the text so far, the open containers, the
-    string being written), so previews cost at most a constant per character of the answer however long it
-    grows: every piece of a short answer, fewer of a very long one.
+    when what it shows changed, where the text ends on the way to the answer (not inside a number, a literal
+    or an escape), and at a bounded rate: each character received earns :data:`PREVIEW_BUDGET` units and a
+    preview spends what it costs (:data:`PREVIEW_OVERHEAD`, the text so far, the open containers and the
+    string being written it copies). So previews cost at most a constant per character of the answer, however
+    long it grows: a preview at every piece of a short answer, one every few pieces of a very long one.
     """
 
     def __init__(self, effect: Send) -> None:
@@ -191,25 +193,25 @@ class _Previewer:
         self.wrapped = effect.wrapped
         self.pieces: Pieces | None = None
         self.json = GrowingJSON()
-        self.read = 0  # pieces read
+        self.read = self.size = 0  # pieces and characters read
         self.shown = 0  # the version of the last preview
         self.allowance = PREVIEW_START
 
     def __call__(self, accumulator: Accumulator) -> Partial | None:
         pieces = accumulator.answer()
         if pieces is not self.pieces:  # the answer moved (the output tool's call began): read it from the start
-            self.pieces, self.json, self.read, self.shown = pieces, GrowingJSON(), 0, 0
-        parts = pieces.parts
+            self.pieces, self.json, self.read, self.size, self.shown = pieces, GrowingJSON(), 0, 0, 0
+        parts, growing = pieces.parts, self.json
         if self.read == len(parts):
             return None
-        growing = self.json
-        for part in parts[self.read:]:
+        for part in parts[self.read:] if self.read + 1 < len(parts) else (parts[-1],):
             growing.feed(part)
-            self.allowance += PREVIEW_BUDGET * len(part)
         self.read = len(parts)
-        if growing.version == self.shown or not growing.settled:
+        self.allowance += PREVIEW_BUDGET * (pieces.size - self.size)
+        self.size = pieces.size
+        if growing.version == self.shown or not growing.settled or PREVIEW_OVERHEAD + self.size > self.allowance:
             return None
-        cost = pieces.size + growing.cost()
+        cost = PREVIEW_OVERHEAD + self.size + growing.cost()
         if cost > self.allowance:
             return None
         self.allowance -= cost
