@@ -128,12 +128,19 @@ class Sides:
         else:
             make = openai.AsyncOpenAI if is_async else openai.OpenAI
             raw, wrapped = make(base_url=openai_url, api_key="t"), make(base_url=openai_url, api_key="t")
+        self.clients = (raw, wrapped)
         self.raw = _method(raw, api)
         self.wrapped = _method(guardrail.wrap(wrapped), api)
         self.loop = asyncio.new_event_loop() if is_async else None
 
     def close(self) -> None:
+        for client in self.clients:
+            if self.loop is None:
+                client.close()
+            else:
+                self.loop.run_until_complete(client.close())
         if self.loop is not None:
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.close()
 
     def raw_call(self, size: int) -> Report:
@@ -149,22 +156,26 @@ class Sides:
         return self.loop.run_until_complete(run())
 
     def guarded_call(self, size: int) -> Report:
-        """Read the stream as a UI does: look at each preview, keep only the last item."""
+        """Read the stream as a UI does: look at each preview as it comes, keep only the last item."""
         kwargs = _request(self.api, size)
-        shown, last = 0, None
         if self.loop is None:
-            for last in self.wrapped.create_partial(response_model=Report, **kwargs):
-                shown += 1
-            assert shown > 1, "no preview was shown"
-            return last  # type: ignore[return-value]
+            return _last(self.wrapped.create_partial(response_model=Report, **kwargs))
 
         async def run() -> Report:
             shown, last = 0, None
-            async for last in self.wrapped.create_partial(response_model=Report, **kwargs):
-                shown += 1
-            assert shown > 1, "no preview was shown"
-            return last  # type: ignore[return-value]
+            async for item in self.wrapped.create_partial(response_model=Report, **kwargs):
+                shown, last = shown + 1, item
+            assert shown > 1 and isinstance(last, Report), "no preview was shown"
+            return last
         return self.loop.run_until_complete(run())
+
+
+def _last(items: Any) -> Report:
+    shown, last = 0, None
+    for item in items:
+        shown, last = shown + 1, item
+    assert shown > 1 and isinstance(last, Report), "no preview was shown"
+    return last
 
 
 def cpu(fn: Callable[[], Any]) -> float:

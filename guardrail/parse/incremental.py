@@ -45,7 +45,7 @@ _LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "NaN": 
 _MAX_SCALAR = 4400
 #: The cost of copying one member of an open container, in the units of :meth:`GrowingJSON.cost` (a character
 #: of text copied is 1).
-ITEM_COST = 16
+ITEM_COST = 32
 
 _NOTHING: Any = object()
 
@@ -137,7 +137,8 @@ class GrowingJSON:
             return joined
         return parts[0]
 
-    def _read(self, text: str) -> None:  # noqa: C901 - one state machine, kept in one loop for speed
+    def _read(self, text: str) -> None:
+        """Read ``text`` from where the last piece left off (one state machine, in one loop for speed)."""
         i, n = 0, len(text)
         stack = self._stack
         while i < n:
@@ -224,7 +225,7 @@ class GrowingJSON:
                 self._stack[-1].key = string
                 self._state = _COLON
             else:
-                self._finished(string)
+                self._finished(string, shown=True)
             return i + 1
         escape = _ESCAPE.match(text, i)
         if escape is None:
@@ -263,19 +264,20 @@ class GrowingJSON:
         frame = self._stack.pop()
         if not self._stack:
             self._root, self._state = frame.items, _DONE
-            self.version += 1
-            return
-        self._finished(frame.items)
+        else:
+            self._finished(frame.items, shown=True)
 
-    def _finished(self, value: Any) -> None:
-        """A value is complete: it becomes a member of the innermost open container."""
+    def _finished(self, value: Any, *, shown: bool = False) -> None:
+        """A value is complete: it becomes a member of the innermost open container. ``shown``: previews
+        showed it already (a container or a string, shown while open), so they do not change."""
         frame = self._stack[-1]
         if isinstance(frame.items, dict):
             frame.items[frame.key] = value
         else:
             frame.items.append(value)
         self._state = _AFTER
-        self.version += 1
+        if not shown:
+            self.version += 1
 
 
 class _NotJSON(Exception):

@@ -153,7 +153,8 @@ def chat_stream(out: Output, request: RecordedRequest, failure: Reply | None = N
         }
         frames.append(chunk({"role": "assistant", "content": None, "tool_calls": [call]}))
         frames.extend(
-            chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}) for piece in pieces(out.content, out.delta_chars)
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+            for piece in pieces(out.content, out.delta_chars)
         )
     if failure is not None:
         error = {

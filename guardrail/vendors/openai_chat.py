@@ -197,7 +197,7 @@ class _ChatStream(Accumulator):
 
     def answer(self) -> Pieces:
         call = self._answer_call()
-        return call[2] if call is not None else self.parts  # type: ignore[no-any-return]
+        return call[2] if call is not None else self.parts
 
     def completion(self) -> Completion:
         refusal = "".join(self.refusal) or None
