@@ -317,6 +317,13 @@ def test_text_around_the_value_is_skipped(value: Any, before: str, after: str, s
     assert growing.done and same(growing.value(), value)
 
 
+@given(st.lists(st.sampled_from(MARKERS) | st.text(max_size=8) | st.sampled_from(['"', ":", "1", "-", "e", "tru"]),
+                max_size=30), chunk_sizes)
+def test_growing_json_never_raises_on_any_text(parts: list[str], sizes: list[int]) -> None:
+    _, seen = previews_while_growing(cut("[" + "".join(parts), sizes))
+    assert all(shown is None or isinstance(shown, list) for _, shown in seen)
+
+
 def test_a_half_number_literal_or_escape_is_not_settled() -> None:
     for text in ('{"a": 12', '{"a": tr', '[1, -', '{"a": "x\\', '{"a": "x\\u00', '{"a": "\\ud83d'):
         growing = GrowingJSON()

@@ -91,6 +91,13 @@ class GrowingJSON:
 
     def feed(self, piece: str) -> None:
         """Read the next piece of the text."""
+        if self._state == _STRING and not self._tail:  # most pieces lie inside a string: read them at once
+            run = _STRING_RUN.match(piece)
+            if run is not None and run.end() == len(piece):
+                self._string.append(piece)
+                if not self._is_key:
+                    self.version += 1
+                return
         if self._state in (_DONE, _FAILED) or not piece:
             return
         if self._tail:
