@@ -338,6 +338,13 @@ def test_a_half_number_literal_or_escape_is_not_settled() -> None:
 
 
 def test_what_is_not_json_stops_the_previews_and_deep_nesting_has_none() -> None:
+    trailing = GrowingJSON()
+    trailing.feed('{"a": [1, 2,], "b": {"c": 3,},}')
+    assert trailing.done and trailing.value() == {"a": [1, 2], "b": {"c": 3}}  # a trailing comma is passed over
+    for text in ('[1,,2]', '{,}', '[,1]', '{"a": }', '{"a" 1}', "{'a': 1}", '[1 2]', '{"a": 1]'):
+        broken = GrowingJSON()
+        broken.feed(text)
+        assert broken.failed and broken.value() is None, text
     growing = GrowingJSON()
     growing.feed('{"a": 1 "b": 2, "c": 3}')
     assert growing.failed and not growing.settled and growing.value() is None

@@ -10,9 +10,10 @@ What a preview shows is what ``preview(text)`` shows for the same text, at the p
 worth showing: :attr:`GrowingJSON.settled` is false while the text ends inside a number or a literal (``12``
 may become ``123``) or inside an escape (half of ``\\u00e9``, the first half of a surrogate pair), and a preview
 is only taken where it is true, so every preview is on the way to the answer. A string's raw control
-characters are kept as written (the parse layer keeps them too). The first thing that is not JSON stops the
-previews for good (the final answer is the parse layer's, which repairs what it can); so does nesting deeper
-than :data:`~guardrail.parse.partial.MAX_PREVIEW_DEPTH`.
+characters are kept as written (the parse layer keeps them too), and a trailing comma before a closing bracket
+is passed over. The first other thing that is not JSON stops the previews for good (the final answer is the
+parse layer's, which repairs what it can); so does nesting deeper than
+:data:`~guardrail.parse.partial.MAX_PREVIEW_DEPTH`.
 
 A preview copies only the open containers (a member that finished is never changed again, so previews share
 it with each other: treat them as read-only) and the string being written. :meth:`GrowingJSON.cost` says how
@@ -30,7 +31,7 @@ from guardrail.parse.partial import MAX_PREVIEW_DEPTH
 __all__ = ["GrowingJSON"]
 
 # What the reader expects next.
-_SEEK, _VALUE, _FIRST_VALUE, _KEY, _FIRST_KEY, _COLON, _AFTER, _STRING, _DONE, _FAILED = range(10)
+_SEEK, _VALUE, _KEY, _COLON, _AFTER, _STRING, _DONE, _FAILED = range(8)
 
 _WHITESPACE = re.compile(r"[ \t\n\r]+")
 _STRING_RUN = re.compile(r'[^"\\]+')
@@ -166,7 +167,7 @@ class GrowingJSON:
                 i = min(starts)
                 self._open(text[i])
                 i += 1
-            elif state in (_VALUE, _FIRST_VALUE):
+            elif state == _VALUE:
                 if ch == '"':
                     self._state, self._is_key, self._string = _STRING, False, []
                     self.version += 1
@@ -174,7 +175,7 @@ class GrowingJSON:
                 elif ch == "{" or ch == "[":
                     self._open(ch)
                     i += 1
-                elif ch == "]" and state == _FIRST_VALUE:
+                elif ch == "]" and isinstance(stack[-1].items, list):  # [] or a trailing comma: [1, 2,]
                     self._close(ch)
                     i += 1
                 else:
@@ -189,11 +190,11 @@ class GrowingJSON:
                         return
                     self._finished(_scalar(text[i:end]))
                     i = end
-            elif state in (_KEY, _FIRST_KEY):
+            elif state == _KEY:
                 if ch == '"':
                     self._state, self._is_key, self._string = _STRING, True, []
                     i += 1
-                elif ch == "}" and state == _FIRST_KEY:
+                elif ch == "}":  # {} or a trailing comma: {"a": 1,}
                     self._close(ch)
                     i += 1
                 else:
@@ -264,7 +265,7 @@ class GrowingJSON:
         if len(self._stack) >= MAX_PREVIEW_DEPTH:
             raise _NotJSON
         self._stack.append(_Frame({} if opener == "{" else []))
-        self._state = _FIRST_KEY if opener == "{" else _FIRST_VALUE
+        self._state = _KEY if opener == "{" else _VALUE
         self.version += 1
 
     def _close(self, closer: str) -> None:
