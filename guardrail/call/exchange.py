@@ -12,7 +12,7 @@ content type are known before a byte of the body is read, and the body is read u
 - **Deadline.** The whole try ends by the call's deadline, however slowly the headers or the body (a good
   answer's or an error status's) arrive. Sync: a :mod:`watchdog <guardrail.call.watchdog>` alarm, armed before
   the request is sent, shuts the connection down at the deadline, which wakes the blocked read. Async:
-  every await (the request, the body, each stream event) runs under
+  every await (the request, the body, the stream events up to the next preview) runs under
   ``asyncio.timeout``, never across a ``yield``. Either way the try raises ``TimeoutError``.
 
 What the pieces mean (the checks and the parsing) is decided once, without I/O, by a
@@ -225,13 +225,20 @@ async def exchange_async(method: Callable[..., Any], endpoint: Endpoint, kwargs:
             yield reading.answer(parsed)
             return
         events = (await _within(response.parse(), deadline_at)).__aiter__()
-        while True:
-            try:
-                event = await _within(events.__anext__(), deadline_at)
-            except StopAsyncIteration:
-                break
-            except Exception as error:
-                raise reading.failed(error, "a stream event") from error
-            if (snapshot := reading.event(event)) is not None:
-                yield snapshot
+        while (snapshot := await _within(_next_preview(events, reading), deadline_at)) is not None:
+            yield snapshot
         yield reading.end()
+
+
+async def _next_preview(events: AsyncIterator[Any], reading: Reading) -> Partial | None:
+    """Read stream events up to the next preview (``None``: the stream ended), under one deadline timeout: a
+    timeout per event would cost more than reading the event does."""
+    while True:
+        try:
+            event = await events.__anext__()
+        except StopAsyncIteration:
+            return None
+        except Exception as error:
+            raise reading.failed(error, "a stream event") from error
+        if (snapshot := reading.event(event)) is not None:
+            return snapshot

@@ -6,8 +6,12 @@ dropped rather than guessed. The result is *not* the answer: it is never validat
 and nothing downstream of guardrail (gates, tools, caches) sees it. The final answer always goes through
 the parse layer, where a cut-off text is ``truncated``, never closed up.
 
+A raw control character inside a string (a newline written as is) is kept, as the parse layer keeps it.
+
 Linear time: one pass over the text plus at most two ``json.loads`` calls. Text nested deeper than
-``MAX_PREVIEW_DEPTH`` gets no preview.
+``MAX_PREVIEW_DEPTH`` gets no preview. A stream does not call this after every piece (that re-reads the text
+each time): :class:`guardrail.parse.incremental.GrowingJSON` carries the reading across pieces and shows the
+same previews.
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ def preview(text: str) -> Any:
             stack[-1][1] = i + 1
     body = text[start:end]
     if not stack:
-        return _loads(body)
+        value = _loads(body)
+        return None if value is _NOTHING else value
     closers = "".join("}" if opener == "{" else "]" for opener, _ in reversed(stack))
     tail = '"' if in_string and not escaped else ""
     value = _loads(body + tail + closers)
@@ -68,6 +73,6 @@ def preview(text: str) -> Any:
 
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, strict=False)
     except ValueError:
         return _NOTHING

@@ -51,6 +51,8 @@ DEFAULT_REFUSAL = "I'm sorry, but I can't help with that."
 
 #: One generated token and the alternatives at its position: ``(token, ((alternative, logprob), ...))``.
 TokenStep = tuple[str, tuple[tuple[str, float], ...]]
+#: Characters per streamed text delta (a vendor's SSE deltas are a token or a few: about this long).
+STREAM_PIECE = 12
 #: OpenAI's logprob for "very unlikely" (a probability of 0 given to :func:`logprobs` is sent as this).
 VERY_UNLIKELY = -9999.0
 
@@ -80,6 +82,7 @@ class Reply:
         every, piece: trickle the body out ``piece`` bytes at a time, ``every`` seconds apart (see
             :meth:`trickled`); ``every == 0`` sends it at once.
         slow_head: trickle the status line and headers too (``trickled(..., headers=True)``).
+        delta_chars: characters of text per streamed delta (see :meth:`streamed_in`).
         cached_tokens, cache_write_tokens, reasoning_tokens: the usage details to report (see
             :meth:`with_usage_details`).
     """
@@ -105,6 +108,7 @@ class Reply:
     every: float = 0.0
     piece: int = 1
     slow_head: bool = False
+    delta_chars: int = STREAM_PIECE
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
@@ -141,6 +145,13 @@ class Reply:
         if every < 0 or piece < 1:
             raise ConfigError("trickled() needs every >= 0 and piece >= 1")
         return dataclasses.replace(self, every=float(every), piece=int(piece), slow_head=bool(headers))
+
+    def streamed_in(self, chars: int) -> Reply:
+        """The same behaviour with a streamed answer's text (or tool arguments) sent ``chars`` characters per
+        delta event (by default :data:`STREAM_PIECE`, about what the vendors send)."""
+        if chars < 1:
+            raise ConfigError("streamed_in() needs chars >= 1")
+        return dataclasses.replace(self, delta_chars=int(chars))
 
 
 def _usage(usage: tuple[int, int] | None) -> tuple[int, int] | None:

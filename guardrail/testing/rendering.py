@@ -8,16 +8,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from guardrail.testing.behaviours import Reply, TokenStep
+from guardrail.testing.behaviours import STREAM_PIECE, Reply, TokenStep
 from guardrail.testing.recording import RecordedRequest, estimate_tokens
 
 __all__ = ["DEFAULT_MODEL", "Output", "new_id", "now", "pieces", "resolve", "sse"]
 
 #: Echoed as ``model`` when a request names none.
 DEFAULT_MODEL = "emulated-model"
-#: Characters per streamed delta: small enough that every test stream has several deltas.
-STREAM_PIECE = 12
-
 
 @dataclass(frozen=True)
 class Output:
@@ -45,6 +42,8 @@ class Output:
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    #: Characters per streamed delta (:meth:`~guardrail.testing.behaviours.Reply.streamed_in`).
+    delta_chars: int = STREAM_PIECE
 
 
 def resolve(reply: Reply, request: RecordedRequest) -> Output:
@@ -79,6 +78,7 @@ def resolve(reply: Reply, request: RecordedRequest) -> Output:
         cached_tokens=min(reply.cached_tokens, input_tokens),
         cache_write_tokens=min(reply.cache_write_tokens, max(0, input_tokens - reply.cached_tokens)),
         reasoning_tokens=min(reply.reasoning_tokens, output_tokens),
+        delta_chars=reply.delta_chars,
     )
 
 
@@ -105,9 +105,9 @@ def now() -> int:
     return int(time.time())
 
 
-def pieces(text: str) -> list[str]:
-    """``text`` split into the deltas a stream sends (none for empty text)."""
-    return [text[index : index + STREAM_PIECE] for index in range(0, len(text), STREAM_PIECE)]
+def pieces(text: str, size: int = STREAM_PIECE) -> list[str]:
+    """``text`` split into the deltas a stream sends, ``size`` characters each (none for empty text)."""
+    return [text[index : index + size] for index in range(0, len(text), size)]
 
 
 def sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:

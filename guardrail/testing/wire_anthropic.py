@@ -92,11 +92,11 @@ def messages_stream(out: Output, failure: Reply | None = None) -> list[bytes]:
     if out.kind == "tool":
         block: dict[str, Any] = {"type": "tool_use", "id": new_id("toolu_"), "name": out.tool_name, "input": {}}
         emit("content_block_start", index=0, content_block=block)
-        for piece in pieces(out.content):
+        for piece in pieces(out.content, out.delta_chars):
             emit("content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": piece})
     else:
         emit("content_block_start", index=0, content_block={"type": "text", "text": ""})
-        for piece in pieces(out.content):
+        for piece in pieces(out.content, out.delta_chars):
             emit("content_block_delta", index=0, delta={"type": "text_delta", "text": piece})
     if failure is not None:
         error = {"type": failure.error_type or "overloaded_error", "message": failure.message}

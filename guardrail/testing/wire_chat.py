@@ -140,10 +140,10 @@ def chat_stream(out: Output, request: RecordedRequest, failure: Reply | None = N
         frames.extend(chunk({field: step[0]}, logprobs=_logprobs(out, (step,))) for step in _steps(out))
     elif out.kind == "text":
         frames.append(chunk({"role": "assistant", "content": "", "refusal": None}))
-        frames.extend(chunk({"content": piece}) for piece in pieces(out.content))
+        frames.extend(chunk({"content": piece}) for piece in pieces(out.content, out.delta_chars))
     elif out.kind == "refusal":
         frames.append(chunk({"role": "assistant", "content": None, "refusal": ""}))
-        frames.extend(chunk({"refusal": piece}) for piece in pieces(out.content))
+        frames.extend(chunk({"refusal": piece}) for piece in pieces(out.content, out.delta_chars))
     else:
         call = {
             "index": 0,
@@ -153,7 +153,8 @@ def chat_stream(out: Output, request: RecordedRequest, failure: Reply | None = N
         }
         frames.append(chunk({"role": "assistant", "content": None, "tool_calls": [call]}))
         frames.extend(
-            chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}) for piece in pieces(out.content)
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+            for piece in pieces(out.content, out.delta_chars)
         )
     if failure is not None:
         error = {

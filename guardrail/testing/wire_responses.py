@@ -115,7 +115,7 @@ def responses_stream(request: RecordedRequest, out: Output, failure: Reply | Non
     emit("response.in_progress", response=envelope)
     emit("response.output_item.added", output_index=0, item=_item(out, item_id, call_id, "in_progress", ""))
     where: dict[str, Any] = {"item_id": item_id, "output_index": 0}
-    deltas = pieces(out.content)
+    deltas = pieces(out.content, out.delta_chars)
     if out.kind == "tool":
         for piece in deltas:
             emit("response.function_call_arguments.delta", **where, delta=piece)

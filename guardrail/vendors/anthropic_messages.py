@@ -13,6 +13,7 @@ from guardrail.vendors.base import (
     Endpoint,
     Exchange,
     Finish,
+    Pieces,
     ToolCall,
     as_text,
     count,
@@ -142,8 +143,8 @@ class _MessagesStream(Accumulator):
 
     def __init__(self, tool: str | None) -> None:
         self.tool = tool
-        self.texts: list[str] = []
-        self.args: list[str] = []
+        self.texts = Pieces()
+        self.args = Pieces()
         self.answer_index: int | None = None  # the content block holding the output tool's call
         self.call_id: str | None = None
         self.name: str | None = None
@@ -172,8 +173,8 @@ class _MessagesStream(Accumulator):
             self.reason = event.delta.stop_reason or self.reason
             self.delta_usage = getattr(event, "usage", None) or self.delta_usage
 
-    def text(self) -> str:
-        return "".join(self.args) if self.call_id is not None else "".join(self.texts)
+    def answer(self) -> Pieces:
+        return self.args if self.call_id is not None else self.texts
 
     def completion(self) -> Completion:
         start = messages_usage(self.start_usage)
@@ -182,5 +183,5 @@ class _MessagesStream(Accumulator):
             cached_input_tokens=start.cached_input_tokens, cache_write_tokens=start.cache_write_tokens,
             reasoning_tokens=count(self.delta_usage, "output_tokens_details", "thinking_tokens"))
         if self.call_id is not None:
-            return _completion("".join(self.args), self.reason, usage, self.call_id, self.name, self)
-        return _completion("".join(self.texts) if self.texts else None, self.reason, usage, None, None, self)
+            return _completion(self.args.text(), self.reason, usage, self.call_id, self.name, self)
+        return _completion(self.texts.text() if self.texts else None, self.reason, usage, None, None, self)

@@ -104,6 +104,36 @@ class Exchange:
     feedback: str
 
 
+class Pieces:
+    """Text that arrives in pieces (a streamed answer): adding a piece is O(1), and :meth:`text` joins only
+    the pieces that came since it was last read, so reading the text after every piece costs a copy of it,
+    not a join of every piece again. :attr:`parts` are the pieces in order (never changed, only added to),
+    for a reader that reads each piece once (the previews)."""
+
+    __slots__ = ("_joined", "_text", "parts", "size")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0  # characters in all
+        self._text = ""
+        self._joined = 0  # parts in _text
+
+    def append(self, piece: str) -> None:
+        if piece:
+            self.parts.append(piece)
+            self.size += len(piece)
+
+    def text(self) -> str:
+        """All the pieces so far, as one string."""
+        if self._joined < len(self.parts):
+            self._text += "".join(self.parts[self._joined:])
+            self._joined = len(self.parts)
+        return self._text
+
+    def __bool__(self) -> bool:
+        return self.size > 0
+
+
 class Accumulator(ABC):
     """Builds a :class:`Completion` from a stream of SDK events (one instance per streamed response)."""
 
@@ -114,8 +144,13 @@ class Accumulator(ABC):
     def completion(self) -> Completion: ...
 
     @abstractmethod
+    def answer(self) -> Pieces:
+        """The pieces of the answer text (or of the output tool's arguments) received so far, for previews.
+        Another object when the answer moved (the output tool's call began after some message text)."""
+
     def text(self) -> str:
-        """The answer text (or tool arguments) received so far, for previews."""
+        """The answer text (or tool arguments) received so far."""
+        return self.answer().text()
 
 
 class Endpoint(ABC):

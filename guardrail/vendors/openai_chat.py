@@ -20,6 +20,7 @@ from guardrail.vendors.base import (
     Finish,
     LogprobAnswer,
     LogprobStep,
+    Pieces,
     ToolCall,
     count,
     feedback_message,
@@ -159,9 +160,9 @@ class _ChatStream(Accumulator):
 
     def __init__(self, tool: str | None) -> None:
         self.tool = tool
-        self.parts: list[str] = []
+        self.parts = Pieces()
         self.refusal: list[str] = []
-        self.calls: dict[int, list[Any]] = {}  # index -> [id, name, argument fragments]
+        self.calls: dict[int, list[Any]] = {}  # index -> [id, name, argument Pieces]
         self.reason = "stream_ended"  # until a chunk carries the finish reason
         self.usage = Usage()
         self.model: str | None = None
@@ -181,7 +182,9 @@ class _ChatStream(Accumulator):
             if getattr(delta, "refusal", None):
                 self.refusal.append(delta.refusal)
             for call in delta.tool_calls or ():
-                entry = self.calls.setdefault(call.index, [None, None, []])
+                entry = self.calls.get(call.index)
+                if entry is None:
+                    entry = self.calls[call.index] = [None, None, Pieces()]
                 entry[0] = call.id or entry[0]
                 if call.function is not None:
                     entry[1] = call.function.name or entry[1]
@@ -192,18 +195,18 @@ class _ChatStream(Accumulator):
     def _answer_call(self) -> list[Any] | None:
         return next((entry for entry in self.calls.values() if self.tool and entry[1] == self.tool), None)
 
-    def text(self) -> str:
+    def answer(self) -> Pieces:
         call = self._answer_call()
-        return "".join(call[2]) if call is not None else "".join(self.parts)
+        return call[2] if call is not None else self.parts
 
     def completion(self) -> Completion:
         refusal = "".join(self.refusal) or None
         call = self._answer_call()
         finish: Finish = "refusal" if refusal else _FINISH.get(self.reason, "other")
         if call is not None:
-            return Completion("".join(call[2]), finish, self.reason, self.usage, refusal, call[0], call[1],
+            return Completion(call[2].text(), finish, self.reason, self.usage, refusal, call[0], call[1],
                               self.model, self.id)
-        text = "".join(self.parts) if self.parts else None
+        text = self.parts.text() if self.parts else None
         return Completion(text, finish, self.reason, self.usage, refusal, None, None, self.model, self.id)
 
 

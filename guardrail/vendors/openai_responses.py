@@ -12,6 +12,7 @@ from guardrail.vendors.base import (
     Endpoint,
     Exchange,
     Finish,
+    Pieces,
     ToolCall,
     count,
     feedback_message,
@@ -130,7 +131,7 @@ class _ResponsesStream(Accumulator):
         self.endpoint = endpoint
         self.tool = tool
         self.final: Any = None
-        self.parts: list[str] = []
+        self.parts = Pieces()
 
     def feed(self, event: Any) -> None:
         kind = getattr(event, "type", "")
@@ -142,11 +143,11 @@ class _ResponsesStream(Accumulator):
         elif kind in {"response.output_text.delta", "response.function_call_arguments.delta"}:
             self.parts.append(event.delta)
 
-    def text(self) -> str:
-        return "".join(self.parts)
+    def answer(self) -> Pieces:
+        return self.parts
 
     def completion(self) -> Completion:
         if self.final is not None:
             return self.endpoint.read(self.final, self.tool)
         # The stream stopped before its final event: what arrived is cut off, never complete.
-        return Completion("".join(self.parts), "length", "stream_ended", Usage())
+        return Completion(self.parts.text(), "length", "stream_ended", Usage())
