@@ -25,7 +25,7 @@ from guardrail.store.lists import Lists, ListSnapshot
 from guardrail.tools.identity import Identity
 from guardrail.tools.policy.arguments import Location
 from guardrail.tools.policy.finders import MAX_NEEDLE_CHARS, normal_text
-from guardrail.tools.provenance import Piece, RunContext
+from guardrail.tools.provenance import MAX_SCAN_CHARS, Piece, RunContext, ScanBudget
 
 __all__ = ["UNJUDGED", "Facts", "check_list_template", "list_name"]
 
@@ -49,6 +49,10 @@ def check_list_template(template: str) -> str:
                               + " or ".join(f"{{{p}}}" for p in PLACEHOLDERS))
     if "{" in _PLACEHOLDER.sub("", template) or "}" in _PLACEHOLDER.sub("", template):
         raise ConfigError(f"unbalanced brace in list name {template!r}")
+    between = _PLACEHOLDER.split(template)[2:-1:2]  # the text between two placeholders
+    if any(":" not in text for text in between):
+        raise ConfigError(f"in list name {template!r}, two placeholders must be apart by text with a ':' (an "
+                          "identity's ':' is escaped, so then no two identities name one list)")
     return template
 
 
@@ -93,6 +97,7 @@ class Facts:
         self._secret = secret
         self._snapshots: dict[str, ListSnapshot] = {}
         self._sightings: dict[tuple[str, tuple[str, ...]], list[tuple[str, str, list[Piece]]]] = {}
+        self._budget = ScanBudget()
         self._checks: dict[tuple[str, str, str, str], dict[str, Any]] = {}
 
     # ------------------------------------------------------------------------------------------------- lists
@@ -129,7 +134,11 @@ class Facts:
                     "(judge the items inside it with find)")
         key = (text, kinds)
         if key not in self._sightings:
-            self._sightings[key] = self.run.sightings(text, kinds)
+            found = self.run.sightings(text, kinds, self._budget)
+            if found is None:
+                return (f"{UNJUDGED}: this call asks about more values than the run can be searched for "
+                        f"({MAX_SCAN_CHARS} characters of content in all)")
+            self._sightings[key] = found
         return self._sightings[key]
 
     def record(self, where: str, check: str, kind: str, normal: str, seen: list[Piece], met: bool) -> None:

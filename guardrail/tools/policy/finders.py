@@ -5,13 +5,19 @@ Provenance (:mod:`guardrail.tools.provenance`) asks whether a value the model pu
 content the application trusts. Two comparisons serve it:
 
 - a whole value appears in a text when its :func:`normal_text` occurs in the text's :func:`normal_text` with no
-  letter or digit glued to either end (``"Bob"`` is not in ``"Bobby"``; a :class:`Needle`, at most
-  :data:`MAX_NEEDLE_CHARS` long). The normal form is Unicode NFKC,
-  case-folded, format characters (zero-width, bidi) dropped, every run of white space one space;
+  letter or digit glued to either end, nor glued through a joining character (``.``, ``-``, ``_``, ``/``, ``@``,
+  ``+``, ``%``, and ``,`` between digits) followed by a letter or digit: ``"Bob"`` is not in ``"Bobby"``,
+  ``bob@x.com`` not in ``alice.bob@x.com``, ``99`` not in ``12.99`` (a :class:`Needle`, at most
+  :data:`MAX_NEEDLE_CHARS` long). The normal form is Unicode NFKC, case-folded, invisible characters (format
+  characters such as zero-width and bidi marks, variation selectors: :func:`visible`) dropped, every run of white
+  space one space;
 - a found item (:func:`find_items`) compares by its kind's normal form: a URL without an ``http``/``https``
   scheme (so ``http://example.com`` and ``https://EXAMPLE.com/`` are one URL, ``www.example.com`` another host),
-  its host lower-case without a trailing dot or a default port, an empty path as ``/``; an e-mail address
-  case-folded; an IBAN upper-case without spaces.
+  read as a browser reads it (a backslash before the query is a slash), its host lower-case without a trailing
+  dot or a default port, ideographic full stops as dots and ``xn--`` labels decoded (so the punycode and the
+  Unicode spelling of a host are one host), an empty path as ``/``; an e-mail address lower-case, its domain as
+  a URL's host; an IBAN upper-case without spaces. Items are found in the :func:`visible` text (NFKC, invisible
+  characters dropped), so full-width letters and zero-width characters hide nothing.
 
 What counts as an item (kinds ``url``, ``email``, ``iban``), found left to right without overlap:
 
@@ -20,10 +26,11 @@ What counts as an item (kinds ``url``, ``email``, ``iban``), found left to right
   sentence punctuation after it left off (``.``, ``,``, ``;``, ``:``, ``!``, ``?``, quotes, a closing bracket
   that opens nowhere inside it);
 - ``email``: ``local@domain.tld`` (letters, digits and ``._%+-`` before the ``@``);
-- ``iban``: two capital letters, two digits, then 11 to 30 capital letters or digits, in groups of four that one
-  space may separate (``DE89 3704 0044 0532 0130 00``); for a country in :data:`IBAN_LENGTHS`, exactly that
-  country's length (a capitalised word after the last group, ``... 0130 00 BANK``, is not taken in); no checksum
-  is asked (test data is rarely valid).
+- ``iban``: two letters, two digits, then 11 to 30 letters or digits, in groups of four that one space may
+  separate (``DE89 3704 0044 0532 0130 00``); for a country in :data:`IBAN_LENGTHS`, exactly that country's
+  length (a capitalised word after the last group, ``... 0130 00 BANK``, is not taken in). Written in capitals, no
+  checksum is asked (test data is rarely valid); written with any lower-case letter, only a valid checksum makes
+  it an IBAN (``gb29 nwbk ...`` is one, an ordinary word after ``ab12`` is not).
 
 The patterns run on RE2 (linear time on any text the model or a web page sends). A bare host with another
 top-level domain (``report.pdf``, ``evil.zz``) is not taken for a URL in content; in an argument it is, when
@@ -34,6 +41,7 @@ docs/tools-and-policies.md.
 
 from __future__ import annotations
 
+import contextlib
 import unicodedata
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -45,7 +53,7 @@ from guardrail.errors import ConfigError
 from guardrail.tools.policy.regex import matchable
 
 __all__ = ["COMMON_TLDS", "IBAN_LENGTHS", "KINDS", "MAX_NEEDLE_CHARS", "Item", "Needle", "find_items", "normal_item",
-           "normal_text"]
+           "normal_text", "visible"]
 
 #: The kinds of value :func:`find_items` finds.
 KINDS = ("url", "email", "iban")
@@ -75,12 +83,12 @@ _PATTERN = (
     r"|(?P<url>[a-z][a-z0-9+.-]{0,15}://[^\s<>\"'`]+"                 # scheme://...
     rf"|\bwww\.{_LABEL}(?:\.{_LABEL})+{_TAIL}"                          # www.host...
     rf"|(?P<host>\b(?:{_LABEL}\.)+{_LABEL}){_TAIL})"                    # host.tld... (a common TLD: below)
-    r"|(?-i:(?P<iban>\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b))"
+    r"|(?P<iban>\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b)"  # any case: see find_items
 )
 
 
 class Item(NamedTuple):
-    """An item found in a text: its kind, its normal form, and where it stands (``text[start:end]``).
+    """An item found in a text: its kind, its normal form, and where it stands (``visible(text)[start:end]``).
     ``uncommon`` marks a bare host under a top-level domain not in :data:`COMMON_TLDS` (found only on request)."""
 
     kind: str
@@ -105,12 +113,29 @@ _TRAILING = ".,;:!?'\")]}>"
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
 
 
+#: Invisible characters that are not format characters (category Cf) but show nothing either: the combining
+#: grapheme joiner, Hangul and Khmer fillers, Mongolian and other variation selectors (IDNA maps them away).
+_INVISIBLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0"
+                       + "".join(map(chr, range(0xFE00, 0xFE10))) + "".join(map(chr, range(0xE0100, 0xE01F0))))
+
+
+def _shown(char: str) -> bool:
+    return char not in _INVISIBLE and unicodedata.category(char) != "Cf"
+
+
+def visible(text: str) -> str:
+    """``text`` in Unicode NFKC without invisible characters (format characters such as zero-width spaces, soft
+    hyphens and bidi marks, variation selectors, fillers): what a reader sees, and where items are found."""
+    shown = unicodedata.normalize("NFKC", text)
+    return shown if shown.isascii() else "".join(filter(_shown, shown))
+
+
 def normal_text(text: str) -> str:
-    """``text`` as whole values are compared: NFKC, case-folded, format characters dropped, white space runs as
-    one space, stripped."""
+    """``text`` as whole values are compared: NFKC, case-folded, invisible characters dropped (:func:`visible`),
+    white space runs as one space, stripped."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     if not folded.isascii():
-        folded = "".join(char for char in folded if unicodedata.category(char) != "Cf")
+        folded = "".join(filter(_shown, folded))
     return " ".join(folded.split())
 
 
@@ -119,23 +144,47 @@ def normal_text(text: str) -> str:
 MAX_NEEDLE_CHARS = 1000
 
 
+#: Characters that join two runs of letters and digits into one token (``alice.bob``, ``notice-2024``, ``a/b``);
+#: between digits, ``,`` too (``1,500``).
+_JOINERS = "._/@+%-"
+
+
+def _edge(char: str, *, before: bool) -> str:
+    """The RE2 text that must stand next to a value whose edge character is ``char`` (empty: nothing is asked):
+    the start or end, or a character that is neither a letter nor a digit and does not join the value to one."""
+    if not char.isalnum():
+        return ""
+    joiners = _JOINERS + ("," if char.isdigit() else "")
+    apart = r"[^\p{L}\p{N}" + re2.escape(joiners) + "]"
+    joiner = "[" + re2.escape(joiners) + "]"
+    if before:
+        return rf"(?:^|{apart}|(?:^|[^\p{{L}}\p{{N}}]){joiner})"
+    return rf"(?:$|{apart}|{joiner}(?:$|[^\p{{L}}\p{{N}}]))"
+
+
 class Needle:
     """A whole value to look for in texts (both :func:`normal_text`): it occurs where no letter or digit is glued
-    to either end of it. An RE2 search, linear in the text whatever the value and the text hold."""
+    to either end of it, directly or through a joining character (module docstring). An RE2 search, linear in
+    the text whatever the value and the text hold."""
 
     __slots__ = ("_regexp", "text")
 
     def __init__(self, text: str) -> None:
         if not text or len(text) > MAX_NEEDLE_CHARS:
             raise ConfigError(f"a value to look for has 1 to {MAX_NEEDLE_CHARS} characters, got {len(text)}")
-        before = r"(?:^|[^\p{L}\p{N}])" if text[0].isalnum() else ""
-        after = r"(?:$|[^\p{L}\p{N}])" if text[-1].isalnum() else ""
         self.text = text
-        self._regexp = re2.compile(before + re2.escape(matchable(text)) + after, _options())
+        self._regexp = re2.compile(_edge(text[0], before=True) + "(" + re2.escape(matchable(text)) + ")"
+                                   + _edge(text[-1], before=False), _options())
 
     def within(self, haystack: str) -> bool:
         """Whether the value occurs in ``haystack``."""
-        return self._regexp.search(matchable(haystack)) is not None
+        return self.first(matchable(haystack)) is not None
+
+    def first(self, haystack: str) -> int | None:
+        """Where the value first occurs in ``haystack`` (already :func:`~guardrail.tools.policy.regex.matchable`),
+        else ``None``."""
+        found = self._regexp.search(haystack)
+        return None if found is None else int(found.start(1))
 
 
 def _trim_url(url: str) -> str:
@@ -150,8 +199,25 @@ def _trim_url(url: str) -> str:
 
 
 def _iban_as_long_as_its_country(value: str) -> str:
-    """An IBAN found in prose cut to its country's length (``""`` when it is shorter: not an IBAN)."""
-    expected = IBAN_LENGTHS.get(value[:2])
+    """An IBAN found in prose cut to its country's length (``""`` when it is shorter: not an IBAN); one written with
+    a lower-case letter only when its checksum holds (``""`` otherwise: a word, not an IBAN)."""
+    value = _iban_cut(value)
+    if value != value.upper() and not _iban_checksum_holds(value.replace(" ", "").upper()):
+        return ""
+    return value
+
+
+def _iban_checksum_holds(iban: str) -> bool:
+    """ISO 13616: the country and check digits moved to the end, letters as 10..35, the number mod 97 is 1."""
+    try:
+        digits = "".join(str(int(char, 36)) for char in iban[4:] + iban[:4])
+    except ValueError:  # a character that is no ASCII letter or digit
+        return False
+    return int(digits) % 97 == 1
+
+
+def _iban_cut(value: str) -> str:
+    expected = IBAN_LENGTHS.get(value[:2].upper())
     if expected is None:
         return value if len(value.replace(" ", "")) >= 15 else ""
     count = 0
@@ -165,20 +231,44 @@ def _iban_as_long_as_its_country(value: str) -> str:
 
 def normal_item(kind: str, value: str) -> str:
     """``value`` (an item of ``kind``) in the form two spellings of it share (module docstring)."""
+    value = visible(value)
     if kind == "email":
-        return unicodedata.normalize("NFKC", value).casefold()
+        local, _, domain = value.rpartition("@")
+        return f"{local.lower()}@{_normal_host(domain)}"
     if kind == "iban":
         return value.replace(" ", "").upper()
     return _normal_url(value)
 
 
+#: Schemes whose URLs a browser parses as "special" (WHATWG): a backslash is a slash there, and any run of
+#: slashes and backslashes after the scheme leads to the host.
+_SPECIAL_SCHEMES = ("http", "https", "ws", "wss", "ftp")
+
+
+def _normal_host(host: str) -> str:
+    """A host as IDNA leaves it for a browser: lower case, ideographic full stops as dots, no trailing dot, each
+    ``xn--`` label decoded to the Unicode it spells (so both spellings of one host compare equal)."""
+    labels = []
+    for label in host.replace("\u3002", ".").lower().rstrip(".").split("."):
+        if label.startswith("xn--"):
+            with contextlib.suppress(UnicodeError, ValueError):  # not punycode after all: compare it as written
+                label = label[4:].encode("ascii").decode("punycode").lower()
+        labels.append(label)
+    return ".".join(labels)
+
+
 def _normal_url(value: str) -> str:
-    text = unicodedata.normalize("NFKC", value.strip())
-    if "://" not in text:
-        text = "http://" + text
+    text = value.strip()
+    scheme, separator, rest = text.partition("://")
+    if not separator:
+        scheme, rest = "http", text
+    if scheme.lower() in _SPECIAL_SCHEMES:  # as a browser reads it: https://evil.com\@good.com/ visits evil.com
+        end = min(index for index in (rest.find("?"), rest.find("#"), len(rest)) if index >= 0)
+        rest = rest[:end].replace("\\", "/").lstrip("/") + rest[end:]
+    text = f"{scheme}://{rest}"
     try:
         parts = urlsplit(text)
-        host = (parts.hostname or "").rstrip(".")
+        host = _normal_host(parts.hostname or "")
         port = parts.port
     except ValueError:  # a bracket or a port that does not parse: compare the text as it is
         return text.casefold()
@@ -192,11 +282,12 @@ def _normal_url(value: str) -> str:
 
 
 def find_items(text: str, kinds: Iterable[str] = KINDS, *, uncommon: bool = False) -> list[Item]:
-    """Every item of ``kinds`` in ``text``, left to right; with ``uncommon``, bare hosts under any top-level
-    domain too (marked: the caller keeps those it can match with an item found elsewhere)."""
+    """Every item of ``kinds`` in the :func:`visible` form of ``text``, left to right (positions are in that
+    form); with ``uncommon``, bare hosts under any top-level domain too (marked: the caller keeps those it can
+    match with an item found elsewhere)."""
     wanted = frozenset(kinds)
     found: list[Item] = []
-    for match in _FINDER.finditer(matchable(text)):  # type: ignore[attr-defined]
+    for match in _FINDER.finditer(matchable(visible(text))):  # type: ignore[attr-defined]
         host = match.group("host")
         odd = host is not None and host.rsplit(".", 1)[-1].lower() not in COMMON_TLDS
         if odd and (not uncommon or not any(char.isalpha() for char in host.rsplit(".", 1)[-1])):

@@ -335,15 +335,30 @@ class ArgRule(BaseModel):
                 raise Rejected(reason)
             if value is None and not self.required:
                 return value
+            written = value
             if self.url is not None:
                 value = self._typed("url", self.url.canonical, value)
             if self.path is not None:
                 value = self._typed("path", self.path.canonical, value)
             if self.sql is not None:
                 value = self._typed("sql", self.sql.canonical, value)
+            negated = self.negations()
+            if value != written and negated is not None:  # what the tool receives is never a refused value
+                reason = negated._plain_reason(value) or negated._fact_reason(value, facts, where)
+                if reason is not None:
+                    raise Rejected(reason)
         except ValueError as error:
             raise Rejected(f"policy cannot be applied: {error}") from None
         return value
+
+    def negations(self) -> ArgRule | None:
+        """This rule's negated value keys alone (``not_one_of``, ``not_pattern``, ``not_list``, with the presence
+        keys), or ``None`` when it has none: what the checked value (the canonical URL or path) must meet as
+        well as the value as written, since the tool receives it."""
+        if self.not_one_of is None and self.not_pattern is None and self.not_list is None:
+            return None
+        return self.model_copy(update={name: None for name in _VALUE_KEYS if name not in _NEGATED_KEYS}
+                               | {"find": (), "changed": None})
 
     @staticmethod
     def _typed(kind: str, checker: Any, value: Any) -> Any:
@@ -445,6 +460,9 @@ class ArgRule(BaseModel):
 _VALUE_KEYS = ("one_of", "not_one_of", "min", "max", "min_length", "max_length", "pattern", "not_pattern", "in_list",
                "not_list", "source", "not_source", "untrusted_only", "url", "path", "sql")
 
+#: The keys that name values an argument must not have: they judge the checked value too (:meth:`ArgRule.negations`).
+_NEGATED_KEYS = ("not_one_of", "not_pattern", "not_list")
+
 #: Reasons that mean "this constraint cannot judge this value" rather than "the value fails it".
 _UNJUDGED = ("not a number", "has no length", "not text", "policy cannot be applied", UNJUDGED)
 
@@ -512,7 +530,8 @@ class Match(BaseModel):
         return when
 
     def matches(self, who: Identity | None, arguments: dict[str, Any], *, deny: bool = False,
-                omitted: Collection[Location] = frozenset(), facts: Facts | None = None) -> bool:
+                omitted: Collection[Location] = frozenset(), facts: Facts | None = None,
+                negations: bool = False) -> bool:
         """Whether the rule applies. A deny rule fails closed: it applies to anonymous callers unless it names
         roles/tenants/users, and a ``when`` constraint that cannot judge a value (wrong type, unreachable)
         counts as met; an allow rule needs every condition positively met. A ``when`` path that reaches a list
@@ -524,7 +543,9 @@ class Match(BaseModel):
         currency, unless the condition says ``check_default = true`` (then the default is judged).
 
         ``deny=True`` is also how ``[[approve]]`` rules match (fail closed: a condition that cannot judge asks for
-        a person). ``facts`` serve the list, provenance and ``changed`` keys."""
+        a person). ``facts`` serve the list, provenance and ``changed`` keys. ``negations=True`` judges only the
+        negated keys of each condition (:meth:`ArgRule.negations`): how an allow rule is held to the checked
+        arguments as well."""
         if deny:
             if who is None and (self.roles or self.tenants or self.users):
                 return False
@@ -536,7 +557,10 @@ class Match(BaseModel):
         elif not self._identity_matches(who):
             return False
         judge = any if deny else all
-        for name, rule in self.when.items():
+        for name, condition in self.when.items():
+            rule = condition.negations() if negations else condition
+            if rule is None:
+                continue
             found = leaves(arguments, name, omitted, into_defaults=rule.check_default)
             if not judge(rule.condition_met(value, left_out, deny=deny, facts=facts, at=at)
                          for value, left_out, at in found):
