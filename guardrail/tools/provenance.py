@@ -100,9 +100,10 @@ class _Source:
     """The pieces of one source, their normal texts joined by ``\\n`` (which no normal text holds, so a value is
     never found across two pieces), searched once per value whatever the number of pieces."""
 
-    __slots__ = ("joined", "parts", "pieces", "size", "starts")
+    __slots__ = ("joined", "parts", "pieces", "size", "starts", "trusted")
 
-    def __init__(self) -> None:
+    def __init__(self, trusted: bool) -> None:
+        self.trusted = trusted
         self.parts: list[str] = []
         self.starts: list[int] = []
         self.pieces: list[Piece] = []
@@ -161,7 +162,7 @@ class RunContext:
         with self._lock:
             piece = Piece(len(self._pieces), source, trusted, normal, items)
             self._pieces.append(piece)
-            self._sources.setdefault(source, _Source()).add(piece)
+            self._sources.setdefault(source, _Source(trusted)).add(piece)
             for item in items:
                 self._items.setdefault(item, {}).setdefault(source, piece)
             return piece.index
@@ -207,11 +208,13 @@ class RunContext:
         With ``kinds`` (``url``, ``email``, ``iban``), each item of those kinds found inside ``value``, seen
         where a piece holds the same item (a bare host under an uncommon top-level domain counts only where some
         piece holds it as a URL). Else the whole value (kind ``"value"``, at most
-        :data:`~guardrail.tools.policy.finders.MAX_NEEDLE_CHARS` long): when it is itself one URL, e-mail address
-        or IBAN, seen where a piece holds that item (and nowhere else: not inside a longer address or link);
-        otherwise where its normal text occurs in a piece, a search of the whole run that spends ``budget``
-        (``None`` when not enough is left: it cannot be judged). An empty value, or a text without the items
-        asked for, has nothing to judge: ``[]``."""
+        :data:`~guardrail.tools.policy.finders.MAX_NEEDLE_CHARS` long), seen in a trusted piece only where it
+        stands as itself: the same item, when the value is one URL, e-mail address or IBAN, else its normal text
+        not glued to a longer token (:class:`~guardrail.tools.policy.finders.Needle`); in an untrusted piece also
+        where it is glued to one (``bob@x.com`` in ``alice.bob@x.com``), so that trusted content vouches for no
+        more than it says and untrusted content shows all it may have planted. Searching the pieces spends
+        ``budget`` (``None`` when not enough is left: it cannot be judged). An empty value, or a text without the
+        items asked for, has nothing to judge: ``[]``."""
         wanted = tuple(kinds)
         if wanted:
             found: dict[tuple[str, str], list[Piece]] = {}  # each item once, in order
@@ -225,17 +228,20 @@ class RunContext:
             return []
         shown = visible(value)
         items = find_items(shown)
-        if len(items) == 1 and items[0].start == len(shown) - len(shown.lstrip()) \
-                and items[0].end == len(shown.rstrip()):
-            return [("value", text, self._holding((items[0].kind, items[0].value)))]  # one item: by its kind
-        needle = Needle(text)  # ConfigError for a value too long to look for (MAX_NEEDLE_CHARS)
+        one = len(items) == 1 and items[0].start == len(shown) - len(shown.lstrip()) \
+            and items[0].end == len(shown.rstrip())
+        held = self._holding((items[0].kind, items[0].value)) if one else []
+        needles = {False: Needle(text, loose=True), True: None if one else Needle(text)}  # by the source's trust
+        first = {piece.source: piece for piece in reversed(held)}
         with self._lock:
-            sources = list(self._sources.values())
-            size = sum(source.size for source in sources)
-            if budget is not None and not budget.spend(size):
+            sources = [(name, source) for name, source in self._sources.items() if needles[source.trusted]]
+            if budget is not None and not budget.spend(sum(source.size for _, source in sources)):
                 return None
-            seen = [piece for piece in (source.first(needle) for source in sources) if piece is not None]
-        return [("value", text, sorted(seen, key=lambda piece: piece.index))]
+            for name, source in sources:
+                piece = source.first(needles[source.trusted])  # type: ignore[arg-type]
+                if piece is not None and (name not in first or piece.index < first[name].index):
+                    first[name] = piece
+        return [("value", text, sorted(first.values(), key=lambda piece: piece.index))]
 
     def _holding(self, item: tuple[str, str]) -> list[Piece]:
         """The first piece of each source that holds ``item``, in order."""

@@ -164,17 +164,23 @@ def _edge(char: str, *, before: bool) -> str:
 
 class Needle:
     """A whole value to look for in texts (both :func:`normal_text`): it occurs where no letter or digit is glued
-    to either end of it, directly or through a joining character (module docstring). An RE2 search, linear in
-    the text whatever the value and the text hold."""
+    to either end of it, directly or through a joining character (module docstring). ``loose=True`` asks only
+    that no letter or digit be glued directly (``bob@x.com`` occurs in ``alice.bob@x.com``): how untrusted
+    content is read, so that a value planted inside a longer token still counts as shown there. An RE2 search,
+    linear in the text whatever the value and the text hold."""
 
     __slots__ = ("_regexp", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, loose: bool = False) -> None:
         if not text or len(text) > MAX_NEEDLE_CHARS:
             raise ConfigError(f"a value to look for has 1 to {MAX_NEEDLE_CHARS} characters, got {len(text)}")
         self.text = text
-        self._regexp = re2.compile(_edge(text[0], before=True) + "(" + re2.escape(matchable(text)) + ")"
-                                   + _edge(text[-1], before=False), _options())
+        if loose:
+            before = r"(?:^|[^\p{L}\p{N}])" if text[0].isalnum() else ""
+            after = r"(?:$|[^\p{L}\p{N}])" if text[-1].isalnum() else ""
+        else:
+            before, after = _edge(text[0], before=True), _edge(text[-1], before=False)
+        self._regexp = re2.compile(before + "(" + re2.escape(matchable(text)) + ")" + after, _options())
 
     def within(self, haystack: str) -> bool:
         """Whether the value occurs in ``haystack``."""
