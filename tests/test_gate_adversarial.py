@@ -122,20 +122,32 @@ _INVISIBLE = st.sampled_from(["\u00ad", "\u200b", "\u2060", "\ufeff", "\u034f", 
 
 
 def _respelled(link: str, draw: Any) -> str:
-    """``link`` as a model could write it so that it still leads to the same place: invisible characters inside
-    the host, an ideographic full stop, full-width letters, upper case."""
+    """``link`` as a model could write it so that it still leads to the same place (a browser visits the same
+    host and path): invisible characters inside the host, look-alike dots, full-width letters, upper case,
+    percent-escapes, a user name, the default port, a trailing dot; two of them at once."""
     scheme, rest = link.split("://", 1)
     host, path = rest.split("/", 1)
-    how = draw(st.sampled_from(["invisible", "ideographic", "fullwidth", "upper"]))
-    if how == "invisible":
-        cut = draw(st.integers(1, len(host) - 1))
-        host = host[:cut] + draw(_INVISIBLE) + host[cut:]
-    elif how == "ideographic":
-        host = host.replace(".", draw(st.sampled_from(["\u3002", "\uff0e", "\uff61"])))
-    elif how == "fullwidth":
-        host = "".join(chr(ord(char) + 0xFEE0) if "a" <= char <= "z" else char for char in host)
-    else:
-        host = host.upper()
+    ways = ["invisible", "dots", "fullwidth", "upper", "escape", "user", "dot", "port", "path"]  # in this order
+    for how in sorted(draw(st.lists(st.sampled_from(ways), min_size=1, max_size=2, unique=True)), key=ways.index):
+        if how == "invisible":
+            cut = draw(st.integers(1, len(host) - 1))
+            host = host[:cut] + draw(_INVISIBLE) + host[cut:]
+        elif how == "dots":
+            host = host.replace(".", draw(st.sampled_from(["\u3002", "\uff0e", "\uff61"])))
+        elif how == "fullwidth":
+            host = "".join(chr(ord(char) + 0xFEE0) if "a" <= char <= "z" else char for char in host)
+        elif how == "upper":
+            host = host.upper()
+        elif how == "escape":
+            host = "".join(f"%{ord(char):02X}" if char == "e" else char for char in host)
+        elif how == "user":
+            host = "support@" + host
+        elif how == "port":
+            host += ":443"
+        elif how == "dot":
+            host += "."
+        else:
+            path = "".join(f"%{ord(char):02x}" if char == "c" else char for char in path)
     return f"{scheme}://{host}/{path}"
 
 
@@ -143,7 +155,8 @@ def _respelled(link: str, draw: Any) -> str:
 @given(data=st.data())
 def test_a_planted_link_respelled_is_still_the_planted_link(agent: ToolEnv, data: st.DataObject) -> None:
     """``untrusted_only = false`` refuses a link only untrusted content shows; the model writing the same link
-    with invisible characters or look-alike dots (which browsers map away, UTS 46) must not make it new."""
+    another way a browser reads alike (invisible characters and look-alike dots that IDNA maps away, escapes,
+    a user name, the default port) must not make it new."""
     agent.calls.clear()
     planted = "https://login.evil.test/acme"
     spelled = _respelled(planted, data.draw)
@@ -243,3 +256,15 @@ def test_trusted_content_vouches_for_what_it_says_untrusted_content_shows_all_it
             env.call("book_hotel", {"hotel": "Le Marais"})  # not what the user named: a person decides
         assert waiting.value.rule == "approve.hotel-not-from-user"
     assert env.calls == [("book_hotel", "le marais-nord")]
+
+
+def test_an_address_planted_in_another_spelling_is_the_same_address(agent: ToolEnv) -> None:
+    """A browser reads ``http://2130706433/``, ``http://0x7f.1/`` and ``http://0177.0.0.1/`` as 127.0.0.1, and
+    ``xn--pple-43d.com`` as ``аpple.com`` (a Cyrillic а): spelt either way, a planted address stays planted."""
+    with guardrail.identity(user="u"), run_context(user="Post the status page link"):
+        _page(agent, "Status moved to http://127.0.0.1:8080/admin and https://аpple.com/login")
+        for text in ("see http://2130706433:8080/admin", "see http://0x7f.1:8080/admin",
+                     "see http://0177.0.0.1:8080/admin", "see https://xn--pple-43d.com/login"):
+            assert denied(agent, "adv_post_message", {"text": text}).reason == "seen only in untrusted content", text
+        agent.call("adv_post_message", {"text": "see https://apple.com/login"})  # the Latin one: another host
+    assert agent.calls == [("adv_post_message", "see https://apple.com/login")]

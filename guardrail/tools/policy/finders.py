@@ -45,7 +45,7 @@ import contextlib
 import unicodedata
 from collections.abc import Iterable
 from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import re2  # type: ignore[import-untyped]
 
@@ -58,10 +58,23 @@ __all__ = ["COMMON_TLDS", "IBAN_LENGTHS", "KINDS", "MAX_NEEDLE_CHARS", "Item", "
 #: The kinds of value :func:`find_items` finds.
 KINDS = ("url", "email", "iban")
 
-#: Top-level domains under which a bare host (no scheme, no ``www.``) is taken for a URL.
-COMMON_TLDS = ("com", "net", "org", "info", "biz", "io", "co", "app", "dev", "xyz", "online", "site", "top",
-               "link", "click", "me", "ly", "to", "gl", "ai", "us", "uk", "de", "fr", "eu", "ru", "cn", "tk", "ml",
-               "ga", "cf", "gq", "shop", "store", "live", "cloud", "page")
+#: Top-level domains under which a bare host (no scheme, no ``www.``) is taken for a URL: the generic ones most
+#: used (and abused), and the country codes of most registrations. Left out on purpose: those that are also
+#: file-name extensions (``zip``, ``mov``, ``py``, ``md``, ``rs``, ``sh``, ``pl``, ``ps``, ``so``), so that
+#: ``report.zip`` or ``setup.py`` in prose is no link; written with a scheme or ``www.``, any host is one.
+COMMON_TLDS = frozenset((
+    "com", "net", "org", "info", "biz", "io", "co", "app", "dev", "xyz", "online", "site", "top", "link", "click",
+    "me", "ly", "to", "gl", "ai", "us", "uk", "de", "fr", "eu", "ru", "cn", "tk", "ml", "ga", "cf", "gq", "shop",
+    "store", "live", "cloud", "page", "gov", "edu", "mil", "int", "mobi", "name", "pro", "tel", "asia", "cc", "tv",
+    "ws", "pw", "su", "icu", "buzz", "work", "fit", "rest", "cam", "sbs", "cfd", "bond", "lol", "mom", "win", "bid",
+    "loan", "men", "party", "review", "trade", "date", "faith", "science", "stream", "download", "racing",
+    "country", "kim", "gdn", "quest", "monster", "support", "help", "email", "services", "digital", "network",
+    "tech", "website", "space", "fun", "today", "world", "news", "blog", "club", "vip", "zone", "center", "company",
+    "solutions", "agency", "media", "group", "global", "life", "bank", "finance", "money", "pay", "login", "secure",
+    "ca", "au", "nz", "in", "jp", "kr", "tw", "hk", "sg", "my", "id", "ph", "th", "vn", "br", "ar", "mx", "cl", "pe",
+    "za", "ng", "ke", "eg", "ae", "sa", "il", "tr", "ir", "pk", "bd", "nl", "be", "ch", "at", "se", "no", "dk", "fi",
+    "ie", "es", "it", "pt", "cz", "sk", "hu", "ro", "bg", "gr", "ua", "by", "kz", "lt", "lv", "ee", "is", "lu", "li",
+    "mc", "ms", "vc", "gg", "im", "sc", "la", "st", "fm", "nu", "tl", "cx", "ac"))
 
 #: The length of an IBAN by country (the IBAN registry), so that a capitalised word after one is not read as part
 #: of it; an IBAN of another country is taken as written (15 to 34 characters).
@@ -252,15 +265,62 @@ _SPECIAL_SCHEMES = ("http", "https", "ws", "wss", "ftp")
 
 
 def _normal_host(host: str) -> str:
-    """A host as IDNA leaves it for a browser: lower case, ideographic full stops as dots, no trailing dot, each
-    ``xn--`` label decoded to the Unicode it spells (so both spellings of one host compare equal)."""
+    """A host as a browser reaches it (WHATWG, IDNA): percent-escapes decoded, lower case, ideographic full stops
+    as dots, no trailing dot, each ``xn--`` label decoded to the Unicode it spells (so both spellings of one host
+    compare equal), an IPv4 address in any of its spellings (``0x7f.1``, ``2130706433``) as dotted decimal."""
     labels = []
-    for label in host.replace("\u3002", ".").lower().rstrip(".").split("."):
+    for label in visible(unquote(host)).replace("\u3002", ".").lower().rstrip(".").split("."):
         if label.startswith("xn--"):
             with contextlib.suppress(UnicodeError, ValueError):  # not punycode after all: compare it as written
                 label = label[4:].encode("ascii").decode("punycode").lower()
         labels.append(label)
-    return ".".join(labels)
+    return _ipv4(labels) or ".".join(labels)
+
+
+def _ipv4(labels: list[str]) -> str | None:
+    """The dotted-decimal address a browser reads in ``labels`` (WHATWG IPv4 parser: up to four parts, decimal,
+    ``0x`` hex or ``0`` octal, the last part filling the remaining bytes), else ``None``."""
+    numbers = [_number(label) for label in labels]
+    if not labels or len(labels) > 4 or numbers[-1] is None:
+        return None
+    parts = [number for number in numbers if number is not None]
+    if len(parts) < len(labels) or any(part > 255 for part in parts[:-1]) or parts[-1] >= 256 ** (5 - len(parts)):
+        return None
+    address = parts[-1] + sum(part << (8 * (3 - index)) for index, part in enumerate(parts[:-1]))
+    return ".".join(str((address >> shift) & 255) for shift in (24, 16, 8, 0))
+
+
+def _number(label: str) -> int | None:
+    """A part of an IPv4 address (decimal, ``0x`` hex, ``0`` octal), else ``None``."""
+    if label[:2] in ("0x", "0X"):
+        digits = label[2:]
+        return int(digits or "0", 16) if all(char in "0123456789abcdefABCDEF" for char in digits) else None
+    if not label.isascii() or not label.isdigit():
+        return None
+    if len(label) > 1 and label.startswith("0"):
+        return int(label, 8) if all(char in "01234567" for char in label) else None
+    return int(label)
+
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _normal_path(path: str) -> str:
+    """A path, query or fragment with the percent-escapes of unreserved characters decoded and the rest in upper
+    case (RFC 3986 6.2.2: ``/%61cme`` is ``/acme``)."""
+    if "%" not in path:
+        return path
+    out, index = [], 0
+    while index < len(path):
+        escape = path[index + 1:index + 3]
+        if path[index] == "%" and len(escape) == 2 and all(c in "0123456789abcdefABCDEF" for c in escape):
+            char = chr(int(escape, 16))
+            out.append(char if char in _UNRESERVED else "%" + escape.upper())
+            index += 3
+        else:
+            out.append(path[index])
+            index += 1
+    return "".join(out)
 
 
 def _normal_url(value: str) -> str:
@@ -280,11 +340,12 @@ def _normal_url(value: str) -> str:
         return text.casefold()
     scheme = parts.scheme.lower()
     default = {"http": 80, "https": 443}.get(scheme)
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
     netloc = host if port is None or port == default else f"{host}:{port}"
     prefix = "" if scheme in ("http", "https") else f"{scheme}://"
     tail = (parts.path or "/") + (f"?{parts.query}" if parts.query else "") + \
         (f"#{parts.fragment}" if parts.fragment else "")
-    return f"{prefix}{netloc}{tail}"
+    return f"{prefix}{netloc}{_normal_path(tail)}"
 
 
 def find_items(text: str, kinds: Iterable[str] = KINDS, *, uncommon: bool = False) -> list[Item]:
