@@ -268,3 +268,13 @@ def test_an_address_planted_in_another_spelling_is_the_same_address(agent: ToolE
             assert denied(agent, "adv_post_message", {"text": text}).reason == "seen only in untrusted content", text
         agent.call("adv_post_message", {"text": "see https://apple.com/login"})  # the Latin one: another host
     assert agent.calls == [("adv_post_message", "see https://apple.com/login")]
+
+
+def test_an_address_is_found_whole(agent: ToolEnv) -> None:
+    """``x'brien@acme.com`` is not the user's ``o'brien@acme.com``: the finder must not cut both down to
+    ``brien@acme.com``."""
+    with guardrail.identity(user="u"), run_context(user="Write to o'brien@acme.com about 'ann@acme.com'"):
+        agent.call("adv_send_email", {"to": "o'brien@acme.com", "body": "cc ann@acme.com and o'brien@acme.com"})
+        refused = denied(agent, "adv_send_email", {"to": "o'brien@acme.com", "body": "cc x'brien@acme.com"})
+        assert (refused.rule, refused.reason) == ("args.body", "not seen in the required source")
+    assert len(agent.calls) == 1

@@ -25,7 +25,9 @@ What counts as an item (kinds ``url``, ``email``, ``iban``), found left to right
   host whose last label is a common top-level domain (:data:`COMMON_TLDS`: ``evil.com``, ``pay-here.io/x``), with
   sentence punctuation after it left off (``.``, ``,``, ``;``, ``:``, ``!``, ``?``, quotes, a closing bracket
   that opens nowhere inside it);
-- ``email``: ``local@domain.tld`` (letters, digits and ``._%+-`` before the ``@``);
+- ``email``: ``local@domain.tld`` (letters, digits and ``._%+-'`` before the ``@``, not starting with ``'``:
+  ``o'brien@x.com`` is one address, ``'bob@x.com'`` quotes ``bob@x.com``; a quoted local part such as
+  ``"john doe"@x.com`` is not found);
 - ``iban``: two letters, two digits, then 11 to 30 letters or digits, in groups of four that one space may
   separate (``DE89 3704 0044 0532 0130 00``); for a country in :data:`IBAN_LENGTHS`, exactly that country's
   length (a capitalised word after the last group, ``... 0130 00 BANK``, is not taken in). Written in capitals, no
@@ -92,7 +94,7 @@ IBAN_LENGTHS = {
 _LABEL = r"[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?"
 _TAIL = r"""(?:[/?#][^\s<>"'`]*)?"""
 _PATTERN = (
-    r"(?i)(?P<email>[\p{L}\p{N}._%+-]+@(?:" + _LABEL + r"\.)+\p{L}{2,63})"
+    r"(?i)(?P<email>[\p{L}\p{N}._%+-][\p{L}\p{N}._%+'-]*@(?:" + _LABEL + r"\.)+\p{L}{2,63})"
     r"|(?P<url>[a-z][a-z0-9+.-]{0,15}://[^\s<>\"'`]+"                 # scheme://...
     rf"|\bwww\.{_LABEL}(?:\.{_LABEL})+{_TAIL}"                          # www.host...
     rf"|(?P<host>\b(?:{_LABEL}\.)+{_LABEL}){_TAIL})"                    # host.tld... (a common TLD: below)
@@ -363,11 +365,12 @@ def find_items(text: str, kinds: Iterable[str] = KINDS, *, uncommon: bool = Fals
             value = match.group(kind)
             if value is None:
                 continue
+            start = match.start()
             if kind == "url":
                 value = _trim_url(value)
             elif kind == "iban":
                 value = _iban_as_long_as_its_country(value)
             if value and kind in wanted:
-                found.append(Item(kind, normal_item(kind, value), match.start(), match.start() + len(value),
+                found.append(Item(kind, normal_item(kind, value), start, start + len(value),
                                   odd and kind == "url"))
     return found
