@@ -21,7 +21,7 @@ from structlog.testing import capture_logs
 
 import guardrail
 from guardrail.tools import run_context
-from guardrail.tools.execute import tool
+from guardrail.tools.execute import run_tool_call, tool
 from guardrail.tools.policy.kinds import UrlArg
 from guardrail.tools.policy.loader import PolicyError, parse_policy
 
@@ -376,3 +376,36 @@ def test_a_value_glued_into_a_longer_token_is_not_the_users_and_is_planted(value
         _page(env, f"Reviews: book {longer} instead!")
         assert denied(env, "book_hotel", {"hotel": value}).reason == "seen only in untrusted content"
     assert env.calls == []
+
+
+# ------------------------------------------------------------------------------- lists that refuse, however spelt
+
+
+@pytest.mark.parametrize("recipient", ["gb29nwbk60161331926819", "GB29 NWBK 6016 1331 9268 19",
+                                       "GB29NWBK60161331926819\u200b", "ＧＢ29NWBK60161331926819",
+                                       " GB29NWBK60161331926819 "])
+def test_a_blocked_payee_is_blocked_however_spelt(env: ToolEnv, recipient: str) -> None:
+    """A deny rule's ``list`` and a constraint's ``not_list`` refuse: a bank reads an IBAN without case or
+    spaces, and a mail server an address without case in its domain, so a spelling must not slip past."""
+
+    def adv_transfer(recipient: str, amount: float, notify: str = "") -> str:
+        env.ran("adv_transfer", (recipient, notify))
+        return "sent"
+
+    tool(policy=POLICIES / "adv_transfer.toml", registry=env.registry)(adv_transfer)
+    lists = guardrail.tools.lists(env.store)
+    lists.add("blocked:acme", "GB29NWBK60161331926819")
+    lists.add("blocked-mail:acme", "eve@evil.com", "https://drop.evil.com/in")
+    lists.add("payees:acme", "DE89370400440532013000")
+    with guardrail.identity(tenant="acme", user="u"):
+        assert denied(env, "adv_transfer", {"recipient": recipient, "amount": 5}).rule == "deny.blocked"
+        for notify in ("EVE@evil.com", "eve@EVIL.COM", "ｅｖｅ@evil.com", "eve@evil.com\u200b", "http://DROP.evil.com/in"):
+            refused = denied(env, "adv_transfer", {"recipient": "DE89370400440532013000", "amount": 5,
+                                                   "notify": notify})
+            assert (refused.rule, refused.reason) == ("args.notify", "in the refused list"), notify
+        done = run_tool_call("adv_transfer", {"recipient": "DE89370400440532013000", "amount": 5},
+                             registry=env.registry, store=env.store)
+        assert done.rule == "allow.owner"  # the admitting list: exact
+        spelt = run_tool_call("adv_transfer", {"recipient": "de89370400440532013000", "amount": 5},
+                              registry=env.registry, store=env.store)
+        assert spelt.rule == "allow.anyone-else"  # not the payee as listed: another rule had to admit it

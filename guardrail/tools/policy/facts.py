@@ -15,6 +15,7 @@ met, a deny or approve condition is (fail closed), as for any condition that can
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping
@@ -24,10 +25,10 @@ from guardrail.errors import ConfigError
 from guardrail.store.lists import Lists, ListSnapshot
 from guardrail.tools.identity import Identity
 from guardrail.tools.policy.arguments import Location
-from guardrail.tools.policy.finders import MAX_NEEDLE_CHARS, normal_text
+from guardrail.tools.policy.finders import MAX_NEEDLE_CHARS, find_items, normal_text, visible
 from guardrail.tools.provenance import MAX_SCAN_CHARS, Piece, RunContext, ScanBudget
 
-__all__ = ["UNJUDGED", "Facts", "check_list_template", "list_name"]
+__all__ = ["UNJUDGED", "Facts", "check_list_template", "list_name", "loose_keys"]
 
 #: How a fact-based check that could not run starts its reason.
 UNJUDGED = "cannot be judged"
@@ -79,6 +80,26 @@ def list_name(template: str, who: Identity | None) -> str | None:
     return None if missing else name
 
 
+def loose_keys(value: str) -> frozenset[str]:
+    """The forms under which ``value`` is the same value to whoever finally reads it: its text NFKC, case-folded,
+    without invisible characters or white space (``GB29 NWBK ...`` and ``gb29nwbk...``, ``EVE@evil.com`` and
+    ``eve@evil.com``), and, when it is one URL, e-mail address or IBAN, that item's normal form. A list that
+    *refuses* a value (``list`` in a deny or approve rule, ``not_list`` elsewhere) matches on these, so no
+    spelling slips past it; a list that admits matches exact strings."""
+    keys = {"".join(normal_text(value).split())}
+    shown = visible(value)
+    items = find_items(shown)
+    if len(items) == 1 and items[0].start == len(shown) - len(shown.lstrip()) and items[0].end == len(shown.rstrip()):
+        keys.add(f"{items[0].kind}:{items[0].value}")
+    return frozenset(keys)
+
+
+@functools.lru_cache(maxsize=64)
+def _loose_members(snapshot: ListSnapshot) -> frozenset[str]:
+    """Every loose key of a list's members, once per version of the list (snapshots are reused while unchanged)."""
+    return frozenset(key for member in snapshot.members for key in loose_keys(member))
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -115,6 +136,16 @@ class Facts:
             except ConfigError as error:  # a name the identity made too long for a store key
                 return f"{UNJUDGED}: {error}"
         return self._snapshots[name]
+
+    @staticmethod
+    def holds(snapshot: ListSnapshot, value: Any, *, loose: bool) -> bool:
+        """Whether ``value`` is a member of ``snapshot``: exactly, or (``loose``, for a list that refuses) under
+        any spelling :func:`loose_keys` takes for the same value."""
+        if not isinstance(value, str):
+            return False
+        if value in snapshot or not loose:
+            return value in snapshot
+        return not loose_keys(value).isdisjoint(_loose_members(snapshot))
 
     @property
     def lists_read(self) -> list[dict[str, Any]]:

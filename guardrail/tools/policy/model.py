@@ -286,7 +286,7 @@ class ArgRule(BaseModel):
                      for index, item in enumerate(elements(value)))
 
     def _value_met(self, value: Any, deny: bool, facts: Facts | None, where: str) -> bool:
-        reason = self.check(value, facts, where)
+        reason = self.check(value, facts, where, deny=deny)
         return reason is None or (deny and reason.startswith(_UNJUDGED))
 
     def whole_reason(self, value: Any, facts: Facts | None, at: Location) -> str | None:
@@ -308,20 +308,21 @@ class ArgRule(BaseModel):
         """The typed checkers this rule applies: a subset of ``{"path", "url", "sql"}``."""
         return frozenset(kind for kind in ("path", "url", "sql") if getattr(self, kind) is not None)
 
-    def check(self, value: Any, facts: Facts | None = None, where: str = "") -> str | None:
+    def check(self, value: Any, facts: Facts | None = None, where: str = "", *, deny: bool = False) -> str | None:
         """``None`` when ``value`` meets every constraint, else the first reason it does not (internal).
 
         A checker that finds its own configuration unusable at call time (a path base that does not exist)
         denies the call; it never raises. ``facts`` serve the list and provenance keys, ``where`` names the
-        value in their audit entries.
+        value in their audit entries; ``deny``: the rule is a deny or approve condition (a list it names refuses
+        what is on it, so membership is judged under every spelling of the value).
         """
         try:
-            self.canonical(value, facts, where)
+            self.canonical(value, facts, where, deny=deny)
         except Rejected as rejected:
             return rejected.reason
         return None
 
-    def canonical(self, value: Any, facts: Facts | None = None, where: str = "") -> Any:
+    def canonical(self, value: Any, facts: Facts | None = None, where: str = "", *, deny: bool = False) -> Any:
         """The value the tool must receive for ``value`` (the resolved path, the normalised URL; any other
         value unchanged), or :class:`Rejected` with the reason. ``one_of``, ``not_one_of``, the bounds, the
         lengths, the patterns, the lists and the provenance keys judge the value as written; the
@@ -330,7 +331,7 @@ class ArgRule(BaseModel):
         passes unless the rule is ``required``: there is nothing to fetch, open or run. (Arguments left out
         never get here: the walk in :mod:`~guardrail.tools.policy.arguments` judges them by presence.)"""
         try:
-            reason = self._plain_reason(value) or self._fact_reason(value, facts, where)
+            reason = self._plain_reason(value) or self._fact_reason(value, facts, where, deny)
             if reason is not None:
                 raise Rejected(reason)
             if value is None and not self.required:
@@ -344,7 +345,7 @@ class ArgRule(BaseModel):
                 value = self._typed("sql", self.sql.canonical, value)
             negated = self.negations()
             if value != written and negated is not None:  # what the tool receives is never a refused value
-                reason = negated._plain_reason(value) or negated._fact_reason(value, facts, where)
+                reason = negated._plain_reason(value) or negated._fact_reason(value, facts, where, deny)
                 if reason is not None:
                     raise Rejected(reason)
         except ValueError as error:
@@ -391,15 +392,18 @@ class ArgRule(BaseModel):
             return "matches the refused pattern" if isinstance(value, str) else "not text"
         return None
 
-    def _fact_reason(self, value: Any, facts: Facts | None, where: str) -> str | None:
-        """Why ``value`` breaks the list or provenance keys (which read the store and the run), else ``None``."""
+    def _fact_reason(self, value: Any, facts: Facts | None, where: str, deny: bool = False) -> str | None:
+        """Why ``value`` breaks the list or provenance keys (which read the store and the run), else ``None``.
+        A list that refuses what is on it (``not_list`` here, ``list`` in a deny or approve condition: ``deny``)
+        holds every spelling of a member (:func:`~guardrail.tools.policy.facts.loose_keys`); a list that admits,
+        exact members only."""
         for template, member in ((self.in_list, True), (self.not_list, False)):
             if template is None:
                 continue
             snapshot = facts.members(template) if facts is not None else f"{UNJUDGED}: no store to read lists from"
             if isinstance(snapshot, str):
                 return snapshot
-            if (value in snapshot) is not member:
+            if Facts.holds(snapshot, value, loose=member is deny) is not member:
                 return "not in the list" if member else "in the refused list"
         if self.judges_provenance:
             return self._provenance_reason(value, facts, where)
