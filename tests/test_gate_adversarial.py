@@ -409,3 +409,20 @@ def test_a_blocked_payee_is_blocked_however_spelt(env: ToolEnv, recipient: str) 
         spelt = run_tool_call("adv_transfer", {"recipient": "de89370400440532013000", "amount": 5},
                               registry=env.registry, store=env.store)
         assert spelt.rule == "allow.anyone-else"  # not the payee as listed: another rule had to admit it
+
+
+@pytest.mark.parametrize("status", ["DELETED", "Deleted", "deleted ", "ｄｅｌｅｔｅｄ", "dele\u200bted"])
+def test_a_refused_value_is_refused_however_spelt(env: ToolEnv, status: str) -> None:
+    """``not_one_of = ["deleted", "purged"]`` names values the tool must not get; a tool (or the system behind it)
+    that reads a status without case or invisible characters would act on ``DELETED`` all the same."""
+
+    def set_status(ticket: str, status: str, note: str | None = None) -> str:
+        env.ran("set_status", status)
+        return "ok"
+
+    tool(policy=POLICIES / "set_status.toml", registry=env.registry)(set_status)
+    with guardrail.identity(user="u", roles=["agent"]):
+        refused = denied(env, "set_status", {"ticket": "OPS-1", "status": status})
+        assert (refused.rule, refused.reason) == ("args.status", "one of the refused values")
+        env.call("set_status", {"ticket": "OPS-1", "status": "closed"})
+    assert env.calls == [("set_status", "closed")]

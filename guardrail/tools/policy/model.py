@@ -69,7 +69,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, 
 from guardrail.errors import ConfigError
 from guardrail.tools.identity import Identity
 from guardrail.tools.policy.arguments import NOTHING, Location, elements, leaves, location_text
-from guardrail.tools.policy.facts import UNJUDGED, Facts, check_list_template
+from guardrail.tools.policy.facts import UNJUDGED, Facts, check_list_template, loose_keys
 from guardrail.tools.policy.paths import resolve_path
 from guardrail.tools.policy.regex import compile_pattern
 from guardrail.tools.policy.sql import check_sql
@@ -331,7 +331,7 @@ class ArgRule(BaseModel):
         passes unless the rule is ``required``: there is nothing to fetch, open or run. (Arguments left out
         never get here: the walk in :mod:`~guardrail.tools.policy.arguments` judges them by presence.)"""
         try:
-            reason = self._plain_reason(value) or self._fact_reason(value, facts, where, deny)
+            reason = self._plain_reason(value, deny) or self._fact_reason(value, facts, where, deny)
             if reason is not None:
                 raise Rejected(reason)
             if value is None and not self.required:
@@ -345,7 +345,7 @@ class ArgRule(BaseModel):
                 value = self._typed("sql", self.sql.canonical, value)
             negated = self.negations()
             if value != written and negated is not None:  # what the tool receives is never a refused value
-                reason = negated._plain_reason(value) or negated._fact_reason(value, facts, where, deny)
+                reason = negated._plain_reason(value, deny) or negated._fact_reason(value, facts, where, deny)
                 if reason is not None:
                     raise Rejected(reason)
         except ValueError as error:
@@ -368,10 +368,13 @@ class ArgRule(BaseModel):
         except Rejected as rejected:
             raise Rejected(f"{kind}: {rejected.reason}") from None
 
-    def _plain_reason(self, value: Any) -> str | None:
-        if self.one_of is not None and not any(_same(value, x) for x in self.one_of):
+    def _plain_reason(self, value: Any, deny: bool = False) -> str | None:
+        """Why ``value`` breaks the keys that need nothing but the value, else ``None``. Values a key refuses
+        (``not_one_of`` here, ``one_of`` in a deny or approve condition: ``deny``) are refused however a string
+        is spelt (:func:`~guardrail.tools.policy.facts.loose_keys`); values a key admits, exactly."""
+        if self.one_of is not None and not _among(value, self.one_of, loose=deny):
             return "not one of the allowed values"
-        if self.not_one_of is not None and any(_same(value, x) for x in self.not_one_of):
+        if self.not_one_of is not None and _among(value, self.not_one_of, loose=not deny):
             return "one of the refused values"
         if self.min is not None or self.max is not None:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -498,6 +501,17 @@ def _same_json(a: Any, b: Any) -> bool:
     if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
         return False
     return _same(a, b)
+
+
+def _among(value: Any, options: tuple[Any, ...], *, loose: bool) -> bool:
+    """Whether ``value`` is one of ``options`` (:func:`_same`); ``loose``: a string also when it spells one of
+    them another way (:func:`~guardrail.tools.policy.facts.loose_keys`)."""
+    if any(_same(value, option) for option in options):
+        return True
+    if not loose or not isinstance(value, str):
+        return False
+    keys = loose_keys(value)
+    return any(isinstance(option, str) and not keys.isdisjoint(loose_keys(option)) for option in options)
 
 
 def _same(value: Any, allowed: Any) -> bool:
