@@ -69,7 +69,7 @@ COMMON_TLDS = frozenset((
     "me", "ly", "to", "gl", "ai", "us", "uk", "de", "fr", "eu", "ru", "cn", "tk", "ml", "ga", "cf", "gq", "shop",
     "store", "live", "cloud", "page", "gov", "edu", "mil", "int", "mobi", "name", "pro", "tel", "asia", "cc", "tv",
     "ws", "pw", "su", "icu", "buzz", "work", "fit", "rest", "cam", "sbs", "cfd", "bond", "lol", "mom", "win", "bid",
-    "loan", "men", "party", "review", "trade", "date", "faith", "science", "stream", "download", "racing",
+    "loan", "men", "party", "review", "trade", "date", "faith", "science", "download", "racing",
     "country", "kim", "gdn", "quest", "monster", "support", "help", "email", "services", "digital", "network",
     "tech", "website", "space", "fun", "today", "world", "news", "blog", "club", "vip", "zone", "center", "company",
     "solutions", "agency", "media", "group", "global", "life", "bank", "finance", "money", "pay", "login", "secure",
