@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardrail.errors import ConfigError, UsageError
-from guardrail.tools.policy.finders import Needle, find_items, normal_text, visible
+from guardrail.tools.policy.finders import Needle, find_items, normal_text, whole_item
 from guardrail.tools.policy.regex import matchable
 
 __all__ = ["GROUPS", "MAX_RUN_CHARS", "MAX_SCAN_CHARS", "Piece", "RunContext", "ScanBudget", "content_text",
@@ -226,11 +226,8 @@ class RunContext:
         text = normal_text(value)
         if not text:
             return []
-        shown = visible(value)
-        items = find_items(shown)
-        one = len(items) == 1 and items[0].start == len(shown) - len(shown.lstrip()) \
-            and items[0].end == len(shown.rstrip())
-        held = self._holding((items[0].kind, items[0].value)) if one else []
+        one = whole_item(value)
+        held = [] if one is None else self._holding((one.kind, one.value))
         needles = {False: Needle(text, loose=True), True: None if one else Needle(text)}  # by the source's trust
         first = {piece.source: piece for piece in reversed(held)}
         with self._lock:

@@ -25,7 +25,7 @@ from guardrail.errors import ConfigError
 from guardrail.store.lists import Lists, ListSnapshot
 from guardrail.tools.identity import Identity
 from guardrail.tools.policy.arguments import Location
-from guardrail.tools.policy.finders import MAX_NEEDLE_CHARS, find_items, normal_text, visible
+from guardrail.tools.policy.finders import MAX_NEEDLE_CHARS, normal_text, whole_item
 from guardrail.tools.provenance import MAX_SCAN_CHARS, Piece, RunContext, ScanBudget
 
 __all__ = ["UNJUDGED", "Facts", "check_list_template", "list_name", "loose_keys"]
@@ -87,10 +87,9 @@ def loose_keys(value: str) -> frozenset[str]:
     *refuses* a value (``list`` in a deny or approve rule, ``not_list`` elsewhere) matches on these, so no
     spelling slips past it; a list that admits matches exact strings."""
     keys = {"".join(normal_text(value).split())}
-    shown = visible(value)
-    items = find_items(shown)
-    if len(items) == 1 and items[0].start == len(shown) - len(shown.lstrip()) and items[0].end == len(shown.rstrip()):
-        keys.add(f"{items[0].kind}:{items[0].value}")
+    item = whole_item(value)
+    if item is not None:
+        keys.add(f"{item.kind}:{item.value}")
     return frozenset(keys)
 
 

@@ -55,7 +55,7 @@ from guardrail.errors import ConfigError
 from guardrail.tools.policy.regex import matchable
 
 __all__ = ["COMMON_TLDS", "IBAN_LENGTHS", "KINDS", "MAX_NEEDLE_CHARS", "Item", "Needle", "find_items", "normal_item",
-           "normal_text", "visible"]
+           "normal_text", "visible", "whole_item"]
 
 #: The kinds of value :func:`find_items` finds.
 KINDS = ("url", "email", "iban")
@@ -374,3 +374,12 @@ def find_items(text: str, kinds: Iterable[str] = KINDS, *, uncommon: bool = Fals
                 found.append(Item(kind, normal_item(kind, value), start, start + len(value),
                                   odd and kind == "url"))
     return found
+
+
+def whole_item(value: str) -> Item | None:
+    """The one URL, e-mail address or IBAN that ``value`` is (white space around it aside), else ``None``."""
+    shown = visible(value)
+    items = find_items(shown)
+    if len(items) == 1 and items[0].start == len(shown) - len(shown.lstrip()) and items[0].end == len(shown.rstrip()):
+        return items[0]
+    return None
