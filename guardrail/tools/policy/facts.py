@@ -8,6 +8,9 @@ the run context, the application's hook), never from the model. It reads each li
 judged against one version of it) and keeps what it read for the audit record: each list's name and version,
 and each provenance check with a hash of the value (never the value or the content) and where it was seen.
 
+A list that refuses what is on it (``not_list`` as a constraint or in an allow rule, ``list`` in a deny or approve
+rule) holds every spelling of its members (:func:`loose_keys`); a list that admits holds exact strings.
+
 Where a fact is missing (no identity to name a tenant's list, no run context, no current values), the check
 says so with a reason starting ``"cannot be judged"``: a constraint refuses the call, an allow condition is not
 met, a deny or approve condition is (fail closed), as for any condition that cannot judge its value.
@@ -139,12 +142,14 @@ class Facts:
     @staticmethod
     def holds(snapshot: ListSnapshot, value: Any, *, loose: bool) -> bool:
         """Whether ``value`` is a member of ``snapshot``: exactly, or (``loose``, for a list that refuses) under
-        any spelling :func:`loose_keys` takes for the same value."""
-        if not isinstance(value, str):
-            return False
-        if value in snapshot or not loose:
-            return value in snapshot
-        return not loose_keys(value).isdisjoint(_loose_members(snapshot))
+        any spelling :func:`loose_keys` takes for the same value, a whole number also as its digits (an account
+        number sent as ``12345`` is the listed ``"12345"``)."""
+        if value in snapshot:
+            return True
+        if loose and not isinstance(value, bool) and isinstance(value, (int, float)) \
+                and float(value).is_integer() and abs(value) < 1e16:
+            value = str(int(value))
+        return loose and isinstance(value, str) and not loose_keys(value).isdisjoint(_loose_members(snapshot))
 
     @property
     def lists_read(self) -> list[dict[str, Any]]:
