@@ -21,10 +21,12 @@ content the application trusts. Two comparisons serve it:
 
 What counts as an item (kinds ``url``, ``email``, ``iban``), found left to right without overlap:
 
-- ``url``: ``scheme://...`` up to white space or a quote or angle bracket, ``www.`` followed by a host, or a bare
-  host whose last label is a common top-level domain (:data:`COMMON_TLDS`: ``evil.com``, ``pay-here.io/x``), with
-  sentence punctuation after it left off (``.``, ``,``, ``;``, ``:``, ``!``, ``?``, quotes, a closing bracket
-  that opens nowhere inside it);
+- ``url``: ``scheme://...`` up to white space, a quote, an angle or square bracket (``[text](url)`` in markdown is
+  two links), ``www.`` followed by a host, or a bare host whose last label is a common top-level domain
+  (:data:`COMMON_TLDS`: ``evil.com``, ``pay-here.io/x``), with sentence punctuation after it left off (``.``,
+  ``,``, ``;``, ``:``, ``!``, ``?``, quotes, a closing bracket that opens nowhere inside it). A ``scheme://``
+  inside a URL (``?next=https://...``, also percent-encoded, or a link glued on by a comma) starts another item,
+  up to :data:`MAX_NESTED` of them: a redirect through a good site leads where it points;
 - ``email``: ``local@domain.tld`` (letters, digits and ``._%+-'`` before the ``@``, not starting with ``'``:
   ``o'brien@x.com`` is one address, ``'bob@x.com'`` quotes ``bob@x.com``; a quoted local part such as
   ``"john doe"@x.com`` is not found);
@@ -95,7 +97,7 @@ _LABEL = r"[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?"
 _TAIL = r"""(?:[/?#][^\s<>"'`]*)?"""
 _PATTERN = (
     r"(?i)(?P<email>[\p{L}\p{N}._%+-][\p{L}\p{N}._%+'-]*@(?:" + _LABEL + r"\.)+\p{L}{2,63})"
-    r"|(?P<url>[a-z][a-z0-9+.-]{0,15}://[^\s<>\"'`]+"                 # scheme://...
+    r"|(?P<url>[a-z][a-z0-9+.-]{0,15}://(?:\[[0-9a-f:.]+\][^\s<>\"'`\[\]]*|[^\s<>\"'`\[\]]+)"  # scheme://...
     rf"|\bwww\.{_LABEL}(?:\.{_LABEL})+{_TAIL}"                          # www.host...
     rf"|(?P<host>\b(?:{_LABEL}\.)+{_LABEL}){_TAIL})"                    # host.tld... (a common TLD: below)
     r"|(?P<iban>\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b)"  # any case: see find_items
@@ -124,6 +126,9 @@ def _compile() -> object:
 
 
 _FINDER = _compile()
+_NESTED = re2.compile(r"(?i)[a-z][a-z0-9+.-]{0,15}://", _options())
+#: URLs nested in one URL that are found as items of their own (a redirect's target, a link glued on).
+MAX_NESTED = 16
 _TRAILING = ".,;:!?'\")]}>"
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
 
@@ -373,6 +378,24 @@ def find_items(text: str, kinds: Iterable[str] = KINDS, *, uncommon: bool = Fals
             if value and kind in wanted:
                 found.append(Item(kind, normal_item(kind, value), start, start + len(value),
                                   odd and kind == "url"))
+                if kind == "url" and "://" in value:
+                    found.extend(_nested(value, start))
+    return found
+
+
+def _nested(url: str, start: int) -> list[Item]:
+    """The URLs inside ``url`` after its own ``scheme://`` (``?next=https://...``, also percent-encoded, or a
+    link glued on with a comma), each to the end of ``url``: a redirect through a good site, or a second link,
+    leads there too. At most :data:`MAX_NESTED`."""
+    rest = url[url.index("://") + 3:]
+    found: list[Item] = []
+    for text in dict.fromkeys((rest, unquote(rest))):  # as written, and percent-decoded once
+        for match in _NESTED.finditer(matchable(text)):  # type: ignore[attr-defined]
+            if len(found) == MAX_NESTED:
+                return found
+            inner = _trim_url(text[match.start():])
+            if inner.partition("://")[2]:
+                found.append(Item("url", normal_item("url", inner), start, start + len(url)))
     return found
 
 
