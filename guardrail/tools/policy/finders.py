@@ -390,7 +390,7 @@ def _nested(url: str, start: int) -> list[Item]:
     rest = url[url.index("://") + 3:]
     found: list[Item] = []
     for text in dict.fromkeys((rest, unquote(rest))):  # as written, and percent-decoded once
-        for match in _NESTED.finditer(matchable(text)):  # type: ignore[attr-defined]
+        for match in _NESTED.finditer(matchable(text)):
             if len(found) == MAX_NESTED:
                 return found
             inner = _trim_url(text[match.start():])
