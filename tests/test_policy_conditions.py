@@ -9,6 +9,7 @@ random arguments."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +196,16 @@ def test_new_keys_that_cannot_work_are_load_errors(body: str, words: str) -> Non
 # ----------------------------------------------------------------------------------------------------- properties
 
 _refused_statuses = ("deleted", "purged")
+_invisible = {0x34F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, *range(0x180B, 0x1810), *range(0xFE00, 0xFE10),
+              *range(0xE0100, 0xE01F0)}
+
+
+def _spelled(text: str) -> str:
+    """A string as a list or value that refuses compares it: NFKC, case-folded, no invisible characters or white
+    space (``DELETED``, `` deleted`` and ``ｄｅｌｅｔｅｄ`` are all "deleted")."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(char for char in folded if unicodedata.category(char) != "Cf" and ord(char) not in _invisible
+                   and not char.isspace())
 _refused_ticket = re.compile(r"SEC-.*", re.S)
 _ticket = re.compile(r"[A-Z]+-[0-9]{1,6}")
 
@@ -213,7 +224,7 @@ def test_negated_constraints_decide_as_their_reference(ticket: str, status: str,
         return "ok"
 
     tool(policy=load_policy(POLICIES / "set_status.toml"), registry=env.registry)(set_status)
-    expected = (status not in _refused_statuses and _ticket.fullmatch(ticket) is not None
+    expected = (_spelled(status) not in _refused_statuses and _ticket.fullmatch(ticket) is not None
                 and _refused_ticket.fullmatch(ticket) is None
                 and (note is None or re.fullmatch(r"(?is).*admin.*", note) is None))
     with guardrail.identity(user="u", roles=["agent"]):

@@ -443,7 +443,8 @@ def test_a_non_text_result_is_recorded_as_not_storable(store: Store) -> None:
 
     with pytest.raises(ResultNotStorable, match="not storable") as caught:
         idem.run("k", "fp", returns_a_dict)
-    assert "TypeError" in caught.value.reason and "'not'" in caught.value.preview
+    assert "UsageError" in caught.value.reason and "JSON text" in caught.value.reason  # guardrail's error, typed
+    assert "'not'" in caught.value.preview
     with pytest.raises(ResultNotStorable):
         idem.run("k", "fp", returns_a_dict)
     assert runs == [1]

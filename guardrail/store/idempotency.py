@@ -594,5 +594,5 @@ def advance(flow: Generator[Any, Any, Any], reply: tuple[Any, BaseException | No
 def _require_text(result: Any) -> str:
     if not isinstance(result, str):
         # never escapes: the run's result is recorded as not storable, with this error's type in the reason
-        raise TypeError(f"an idempotent action must return JSON text (str), got {type(result).__name__}")
+        raise UsageError(f"an idempotent action must return JSON text (str), got {type(result).__name__}")
     return result

@@ -7,7 +7,9 @@ Order (deny wins, default deny):
    is replaced by its canonical form (the resolved path, the normalised URL): the *checked arguments*;
 3. any ``[[deny]]`` rule that matches the checked arguments → deny (so a deny pattern cannot be dodged by
    a spelling that canonicalises to what it names);
-4. the first ``[[allow]]`` rule that matches → allowed (that rule); nothing matched → deny (``default-deny``);
+4. the first ``[[allow]]`` rule that matches → allowed (that rule); nothing matched → deny (``default-deny``).
+   Its negated conditions (``not_one_of``, ``not_pattern``, ``not_list``) must hold for the checked arguments
+   too, as every ``[args.*]`` negated key must: the tool never receives a value they refuse;
 5. an allowed call waits for a person when the policy says ``approval = "required"`` (``Decision.approval``
    is ``"approval"``) or an ``[[approve]]`` rule matches the proposed or the checked arguments
    (``"approve.<id>"``); approve rules match as deny rules do (a condition that cannot judge counts as met).
@@ -113,8 +115,9 @@ def authorize(policy: Policy | None, tool: str, arguments: dict[str, Any], who: 
         for rule in policy.deny:
             if rule.matches(who, checked, deny=True, omitted=omitted, facts=facts):
                 return decide(False, f"deny.{rule.id}", "a deny rule matched the checked arguments")
-    allowed = next((rule for rule in policy.allow if rule.matches(who, arguments, omitted=omitted, facts=facts)),
-                   None)
+    allowed = next((rule for rule in policy.allow if rule.matches(who, arguments, omitted=omitted, facts=facts)
+                    and (checked == arguments or rule.matches(who, checked, omitted=omitted, facts=facts,
+                                                              negations=True))), None)
     if allowed is None:
         return decide(False, "default-deny", "no allow rule matched")
     approval = "approval" if policy.approval == "required" else ""

@@ -31,6 +31,7 @@ after case folding and white-space folding, found items by their kind's normal f
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -39,15 +40,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardrail.errors import ConfigError, UsageError
-from guardrail.tools.policy.finders import Needle, find_items, normal_text
+from guardrail.tools.policy.finders import Needle, find_items, normal_text, whole_item
+from guardrail.tools.policy.regex import matchable
 
-__all__ = ["GROUPS", "MAX_RUN_CHARS", "Piece", "RunContext", "content_text", "current_run", "run_context"]
+__all__ = ["GROUPS", "MAX_RUN_CHARS", "MAX_SCAN_CHARS", "Piece", "RunContext", "ScanBudget", "content_text",
+           "current_run", "run_context"]
 
 #: Source names that stand for every trusted, or every untrusted, source (not usable as a source's own name).
 GROUPS = ("trusted", "untrusted")
 #: Content a run holds at most (characters, all pieces together); beyond it nothing more is kept and every
 #: provenance condition of the run counts as unjudgeable (a policy then refuses, as with no run at all).
 MAX_RUN_CHARS = 20_000_000
+#: Content one call may search for whole values, in characters: each value not judged by its items costs the
+#: run's size (200 values on a 1 MB run, 10 on a full one). Past it a value cannot be judged (fail closed).
+MAX_SCAN_CHARS = 200_000_000
 _MAX_SOURCE_CHARS = 200
 
 _current: ContextVar[RunContext | None] = ContextVar("guardrail_run", default=None)
@@ -73,23 +79,76 @@ def _check_source(source: str) -> None:
                           f"{source[:40]!r}")
 
 
+class ScanBudget:
+    """How much content one call may still search for whole values (:data:`MAX_SCAN_CHARS` characters), so that
+    a call with thousands of values on a long run ends in time: each search spends the run's size."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, chars: int = MAX_SCAN_CHARS) -> None:
+        self.left = chars
+
+    def spend(self, chars: int) -> bool:
+        """Take ``chars`` from what is left; ``False`` (nothing taken) when not that much is left."""
+        if chars > self.left:
+            return False
+        self.left -= chars
+        return True
+
+
+class _Source:
+    """The pieces of one source, their normal texts joined by ``\\n`` (which no normal text holds, so a value is
+    never found across two pieces), searched once per value whatever the number of pieces."""
+
+    __slots__ = ("joined", "parts", "pieces", "size", "starts", "trusted")
+
+    def __init__(self, trusted: bool) -> None:
+        self.trusted = trusted
+        self.parts: list[str] = []
+        self.starts: list[int] = []
+        self.pieces: list[Piece] = []
+        self.size = 0
+        self.joined: str | None = ""
+
+    def add(self, piece: Piece) -> None:
+        self.starts.append(self.size)
+        self.parts.append(matchable(piece.text))
+        self.pieces.append(piece)
+        self.size += len(piece.text) + 1
+        self.joined = None
+
+    def text(self) -> str:
+        if self.joined is None:
+            self.joined = "\n".join(self.parts)
+        return self.joined
+
+    def first(self, needle: Needle) -> Piece | None:
+        at = needle.first(self.text())
+        return None if at is None else self.pieces[bisect.bisect_right(self.starts, at) - 1]
+
+
 class RunContext:
-    """The content of one agent run (module docstring); thread-safe. Make one with :func:`run_context`."""
+    """The content of one agent run (module docstring); thread-safe. Make one with :func:`run_context`.
+
+    Each found item is indexed (the first piece of each source that holds it), so a call's items are judged
+    whatever the run's length; a whole value is searched for once per source (:data:`MAX_SCAN_CHARS`)."""
 
     def __init__(self, *, max_chars: int = MAX_RUN_CHARS) -> None:
         self._pieces: list[Piece] = []
         self._trust: dict[str, bool] = {}
+        self._sources: dict[str, _Source] = {}
+        self._items: dict[tuple[str, str], dict[str, Piece]] = {}
         self._chars = 0
         self._max_chars = max_chars
         self._complete = True
         self._lock = threading.Lock()
 
     def add(self, text: str, *, source: str, trusted: bool) -> int:
-        """Record ``text`` from ``source``; its piece number. A source keeps the trust it was first given."""
+        """Record ``text`` from ``source``; its piece number (``-1``: over the run's limit, not kept). A source
+        keeps the trust it was first given."""
         if not isinstance(text, str):
             raise UsageError(f"content is a str, not {type(text).__name__}")
         _check_source(source)
-        normal, items = normal_text(text), frozenset((item.kind, item.value) for item in find_items(text))
         with self._lock:
             known = self._trust.setdefault(source, trusted)
             if known is not trusted:
@@ -98,9 +157,15 @@ class RunContext:
             if self._chars + len(text) > self._max_chars:
                 self._complete = False  # what was not kept could hold anything: provenance is not judged any more
                 return -1
-            self._chars += len(text)
-            self._pieces.append(Piece(len(self._pieces), source, trusted, normal, items))
-            return len(self._pieces) - 1
+            self._chars += len(text)  # reserved now: the text is read outside the lock
+        normal, items = normal_text(text), frozenset((item.kind, item.value) for item in find_items(text))
+        with self._lock:
+            piece = Piece(len(self._pieces), source, trusted, normal, items)
+            self._pieces.append(piece)
+            self._sources.setdefault(source, _Source(trusted)).add(piece)
+            for item in items:
+                self._items.setdefault(item, {}).setdefault(source, piece)
+            return piece.index
 
     def user(self, text: str) -> int:
         """Record a message the user wrote (trusted, source ``"user"``)."""
@@ -135,35 +200,50 @@ class RunContext:
         with self._lock:
             return self._trust.get(source)
 
-    def sightings(self, value: str, kinds: Iterable[str] = ()) -> list[tuple[str, str, list[Piece]]]:
-        """What of ``value`` is judged, and where each part was seen: ``(kind, normal form, pieces)``.
+    def sightings(self, value: str, kinds: Iterable[str] = (), budget: ScanBudget | None = None
+                  ) -> list[tuple[str, str, list[Piece]]] | None:
+        """What of ``value`` is judged, and where each part was seen: ``(kind, normal form, pieces)``, the pieces
+        being the first of each source that holds it, in order.
 
         With ``kinds`` (``url``, ``email``, ``iban``), each item of those kinds found inside ``value``, seen
         where a piece holds the same item (a bare host under an uncommon top-level domain counts only where some
-        piece holds it as a URL); else the whole value (kind ``"value"``, at most
-        :data:`~guardrail.tools.policy.finders.MAX_NEEDLE_CHARS` long), seen where its normal text occurs in a
-        piece (or, when the value is itself one URL, e-mail address or IBAN, the same item is found there). An
-        empty value, or a text without the items asked for, has nothing to judge: ``[]``."""
-        pieces = self.pieces()
+        piece holds it as a URL). Else the whole value (kind ``"value"``, at most
+        :data:`~guardrail.tools.policy.finders.MAX_NEEDLE_CHARS` long), seen in a trusted piece only where it
+        stands as itself: the same item, when the value is one URL, e-mail address or IBAN, else its normal text
+        not glued to a longer token (:class:`~guardrail.tools.policy.finders.Needle`); in an untrusted piece also
+        where it is glued to one (``bob@x.com`` in ``alice.bob@x.com``), so that trusted content vouches for no
+        more than it says and untrusted content shows all it may have planted. Searching the pieces spends
+        ``budget`` (``None`` when not enough is left: it cannot be judged). An empty value, or a text without the
+        items asked for, has nothing to judge: ``[]``."""
         wanted = tuple(kinds)
         if wanted:
             found: dict[tuple[str, str], list[Piece]] = {}  # each item once, in order
             for item in find_items(value, wanted, uncommon=True):
-                seen = [piece for piece in pieces if (item.kind, item.value) in piece.items]
+                seen = self._holding((item.kind, item.value))
                 if seen or not item.uncommon:  # evil.zz counts where content wrote https://evil.zz
                     found.setdefault((item.kind, item.value), seen)
             return [(kind, normal, seen) for (kind, normal), seen in found.items()]
         text = normal_text(value)
         if not text:
             return []
-        items = find_items(value)
-        whole = None
-        if len(items) == 1 and items[0].start == len(value) - len(value.lstrip()) \
-                and items[0].end == len(value.rstrip()):
-            whole = (items[0].kind, items[0].value)  # the value is one URL, address or IBAN: its spellings count
-        needle = Needle(text)  # ConfigError for a value too long to look for (MAX_NEEDLE_CHARS)
-        seen = [piece for piece in pieces if (whole is not None and whole in piece.items) or needle.within(piece.text)]
-        return [("value", text, seen)]
+        one = whole_item(value)
+        held = [] if one is None else self._holding((one.kind, one.value))
+        needles = {False: Needle(text, loose=True), True: None if one else Needle(text)}  # by the source's trust
+        first = {piece.source: piece for piece in reversed(held)}
+        with self._lock:
+            sources = [(name, source) for name, source in self._sources.items() if needles[source.trusted]]
+            if budget is not None and not budget.spend(sum(source.size for _, source in sources)):
+                return None
+            for name, source in sources:
+                piece = source.first(needles[source.trusted])  # type: ignore[arg-type]
+                if piece is not None and (name not in first or piece.index < first[name].index):
+                    first[name] = piece
+        return [("value", text, sorted(first.values(), key=lambda piece: piece.index))]
+
+    def _holding(self, item: tuple[str, str]) -> list[Piece]:
+        """The first piece of each source that holds ``item``, in order."""
+        with self._lock:
+            return sorted(self._items.get(item, {}).values(), key=lambda piece: piece.index)
 
 
 @contextmanager

@@ -8,6 +8,9 @@ the run context, the application's hook), never from the model. It reads each li
 judged against one version of it) and keeps what it read for the audit record: each list's name and version,
 and each provenance check with a hash of the value (never the value or the content) and where it was seen.
 
+A list that refuses what is on it (``not_list`` as a constraint or in an allow rule, ``list`` in a deny or approve
+rule) holds every spelling of its members (:func:`loose_keys`); a list that admits holds exact strings.
+
 Where a fact is missing (no identity to name a tenant's list, no run context, no current values), the check
 says so with a reason starting ``"cannot be judged"``: a constraint refuses the call, an allow condition is not
 met, a deny or approve condition is (fail closed), as for any condition that cannot judge its value.
@@ -15,6 +18,7 @@ met, a deny or approve condition is (fail closed), as for any condition that can
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping
@@ -24,10 +28,10 @@ from guardrail.errors import ConfigError
 from guardrail.store.lists import Lists, ListSnapshot
 from guardrail.tools.identity import Identity
 from guardrail.tools.policy.arguments import Location
-from guardrail.tools.policy.finders import MAX_NEEDLE_CHARS, normal_text
-from guardrail.tools.provenance import Piece, RunContext
+from guardrail.tools.policy.finders import MAX_NEEDLE_CHARS, normal_text, whole_item
+from guardrail.tools.provenance import MAX_SCAN_CHARS, Piece, RunContext, ScanBudget
 
-__all__ = ["UNJUDGED", "Facts", "check_list_template", "list_name"]
+__all__ = ["UNJUDGED", "Facts", "check_list_template", "list_name", "loose_keys"]
 
 #: How a fact-based check that could not run starts its reason.
 UNJUDGED = "cannot be judged"
@@ -49,6 +53,10 @@ def check_list_template(template: str) -> str:
                               + " or ".join(f"{{{p}}}" for p in PLACEHOLDERS))
     if "{" in _PLACEHOLDER.sub("", template) or "}" in _PLACEHOLDER.sub("", template):
         raise ConfigError(f"unbalanced brace in list name {template!r}")
+    between = _PLACEHOLDER.split(template)[2:-1:2]  # the text between two placeholders
+    if any(":" not in text for text in between):
+        raise ConfigError(f"in list name {template!r}, two placeholders must be apart by text with a ':' (an "
+                          "identity's ':' is escaped, so then no two identities name one list)")
     return template
 
 
@@ -75,6 +83,25 @@ def list_name(template: str, who: Identity | None) -> str | None:
     return None if missing else name
 
 
+def loose_keys(value: str) -> frozenset[str]:
+    """The forms under which ``value`` is the same value to whoever finally reads it: its text NFKC, case-folded,
+    without invisible characters or white space (``GB29 NWBK ...`` and ``gb29nwbk...``, ``EVE@evil.com`` and
+    ``eve@evil.com``), and, when it is one URL, e-mail address or IBAN, that item's normal form. A list that
+    *refuses* a value (``list`` in a deny or approve rule, ``not_list`` elsewhere) matches on these, so no
+    spelling slips past it; a list that admits matches exact strings."""
+    keys = {"".join(normal_text(value).split())}
+    item = whole_item(value)
+    if item is not None:
+        keys.add(f"{item.kind}:{item.value}")
+    return frozenset(keys)
+
+
+@functools.lru_cache(maxsize=64)
+def _loose_members(snapshot: ListSnapshot) -> frozenset[str]:
+    """Every loose key of a list's members, once per version of the list (snapshots are reused while unchanged)."""
+    return frozenset(key for member in snapshot.members for key in loose_keys(member))
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -93,6 +120,7 @@ class Facts:
         self._secret = secret
         self._snapshots: dict[str, ListSnapshot] = {}
         self._sightings: dict[tuple[str, tuple[str, ...]], list[tuple[str, str, list[Piece]]]] = {}
+        self._budget = ScanBudget()
         self._checks: dict[tuple[str, str, str, str], dict[str, Any]] = {}
 
     # ------------------------------------------------------------------------------------------------- lists
@@ -110,6 +138,18 @@ class Facts:
             except ConfigError as error:  # a name the identity made too long for a store key
                 return f"{UNJUDGED}: {error}"
         return self._snapshots[name]
+
+    @staticmethod
+    def holds(snapshot: ListSnapshot, value: Any, *, loose: bool) -> bool:
+        """Whether ``value`` is a member of ``snapshot``: exactly, or (``loose``, for a list that refuses) under
+        any spelling :func:`loose_keys` takes for the same value, a whole number also as its digits (an account
+        number sent as ``12345`` is the listed ``"12345"``)."""
+        if value in snapshot:
+            return True
+        if loose and not isinstance(value, bool) and isinstance(value, (int, float)) \
+                and float(value).is_integer() and abs(value) < 1e16:
+            value = str(int(value))
+        return loose and isinstance(value, str) and not loose_keys(value).isdisjoint(_loose_members(snapshot))
 
     @property
     def lists_read(self) -> list[dict[str, Any]]:
@@ -129,7 +169,11 @@ class Facts:
                     "(judge the items inside it with find)")
         key = (text, kinds)
         if key not in self._sightings:
-            self._sightings[key] = self.run.sightings(text, kinds)
+            found = self.run.sightings(text, kinds, self._budget)
+            if found is None:
+                return (f"{UNJUDGED}: this call asks about more values than the run can be searched for "
+                        f"({MAX_SCAN_CHARS} characters of content in all)")
+            self._sightings[key] = found
         return self._sightings[key]
 
     def record(self, where: str, check: str, kind: str, normal: str, seen: list[Piece], met: bool) -> None:

@@ -69,7 +69,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, 
 from guardrail.errors import ConfigError
 from guardrail.tools.identity import Identity
 from guardrail.tools.policy.arguments import NOTHING, Location, elements, leaves, location_text
-from guardrail.tools.policy.facts import UNJUDGED, Facts, check_list_template
+from guardrail.tools.policy.facts import UNJUDGED, Facts, check_list_template, loose_keys
 from guardrail.tools.policy.paths import resolve_path
 from guardrail.tools.policy.regex import compile_pattern
 from guardrail.tools.policy.sql import check_sql
@@ -286,7 +286,7 @@ class ArgRule(BaseModel):
                      for index, item in enumerate(elements(value)))
 
     def _value_met(self, value: Any, deny: bool, facts: Facts | None, where: str) -> bool:
-        reason = self.check(value, facts, where)
+        reason = self.check(value, facts, where, deny=deny)
         return reason is None or (deny and reason.startswith(_UNJUDGED))
 
     def whole_reason(self, value: Any, facts: Facts | None, at: Location) -> str | None:
@@ -308,20 +308,21 @@ class ArgRule(BaseModel):
         """The typed checkers this rule applies: a subset of ``{"path", "url", "sql"}``."""
         return frozenset(kind for kind in ("path", "url", "sql") if getattr(self, kind) is not None)
 
-    def check(self, value: Any, facts: Facts | None = None, where: str = "") -> str | None:
+    def check(self, value: Any, facts: Facts | None = None, where: str = "", *, deny: bool = False) -> str | None:
         """``None`` when ``value`` meets every constraint, else the first reason it does not (internal).
 
         A checker that finds its own configuration unusable at call time (a path base that does not exist)
         denies the call; it never raises. ``facts`` serve the list and provenance keys, ``where`` names the
-        value in their audit entries.
+        value in their audit entries; ``deny``: the rule is a deny or approve condition (a list it names refuses
+        what is on it, so membership is judged under every spelling of the value).
         """
         try:
-            self.canonical(value, facts, where)
+            self.canonical(value, facts, where, deny=deny)
         except Rejected as rejected:
             return rejected.reason
         return None
 
-    def canonical(self, value: Any, facts: Facts | None = None, where: str = "") -> Any:
+    def canonical(self, value: Any, facts: Facts | None = None, where: str = "", *, deny: bool = False) -> Any:
         """The value the tool must receive for ``value`` (the resolved path, the normalised URL; any other
         value unchanged), or :class:`Rejected` with the reason. ``one_of``, ``not_one_of``, the bounds, the
         lengths, the patterns, the lists and the provenance keys judge the value as written; the
@@ -330,20 +331,35 @@ class ArgRule(BaseModel):
         passes unless the rule is ``required``: there is nothing to fetch, open or run. (Arguments left out
         never get here: the walk in :mod:`~guardrail.tools.policy.arguments` judges them by presence.)"""
         try:
-            reason = self._plain_reason(value) or self._fact_reason(value, facts, where)
+            reason = self._plain_reason(value, deny) or self._fact_reason(value, facts, where, deny)
             if reason is not None:
                 raise Rejected(reason)
             if value is None and not self.required:
                 return value
+            written = value
             if self.url is not None:
                 value = self._typed("url", self.url.canonical, value)
             if self.path is not None:
                 value = self._typed("path", self.path.canonical, value)
             if self.sql is not None:
                 value = self._typed("sql", self.sql.canonical, value)
+            negated = self.negations()
+            if value != written and negated is not None:  # what the tool receives is never a refused value
+                reason = negated._plain_reason(value, deny) or negated._fact_reason(value, facts, where, deny)
+                if reason is not None:
+                    raise Rejected(reason)
         except ValueError as error:
             raise Rejected(f"policy cannot be applied: {error}") from None
         return value
+
+    def negations(self) -> ArgRule | None:
+        """This rule's negated value keys alone (``not_one_of``, ``not_pattern``, ``not_list``, with the presence
+        keys), or ``None`` when it has none: what the checked value (the canonical URL or path) must meet as
+        well as the value as written, since the tool receives it."""
+        if self.not_one_of is None and self.not_pattern is None and self.not_list is None:
+            return None
+        return self.model_copy(update={name: None for name in _VALUE_KEYS if name not in _NEGATED_KEYS}
+                               | {"find": (), "changed": None})
 
     @staticmethod
     def _typed(kind: str, checker: Any, value: Any) -> Any:
@@ -352,10 +368,13 @@ class ArgRule(BaseModel):
         except Rejected as rejected:
             raise Rejected(f"{kind}: {rejected.reason}") from None
 
-    def _plain_reason(self, value: Any) -> str | None:
-        if self.one_of is not None and not any(_same(value, x) for x in self.one_of):
+    def _plain_reason(self, value: Any, deny: bool = False) -> str | None:
+        """Why ``value`` breaks the keys that need nothing but the value, else ``None``. Values a key refuses
+        (``not_one_of`` here, ``one_of`` in a deny or approve condition: ``deny``) are refused however a string
+        is spelt (:func:`~guardrail.tools.policy.facts.loose_keys`); values a key admits, exactly."""
+        if self.one_of is not None and not _among(value, self.one_of, loose=deny):
             return "not one of the allowed values"
-        if self.not_one_of is not None and any(_same(value, x) for x in self.not_one_of):
+        if self.not_one_of is not None and _among(value, self.not_one_of, loose=not deny):
             return "one of the refused values"
         if self.min is not None or self.max is not None:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -376,15 +395,18 @@ class ArgRule(BaseModel):
             return "matches the refused pattern" if isinstance(value, str) else "not text"
         return None
 
-    def _fact_reason(self, value: Any, facts: Facts | None, where: str) -> str | None:
-        """Why ``value`` breaks the list or provenance keys (which read the store and the run), else ``None``."""
+    def _fact_reason(self, value: Any, facts: Facts | None, where: str, deny: bool = False) -> str | None:
+        """Why ``value`` breaks the list or provenance keys (which read the store and the run), else ``None``.
+        A list that refuses what is on it (``not_list`` here, ``list`` in a deny or approve condition: ``deny``)
+        holds every spelling of a member (:func:`~guardrail.tools.policy.facts.loose_keys`); a list that admits,
+        exact members only."""
         for template, member in ((self.in_list, True), (self.not_list, False)):
             if template is None:
                 continue
             snapshot = facts.members(template) if facts is not None else f"{UNJUDGED}: no store to read lists from"
             if isinstance(snapshot, str):
                 return snapshot
-            if (value in snapshot) is not member:
+            if Facts.holds(snapshot, value, loose=member is deny) is not member:
                 return "not in the list" if member else "in the refused list"
         if self.judges_provenance:
             return self._provenance_reason(value, facts, where)
@@ -445,6 +467,9 @@ class ArgRule(BaseModel):
 _VALUE_KEYS = ("one_of", "not_one_of", "min", "max", "min_length", "max_length", "pattern", "not_pattern", "in_list",
                "not_list", "source", "not_source", "untrusted_only", "url", "path", "sql")
 
+#: The keys that name values an argument must not have: they judge the checked value too (:meth:`ArgRule.negations`).
+_NEGATED_KEYS = ("not_one_of", "not_pattern", "not_list")
+
 #: Reasons that mean "this constraint cannot judge this value" rather than "the value fails it".
 _UNJUDGED = ("not a number", "has no length", "not text", "policy cannot be applied", UNJUDGED)
 
@@ -476,6 +501,17 @@ def _same_json(a: Any, b: Any) -> bool:
     if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
         return False
     return _same(a, b)
+
+
+def _among(value: Any, options: tuple[Any, ...], *, loose: bool) -> bool:
+    """Whether ``value`` is one of ``options`` (:func:`_same`); ``loose``: a string also when it spells one of
+    them another way (:func:`~guardrail.tools.policy.facts.loose_keys`)."""
+    if any(_same(value, option) for option in options):
+        return True
+    if not loose or not isinstance(value, str):
+        return False
+    keys = loose_keys(value)
+    return any(isinstance(option, str) and not keys.isdisjoint(loose_keys(option)) for option in options)
 
 
 def _same(value: Any, allowed: Any) -> bool:
@@ -512,7 +548,8 @@ class Match(BaseModel):
         return when
 
     def matches(self, who: Identity | None, arguments: dict[str, Any], *, deny: bool = False,
-                omitted: Collection[Location] = frozenset(), facts: Facts | None = None) -> bool:
+                omitted: Collection[Location] = frozenset(), facts: Facts | None = None,
+                negations: bool = False) -> bool:
         """Whether the rule applies. A deny rule fails closed: it applies to anonymous callers unless it names
         roles/tenants/users, and a ``when`` constraint that cannot judge a value (wrong type, unreachable)
         counts as met; an allow rule needs every condition positively met. A ``when`` path that reaches a list
@@ -524,7 +561,9 @@ class Match(BaseModel):
         currency, unless the condition says ``check_default = true`` (then the default is judged).
 
         ``deny=True`` is also how ``[[approve]]`` rules match (fail closed: a condition that cannot judge asks for
-        a person). ``facts`` serve the list, provenance and ``changed`` keys."""
+        a person). ``facts`` serve the list, provenance and ``changed`` keys. ``negations=True`` judges only the
+        negated keys of each condition (:meth:`ArgRule.negations`): how an allow rule is held to the checked
+        arguments as well."""
         if deny:
             if who is None and (self.roles or self.tenants or self.users):
                 return False
@@ -536,7 +575,10 @@ class Match(BaseModel):
         elif not self._identity_matches(who):
             return False
         judge = any if deny else all
-        for name, rule in self.when.items():
+        for name, condition in self.when.items():
+            rule = condition.negations() if negations else condition
+            if rule is None:
+                continue
             found = leaves(arguments, name, omitted, into_defaults=rule.check_default)
             if not judge(rule.condition_met(value, left_out, deny=deny, facts=facts, at=at)
                          for value, left_out, at in found):
