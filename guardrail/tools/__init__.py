@@ -1,11 +1,13 @@
 """Tool calls under authorization:
-the registry and executor, per-tool policies and their checkers, identity, approvals, audit.
+the registry (:mod:`.registry`), the gate and its steps (:mod:`.gate`), per-tool policies and their checkers,
+identity, approvals, audit.
 
-A tool call is validated against the tool's arguments model, canonicalized once, checked by the policy gate
-(:mod:`.authz`, policies in :mod:`.policy`) with the identity of the trusted runtime (:mod:`.identity`), the
+A tool call (:mod:`.execute`) goes through the steps listed in :mod:`.gate`: it is validated against the tool's
+arguments model and canonicalized once (:mod:`.arguments`), checked by the policy gate (:mod:`.deciding` with
+:mod:`.authz`, policies in :mod:`.policy`) with the identity of the trusted runtime (:mod:`.identity`), the
 store's allow-lists (:func:`lists`) and the run's content (:mod:`.provenance`: what was trusted, where a value
-came from), parked for approval when a rule says so (:mod:`.approvals`), run at most once per idempotency key,
-and recorded (:mod:`.audit`).
+came from), parked for approval when a rule says so (:mod:`.approvals`), run at most once per idempotency key
+(:mod:`.running`), and recorded once (:mod:`.audit`).
 """
 
 from __future__ import annotations
@@ -17,22 +19,19 @@ from guardrail._lazy import namespace
 if TYPE_CHECKING:
     from guardrail.tools.authz import Decision
     from guardrail.tools.execute import (
-        Tool,
         ToolOutcome,
-        ToolRegistry,
         ToolResult,
         approve,
         execute_tool_call,
         execute_tool_calls,
-        lists,
         reject,
         run_tool_call,
-        tool,
     )
     from guardrail.tools.identity import Identity, current_identity
     from guardrail.tools.policy.loader import PolicyError, load_policies, load_policy
     from guardrail.tools.policy.model import Policy
     from guardrail.tools.provenance import RunContext, current_run, run_context
+    from guardrail.tools.registry import Tool, ToolRegistry, lists, tool
 
 _NAMES: dict[str, str] = {
     "approve": "guardrail.tools.execute",
@@ -42,7 +41,7 @@ _NAMES: dict[str, str] = {
     "execute_tool_call": "guardrail.tools.execute",
     "execute_tool_calls": "guardrail.tools.execute",
     "Identity": "guardrail.tools.identity",
-    "lists": "guardrail.tools.execute",
+    "lists": "guardrail.tools.registry",
     "load_policies": "guardrail.tools.policy.loader",
     "load_policy": "guardrail.tools.policy.loader",
     "Policy": "guardrail.tools.policy.model",
@@ -51,10 +50,10 @@ _NAMES: dict[str, str] = {
     "run_context": "guardrail.tools.provenance",
     "RunContext": "guardrail.tools.provenance",
     "run_tool_call": "guardrail.tools.execute",
-    "Tool": "guardrail.tools.execute",
-    "tool": "guardrail.tools.execute",
+    "Tool": "guardrail.tools.registry",
+    "tool": "guardrail.tools.registry",
     "ToolOutcome": "guardrail.tools.execute",
-    "ToolRegistry": "guardrail.tools.execute",
+    "ToolRegistry": "guardrail.tools.registry",
     "ToolResult": "guardrail.tools.execute",
 }
 

@@ -39,12 +39,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from guardrail.errors import ConfigError, UsageError
+from pydantic_core import to_jsonable_python
+
+from guardrail.errors import ConfigError, GuardrailError, UsageError
 from guardrail.tools.policy.finders import Needle, find_items, normal_text, whole_item
 from guardrail.tools.policy.regex import matchable
 
 __all__ = ["GROUPS", "MAX_RUN_CHARS", "MAX_SCAN_CHARS", "Piece", "RunContext", "ScanBudget", "content_text",
-           "current_run", "run_context"]
+           "current_run", "record_result", "run_context"]
 
 #: Source names that stand for every trusted, or every untrusted, source (not usable as a source's own name).
 GROUPS = ("trusted", "untrusted")
@@ -266,6 +268,18 @@ def run_context(*, system: str | None = None, user: str | Iterable[str] = (),
 def current_run() -> RunContext | None:
     """The run set by the innermost ``with run_context(...)``, or ``None``."""
     return _current.get()
+
+
+def record_result(tool: str, result: Any, *, trusted: bool) -> None:
+    """Record a tool's result in the current run (if any) as content the model read: source ``tool:<name>``,
+    untrusted unless the tool says its results are trusted. A result that cannot be recorded (the application
+    recorded that source with the other trust) makes the run incomplete: provenance is not judged any more."""
+    run = current_run()
+    if run is not None:
+        try:
+            run.add(content_text(to_jsonable_python(result, fallback=str)), source=f"tool:{tool}", trusted=trusted)
+        except GuardrailError:  # the source was recorded with the other trust: the tool ran, so do not raise
+            run.mark_incomplete()
 
 
 def content_text(value: Any) -> str:
