@@ -94,7 +94,8 @@ def test_an_inserted_step_runs_in_the_same_loop_and_each_call_is_audited_once() 
                      steps)
     assert (done.value, done.replayed) == ({"n": 1}, False)
     assert str(denied.value) == "This action is not permitted."
-    assert (denied.value.rule, denied.value.argument, denied.value.reason) == ("no-sevens", "n", "sevens are not served")
+    assert (denied.value.rule, denied.value.argument) == ("no-sevens", "n")
+    assert denied.value.reason == "sevens are not served"
     assert seen == [({"n": 1}, "allow.anyone"), ({"n": 7}, "allow.anyone")]
     assert env.calls == [("act", 1)]
     records = audits(logs)
@@ -165,3 +166,20 @@ def test_a_list_without_the_seal_never_runs_a_tool_with_a_value_other_than_the_c
     assert done.value == "https://api.example.com/v1" and denied.value.rule == "unsealed"
     assert [r["decision"] for r in audits(logs)] == ["executed", "failed"]
     assert env.calls == [("fetch", "https://api.example.com/v1")]
+
+
+def test_every_record_of_a_call_names_the_key_it_runs_under() -> None:
+    """Under ``idempotency = "required"`` without a given key, the key derived from the checked arguments is the
+    call's key from ``replay`` on: the pending record and the executed one name the same key."""
+    env = ToolEnv()
+    env.add(lambda to: env.ran("wire", to) or "sent", 'idempotency = "required"\napproval = "required"\n' + OPEN,
+            name="wire")
+    with guardrail.identity(user="u"), capture_logs() as logs:
+        with pytest.raises(guardrail.ApprovalRequired) as parked:
+            env.call("wire", {"to": "a"})
+        guardrail.approve(parked.value.token, approver="p", store=env.store)
+        env.call("wire", {"to": "a"}, approval_token=parked.value.token)
+    pending, executed = audits(logs)
+    assert (pending["decision"], executed["decision"]) == ("pending_approval", "executed")
+    assert pending["idempotency_key"] == executed["idempotency_key"]
+    assert str(executed["idempotency_key"]).startswith("derived:")

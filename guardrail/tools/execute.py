@@ -71,7 +71,7 @@ def execute_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempote
                       registry: ToolRegistry | None = None, store: Store | None = None,
                       context: Mapping[str, Any] | None = None, lease: float = DEFAULT_LEASE,
                       wait: float = 30.0) -> Any:
-    """Run one model-proposed call through every gate and return the tool's result (:func:`run_tool_call`
+    """Run one model-proposed call through the gate and return the tool's result (:func:`run_tool_call`
     says more: whether the tool ran or a replay answered, and with which checked arguments)."""
     return run_tool_call(name, arguments, idempotency_key=idempotency_key, approval_token=approval_token,
                          request_id=request_id, registry=registry, store=store, context=context, lease=lease,
@@ -83,7 +83,8 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
                   registry: ToolRegistry | None = None, store: Store | None = None,
                   context: Mapping[str, Any] | None = None, lease: float = DEFAULT_LEASE,
                   wait: float = 30.0) -> ToolResult:
-    """Run one model-proposed call through every gate (see the module docstring): a :class:`ToolResult`.
+    """Run one model-proposed call through every step of the gate (see the module docstring): a
+    :class:`ToolResult`.
 
     ``arguments`` is a dict or the raw JSON text the model produced. ``idempotency_key`` makes a
     side-effecting call run once (required by ``idempotency = "required"`` policies; derived from the call
@@ -97,8 +98,8 @@ def run_tool_call(name: str, arguments: Mapping[str, Any] | str, *, idempotency_
                       request_id=request_id or uuid.uuid4().hex, identity=current_identity(), key=idempotency_key,
                       approval_token=approval_token, context=context or {}, lease=lease, wait=wait)
     done = gate.run(state)
-    decision = state.decided()
-    return ToolResult(done.value, done.replayed, state.request_id, decision.rule, state.judged()[2],
+    _, _, checked = state.judged()  # after seal_checked: the checked arguments the tool received
+    return ToolResult(done.value, done.replayed, state.request_id, state.decided().rule, checked,
                       tuple(state.omitted or ()))
 
 
