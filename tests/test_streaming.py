@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import guardrail
-from guardrail.call.drivers import PREVIEW_OVERHEAD, PREVIEW_PER_CHAR, PREVIEW_PER_PIECE, PREVIEW_START, _Previewer
+from guardrail.call.drivers import PREVIEW_OVERHEAD, PREVIEW_PER_CHAR, PREVIEW_PER_PIECE, PREVIEW_START, Previewer
 from guardrail.call.engine import Send
 from guardrail.errors import OutputTruncated
 from guardrail.outcome import Partial
@@ -396,7 +396,7 @@ def _messages_events(text: str, sizes: list[int], tool: str | None) -> list[Any]
 def shown_while_streaming(events: list[Any], api: str, tool: str | None, wrapped: str | None = None) -> list[Partial]:
     """The previews the drivers' previewer makes of a stream of SDK events, read by the endpoint's accumulator."""
     accumulator = endpoint_named(api).accumulator(tool)
-    show = _Previewer(Send({}, True, attempt=1, tool=tool, wrapped=wrapped))
+    show = Previewer(Send({}, True, attempt=1, tool=tool, wrapped=wrapped))
     shown = []
     for event in events:
         accumulator.feed(event)

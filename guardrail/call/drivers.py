@@ -180,7 +180,7 @@ def _with_timeout(kwargs: dict[str, Any], deadline_at: float | None, client_time
     return {**kwargs, "timeout": left}
 
 
-class _Previewer:
+class Previewer:
     """Turns a streamed answer into :class:`Partial` previews, reading each piece of it once.
 
     A :class:`~guardrail.parse.incremental.GrowingJSON` carries the reading across pieces. A preview is made
@@ -247,7 +247,7 @@ class _Tries:
     def exchange(self) -> dict[str, Any]:
         """The exchange's options for the next try (a fresh previewer each, when previews are on)."""
         return dict(stream=self.effect.stream, tool=self.effect.tool, deadline_at=self.deadline_at,
-                    show=_Previewer(self.effect) if self.previews else None)
+                    show=Previewer(self.effect) if self.previews else None)
 
     def received(self, completion: Completion | None = None, failure: Failure | None = None) -> Received:
         return Received(completion, failure, self.calls, time.monotonic() - self.started)

@@ -7,7 +7,7 @@ raises the same typed errors as ``create`` at the point it happens; a stream cut
 
 A preview leaves out what is not yet known (a key being written, a number or literal that may go on, half an
 escape), so each is on the way to the answer. The answer is read once, piece by piece, and previews come when
-what they show changed, at a bounded rate (the drivers' ``_Previewer``): a stream costs time linear in its
+what they show changed, at a bounded rate (the drivers' ``Previewer``): a stream costs time linear in its
 length. Previews share their finished members with one another: treat them as read-only.
 """
 
