@@ -55,13 +55,14 @@ from guardrail.parse.candidates import (
     broken_candidate,
     broken_span_end,
     continued_at,
+    merge_early_close,
     read_a_value,
     read_across,
     whole_candidate,
 )
 from guardrail.parse.fences import Segment, iter_segments, split_segments
 from guardrail.parse.patch import MAX_PATCHES
-from guardrail.parse.report import Candidate, json_path
+from guardrail.parse.report import Candidate, Fix, json_path
 from guardrail.parse.scanner import STRICT_DECODER, Budget, scan
 from guardrail.parse.tokens import NonFinite
 
@@ -563,6 +564,13 @@ def reference_find_candidates(state: Any) -> Any:
             r = scan(body, start, max_depth=state.limits.max_depth)
             if r.status == "complete":
                 more = continued_at(body, r.end, isinstance(r.value, list))
+                work = body
+                while more is not None and (merged := merge_early_close(work, start, r.value, r.end, more,
+                                                                        state.limits.max_depth, budget)):
+                    # Closed early with one reading: the library's own merge (not about skipping).
+                    work, r, closers = merged
+                    r.fixes.extend(Fix("stray_closer", (), "}", "") for _ in range(closers))
+                    more = continued_at(body, r.end, False)
                 if more is not None:
                     span = broken_span_end(body, start, balanced_end(body, more[2], budget, opened=body[start]),
                                            budget)

@@ -210,14 +210,25 @@ def test_conflicting_duplicates_never_validate(base: dict[str, Any], key: str, p
 # 3. Members are never dropped as prose -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    '{"name": "pen"}, "qty": 5}',
-    '{"name": "pen"} "qty": 5}',
-    '{"items": [{"name": "a"}]}, "note": "rush"}',
-    'Result: {"name": "pen"}, qty: 5}',
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"name": "pen"}, "qty": 5}', Item(name="pen", qty=5)),
+    ('{"name": "pen"} "qty": 5}', Item(name="pen", qty=5)),
+    ('{"items": [{"name": "a"}]}, "note": "rush"}', Order(items=[Item(name="a")], note="rush")),
+    ('Result: {"name": "pen"}, qty: 5}', Item(name="pen", qty=5)),
 ])
-def test_members_after_an_early_close_make_a_syntax_error(text: str) -> None:
-    report = parse_report(text, Order if "items" in text else Item)
+def test_members_after_an_early_close_are_merged_when_that_is_the_one_reading(text: str, expected: Any) -> None:
+    """Issue 23 (issue 14 made these syntax errors): a stray ``}`` with members after it, where no member of
+    the object is an object, can only be an extra character; the members belong to the object."""
+    report = parse_report(text, type(expected))
+    assert report.value == expected, report.error
+    assert "stray_closer" in kinds(report)
+
+
+@pytest.mark.parametrize("text", [
+    '{"item": {"name": "pen"}}, "qty": 5}', '{"item": {"name": "pen"}, "n": 1}, "qty": 5}',
+    '{"name": "pen"}], "qty": 5}', '["pen"], "qty"]'])
+def test_members_after_an_early_close_with_two_readings_make_a_syntax_error(text: str) -> None:
+    report = parse_report(text, Any)
     assert isinstance(report.error, JSONSyntaxError), report.value
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from guardrail.parse.lexer import Lexer
 from guardrail.parse.lexicon import JSON_LITERALS, NONFINITE_WORDS, PYTHON_LITERALS
+from guardrail.parse.report import Fix
 from guardrail.parse.tokens import (
     ELEMENT_SCALAR,
     MEMBER_SCALAR,
@@ -32,9 +33,11 @@ __all__ = ["Assembler"]
 #: The quote that ends a string value whose inner quotes were not escaped: the first one followed (on the
 #: same line) by a separator or closer.
 _STRUCTURAL_QUOTE: Final = re.compile(r'"(?=[ \t]*[,}\]])')
-#: Structure that never lies inside a string an inner-quote repair reads: a key (a quote, then its colon) or
-#: a closer followed by a separator (``],"good_one"``). A reading that swallows either swallows data.
-_SWALLOWED: Final = re.compile(r'"[ \t]*:|[\]}][ \t]*[,:\]}]')
+#: Structure that never lies inside a string an inner-quote repair reads: a key (a quote, then its colon; or a
+#: comma, then an unquoted word and a colon), a closer followed by a separator (``],"good_one"``), or a
+#: comma then a whole string at the end (``"x" y, "z"``: the element ``"z"``). A reading that swallows any
+#: of them swallows data.
+_SWALLOWED: Final = re.compile(r'["\'][ \t]*:|[\]}][ \t]*[,:\]}]|,[ \t]*[A-Za-z_$][\w$\-]*[ \t]*:|,[ \t]*"[^"]*\Z')
 #: What may follow a member's value for that member to end there: the next member or the closing brace.
 _MEMBER_ENDS: Final = re.compile(r"[ \t\r\n]*[,}]").match
 
@@ -173,11 +176,13 @@ class Assembler(Lexer):
             return -1  # an odd number of inner quotes: the string could end at another one
         if _SWALLOWED.search(value) is not None:
             return -1  # a key or a closed container inside the string: not a reading, structure swallowed
-        container = self.stack[-1][0]
+        container, _key, prefix = self.stack[-1]
         if container.__class__ is list:
             container[-1] = value
+            where = (*prefix, len(container) - 1)
         else:
             container[self.last_key] = value
-        self.fix("inner_quotes", text[open_at : m.end()][:80], value[:80])
+            where = (*prefix, self.last_key)
+        self.fixes.append(Fix("inner_quotes", where, text[open_at : m.end()][:80], value[:80]))
         self.last_str = -1
         return m.end()

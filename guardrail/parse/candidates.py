@@ -13,7 +13,8 @@ broken value spans from its opener to where its brackets balance again (strings 
 of the segment when they never do; the search resumes after that span, so nothing inside a broken value
 (an inner array, an object written inside one of its strings) can become a candidate. The same holds when
 a value closes early and members follow it (``{"a": 1}, "b": 2}``, ``{"a": 1}}, "b": 2}``, ``["a"], "b"]``):
-the value is broken, never shortened.
+never shortened, the members are merged when that is the one reading (:func:`merge_early_close`), else the
+value is broken.
 
 A value the fence split cut inside one of its strings (code with raw newlines holding a fence line) is read
 across the cut by :func:`read_across`; what lies inside a string is content, never a candidate.
@@ -33,8 +34,8 @@ from guardrail.errors import InputLimitError
 from guardrail.parse.fences import Segment, unwrap_scalar
 from guardrail.parse.lexicon import INVISIBLE, VALUE_START
 from guardrail.parse.patch import Patched, decode_with_patches
-from guardrail.parse.report import Candidate
-from guardrail.parse.scanner import Budget, scan
+from guardrail.parse.report import Candidate, Fix
+from guardrail.parse.scanner import Budget, ScanResult, scan
 from guardrail.parse.tokens import STRICT_DECODER
 
 # What may follow an opener for the scanner to have a chance, checked inside the regex engine before any
@@ -114,23 +115,78 @@ def read_value(body: str, start: int, base: int, source: str, max_depth: int,
             span_end = broken_span_end(body, start, balanced_end(body, start, budget), budget)
             return broken_candidate(base, start, span_end if span_end >= 0 else len(body), source,
                                     result.message, base + result.end, result.tokens), span_end
-        cand = Candidate(base + start, base + result.end, source, "invalid", data=result.value,
-                         fixes=result.fixes, tokens=result.tokens, bare_words=result.bare_words)
-        for bare in result.bare_words:
-            bare.pos += base
-        if result.conflict:
-            cand.status, cand.path = "ambiguous", result.conflict
-            cand.message = "this key is given twice with different values; give it once"
+        cand = _complete(result, base, start, source)
         end = result.end
     more = continued_at(body, end, cand.data.__class__ is list) if isinstance(cand.data, (dict, list)) else None
-    if more is not None:
-        # Members (or elements) follow the closed value: it closed early. Broken, never shortened.
-        at, what, reopened = more
-        span_end = broken_span_end(body, start, balanced_end(body, reopened, budget, opened=body[start]), budget)
-        return broken_candidate(base, start, span_end if span_end >= 0 else len(body), source,
-                                f"expected the end of the reply, found {what} {body[at:][:12]!r} "
-                                "after the value closed", base + at, cand.tokens or 1), span_end
+    work, strays = body, 0
+    while more is not None:
+        # Members (or elements) follow the closed value: it closed early. Merged when that is the one
+        # reading (``merge_early_close``), else broken; never shortened.
+        merged = merge_early_close(work, start, cand.data, end, more, max_depth, budget)
+        if merged is None:
+            at, what, reopened = more
+            span_end = broken_span_end(body, start, balanced_end(body, reopened, budget, opened=body[start]),
+                                       budget)
+            return broken_candidate(base, start, span_end if span_end >= 0 else len(body), source,
+                                    f"expected the end of the reply, found {what} {body[at:][:12]!r} "
+                                    "after the value closed", base + at, cand.tokens or 1), span_end
+        work, result, closers = merged
+        strays += closers
+        result.fixes.extend(Fix("stray_closer", (), "}", "") for _ in range(strays))
+        cand, end = _complete(result, base, start, source), result.end
+        more = continued_at(body, end, False)
     return cand, end
+
+
+def _complete(result: ScanResult, base: int, start: int, source: str) -> Candidate:
+    """The candidate for a scan that read a complete value (offsets made absolute with ``base``)."""
+    cand = Candidate(base + start, base + result.end, source, "invalid", data=result.value,
+                     fixes=result.fixes, tokens=result.tokens, bare_words=result.bare_words)
+    for bare in result.bare_words:
+        bare.pos += base
+    if result.conflict:
+        cand.status, cand.path = "ambiguous", result.conflict
+        cand.message = "this key is given twice with different values; give it once"
+    return cand
+
+
+#: Whitespace and closing braces: a run of stray closers an object may be merged across.
+_BRACES: Final = re.compile(r"[ \t\r\n}]*")
+
+
+def merge_early_close(body: str, start: int, value: Any, end: int, more: tuple[int, str, int], max_depth: int,
+                      budget: Budget) -> tuple[str, ScanResult, int] | None:
+    """The one reading of an object that closed early, members after it (``{"a": 1}, "b": 2}``): the
+    stray closers are extra characters, and the members after them belong to the object.
+
+    The object at ``body[start]`` read as ``value`` and closed at ``end``; ``more`` is what
+    :func:`continued_at` found after it. The reading is the only one when every character between the
+    object's closer and the next member is a ``}`` or whitespace, and no member of the object is itself an
+    object: a stray ``}`` could then only be one of those run-together closers (deleting any of them gives
+    the same text). An object member's closer could be the stray one instead, which moves members into it
+    (``{"a": {"b": 1}}, "c": 2}``): two readings, refused. An array has a second reading too (a missing
+    ``[``: ``["a"], "b"]`` may be ``[["a"], "b"]``), so only objects merge. The merged text must read as one
+    complete value; else ``None`` (a syntax error at the member, as before).
+
+    Returns the text with the stray closers blanked (same length, so every position stays), the scan of the
+    object in it, and how many closers were blanked (each a ``stray_closer`` fix). The copy and the re-read are charged
+    to ``budget.patch_chars``: many merges in one text stay linear.
+    """
+    at, what, reopened = more
+    if body[start] != "{" or what != "a member" or value.__class__ is not dict \
+            or any(child.__class__ is dict for child in value.values()):
+        return None
+    if _BRACES.match(body, end - 1).end() < reopened:  # type: ignore[union-attr]
+        return None  # a "]" among the stray closers: it closed something the text left open
+    budget.patch_chars -= 2 * (len(body) - start)
+    if budget.patch_chars < 0:
+        return None
+    stray = body[end - 1 : reopened]
+    patched = body[: end - 1] + stray.replace("}", " ") + body[reopened:]
+    result = scan(patched, start, max_depth=max_depth, budget=budget)
+    if result.status != "complete" or result.end <= at:
+        return None
+    return patched, result, stray.count("}")
 
 
 def read_across(text: str, cut: Candidate, max_depth: int, budget: Budget) -> Candidate | None:
