@@ -551,6 +551,10 @@ def reference_find_candidates(state: Any) -> Any:
     a reply with no value at all by its own ``bare_reply`` (bare and quoted scalars, not about skipping)."""
     text = state.text
     budget = Budget()
+    escaped = S.escaped_reply(state, state.limits.max_depth)  # JSON with every quote escaped: the library's own
+    if escaped is not None:
+        state.candidates.append(escaped)
+        return state
     pending: Iterator[Segment] = iter(state.segments)
     while (seg := next(pending, None)) is not None:
         body, base = text[seg.start : seg.end], seg.start
@@ -609,7 +613,8 @@ def reference_find_candidates(state: Any) -> Any:
                     break
                 pos = span
     if not state.candidates:  # a whole reply that is one bare scalar, or a scalar line before prose: the
-        bare = S.bare_reply(state) or S.leading_scalar(state, STRICT_DECODER)  # library's own readings
+        bare = S.bare_reply(state) or S.leading_scalar(state, STRICT_DECODER) or S.plain_text(state)  # the
+        # library's own readings
         if bare is not None:
             state.candidates.append(bare)
     return state

@@ -49,7 +49,7 @@ _KEY_END = rf"{_WS_}(?:[:{INVISIBLE}]|//|/\*|$)"
 _WORD = r"(?:[^\W\d]|\$)[\w$\-]*+"
 _END_MARK = r"</|```|~~~"
 _OBJECT_START = (
-    rf"\{{{_WS_}(?:[}}\"'\u201c\u2018/\-{INVISIBLE}]|{_END_MARK}|$"
+    rf"\{{{_WS_}(?:[}}\"'\u201c\u2018/\-,{INVISIBLE}]|{_END_MARK}|$"
     rf"|{_WORD}{_KEY_END}|[0-9][0-9.eE+\-]*+{_KEY_END})"
 )
 _ARRAY_START = (
@@ -248,6 +248,9 @@ MEMBER_AFTER: Final = re.compile(
     r'[ \t\r\n]*(?:,[ \t\r\n]*(?=["\'A-Za-z_$])|(?=["\']))'
     r'((?:"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|[A-Za-z_$][\w$\-]*)[ \t]*:)'
 ).match
+#: A member whose colon is missing right after a closed object (``}, "k" "v"``): still a member, so the object
+#: closed too early (refused, never the shorter object).
+KEY_NO_COLON: Final = re.compile(r'[ \t\r\n]*,[ \t\r\n]*("(?:[^"\\\n]|\\.)*"[ \t]+(?=["{\[]))').match
 #: An element right after a closed array (``, "c"]``, ``, 3,``): a scalar after a comma, then a separator, a
 #: closer or the end. The array closed too early.
 ELEMENT_AFTER: Final = re.compile(
@@ -264,7 +267,7 @@ def continued_at(body: str, end: int, array: bool, keys: bool = True) -> tuple[i
     container is open again there). The container closed early and what follows is part of it. ``None`` when
     nothing continues it (prose, the end, another value)."""
     after = _STRAY_CLOSERS(body, end).end()  # type: ignore[union-attr]
-    more = MEMBER_AFTER(body, after) if keys else None
+    more = (MEMBER_AFTER(body, after) or KEY_NO_COLON(body, after)) if keys else None
     if more is not None:
         return more.start(1), "a member", after
     more = ELEMENT_AFTER(body, after) if array else None
@@ -343,20 +346,48 @@ def broken_candidate(base: int, start: int, end: int, source: str, message: str,
 
 def whole_candidate(body: str, segment: Segment, max_depth: int,
                     decoder: JSONDecoder = STRICT_DECODER) -> Candidate | None:
-    """The segment as one strict JSON value (after one optional ``<tag>`` wrapper), if it is one."""
+    """The segment as one JSON scalar (after one optional ``<tag>`` wrapper), if it is one: strict JSON, or a
+    string with raw control characters (``"a<newline>b"``), or a Python tuple or parenthesised literal
+    (``("a", "b")``, ``(1)``) that is the whole segment, read by the lenient scanner with its fixes."""
     inner, tag = unwrap_scalar(body)
     if not inner or inner[0] not in VALUE_START or inner[0] in "{[":
+        if (inner[:1] == "(" and inner[-1:] == ")") or (inner[:1] == "[" and _bare_array(inner)):
+            return _whole_scan(body, inner, tag, segment, max_depth)
         return None  # containers are found by the opener search, at C speed when they are clean
     try:
         value = decoder.decode(inner)
     except (ValueError, RecursionError):
-        return None
+        return _whole_scan(body, inner, tag, segment, max_depth) if inner[0] == '"' else None
     if _depth_exceeds(value, inner, 0, len(inner), max_depth):
         return None  # let the scanner report the limit
     offset = body.find(inner)
     start = segment.start + max(offset, 0)
     return Candidate(start, start + len(inner), "tag" if tag else segment.source, "invalid", data=value,
                      tokens=1, tag=tag or "", json_text=inner)
+
+
+def _whole_scan(body: str, inner: str, tag: str | None, segment: Segment, max_depth: int) -> Candidate | None:
+    """``inner`` read by the lenient scanner, when that reads all of it as one value (else ``None``)."""
+    result = scan(inner, 0, max_depth=max_depth, bare_elements=inner[0] == "[")
+    if result.status != "complete" or result.end != len(inner) or (result.bare_words and inner[0] != "[") \
+            or any(fix.kind == "invalid_escape" for fix in result.fixes):
+        return None  # an invalid escape in a lone string: kept, dropped or decoded as Python does?
+    start = segment.start + max(body.find(inner), 0)
+    for bare in result.bare_words:
+        bare.pos += start
+    return Candidate(start, start + len(inner), "tag" if tag else segment.source, "invalid", data=result.value,
+                     fixes=result.fixes, tokens=max(result.tokens, 1), tag=tag or "", bare_words=result.bare_words)
+
+
+#: The inside of a flat array of unquoted words (``[a, b]``, one a line): no quotes, no nesting.
+_FLAT: Final = re.compile(r"[^\[\]{}\"'`]*")
+_LETTER: Final = re.compile(r"[A-Za-z_$]")
+
+
+def _bare_array(inner: str) -> bool:
+    """Whether ``inner`` is one flat array holding an unquoted word (``[a, b]``): read as a whole reply only."""
+    return inner[-1:] == "]" and _FLAT.fullmatch(inner, 1, len(inner) - 1) is not None \
+        and _LETTER.search(inner) is not None
 
 
 def _strict_at(body: str, start: int, max_depth: int, budget: Budget) -> Patched | None:
