@@ -267,9 +267,9 @@ def widened_inputs() -> dict[str, list[tuple[Any, str]]]:
     invoice = _trailing_commas(json.dumps(_invoice(30), indent=2))
     segments = _trailing_commas(json.dumps(_segments(24), indent=4))
     ticket = _trailing_commas(json.dumps(_ticket("Charged twice for the October invoice."), indent=2))
-    reviews = _trailing_commas(json.dumps([{"author": f"사용자{i}", "rating": 1 + i % 5, "text": "배송이 빨랐어요. " * 4,
-                                            "tags": ["배송", "만족"]} for i in range(12)], indent=2,
-                                          ensure_ascii=False))
+    review_items = [{"author": f"사용자{i}", "rating": 1 + i % 5, "text": "배송이 빨랐어요. " * 4,
+                     "tags": ["배송", "만족"]} for i in range(12)]
+    reviews = _trailing_commas(json.dumps(review_items, indent=2, ensure_ascii=False))
     indented = [
         (Invoice, f"Here is the invoice I extracted:\n\n```json\n{invoice}\n```\n\nTotals were checked twice."),
         (list[Segment], f"{_PROSE}\n```\n{segments}\n```\n{_PROSE}"),

@@ -312,7 +312,7 @@ def _check_patched(dirty: Dirty, before: str, after: str, *, complete: bool) -> 
     assert same(patched.value, scanned.value)
     assert patched.end == scanned.end
     assert same(STRICT_DECODER.decode(patched.json_text), patched.value)  # json_text is JSON for the value
-    assert len(patched.fixes) <= MAX_PATCHES
+    assert len(patched.fixes) <= max(MAX_PATCHES, len(scanned.fixes))  # one a slip (the bulk pass: all of them)
     for fix in patched.fixes:
         assert fix.kind in PATCHABLE
         assert_valid_path(fix.path)
