@@ -163,10 +163,13 @@ json_values = st.recursive(
 json_containers = st.one_of(st.lists(json_values, max_size=4), st.dictionaries(json_strings, json_values, max_size=4))
 
 IDENT = re.compile(r"(?:[^\W\d]|\$)[\w$\-]*")  # what the scanner takes as an unquoted key
+#: A member whose key is followed by its colon after plain space only: the scanner adds a comma missing before it.
+_KEY_THEN_COLON = re.compile(r'(?:"(?:[^"\\]|\\.)*"|\'[^\']*\'|(?:[^\W\d]|\$)[\w$\-]*)[ \t\r\n]*:')
 comment_text = st.text(st.sampled_from("abc xyz*/=+" + KOREAN), max_size=8).filter(lambda s: "*/" not in s)
-#: slips the patcher repairs; the others only the scanner does
-PATCHABLE = frozenset({"comment", "trailing_comma", "python_literal", "invisible_char", "control_char_in_string"})
-SCANNER_ONLY = frozenset({"single_quotes", "unquoted_key"})
+#: slips the patcher repairs (one at a time, or all at once in its bulk pass); the others only the scanner does
+PATCHABLE = frozenset({"comment", "trailing_comma", "python_literal", "invisible_char", "control_char_in_string",
+                       "single_quotes", "unquoted_key", "missing_comma"})
+SCANNER_ONLY: frozenset[str] = frozenset()
 ALL_SLIPS = PATCHABLE | SCANNER_ONLY
 
 
@@ -249,6 +252,12 @@ class _Renderer:
             return open_ + self.gap() + close
         out = open_ + self.gap() + items[0]
         for item in items[1:]:
+            # A comma left out where the scanner adds one: before a key, or before an element that opens a
+            # container.
+            if (_KEY_THEN_COLON.match(item) if open_ == "{" else item[:1] in "{[") and self.maybe("missing_comma"):
+                self.slip("missing_comma")
+                out += self.gap() + " " + self.gap() + item
+                continue
             out += self.gap() + "," + self.gap() + item
         if self.maybe("trailing_comma"):
             out += self.gap() + ","
@@ -406,6 +415,36 @@ def _control_char_in_key(text: str) -> bool:
     key = r'"(?:[^"\\]|\\.)*[\x00-\x1f](?:[^"\\]|\\.)*"'
     gap = r"(?:/\*.*?\*/|//[^\n]*\n|\s|[" + INVISIBLE + "])*"
     return re.search(key + gap + ":", text, re.S) is not None
+
+
+#: Pieces of dirty answers: every slip the bulk pass undoes, the ones it must leave (adjacent strings, a word
+#: glued to a number), and structure around them.
+BULK_PIECES = ["{", "}", "[", "]", '"', "'", ":", ",", " ", "\n", "a", "key", "True", "None", "null", "1", "/", "//",
+               "/*", "*/", "// c\n", "\u200b", "\u00a0", "\u201c", "\u201d", "\u2018", "\u2019", "0", ".", "\t",
+               '"a"', '"a": 1', "'b': 2", "c: 3", "{}", "[1]", ",}", ",]", ' "b": ', '\n"k": "v"', '"x\ny"', "'q'",
+               "False", "2.5", '[{"a": 1} {"b": 2}]', '{"a": "x" "b": 1}', "'it\\'s'", '"a\\"b"', "{a: 'x'}",
+               '// "q"\n', "/* ' */", "\u2018x\u2019", "\u201ck\u201d: 1", "True,", "None}", "'''", "b:", " c :",
+               "{ k : [1 2] }", "3nullc", '["a" "b"]']
+
+
+@MANY
+@given(st.lists(st.sampled_from(BULK_PIECES), min_size=1, max_size=25).map("".join),
+       st.sampled_from([Any, dict[str, Any], list[Any]]))
+@example('{"a": [1,2,],}, "x": 1', Any)  # a trailing comma right after the value: not the value's
+@example('{c: 3nullc: 3,}', dict[str, Any])  # no comma between a number and a word glued to it
+@example('[{"a": 1} // c,\n {"b": 2}]', list[Any])
+def test_the_bulk_pass_never_changes_the_outcome(text: str, contract: Any) -> None:
+    """The patcher's bulk pass (every slip at once) gives the outcome the one-at-a-time patches and the scanner
+    give: the same value, or the same error at the same position."""
+    def result() -> tuple[Any, ...]:
+        report = guardrail.parse_report(text, contract)
+        if report.ok:
+            return ("value", json.dumps(report.value, sort_keys=True, default=repr))
+        return ("error", report.error.kind, getattr(report.error, "position", None))  # type: ignore[union-attr]
+
+    with mock.patch.object(patch_module, "_bulk_decode", lambda *args: None):
+        without = result()
+    assert result() == without
 
 
 # --------------------------------------------------------------------------------------------------------
