@@ -166,10 +166,10 @@ IDENT = re.compile(r"(?:[^\W\d]|\$)[\w$\-]*")  # what the scanner takes as an un
 #: A member whose key is followed by its colon after plain space only: the scanner adds a comma missing before it.
 _KEY_THEN_COLON = re.compile(r'(?:"(?:[^"\\]|\\.)*"|\'[^\']*\'|(?:[^\W\d]|\$)[\w$\-]*)[ \t\r\n]*:')
 comment_text = st.text(st.sampled_from("abc xyz*/=+" + KOREAN), max_size=8).filter(lambda s: "*/" not in s)
-#: slips the patcher repairs (one at a time, or all at once in its bulk pass); the others only the scanner does
-PATCHABLE = frozenset({"comment", "trailing_comma", "python_literal", "invisible_char", "control_char_in_string",
-                       "single_quotes", "unquoted_key", "missing_comma"})
-SCANNER_ONLY: frozenset[str] = frozenset()
+#: slips the patcher repairs one at a time; the others it repairs only in its bulk pass (with slips of the first
+#: kind close together), or the scanner does
+PATCHABLE = frozenset({"comment", "trailing_comma", "python_literal", "invisible_char", "control_char_in_string"})
+SCANNER_ONLY = frozenset({"single_quotes", "unquoted_key", "missing_comma"})
 ALL_SLIPS = PATCHABLE | SCANNER_ONLY
 
 
@@ -323,7 +323,7 @@ def _check_patched(dirty: Dirty, before: str, after: str, *, complete: bool) -> 
     assert same(STRICT_DECODER.decode(patched.json_text), patched.value)  # json_text is JSON for the value
     assert len(patched.fixes) <= max(MAX_PATCHES, len(scanned.fixes))  # one a slip (the bulk pass: all of them)
     for fix in patched.fixes:
-        assert fix.kind in PATCHABLE
+        assert fix.kind in ALL_SLIPS  # the bulk pass undoes the scanner-only kinds too, with patchable ones
         assert_valid_path(fix.path)
 
 
@@ -445,6 +445,27 @@ def test_the_bulk_pass_never_changes_the_outcome(text: str, contract: Any) -> No
     with mock.patch.object(patch_module, "_bulk_decode", lambda *args: None):
         without = result()
     assert result() == without
+
+
+@MANY
+@given(st.lists(st.sampled_from(BULK_PIECES), min_size=1, max_size=25).map("".join), dirty_json(ALL_SLIPS))
+@example('{"a": [1,2,],}, "x": 1', Dirty("[]", [], Counter(), 0))
+@example('{c: 3nullc: 3,}', Dirty("[]", [], Counter(), 0))
+def test_the_bulk_pass_reads_what_the_scanner_reads(noise: str, dirty: Dirty) -> None:
+    """Called directly (whatever would trigger it), the bulk pass either gives up or gives the scanner's value,
+    end and fix kinds, on random dirty text and on JSON with every kind of slip injected."""
+    for text in (noise, dirty.text):
+        start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+        if start < 0:
+            continue
+        bulk = patch_module._bulk_decode(text, start, 200, scanner_module.Budget())
+        if bulk is None:
+            continue
+        scanned = scan(text, start, max_depth=200)
+        assert scanned.status == "complete", (text, bulk.value)
+        assert same(bulk.value, scanned.value) and bulk.end == scanned.end, text
+        assert kinds(bulk.fixes) == kinds(scanned.fixes), text
+        assert same(STRICT_DECODER.decode(bulk.json_text), bulk.value)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ _WORD = r"(?:[^\W\d]|\$)[\w$\-]*+"
 _END_MARK = r"</|```|~~~"
 _OBJECT_START = (
     rf"\{{{_WS_}(?:[}}\"'\u201c\u2018/\-,{INVISIBLE}]|{_END_MARK}|$"
-    rf"|{_WORD}{_KEY_END}|[0-9][0-9.eE+\-]*+{_KEY_END})"
+    rf"|{_WORD}{_KEY_END}|[0-9.][0-9.eE+\-]*+{_KEY_END})"
 )
 _ARRAY_START = (
     rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-.0-9{INVISIBLE}]|{_END_MARK}|$"

@@ -7,18 +7,18 @@ than the lenient scanner, which reads token by token in Python.
 
 One slip is patched where the error position itself shows it (a ``,`` just before the closer the decoder
 stumbled on, a comment where a token was expected, ``True`` where a value was expected, a raw control character
-inside a string). When a second comes close after the first (slips one a member), or the first is one no single
-patch undoes (another quote, an unquoted key, a missing comma), one bulk pass (:func:`_bulk_decode`) undoes every
-such slip in the value's text at once: the text is split at its quoted strings (each one copied, raw control
-characters escaped, single or smart quotes read as the scanner reads them and written as JSON strings), the
-slips between them are found by patterns that each start with a character of their own, and a comma is added
-where the scanner adds one (before a key, between containers; where the decoder then still stops, before a key
-or an element, up to ``_MISSING_COMMAS`` more decodes). Its result is used only if it decodes as one JSON value:
-the quotes are where they were, so the strings the pass saw are the value's strings, and everything it removed or
-replaced lay between tokens; a comment that holds a quote, or is never closed, makes it give up. Each repair is
-exactly what the lenient scanner does there (one fix a slip, the same kinds and paths), so the value is the same
-either way. Otherwise patches go on one at a time, up to ``MAX_PATCHES``; anything else returns ``None`` and the
-scanner takes over: it loses nothing.
+inside a string). When a second comes close after the first (slips one a member), one bulk pass
+(:func:`_bulk_decode`) undoes every such slip in the value's text at once, and the slips no single patch undoes
+(another quote, an unquoted key, a missing comma) with them: the text is split at its quoted strings (each one
+copied, raw control characters escaped, single or smart quotes read as the scanner reads them and written as JSON
+strings), the slips between them are found by patterns that each start with a character of their own, and a
+comma is added where the scanner adds one (before a key, between containers; where the decoder then still stops,
+before a key or an element, up to ``_MISSING_COMMAS`` more decodes). Its result is used only if it decodes as one
+JSON value: the quotes are where they were, so the strings the pass saw are the value's strings, and everything it
+removed or replaced lay between tokens; a comment that holds a quote, or is never closed, makes it give up. Each
+repair is exactly what the lenient scanner does there (one fix a slip, the same kinds and paths), so the value is
+the same either way. Otherwise patches go on one at a time, up to ``MAX_PATCHES``; anything else returns ``None``
+and the scanner takes over: it loses nothing.
 
 Cost: the bulk pass is a few C-speed passes over the value and a Python step per slip (and per string only
 where strings need a repair), then one decode; each single patch decodes again from the start of the value, so
@@ -74,9 +74,6 @@ _SCALAR_START: Final = frozenset('"-0123456789tfnNI')
 _COLON: Final = re.compile(rf"{_GAP}:").match
 _WORD_KEY: Final = re.compile(rf"({WORD})[ \t\r\n]*+:").match
 _KEY_AHEAD: Final = re.compile(r'"(?:[^"\\]|\\.)*+"[ \t\r\n]*+:').match
-#: Where the decoder stops at a slip only the bulk pass undoes: a single or smart quote, a word (an unquoted
-#: key), the start of a value (a member or an element with its comma missing).
-_BULK_START: Final = re.compile(rf"['\u201c\u2018\"{{\[0-9\-]|{WORD}")
 #: How many commas missing the bulk pass adds (each costs one more decode; beyond, the scanner is cheaper).
 _MISSING_COMMAS: Final = 4
 #: Where a trailing comma may follow: the end of a value (a string, a number, a literal, a container).
@@ -118,12 +115,10 @@ def decode_with_patches(body: str, start: int, max_depth: int, budget: Budget) -
         budget.patch_chars -= len(text)
         if budget.patch_chars < 0:
             return None
-        if not bulk_tried and (
-                (patch is None and _BULK_START.match(text, failure_pos) is not None)
-                or (patch is not None and len(fixes) == 1
-                    and len(text) - patch[1] > 2 * max(patch[1] - previous, 1))):
-            # A slip no single patch undoes (other quotes, an unquoted key, a missing comma), or slips this
-            # close together with this much text left (likely one a member): all at once.
+        if not bulk_tried and patch is not None and len(fixes) == 1 \
+                and len(text) - patch[1] > 2 * max(patch[1] - previous, 1):
+            # Slips this close together, with this much text left: likely one a member. All at once. (Where the
+            # first slip is one no single patch undoes, the scanner reads as fast as the bulk pass would.)
             bulk_tried = True
             bulk = _bulk_decode(body, start, max_depth, budget)
             if bulk is not None:
@@ -139,8 +134,7 @@ def decode_with_patches(body: str, start: int, max_depth: int, budget: Budget) -
         try:
             value, end = decoder.raw_decode(text, 0)
         except JSONDecodeError as error:
-            failure_pos = error.pos
-            patch = _patch_at(text, failure_pos, error.msg)
+            patch = _patch_at(text, error.pos, error.msg)
             continue
         except (ValueError, RecursionError):
             return None
