@@ -3,11 +3,12 @@
     python bench/bench_parse.py            # full run (about a minute)
     python bench/bench_parse.py --quick    # fewer repeats
 
-Targets (issues 2 and 14):
+Targets (issues 2, 14 and 23):
 - clean JSON: guardrail.parse at most 1.3x pydantic's own ``validate_json`` on the same inputs;
 - dirty JSON: at most 0.2x the time of ``json_repair.loads`` + pydantic validation, per group and over all;
   the groups go beyond the easy cases (fences, a few slips) to long prose around the JSON, many small slips
-  spread over large objects, deep nesting, and non-ASCII text with smart quotes;
+  spread over large objects, deep nesting, non-ASCII text with smart quotes, multi-line indented answers with
+  trailing commas, and string-heavy answers (code, markdown and fences in strings, newlines raw or escaped);
 - adversarial inputs: time per MB grows at most 25x when the input grows 10x (linear or better).
 
 Not a test: nothing here asserts on time. Read the table.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -77,6 +79,14 @@ class Review(BaseModel):
     rating: int
     text: str
     tags: list[str]
+
+
+class Snippet(BaseModel):
+    language: str
+    title: str
+    code: str
+    notes: list[str]
+    review: str | None = None
 
 
 def clean_inputs() -> list[tuple[Any, str]]:
@@ -216,7 +226,65 @@ def varied_inputs() -> dict[str, list[tuple[Any, str]]]:
         (Review, "“리뷰” 결과입니다:\n" + json.dumps(reviews[0], ensure_ascii=False).replace(
             '"text"', "\u201ctext\u201d").replace("}", ",}") + "\n감사합니다 🙏"),
     ]
-    return {"long prose": long_prose, "many slips": many, "deep nesting": deep, "unicode": unicode}
+    return {"long prose": long_prose, "many slips": many, "deep nesting": deep, "unicode": unicode,
+            **widened_inputs()}
+
+
+_TRAILING: re.Pattern[str] = re.compile(r"(?<=[}\]\"0-9el])(\n[ ]*[}\]])")
+_STRING: re.Pattern[str] = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+
+
+def _trailing_commas(indented: str) -> str:
+    """An indented dump with a comma after the last member or element of every container (JS/Python style)."""
+    return _TRAILING.sub(r",\1", indented)
+
+
+def _raw_newlines(dumped: str) -> str:
+    """A dump with the ``\\n`` escapes inside its strings written as raw newlines (what models often do)."""
+    return _STRING.sub(lambda m: m.group(0).replace("\\n", "\n"), dumped)
+
+
+_CODE = [
+    "```python\ndef total(items):\n    # sum the prices {not a dict}\n    return sum(i['price'] for i in items)\n```",
+    "```sql\nSELECT name FROM users WHERE email = \"a@b.c\" AND path LIKE 'C:\\\\tmp\\\\%';\n```",
+    "```json\n{\"example\": [1, 2, 3], \"note\": \"// not a comment\"}\n```",
+    "<div class=\"card\">\n  <h3>Title</h3>\n  <p>Here is the JSON: {}</p>\n</div>",
+    "# Heading\n\n- item with `code` and [link](http://x.y)\n- item two # not a comment\n\n> quote",
+]
+
+
+def _snippet(i: int) -> dict[str, Any]:
+    return {"language": ["python", "sql", "json", "html", "markdown"][i % 5], "title": f"Example {i}: say \"hi\"",
+            "code": "\n\n".join(_CODE[(i + k) % 5] for k in range(3)),
+            "notes": [f"note {k}: see {{braces}} and [brackets] // and <think>tags</think>" for k in range(3)],
+            "review": None if i % 2 else "Looks good.\nShip it."}
+
+
+def widened_inputs() -> dict[str, list[tuple[Any, str]]]:
+    """Dirty answers unlike the bench's own (issue 23): multi-line indented answers with a trailing comma in
+    every container, fenced or not, with prose around them; and string-heavy answers whose strings hold code,
+    markdown, fences, quotes and backslashes, their newlines escaped or written raw."""
+    invoice = _trailing_commas(json.dumps(_invoice(30), indent=2))
+    segments = _trailing_commas(json.dumps(_segments(24), indent=4))
+    ticket = _trailing_commas(json.dumps(_ticket("Charged twice for the October invoice."), indent=2))
+    review_items = [{"author": f"사용자{i}", "rating": 1 + i % 5, "text": "배송이 빨랐어요. " * 4,
+                     "tags": ["배송", "만족"]} for i in range(12)]
+    reviews = _trailing_commas(json.dumps(review_items, indent=2, ensure_ascii=False))
+    indented = [
+        (Invoice, f"Here is the invoice I extracted:\n\n```json\n{invoice}\n```\n\nTotals were checked twice."),
+        (list[Segment], f"{_PROSE}\n```\n{segments}\n```\n{_PROSE}"),
+        (Ticket, f"Sure! The ticket:\n{ticket}\nAnything else?"),
+        (list[Review], f"```json\n{reviews}\n```"),
+    ]
+    one = json.dumps(_snippet(0), indent=2)
+    many = json.dumps([_snippet(i) for i in range(6)], indent=2)
+    strings = [
+        (Snippet, f"Here is the snippet:\n```json\n{one}\n```\nIt compiles."),
+        (Snippet, f"Here is the snippet:\n```json\n{_raw_newlines(one)}\n```\nIt compiles."),
+        (list[Snippet], f"{_PROSE}\n```json\n{_raw_newlines(many)}\n```"),
+        (list[Snippet], f"The snippets:\n{_raw_newlines(many)}\nDone."),
+    ]
+    return {"indented, trailing commas": indented, "string-heavy": strings}
 
 
 def adversarial(size: int) -> dict[str, str]:

@@ -221,7 +221,7 @@ class TimeSpan(BaseModel):
 
 PRINTER_GOOD = '{"title": "Printer on fire", "priority": 5, "tags": ["hw"]}'
 PRINTER_TICKET = Ticket(title="Printer on fire", priority=5, tags=["hw"])
-PRINTER_BAD = '{"title": 7, "priority": 9}'
+PRINTER_BAD = '{"title": 7.5, "priority": 9}'  # a float is no lossless string (an int is)
 PRINTER_MESSAGES = [{"role": "user", "content": "File a ticket for the burning printer."}]
 PRINTER_RETRY = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=0.2, deadline=10)
 CLAUDE = "claude-sonnet-5-5"

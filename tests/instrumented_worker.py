@@ -41,7 +41,7 @@ def main() -> None:
         # Chat Completions (instrumented), plain then streamed: each with one 429 retried and one re-ask
         ask = {"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}], "response_model": Contact}
         for stream in (False, True):
-            emu.script(reply.rate_limited(retry_after=0), reply.answer('{"name": 1}', usage=(10, 3)),
+            emu.script(reply.rate_limited(retry_after=0), reply.answer('{"name": 1.5}', usage=(10, 3)),
                        reply.answer('{"name": "Ada"}', usage=(20, 5)))
             if stream:
                 value = list(client.chat.completions.create_partial(**ask))[-1]

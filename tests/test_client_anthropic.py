@@ -60,7 +60,7 @@ def test_passthrough_without_response_model(emu: Emulator) -> None:
 
 
 def test_repair_turn_in_tool_mode_uses_tool_result_with_is_error(emu: Emulator) -> None:
-    emu.script(reply.answer('{"number": 7, "total": "lots"}'), reply.answer(GOOD))
+    emu.script(reply.answer('{"number": 7.5, "total": "lots"}'), reply.answer(GOOD))
     result = create(wrapped(emu), mode="tool")
     assert result.value.total == 12.5
     second = emu.requests[1].body
@@ -220,7 +220,7 @@ def test_with_raw_response_gives_the_value_and_the_http_responses(emu: Emulator,
     method = {"client": lambda: client.with_raw_response.messages,
               "method": lambda: client.messages.with_raw_response,
               "beta": lambda: client.with_raw_response.beta.messages}[route]()
-    emu.script(reply.answer('{"number": 7}'), reply.answer(GOOD))
+    emu.script(reply.answer('{"number": 7.5}'), reply.answer(GOOD))
     raw = method.create(model="claude-sonnet-5-5", max_tokens=256, messages=MESSAGES, response_model=Invoice)
     assert raw.parse() == Invoice(number="INV-7", total=12.5, paid=True)
     assert raw.status_code == 200 and raw.headers["request-id"].startswith("req_")

@@ -65,7 +65,7 @@ def test_other_client_attributes_are_the_clients_own(emu: Emulator) -> None:
 
 
 def test_a_schema_violation_is_sent_back_once_with_every_problem_and_a_lower_temperature(emu: Emulator) -> None:
-    emu.script(reply.answer('{"title": 7, "priority": 9}'), reply.answer(GOOD))
+    emu.script(reply.answer('{"title": 7.5, "priority": 9}'), reply.answer(GOOD))
     result = wrapped(emu).chat.completions.create_with_result(
         model="gpt-4o", messages=MESSAGES, response_model=Ticket, temperature=0.8)
     assert result.value.priority == 5
@@ -76,7 +76,7 @@ def test_a_schema_violation_is_sent_back_once_with_every_problem_and_a_lower_tem
     assert "$.title" in feedback and "$.priority" in feedback  # both problems, one message
     assert "http" not in feedback
     replayed = second.body["messages"][-2]
-    assert replayed["role"] == "assistant" and replayed["content"] == '{"title": 7, "priority": 9}'
+    assert replayed["role"] == "assistant" and replayed["content"] == '{"title": 7.5, "priority": 9}'
     assert result.usage.input_tokens == sum(a.usage.input_tokens for a in result.attempts) > 0
     assert result.attempts[0].error is not None and result.attempts[0].error_kind == "schema_violation"
 
@@ -91,7 +91,7 @@ def test_formatting_slips_are_repaired_without_asking_again(emu: Emulator) -> No
 
 
 def test_gave_up_carries_every_raw_output_the_errors_usage_and_trace_id(emu: Emulator) -> None:
-    outputs = ['{"title": 1}', "no json here", '{"title": "t", "priority": 99}']
+    outputs = ['{"title": 1.5}', "no json here", '{"title": "t", "priority": 99}']
     emu.script(*(reply.answer(o) for o in outputs))
     with pytest.raises(guardrail.GaveUp) as caught:
         wrapped(emu).chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket,
@@ -197,7 +197,7 @@ def test_old_models_without_strict_output_use_the_tool_mode(emu: Emulator) -> No
 
 
 def test_reasoning_models_get_no_temperature_changes(emu: Emulator) -> None:
-    emu.script(reply.answer('{"title": 1}'), reply.answer(GOOD))
+    emu.script(reply.answer('{"title": 1.5}'), reply.answer(GOOD))
     wrapped(emu).chat.completions.create(model="o3-mini", messages=MESSAGES, response_model=Ticket)
     assert [r.temperature for r in emu.requests] == [None, None]
 
@@ -279,7 +279,7 @@ def test_the_deadline_bounds_the_whole_call(emu: Emulator) -> None:
 
 
 def test_the_budget_stops_the_loop_before_it_is_exceeded(emu: Emulator) -> None:
-    emu.script(reply.answer('{"title": 1}', usage=(300, 40)), reply.answer(GOOD, usage=(400, 40)))
+    emu.script(reply.answer('{"title": 1.5}', usage=(300, 40)), reply.answer(GOOD, usage=(400, 40)))
     budget = guardrail.Budget(max_tokens=600)
     with pytest.raises(guardrail.BudgetExceeded) as caught:
         wrapped(emu).chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket,
@@ -315,7 +315,7 @@ def test_responses_native_mode_and_result(emu: Emulator) -> None:
 
 
 def test_responses_repair_turn_and_incomplete(emu: Emulator) -> None:
-    emu.script(reply.truncated('{"title"'), reply.answer('{"title": 3}'), reply.answer(GOOD))
+    emu.script(reply.truncated('{"title"'), reply.answer('{"title": 3.5}'), reply.answer(GOOD))
     result = wrapped(emu).responses.create_with_result(model="gpt-4o", input="File a ticket.",
                                                        response_model=Ticket, max_output_tokens=30)
     assert result.value.priority == 5
@@ -331,7 +331,7 @@ def test_responses_refusal(emu: Emulator) -> None:
 
 
 def test_responses_tool_mode_replays_the_function_call(emu: Emulator) -> None:
-    emu.script(reply.answer('{"title": 3, "priority": 1, "tags": []}'), reply.answer(GOOD))
+    emu.script(reply.answer('{"title": 3.5, "priority": 1, "tags": []}'), reply.answer(GOOD))
     wrapped(emu).responses.create(model="gpt-4o", input="x", response_model=Ticket, mode="tool")
     second = emu.requests[1].body
     assert second["tool_choice"] == {"type": "function", "name": "Ticket"}
@@ -406,7 +406,7 @@ def test_wrap_refuses_other_objects() -> None:
 def test_async_client_gives_awaitables(emu: Emulator) -> None:
     import asyncio
 
-    emu.script(reply.answer('{"title": 1}'), reply.answer(GOOD), reply.text("plain"))
+    emu.script(reply.answer('{"title": 1.5}'), reply.answer(GOOD), reply.text("plain"))
 
     async def main() -> tuple[Any, Any]:
         raw = openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="test", timeout=5)

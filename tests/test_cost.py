@@ -76,7 +76,7 @@ def test_cached_and_reasoning_tokens_are_read_on_every_endpoint(api: str, stream
 
 def test_usage_sums_every_detail_across_attempts() -> None:
     with Emulator() as emu:
-        emu.script(reply.answer('{"name": 1}', usage=(100, 10)).with_usage_details(cached=40, reasoning=5),
+        emu.script(reply.answer('{"name": 1.5}', usage=(100, 10)).with_usage_details(cached=40, reasoning=5),
                    reply.answer('{"name": "Ada"}', usage=(200, 20)).with_usage_details(cached=50, reasoning=7))
         result = _call(emu, "chat", False)
     assert result.usage == Usage(300, 30, cached_input_tokens=90, reasoning_tokens=12)
@@ -88,7 +88,7 @@ def test_cost_is_the_price_tables_for_every_billed_attempt(api: str) -> None:
     second = Usage(1500, 80, cached_input_tokens=400)
     with Emulator() as emu:
         emu.script(reply.rate_limited(retry_after=0),
-                   reply.answer('{"name": 1}', usage=(1000, 50)).with_usage_details(cached=400),
+                   reply.answer('{"name": 1.5}', usage=(1000, 50)).with_usage_details(cached=400),
                    reply.answer('{"name": "Ada"}', usage=(1500, 80)).with_usage_details(cached=400))
         result = _call(emu, api, False)
     provider, model = ("anthropic", "claude-sonnet-4-5") if api == "messages" else ("openai", "gpt-4o")
@@ -148,7 +148,7 @@ def test_a_dollar_budget_stops_before_the_attempt_that_could_pass_it() -> None:
     first = _price("openai", "gpt-4o", Usage(2000, 500))
     budget = guardrail.Budget(max_usd=first + 20 * rate)  # after attempt 1, room for 20 tokens: too few
     with Emulator() as emu:
-        emu.script(reply.answer('{"name": 1}', usage=(2000, 500)), reply.answer('{"name": "Ada"}'))
+        emu.script(reply.answer('{"name": 1.5}', usage=(2000, 500)), reply.answer('{"name": "Ada"}'))
         with pytest.raises(guardrail.BudgetExceeded) as caught:
             _call(emu, "chat", False, budget=budget)
         sent = emu.requests
@@ -160,7 +160,7 @@ def test_a_dollar_budget_stops_before_the_attempt_that_could_pass_it() -> None:
 
 def test_a_dollar_budget_that_is_enough_lets_the_call_through() -> None:
     with Emulator() as emu:
-        emu.script(reply.answer('{"name": 1}', usage=(100, 10)), reply.answer('{"name": "Ada"}', usage=(100, 10)))
+        emu.script(reply.answer('{"name": 1.5}', usage=(100, 10)), reply.answer('{"name": "Ada"}', usage=(100, 10)))
         result = _call(emu, "chat", False, budget=guardrail.Budget(max_usd=1.0))
     assert result.value == Contact(name="Ada") and result.cost_usd is not None and result.cost_usd < 1.0
 
@@ -224,7 +224,7 @@ def test_a_chain_dollar_budget_is_shared_across_its_tiers() -> None:
                        vendor(raw, "gpt-4o", name="backup", retry=FAST),
                        safe_default(Contact(name="nobody"), name="fallback")],
                       budget=guardrail.Budget(max_usd=first + 20 * rate))
-        emu.script(reply.answer('{"name": 1}', usage=(2000, 500)), reply.answer('{"name": "Ada"}'))
+        emu.script(reply.answer('{"name": 1.5}', usage=(2000, 500)), reply.answer('{"name": "Ada"}'))
         result = chain.create_with_result(response_model=Contact, messages=ASK)
         assert len(emu.requests) == 1  # the backup was stopped by what the primary spent
     assert result.tier == "fallback"

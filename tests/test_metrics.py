@@ -56,7 +56,7 @@ def _port(emu: Emulator) -> int:
 
 def test_a_429_retry_and_a_reask_record_three_operations_and_two_billed_requests(points: None) -> None:
     with Emulator() as emu:
-        emu.script(reply.rate_limited(retry_after=0), reply.answer('{"name": 1}', usage=(10, 3)),
+        emu.script(reply.rate_limited(retry_after=0), reply.answer('{"name": 1.5}', usage=(10, 3)),
                    reply.answer('{"name": "Ada"}', usage=(20, 5)))
         result = _openai(emu).chat.completions.create_with_result(
             model="gpt-4o", messages=[{"role": "user", "content": "who?"}], response_model=Contact)

@@ -701,11 +701,16 @@ def test_string_bool_refused_for_int_and_int_for_bool():
         parse('{"enabled": 1}', Flag)
 
 
-def test_number_not_coerced_to_string():
-    # Not in the coercion list: a number where a string is expected stays a violation.
-    with pytest.raises(SchemaViolationError) as info:
-        parse('{"name": 42, "age": 30}', Person)
-    assert "$.name" in info.value.feedback
+def test_an_integer_where_a_string_is_expected_is_its_digits_and_a_float_is_not():
+    # Issue 23: 42 -> "42" is lossless (the digits as written); 4.50 -> "4.5" would not be, so a float stays a
+    # violation, and so does a bool.
+    report = parse_report('{"name": 42, "age": 30}', Person)
+    assert report.value == Person(name="42", age=30)
+    assert [(fix.kind, fix.path) for fix in report.fixes] == [("coerce_string", "$.name")]
+    for text in ('{"name": 4.50, "age": 30}', '{"name": true, "age": 30}'):
+        with pytest.raises(SchemaViolationError) as info:
+            parse(text, Person)
+        assert "$.name" in info.value.feedback
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -1191,5 +1196,11 @@ def test_a_literal_word_is_never_read_as_a_string(word):
     assert report.error is not None, report.value
 
 
-def test_an_unquoted_word_outside_an_object_member_is_not_read():
-    assert parse_report("[Kim]", list[str]).error is not None
+def test_an_unquoted_word_outside_an_object_member_is_read_only_in_a_whole_flat_array_of_strings():
+    # Issue 23: a whole reply [Kim] under list[str] has one reading; in prose a bracketed remark reads the same,
+    # and under list[Any] the word may stand for any value.
+    report = parse_report("[Kim]", list[str])
+    assert report.value == ["Kim"] and [(f.kind, f.path) for f in report.fixes] == [("bare_string", "$[0]")]
+    assert parse_report("See [Kim] for details.", list[str]).error is not None
+    assert parse_report("[Kim]", list[Any]).error is not None
+    assert parse_report('[["Kim", Lee]]', list[list[str]]).error is not None

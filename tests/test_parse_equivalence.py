@@ -55,13 +55,14 @@ from guardrail.parse.candidates import (
     broken_candidate,
     broken_span_end,
     continued_at,
+    merge_early_close,
     read_a_value,
     read_across,
     whole_candidate,
 )
 from guardrail.parse.fences import Segment, iter_segments, split_segments
 from guardrail.parse.patch import MAX_PATCHES
-from guardrail.parse.report import Candidate, json_path
+from guardrail.parse.report import Candidate, Fix, json_path
 from guardrail.parse.scanner import STRICT_DECODER, Budget, scan
 from guardrail.parse.tokens import NonFinite
 
@@ -162,10 +163,13 @@ json_values = st.recursive(
 json_containers = st.one_of(st.lists(json_values, max_size=4), st.dictionaries(json_strings, json_values, max_size=4))
 
 IDENT = re.compile(r"(?:[^\W\d]|\$)[\w$\-]*")  # what the scanner takes as an unquoted key
+#: A member whose key is followed by its colon after plain space only: the scanner adds a comma missing before it.
+_KEY_THEN_COLON = re.compile(r'(?:"(?:[^"\\]|\\.)*"|\'[^\']*\'|(?:[^\W\d]|\$)[\w$\-]*)[ \t\r\n]*:')
 comment_text = st.text(st.sampled_from("abc xyz*/=+" + KOREAN), max_size=8).filter(lambda s: "*/" not in s)
-#: slips the patcher repairs; the others only the scanner does
+#: slips the patcher repairs one at a time; the others it repairs only in its bulk pass (with slips of the first
+#: kind close together), or the scanner does
 PATCHABLE = frozenset({"comment", "trailing_comma", "python_literal", "invisible_char", "control_char_in_string"})
-SCANNER_ONLY = frozenset({"single_quotes", "unquoted_key"})
+SCANNER_ONLY = frozenset({"single_quotes", "unquoted_key", "missing_comma"})
 ALL_SLIPS = PATCHABLE | SCANNER_ONLY
 
 
@@ -248,6 +252,12 @@ class _Renderer:
             return open_ + self.gap() + close
         out = open_ + self.gap() + items[0]
         for item in items[1:]:
+            # A comma left out where the scanner adds one: before a key, or before an element that opens a
+            # container.
+            if (_KEY_THEN_COLON.match(item) if open_ == "{" else item[:1] in "{[") and self.maybe("missing_comma"):
+                self.slip("missing_comma")
+                out += self.gap() + " " + self.gap() + item
+                continue
             out += self.gap() + "," + self.gap() + item
         if self.maybe("trailing_comma"):
             out += self.gap() + ","
@@ -311,9 +321,9 @@ def _check_patched(dirty: Dirty, before: str, after: str, *, complete: bool) -> 
     assert same(patched.value, scanned.value)
     assert patched.end == scanned.end
     assert same(STRICT_DECODER.decode(patched.json_text), patched.value)  # json_text is JSON for the value
-    assert len(patched.fixes) <= MAX_PATCHES
+    assert len(patched.fixes) <= max(MAX_PATCHES, len(scanned.fixes))  # one a slip (the bulk pass: all of them)
     for fix in patched.fixes:
-        assert fix.kind in PATCHABLE
+        assert fix.kind in ALL_SLIPS  # the bulk pass undoes the scanner-only kinds too, with patchable ones
         assert_valid_path(fix.path)
 
 
@@ -405,6 +415,57 @@ def _control_char_in_key(text: str) -> bool:
     key = r'"(?:[^"\\]|\\.)*[\x00-\x1f](?:[^"\\]|\\.)*"'
     gap = r"(?:/\*.*?\*/|//[^\n]*\n|\s|[" + INVISIBLE + "])*"
     return re.search(key + gap + ":", text, re.S) is not None
+
+
+#: Pieces of dirty answers: every slip the bulk pass undoes, the ones it must leave (adjacent strings, a word
+#: glued to a number), and structure around them.
+BULK_PIECES = ["{", "}", "[", "]", '"', "'", ":", ",", " ", "\n", "a", "key", "True", "None", "null", "1", "/", "//",
+               "/*", "*/", "// c\n", "\u200b", "\u00a0", "\u201c", "\u201d", "\u2018", "\u2019", "0", ".", "\t",
+               '"a"', '"a": 1', "'b': 2", "c: 3", "{}", "[1]", ",}", ",]", ' "b": ', '\n"k": "v"', '"x\ny"', "'q'",
+               "False", "2.5", '[{"a": 1} {"b": 2}]', '{"a": "x" "b": 1}', "'it\\'s'", '"a\\"b"', "{a: 'x'}",
+               '// "q"\n', "/* ' */", "\u2018x\u2019", "\u201ck\u201d: 1", "True,", "None}", "'''", "b:", " c :",
+               "{ k : [1 2] }", "3nullc", '["a" "b"]']
+
+
+@MANY
+@given(st.lists(st.sampled_from(BULK_PIECES), min_size=1, max_size=25).map("".join),
+       st.sampled_from([Any, dict[str, Any], list[Any]]))
+@example('{"a": [1,2,],}, "x": 1', Any)  # a trailing comma right after the value: not the value's
+@example('{c: 3nullc: 3,}', dict[str, Any])  # no comma between a number and a word glued to it
+@example('[{"a": 1} // c,\n {"b": 2}]', list[Any])
+def test_the_bulk_pass_never_changes_the_outcome(text: str, contract: Any) -> None:
+    """The patcher's bulk pass (every slip at once) gives the outcome the one-at-a-time patches and the scanner
+    give: the same value, or the same error at the same position."""
+    def result() -> tuple[Any, ...]:
+        report = guardrail.parse_report(text, contract)
+        if report.ok:
+            return ("value", json.dumps(report.value, sort_keys=True, default=repr))
+        return ("error", report.error.kind, getattr(report.error, "position", None))  # type: ignore[union-attr]
+
+    with mock.patch.object(patch_module, "_bulk_decode", lambda *args: None):
+        without = result()
+    assert result() == without
+
+
+@MANY
+@given(st.lists(st.sampled_from(BULK_PIECES), min_size=1, max_size=25).map("".join), dirty_json(ALL_SLIPS))
+@example('{"a": [1,2,],}, "x": 1', Dirty("[]", [], Counter(), 0))
+@example('{c: 3nullc: 3,}', Dirty("[]", [], Counter(), 0))
+def test_the_bulk_pass_reads_what_the_scanner_reads(noise: str, dirty: Dirty) -> None:
+    """Called directly (whatever would trigger it), the bulk pass either gives up or gives the scanner's value,
+    end and fix kinds, on random dirty text and on JSON with every kind of slip injected."""
+    for text in (noise, dirty.text):
+        start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+        if start < 0:
+            continue
+        bulk = patch_module._bulk_decode(text, start, 200, scanner_module.Budget())
+        if bulk is None:
+            continue
+        scanned = scan(text, start, max_depth=200)
+        assert scanned.status == "complete", (text, bulk.value)
+        assert same(bulk.value, scanned.value) and bulk.end == scanned.end, text
+        assert kinds(bulk.fixes) == kinds(scanned.fixes), text
+        assert same(STRICT_DECODER.decode(bulk.json_text), bulk.value)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -550,6 +611,10 @@ def reference_find_candidates(state: Any) -> Any:
     a reply with no value at all by its own ``bare_reply`` (bare and quoted scalars, not about skipping)."""
     text = state.text
     budget = Budget()
+    escaped = S.escaped_reply(state, state.limits.max_depth)  # JSON with every quote escaped: the library's own
+    if escaped is not None:
+        state.candidates.append(escaped)
+        return state
     pending: Iterator[Segment] = iter(state.segments)
     while (seg := next(pending, None)) is not None:
         body, base = text[seg.start : seg.end], seg.start
@@ -563,6 +628,13 @@ def reference_find_candidates(state: Any) -> Any:
             r = scan(body, start, max_depth=state.limits.max_depth)
             if r.status == "complete":
                 more = continued_at(body, r.end, isinstance(r.value, list))
+                work = body
+                while more is not None and (merged := merge_early_close(work, start, r.value, r.end, more,
+                                                                        state.limits.max_depth, budget)):
+                    # Closed early with one reading: the library's own merge (not about skipping).
+                    work, r, closers = merged
+                    r.fixes.extend(Fix("stray_closer", (), "}", "") for _ in range(closers))
+                    more = continued_at(body, r.end, False)
                 if more is not None:
                     span = broken_span_end(body, start, balanced_end(body, more[2], budget, opened=body[start]),
                                            budget)
@@ -601,7 +673,8 @@ def reference_find_candidates(state: Any) -> Any:
                     break
                 pos = span
     if not state.candidates:  # a whole reply that is one bare scalar, or a scalar line before prose: the
-        bare = S.bare_reply(state) or S.leading_scalar(state, STRICT_DECODER)  # library's own readings
+        bare = S.bare_reply(state) or S.leading_scalar(state, STRICT_DECODER) or S.plain_text(state)  # the
+        # library's own readings
         if bare is not None:
             state.candidates.append(bare)
     return state

@@ -198,27 +198,70 @@ class Pair(BaseModel):
     key2: str | None = None
 
 
+#: An object that closed early, members after it, one reading: the stray closers are extra characters.
+MERGED = [
+    ('{"key": "value"}, "key2": "value2"}', {"key": "value", "key2": "value2"}),
+    ('{"key": "value"}\n"key2": "value2"}', {"key": "value", "key2": "value2"}),
+    ('{"key": "value"},\n  "key2": "value2"\n}', {"key": "value", "key2": "value2"}),
+    ('{"key": "value"} , "key2" : "value2" }', {"key": "value", "key2": "value2"}),
+    ('{"key": "value"}, key2: "value2"}', {"key": "value", "key2": "value2"}),
+    ("{'key': 'value'}, 'key2': 'value2'}", {"key": "value", "key2": "value2"}),
+    ('{"key": "value"}, "key2": {"x": 1}}', {"key": "value", "key2": {"x": 1}}),
+    ('{"key": "value"}, "key2": ["x"]}', {"key": "value", "key2": ["x"]}),
+    ('{"key": "value"}}, "key2": "value2"}', {"key": "value", "key2": "value2"}),
+    ('{"key": "value"}\n}\n, "key2": "value2"}', {"key": "value", "key2": "value2"}),
+    ('{"key": "v\nx"}, "key2": "value2"}', {"key": "v\nx", "key2": "value2"}),
+    ('{"a": [{"b": 1}]}, "c": 2}, "d": [3]}', {"a": [{"b": 1}], "c": 2, "d": [3]}),
+]
+#: Closed early with more than one reading, or none: a syntax error at the first member after the close.
 CLOSED_EARLY = [
-    ('{"key": "value"}, "key2": "value2"}', 18),
-    ('{"key": "value"}, "key2": "value2"', 18),
-    ('{"key": "value"}\n"key2": "value2"}', 17),
-    ('{"key": "value"},\n  "key2": "value2"\n}', 20),
-    ('{"key": "value"} , "key2" : "value2" }', 19),
-    ('{"key": "value"}, key2: "value2"}', 18),
-    ("{'key': 'value'}, 'key2': 'value2'}", 18),
-    ('{"key": "value"}, "key2": {"x": 1}}', 18),
-    ('{"key": "value"}, "key2": ["x"]}', 18),
-    ('{"key": "value"}}, "key2": "value2"}', 19),
-    ('{"key": "value"}\n}\n, "key2": "value2"}', 21),
-    ('{"o": {"key": "value"}}, "key2": "value2"}', 25),
-    ('{"key": "v\nx"}, "key2": "value2"}', 16),
-    ('["a", "b"], "c"]', 12),
+    ('{"key": "value"}, "key2": "value2"', 18),  # no closer after the member: no reading reads it whole
+    ('{"o": {"key": "value"}}, "key2": "value2"}', 25),  # key2 could belong to "o" or to the root
+    ('{"o": {"k": 1}, "p": 2}, "key2": "value2"}', 25),  # the stray could be o's closer: p moves into "o"
+    ('{"key": "value"}], "key2": "value2"}', 19),  # a "]" closes nothing that is open
+    ('["a", "b"], "c"]', 12),  # an array: a stray "]" or a missing "[" (["a", "b"] as an element)
     ('[1, 2] , true]', 9),
     ('["a"]\n, "b"\n]', 8),
     ('["a"]], "b"]', 8),
 ]
 CLOSED_EARLY_WRAPS = ["{}", "Here it is: {} Hope that helps.", "```json\n{}\n```", "Sure!\n\n```\n{}\n```\nDone.",
                       "<json>{}</json>"]
+
+
+@pytest.mark.parametrize(("text", "expected"), MERGED)
+@pytest.mark.parametrize("wrap", CLOSED_EARLY_WRAPS)
+@pytest.mark.parametrize("contract", [Any, dict[str, Any]], ids=["Any", "dict"])
+def test_members_after_a_stray_closer_are_merged_when_that_is_the_one_reading(text: str, expected: Any,
+                                                                              wrap: str, contract: Any) -> None:
+    full = wrap.replace("{}", text, 1)
+    report = parse_report(full, contract)
+    assert report.ok, f"{full!r}: {report.error!r}"
+    assert same_json(report.value, expected)
+    assert "stray_closer" in [fix.kind for fix in report.fixes]
+    assert same_json(parse(full, contract), expected)
+
+
+class Pair2(BaseModel):
+    key: str
+    key2: Any = None
+
+
+@pytest.mark.parametrize(("text", "expected"), MERGED[:11])
+@pytest.mark.parametrize("wrap", CLOSED_EARLY_WRAPS)
+def test_a_typed_contract_gets_the_merged_members_never_a_default(text: str, expected: Any, wrap: str) -> None:
+    """``key2`` is never silently left at its default: the shorter object is not a reading."""
+    got = parse(wrap.replace("{}", text, 1), Pair2)
+    assert same_json(got.key2, expected["key2"])
+
+
+@pytest.mark.parametrize(("text", "expected"), MERGED)
+@pytest.mark.parametrize("contract", [list[str], list[Any], Pair], ids=["list-str", "list", "model"])
+def test_under_any_contract_the_answer_is_the_merged_object_or_an_error(text: str, expected: Any,
+                                                                         contract: Any) -> None:
+    report = parse_report(text, contract)
+    if report.ok:
+        got = report.value.model_dump() if isinstance(report.value, BaseModel) else report.value
+        assert same_json(got, expected) or same_json(got, [expected]), got
 
 
 @pytest.mark.parametrize(("text", "position"), CLOSED_EARLY)
@@ -250,21 +293,29 @@ def test_prose_after_a_closed_array_is_still_prose() -> None:
     assert parse('["a", "b"], "c" is also fine.', list[str]) == ["a", "b"]
 
 
-@settings(max_examples=150)
-@given(first=st.dictionaries(st.text(min_size=1, max_size=5), scalars, min_size=1, max_size=3),
-       rest=st.dictionaries(st.text(min_size=1, max_size=5), scalars, min_size=1, max_size=3),
-       closers=st.sampled_from(["}", "}}", "}\n"]), sep=st.sampled_from([", ", ",\n", "\n", " , "]),
-       wrap=st.sampled_from(CLOSED_EARLY_WRAPS), contract=st.sampled_from([Any, dict[str, Any]]))
+@settings(max_examples=200)
+@given(first=st.dictionaries(st.text(min_size=1, max_size=5), values, min_size=1, max_size=3),
+       rest=st.dictionaries(st.text(min_size=1, max_size=5), values, min_size=1, max_size=3),
+       closers=st.sampled_from(["}", "}}", "}\n", "} }", "]"]), sep=st.sampled_from([", ", ",\n", "\n", " , "]),
+       indent=st.sampled_from([None, 2]), wrap=st.sampled_from(CLOSED_EARLY_WRAPS),
+       contract=st.sampled_from([Any, dict[str, Any]]))
+@example(first={"a": {"b": 1}}, rest={"c": 2}, closers="}", sep=", ", indent=None, wrap="{}", contract=Any)
 def test_no_member_after_an_early_close_is_ever_dropped(first: dict[str, Any], rest: dict[str, Any], closers: str,
-                                                        sep: str, wrap: str, contract: Any) -> None:
-    """``{first}`` closed, then the members of ``rest`` and a final ``}``: never a value without them."""
-    members = json.dumps(rest)[1:-1]
-    text = wrap.replace("{}", json.dumps(first) + closers + sep + members + "}", 1)
-    try:
-        got = parse(text, contract)
-    except ParseError:
-        return
-    assert all(key in got for key in rest), f"{text!r} dropped members: {got!r}"
+                                                        sep: str, indent: int | None, wrap: str, contract: Any) -> None:
+    """``{first}`` closed, then the members of ``rest`` and a final ``}``: never a value without them. When
+    the stray closers are braces and no member of ``first`` is an object (the one reading), the members are
+    merged; else it is a syntax error."""
+    members = json.dumps(rest, indent=indent)[1:-1]
+    text = wrap.replace("{}", json.dumps(first, indent=indent) + closers + sep + members + "}", 1)
+    report = parse_report(text, contract)
+    one_reading = "]" not in closers and not any(isinstance(v, dict) for v in first.values())
+    if one_reading and not set(first) & set(rest):
+        assert report.ok, f"{text!r}: {report.error!r}"
+        assert same_json(report.value, {**first, **rest})
+    elif not one_reading:
+        assert isinstance(report.error, JSONSyntaxError), f"{text!r} gave {report.value!r}"
+    if report.ok:
+        assert all(key in report.value for key in rest), f"{text!r} dropped members: {report.value!r}"
 
 
 @pytest.mark.parametrize("text", [
@@ -273,6 +324,10 @@ def test_no_member_after_an_early_close_is_ever_dropped(first: dict[str, Any], r
     '{"a": ["x" y], "b": ["z"]}',
     '[["a" b], ["c"]]',
     '{"a": "say "hi" now", "b": {"c" d}, "e": "f"}',
+    '["x" y, "z", "w"]',  # the element "z" read into the first string
+    '["x" y, 3, "z"]',
+    '{"a": "x" y, b: "z", "c": 1}',  # an unquoted key
+    '{"a": "x" y, \'b\': "z", "c": 1}',  # a single-quoted key
 ])
 def test_an_inner_quote_repair_never_swallows_a_key_or_a_closed_container(text: str) -> None:
     report = parse_report(text, Any)
@@ -307,3 +362,22 @@ def test_no_key_is_swallowed_into_a_string(members: dict[str, list[str]], word: 
     for value in got.values():
         for string in value:
             assert not any(json.dumps(k) + ":" in string for k in members), f"{text!r} swallowed a key: {got!r}"
+
+
+@settings(max_examples=150)
+@given(items=st.lists(st.from_regex(r"[A-Za-z ,]{0,8}", fullmatch=True) | st.integers(), min_size=2, max_size=5),
+       word=st.from_regex(r"[a-z]{1,8}", fullmatch=True), data=st.data())
+def test_no_element_is_swallowed_into_a_string(items: list[Any], word: str, data: st.DataObject) -> None:
+    """An unquoted word after a string element (``["x" y, "z"]``): whatever the reading, every element after
+    it is still an element of its own, never text inside the string before it."""
+    strings = [i for i, item in enumerate(items) if isinstance(item, str)]
+    index = data.draw(st.sampled_from(strings) if strings else st.nothing())
+    parts = [json.dumps(item) for item in items]
+    parts[index] += " " + word
+    text = "[" + ", ".join(parts) + "]"
+    try:
+        got = parse(text, list[Any])
+    except ParseError:
+        return
+    assert len(got) == len(items), f"{text!r} read as {got!r}"
+    assert all(same_json(a, b) for a, b in zip(got[index + 1 :], items[index + 1 :], strict=True)), got

@@ -210,14 +210,25 @@ def test_conflicting_duplicates_never_validate(base: dict[str, Any], key: str, p
 # 3. Members are never dropped as prose -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    '{"name": "pen"}, "qty": 5}',
-    '{"name": "pen"} "qty": 5}',
-    '{"items": [{"name": "a"}]}, "note": "rush"}',
-    'Result: {"name": "pen"}, qty: 5}',
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"name": "pen"}, "qty": 5}', Item(name="pen", qty=5)),
+    ('{"name": "pen"} "qty": 5}', Item(name="pen", qty=5)),
+    ('{"items": [{"name": "a"}]}, "note": "rush"}', Order(items=[Item(name="a")], note="rush")),
+    ('Result: {"name": "pen"}, qty: 5}', Item(name="pen", qty=5)),
 ])
-def test_members_after_an_early_close_make_a_syntax_error(text: str) -> None:
-    report = parse_report(text, Order if "items" in text else Item)
+def test_members_after_an_early_close_are_merged_when_that_is_the_one_reading(text: str, expected: Any) -> None:
+    """Issue 23 (issue 14 made these syntax errors): a stray ``}`` with members after it, where no member of
+    the object is an object, can only be an extra character; the members belong to the object."""
+    report = parse_report(text, type(expected))
+    assert report.value == expected, report.error
+    assert "stray_closer" in kinds(report)
+
+
+@pytest.mark.parametrize("text", [
+    '{"item": {"name": "pen"}}, "qty": 5}', '{"item": {"name": "pen"}, "n": 1}, "qty": 5}',
+    '{"name": "pen"}], "qty": 5}', '["pen"], "qty"]'])
+def test_members_after_an_early_close_with_two_readings_make_a_syntax_error(text: str) -> None:
+    report = parse_report(text, Any)
     assert isinstance(report.error, JSONSyntaxError), report.value
 
 
@@ -246,6 +257,9 @@ def test_prose_after_a_value_is_still_prose() -> None:
     pytest.param('"""two words"""', str, "two words", "triple_quotes", id="triple-quotes"),
     pytest.param("'single'", str, "single", "single_quotes", id="single-quotes"),
     pytest.param("`x`", Any, "x", "backtick_quotes", id="quoted-under-any"),
+    pytest.param("two words", str, "two words", "plain_text", id="unquoted-phrase"),  # issue 23: plain text
+    pytest.param("\u201ctwo words\u201d", str, "two words", "smart_quotes", id="smart-quotes"),
+    pytest.param("'it\\'s'", str, "it's", "single_quotes", id="escaped-single-quote"),
 ])
 def test_whole_reply_scalars(text: str, contract: Any, expected: Any, fix: str) -> None:
     report = parse_report(text, contract)
@@ -257,10 +271,12 @@ def test_whole_reply_scalars(text: str, contract: Any, expected: Any, fix: str) 
 @pytest.mark.parametrize(("text", "contract"), [
     pytest.param("True", bool | str, id="bool-or-string"),
     pytest.param("ca", Literal["cab", "cat"], id="no-member"),
-    pytest.param("two words", str, id="unquoted-phrase"),
     pytest.param("1.5", int, id="fraction-for-int"),
     pytest.param("The answer is Red", Color, id="prose-around-member"),
     pytest.param("hello", Any, id="bare-word-under-any"),
+    pytest.param("two words", Any, id="plain-text-under-any"),
+    pytest.param("two words", str | None, id="plain-text-under-optional"),
+    pytest.param('"two words', str, id="plain-text-opening-with-a-quote"),
     pytest.param("True", Any, id="python-literal-under-any"),
 ])
 def test_whole_reply_scalars_refused_when_not_exactly_one_reading(text: str, contract: Any) -> None:

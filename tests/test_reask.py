@@ -59,7 +59,7 @@ def _properties(request: Any) -> set[str]:
 
 @pytest.mark.parametrize("api", APIS)
 def test_a_reask_replays_only_the_latest_answer_and_its_problems(api: str) -> None:
-    answers = ['{"label": 1, "score": 9}', '{"label": 2, "score": 7}', '{"label": "third", "score": 4}']
+    answers = ['{"label": 1.5, "score": 9}', '{"label": 2.5, "score": 7}', '{"label": "third", "score": 4}']
     with Emulator() as emu:
         assert _call(emu, api, Score, answers).value == Score(label="third", score=4)
         first, second, third = emu.requests
@@ -101,7 +101,7 @@ def test_a_reply_with_more_than_the_fields_is_read_as_a_whole_answer_never_cut_d
 def test_a_reply_with_other_keys_that_is_no_whole_answer_is_refused_not_trimmed() -> None:
     first = json.dumps({**GOOD, "priority": 9})
     with Emulator() as emu:
-        result = _call(emu, "chat", Order, [first, '{"priority": 2, "customer": 5}', '{"priority": 2}'])
+        result = _call(emu, "chat", Order, [first, '{"priority": 2, "customer": 5.5}', '{"priority": 2}'])
     assert result.value.customer == "Kim" and result.value.priority == 2
     assert [attempt.error_kind for attempt in result.attempts] == ["schema_violation", "schema_violation", None]
 
@@ -129,7 +129,7 @@ class Ranged(BaseModel):
 
 
 @pytest.mark.parametrize(("model", "answer"), [
-    (Score, '{"label": 1, "score": 9}'),             # half the fields or more fail
+    (Score, '{"label": 1.5, "score": 9}'),             # half the fields or more fail
     (Ranged, '{"low": 5, "high": 1, "note": "x"}'),  # a problem of the whole object
     ({"type": "object", "properties": {k: {"type": "integer", "maximum": 5} for k in "abcd"}, "required": ["a"]},
      '{"a": 1, "b": 2, "c": 3, "d": 9}'),          # a JSON Schema contract (plain data, no field model)

@@ -59,7 +59,7 @@ def call(emu: Emulator, **settings: Any) -> Any:
 
 def test_span_has_genai_and_guardrail_attributes(spans: InMemorySpanExporter) -> None:
     with Emulator() as emu:
-        emu.script(reply.answer('{"name": 1}', usage=(10, 3)), reply.answer(f'{{"name": "{SECRET}"}}', usage=(20, 5)))
+        emu.script(reply.answer('{"name": 1.5}', usage=(10, 3)), reply.answer(f'{{"name": "{SECRET}"}}', usage=(20, 5)))
         result = call(emu)
     (span,) = spans.get_finished_spans()
     attrs = dict(span.attributes or {})
@@ -144,7 +144,7 @@ def test_content_capture_has_system_instructions_tool_calls_and_repair_turns(spa
 
     canary = "sk-canaryCANARYcanary0123456789"
     with Emulator() as emu:
-        emu.script(reply.answer('{"name": 1}'), reply.answer('{"name": "Ada"}'))
+        emu.script(reply.answer('{"name": 1.5}'), reply.answer('{"name": "Ada"}'))
         raw = anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="test", timeout=5)
         client = guardrail.wrap(raw, settings=guardrail.Settings(capture_content=True),
                                 retry=guardrail.RetryPolicy(initial_wait=0.01, max_wait=0.1))

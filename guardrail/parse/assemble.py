@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from guardrail.parse.lexer import Lexer
 from guardrail.parse.lexicon import JSON_LITERALS, NONFINITE_WORDS, PYTHON_LITERALS
+from guardrail.parse.report import Fix
 from guardrail.parse.tokens import (
     ELEMENT_SCALAR,
     MEMBER_SCALAR,
@@ -32,17 +33,43 @@ __all__ = ["Assembler"]
 #: The quote that ends a string value whose inner quotes were not escaped: the first one followed (on the
 #: same line) by a separator or closer.
 _STRUCTURAL_QUOTE: Final = re.compile(r'"(?=[ \t]*[,}\]])')
-#: Structure that never lies inside a string an inner-quote repair reads: a key (a quote, then its colon) or
-#: a closer followed by a separator (``],"good_one"``). A reading that swallows either swallows data.
-_SWALLOWED: Final = re.compile(r'"[ \t]*:|[\]}][ \t]*[,:\]}]')
-#: What may follow a member's value for that member to end there: the next member or the closing brace.
-_MEMBER_ENDS: Final = re.compile(r"[ \t\r\n]*[,}]").match
+#: Structure that never lies inside a string an inner-quote repair reads: a key (a quote, then its colon; or a
+#: comma, then an unquoted word and a colon), a closer followed by a separator (``],"good_one"``), or a
+#: comma then a whole string at the end (``"x" y, "z"``: the element ``"z"``). A reading that swallows any
+#: of them swallows data.
+_SWALLOWED: Final = re.compile(r'["\'][ \t]*:|[\]}][ \t]*[,:\]}]|,[ \t]*[A-Za-z_$][\w$\-]*[ \t]*:|,[ \t]*"[^"]*\Z')
+#: What may follow a member's value for that member to end there: a comma, the closing brace, or the next
+#: member's key (a quoted one, or an unquoted one on a new line) with its colon.
+_MEMBER_ENDS: Final = re.compile(
+    r"[ \t\r\n]*(?:[,}]|\"[^\"\\\n]*\"[ \t]*:|'[^'\\\n]*'[ \t]*:)|[ \t]*\r?\n[ \t\r\n]*[A-Za-z_$][\w$\-]*[ \t]*:").match
+#: What may follow an unquoted array element for it to end there: a comma, the closer, or a line break.
+_ELEMENT_ENDS: Final = re.compile(r"[ \t]*(?:[,\]\r\n])").match
+#: Unquoted words that mean no value (``undefined``, ``nil``, ``none``, ``nan``): never read as strings.
+_NO_VALUE: Final = frozenset({"undefined", "nil", "none", "nan", "infinity", "-infinity", "null"})
+#: A number written with digit separators (``1_234``, ``1_234.5_6``): one reading, the number.
+_SEPARATED: Final = re.compile(r"-?[0-9]+(?:_[0-9]+)*(?:\.[0-9]+(?:_[0-9]+)*)?")
+#: Tokens that start like a number but read as one word (no number reading): a letter or ``_`` other than an
+#: exponent's ``e``, a ``:`` (a time), or a version's second dot.
+_WORDLIKE: Final = re.compile(r"[^\W\deE]|[:$]|[0-9]+(?:\.[0-9]+){2,}$")
+
+
+def _bare_word(word: str, pos: int, message: str) -> BareWord | None:
+    """The readings of an unquoted member value (see :class:`BareWord`), or ``None`` when it has none (``1e``,
+    ``05``, ``10-20``: a number cut off, a leading zero, an expression)."""
+    if word[0] not in "-.0123456789":
+        return BareWord(word, pos, message, text=word.lower() not in _NO_VALUE)
+    if "_" in word and _SEPARATED.fullmatch(word):
+        digits = word.replace("_", "")
+        return BareWord(word, pos, message, text=False, number=float(digits) if "." in digits else int(digits))
+    if _WORDLIKE.search(word):
+        return BareWord(word, pos, message)
+    return None
 
 
 class Assembler(Lexer):
     """The open containers of one scan, what was stored last, and the repairs that rewrite it."""
 
-    __slots__ = ("bare_words", "conflicts", "last_key", "last_str", "root", "tokens")
+    __slots__ = ("bare_elements", "bare_words", "conflicts", "last_key", "last_str", "root", "tokens")
 
     def __init__(self, text: str, budget: Budget) -> None:
         super().__init__(text, budget)
@@ -51,6 +78,8 @@ class Assembler(Lexer):
         self.conflicts: list[str] = []
         #: Unquoted words read as member values (``{"name": Kim}``): the contract decides them later.
         self.bare_words: list[BareWord] = []
+        #: Whether unquoted words may stand as array elements too (``scanner.scan``'s ``bare_elements``).
+        self.bare_elements = False
         #: Where the last scalar read began, if it was a double-quoted string value (else -1), and the
         #: key it was stored under: what an inner-quote repair rewrites.
         self.last_str = -1
@@ -91,7 +120,8 @@ class Assembler(Lexer):
         return True
 
     def word_value(self, word: str, start: int, end: int) -> Any:
-        """A bare word in value position: a Python literal, NaN/Infinity, a cut-off literal, or an error."""
+        """A bare word in value position: a Python literal, ``true``/``false``/``null`` in any case, NaN/Infinity,
+        a cut-off literal, an unquoted member value the contract decides (:class:`BareWord`), or an error."""
         if end >= self.n and self.stack:
             raise self.truncated(self.n, "a literal is complete")
         if word in JSON_LITERALS:  # a root literal ending the text
@@ -101,14 +131,22 @@ class Assembler(Lexer):
             return PYTHON_LITERALS[word]
         if word in NONFINITE_WORDS:
             return NonFinite(word)
+        lowered = word.lower()
+        if lowered in JSON_LITERALS:  # TRUE, Null: a literal by its only reading
+            self.fix("literal_case", word, JSON_LITERALS[lowered])
+            return JSON_LITERALS[lowered]
         stop = self.syntax(start, "a value (string, number, object, array, true, false or null)")
         frame = self.stack[-1] if self.stack else None
-        if frame is not None and frame[0].__class__ is dict and frame[1] is not None \
-                and _MEMBER_ENDS(self.text, end) is not None:
-            # One word, then the member ends: perhaps a string without its quotes; the contract decides.
-            bare = BareWord(word, start, stop.message)
-            self.bare_words.append(bare)
-            return bare
+        if frame is not None and ((frame[0].__class__ is dict and frame[1] is not None
+                                   and _MEMBER_ENDS(self.text, end) is not None)
+                                  or (self.bare_elements and frame[0].__class__ is list
+                                      and _ELEMENT_ENDS(self.text, end) is not None)):
+            # One token, then the member (or element) ends: perhaps a string without its quotes, or a number
+            # with digit separators; the contract decides.
+            bare = _bare_word(word, start, stop.message)
+            if bare is not None:
+                self.bare_words.append(bare)
+                return bare
         raise stop
 
     def close(self) -> bool:
@@ -173,11 +211,13 @@ class Assembler(Lexer):
             return -1  # an odd number of inner quotes: the string could end at another one
         if _SWALLOWED.search(value) is not None:
             return -1  # a key or a closed container inside the string: not a reading, structure swallowed
-        container = self.stack[-1][0]
+        container, _key, prefix = self.stack[-1]
         if container.__class__ is list:
             container[-1] = value
+            where = (*prefix, len(container) - 1)
         else:
             container[self.last_key] = value
-        self.fix("inner_quotes", text[open_at : m.end()][:80], value[:80])
+            where = (*prefix, self.last_key)
+        self.fixes.append(Fix("inner_quotes", where, text[open_at : m.end()][:80], value[:80]))
         self.last_str = -1
         return m.end()

@@ -13,7 +13,8 @@ broken value spans from its opener to where its brackets balance again (strings 
 of the segment when they never do; the search resumes after that span, so nothing inside a broken value
 (an inner array, an object written inside one of its strings) can become a candidate. The same holds when
 a value closes early and members follow it (``{"a": 1}, "b": 2}``, ``{"a": 1}}, "b": 2}``, ``["a"], "b"]``):
-the value is broken, never shortened.
+never shortened, the members are merged when that is the one reading (:func:`merge_early_close`), else the
+value is broken.
 
 A value the fence split cut inside one of its strings (code with raw newlines holding a fence line) is read
 across the cut by :func:`read_across`; what lies inside a string is content, never a candidate.
@@ -33,8 +34,8 @@ from guardrail.errors import InputLimitError
 from guardrail.parse.fences import Segment, unwrap_scalar
 from guardrail.parse.lexicon import INVISIBLE, VALUE_START
 from guardrail.parse.patch import Patched, decode_with_patches
-from guardrail.parse.report import Candidate
-from guardrail.parse.scanner import Budget, scan
+from guardrail.parse.report import Candidate, Fix
+from guardrail.parse.scanner import Budget, ScanResult, scan
 from guardrail.parse.tokens import STRICT_DECODER
 
 # What may follow an opener for the scanner to have a chance, checked inside the regex engine before any
@@ -48,8 +49,8 @@ _KEY_END = rf"{_WS_}(?:[:{INVISIBLE}]|//|/\*|$)"
 _WORD = r"(?:[^\W\d]|\$)[\w$\-]*+"
 _END_MARK = r"</|```|~~~"
 _OBJECT_START = (
-    rf"\{{{_WS_}(?:[}}\"'\u201c\u2018/\-{INVISIBLE}]|{_END_MARK}|$"
-    rf"|{_WORD}{_KEY_END}|[0-9][0-9.eE+\-]*+{_KEY_END})"
+    rf"\{{{_WS_}(?:[}}\"'\u201c\u2018/\-,{INVISIBLE}]|{_END_MARK}|$"
+    rf"|{_WORD}{_KEY_END}|[0-9.][0-9.eE+\-]*+{_KEY_END})"
 )
 _ARRAY_START = (
     rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-.0-9{INVISIBLE}]|{_END_MARK}|$"
@@ -114,23 +115,78 @@ def read_value(body: str, start: int, base: int, source: str, max_depth: int,
             span_end = broken_span_end(body, start, balanced_end(body, start, budget), budget)
             return broken_candidate(base, start, span_end if span_end >= 0 else len(body), source,
                                     result.message, base + result.end, result.tokens), span_end
-        cand = Candidate(base + start, base + result.end, source, "invalid", data=result.value,
-                         fixes=result.fixes, tokens=result.tokens, bare_words=result.bare_words)
-        for bare in result.bare_words:
-            bare.pos += base
-        if result.conflict:
-            cand.status, cand.path = "ambiguous", result.conflict
-            cand.message = "this key is given twice with different values; give it once"
+        cand = _complete(result, base, start, source)
         end = result.end
     more = continued_at(body, end, cand.data.__class__ is list) if isinstance(cand.data, (dict, list)) else None
-    if more is not None:
-        # Members (or elements) follow the closed value: it closed early. Broken, never shortened.
-        at, what, reopened = more
-        span_end = broken_span_end(body, start, balanced_end(body, reopened, budget, opened=body[start]), budget)
-        return broken_candidate(base, start, span_end if span_end >= 0 else len(body), source,
-                                f"expected the end of the reply, found {what} {body[at:][:12]!r} "
-                                "after the value closed", base + at, cand.tokens or 1), span_end
+    work, strays = body, 0
+    while more is not None:
+        # Members (or elements) follow the closed value: it closed early. Merged when that is the one
+        # reading (``merge_early_close``), else broken; never shortened.
+        merged = merge_early_close(work, start, cand.data, end, more, max_depth, budget)
+        if merged is None:
+            at, what, reopened = more
+            span_end = broken_span_end(body, start, balanced_end(body, reopened, budget, opened=body[start]),
+                                       budget)
+            return broken_candidate(base, start, span_end if span_end >= 0 else len(body), source,
+                                    f"expected the end of the reply, found {what} {body[at:][:12]!r} "
+                                    "after the value closed", base + at, cand.tokens or 1), span_end
+        work, result, closers = merged
+        strays += closers
+        result.fixes.extend(Fix("stray_closer", (), "}", "") for _ in range(strays))
+        cand, end = _complete(result, base, start, source), result.end
+        more = continued_at(body, end, False)
     return cand, end
+
+
+def _complete(result: ScanResult, base: int, start: int, source: str) -> Candidate:
+    """The candidate for a scan that read a complete value (offsets made absolute with ``base``)."""
+    cand = Candidate(base + start, base + result.end, source, "invalid", data=result.value,
+                     fixes=result.fixes, tokens=result.tokens, bare_words=result.bare_words)
+    for bare in result.bare_words:
+        bare.pos += base
+    if result.conflict:
+        cand.status, cand.path = "ambiguous", result.conflict
+        cand.message = "this key is given twice with different values; give it once"
+    return cand
+
+
+#: Whitespace and closing braces: a run of stray closers an object may be merged across.
+_BRACES: Final = re.compile(r"[ \t\r\n}]*")
+
+
+def merge_early_close(body: str, start: int, value: Any, end: int, more: tuple[int, str, int], max_depth: int,
+                      budget: Budget) -> tuple[str, ScanResult, int] | None:
+    """The one reading of an object that closed early, members after it (``{"a": 1}, "b": 2}``): the
+    stray closers are extra characters, and the members after them belong to the object.
+
+    The object at ``body[start]`` read as ``value`` and closed at ``end``; ``more`` is what
+    :func:`continued_at` found after it. The reading is the only one when every character between the
+    object's closer and the next member is a ``}`` or whitespace, and no member of the object is itself an
+    object: a stray ``}`` could then only be one of those run-together closers (deleting any of them gives
+    the same text). An object member's closer could be the stray one instead, which moves members into it
+    (``{"a": {"b": 1}}, "c": 2}``): two readings, refused. An array has a second reading too (a missing
+    ``[``: ``["a"], "b"]`` may be ``[["a"], "b"]``), so only objects merge. The merged text must read as one
+    complete value; else ``None`` (a syntax error at the member, as before).
+
+    Returns the text with the stray closers blanked (same length, so every position stays), the scan of the
+    object in it, and how many closers were blanked (each a ``stray_closer`` fix). The copy and the re-read are charged
+    to ``budget.patch_chars``: many merges in one text stay linear.
+    """
+    at, what, reopened = more
+    if body[start] != "{" or what != "a member" or value.__class__ is not dict \
+            or any(child.__class__ is dict for child in value.values()):
+        return None
+    if _BRACES.match(body, end - 1).end() < reopened:  # type: ignore[union-attr]
+        return None  # a "]" among the stray closers: it closed something the text left open
+    budget.patch_chars -= 2 * (len(body) - start)
+    if budget.patch_chars < 0:
+        return None
+    stray = body[end - 1 : reopened]
+    patched = body[: end - 1] + stray.replace("}", " ") + body[reopened:]
+    result = scan(patched, start, max_depth=max_depth, budget=budget)
+    if result.status != "complete" or result.end <= at:
+        return None
+    return patched, result, stray.count("}")
 
 
 def read_across(text: str, cut: Candidate, max_depth: int, budget: Budget) -> Candidate | None:
@@ -192,6 +248,9 @@ MEMBER_AFTER: Final = re.compile(
     r'[ \t\r\n]*(?:,[ \t\r\n]*(?=["\'A-Za-z_$])|(?=["\']))'
     r'((?:"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|[A-Za-z_$][\w$\-]*)[ \t]*:)'
 ).match
+#: A member whose colon is missing right after a closed object (``}, "k" "v"``): still a member, so the object
+#: closed too early (refused, never the shorter object).
+KEY_NO_COLON: Final = re.compile(r'[ \t\r\n]*,[ \t\r\n]*("(?:[^"\\\n]|\\.)*"[ \t]+(?=["{\[]))').match
 #: An element right after a closed array (``, "c"]``, ``, 3,``): a scalar after a comma, then a separator, a
 #: closer or the end. The array closed too early.
 ELEMENT_AFTER: Final = re.compile(
@@ -208,7 +267,7 @@ def continued_at(body: str, end: int, array: bool, keys: bool = True) -> tuple[i
     container is open again there). The container closed early and what follows is part of it. ``None`` when
     nothing continues it (prose, the end, another value)."""
     after = _STRAY_CLOSERS(body, end).end()  # type: ignore[union-attr]
-    more = MEMBER_AFTER(body, after) if keys else None
+    more = (MEMBER_AFTER(body, after) or KEY_NO_COLON(body, after)) if keys else None
     if more is not None:
         return more.start(1), "a member", after
     more = ELEMENT_AFTER(body, after) if array else None
@@ -287,20 +346,48 @@ def broken_candidate(base: int, start: int, end: int, source: str, message: str,
 
 def whole_candidate(body: str, segment: Segment, max_depth: int,
                     decoder: JSONDecoder = STRICT_DECODER) -> Candidate | None:
-    """The segment as one strict JSON value (after one optional ``<tag>`` wrapper), if it is one."""
+    """The segment as one JSON scalar (after one optional ``<tag>`` wrapper), if it is one: strict JSON, or a
+    string with raw control characters (``"a<newline>b"``), or a Python tuple or parenthesised literal
+    (``("a", "b")``, ``(1)``) that is the whole segment, read by the lenient scanner with its fixes."""
     inner, tag = unwrap_scalar(body)
     if not inner or inner[0] not in VALUE_START or inner[0] in "{[":
+        if (inner[:1] == "(" and inner[-1:] == ")") or (inner[:1] == "[" and _bare_array(inner)):
+            return _whole_scan(body, inner, tag, segment, max_depth)
         return None  # containers are found by the opener search, at C speed when they are clean
     try:
         value = decoder.decode(inner)
     except (ValueError, RecursionError):
-        return None
+        return _whole_scan(body, inner, tag, segment, max_depth) if inner[0] == '"' else None
     if _depth_exceeds(value, inner, 0, len(inner), max_depth):
         return None  # let the scanner report the limit
     offset = body.find(inner)
     start = segment.start + max(offset, 0)
     return Candidate(start, start + len(inner), "tag" if tag else segment.source, "invalid", data=value,
                      tokens=1, tag=tag or "", json_text=inner)
+
+
+def _whole_scan(body: str, inner: str, tag: str | None, segment: Segment, max_depth: int) -> Candidate | None:
+    """``inner`` read by the lenient scanner, when that reads all of it as one value (else ``None``)."""
+    result = scan(inner, 0, max_depth=max_depth, bare_elements=inner[0] == "[")
+    if result.status != "complete" or result.end != len(inner) or (result.bare_words and inner[0] != "[") \
+            or any(fix.kind == "invalid_escape" for fix in result.fixes):
+        return None  # an invalid escape in a lone string: kept, dropped or decoded as Python does?
+    start = segment.start + max(body.find(inner), 0)
+    for bare in result.bare_words:
+        bare.pos += start
+    return Candidate(start, start + len(inner), "tag" if tag else segment.source, "invalid", data=result.value,
+                     fixes=result.fixes, tokens=max(result.tokens, 1), tag=tag or "", bare_words=result.bare_words)
+
+
+#: The inside of a flat array of unquoted words (``[a, b]``, one a line): no quotes, no nesting.
+_FLAT: Final = re.compile(r"[^\[\]{}\"'`]*")
+_LETTER: Final = re.compile(r"[A-Za-z_$]")
+
+
+def _bare_array(inner: str) -> bool:
+    """Whether ``inner`` is one flat array holding an unquoted word (``[a, b]``): read as a whole reply only."""
+    return inner[-1:] == "]" and _FLAT.fullmatch(inner, 1, len(inner) - 1) is not None \
+        and _LETTER.search(inner) is not None
 
 
 def _strict_at(body: str, start: int, max_depth: int, budget: Budget) -> Patched | None:

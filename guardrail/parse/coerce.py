@@ -84,14 +84,24 @@ def coerce(value: Any, schema: Schema, ctx: CoerceContext, path: list[str | int]
 
 
 def _bare_word(value: BareWord, schema: Schema, ctx: CoerceContext, path: list[str | int]) -> Any:
-    """``{"name": Kim}``: the string ``"Kim"`` where every alternative here is a plain string (no enum, no
-    const: one reading), recorded as ``bare_string``; anywhere else it stays unread (``ctx.unresolved``)."""
+    """An unquoted member value: the one of its readings (:class:`BareWord`) this slot admits. ``{"name": Kim}``
+    is the string ``"Kim"`` where every alternative is a plain string (no enum, no const), recorded as
+    ``bare_string``; ``{"n": 1_234}`` is the number 1234 where every alternative is a number (an integer for
+    1234, a float for ``1_234.5``), recorded as ``digit_separator``. Anywhere else it stays unread
+    (``ctx.unresolved``): where another type is admitted (``str | None``, ``str | int``, ``Any``) the word may
+    stand for a value of that type, and an enum member is never guessed."""
     view = ctx.view
     branches = view.branches(schema)
-    if branches and all(view.types(node) == _STRING_ONLY and "enum" not in node and "const" not in node
-                        for node in branches):
+    plain = bool(branches) and not any("enum" in node or "const" in node for node in branches)
+    kinds = [view.types(node) for node in branches]
+    if plain and value.text and all(types == _STRING_ONLY for types in kinds):
         ctx.fixes.append(Fix("bare_string", tuple(path), value.word, value.word))
         return value.word
+    number = value.number
+    if plain and number is not None and all(
+            types and types <= _NUMERIC and (number.__class__ is int or "number" in types) for types in kinds):
+        ctx.fixes.append(Fix("digit_separator", tuple(path), value.word, number))
+        return number
     ctx.unresolved.append(value)
     return None
 
@@ -109,16 +119,14 @@ def _descend(value: Any, node: Schema | None, ctx: CoerceContext, path: list[str
     if isinstance(value, dict):
         if ctx.float_keys and not view.properties(node or {}):
             _check_number_keys(value, ctx, path)
-        kinds = _WALKED_BIG if ctx.big_numbers else _WALKED
         for key, child in value.items():
-            if isinstance(child, kinds):
+            if isinstance(child, _WALKED):
                 path.append(key)
                 value[key] = coerce(child, view.member(node, key) if node else {}, ctx, path)
                 path.pop()
     elif isinstance(value, list):
-        kinds = _WALKED_BIG if ctx.big_numbers else _WALKED
         for index, child in enumerate(value):
-            if isinstance(child, kinds):
+            if isinstance(child, _WALKED):
                 path.append(index)
                 value[index] = coerce(child, view.item(node, index) if node else {}, ctx, path)
                 path.pop()
@@ -137,9 +145,9 @@ def _check_number_keys(mapping: dict[str, Any], ctx: CoerceContext, path: list[s
                                             "this key is not a finite number; a finite number is expected"))
 
 
-#: Child values the walk visits (ints and bools need nothing, unless numbers may exceed float range).
-_WALKED: Final = (dict, list, str, float, NonFinite, BareWord)
-_WALKED_BIG: Final = (*_WALKED, int)
+#: Child values the walk visits (bools need nothing; ints may stand where only a string fits).
+_WALKED: Final = (dict, list, str, int, float, NonFinite, BareWord)
+_NUMERIC: Final = frozenset({"integer", "number"})
 
 
 class _Refused:
@@ -177,6 +185,9 @@ def _convert(value: Any, node: Schema, ctx: CoerceContext, path: list[str | int]
                 ctx.fixes.append(Fix("split_list", where, value, parts))
                 return parts
         return _REFUSED
+    if value.__class__ is int and "string" in types and not types & _NUMERIC:
+        ctx.fixes.append(Fix("coerce_string", where, value, str(value)))  # 1 -> "1": the digits as written
+        return str(value)
     if isinstance(value, float) and "integer" in types and value.is_integer():
         ctx.fixes.append(Fix("coerce_integer", where, value, int(value)))
         return int(value)

@@ -26,8 +26,10 @@ from guardrail.parse.tokens import (
     NUMBER_TOKEN,
     SINGLE_QUOTED,
     SMART_CLOSE,
+    T_CLOSE_PAREN,
     T_LIT,
     T_NUM,
+    T_OPEN_PAREN,
     T_OTHER,
     T_SQ,
     T_STR,
@@ -49,6 +51,11 @@ __all__ = ["Lexer", "ScanStatus", "Stop", "Token"]
 _LEADING_DOT: Final = re.compile(r"-?\.[0-9][0-9eE+\-]*")
 #: The loose number forms read as numbers (recorded as ``number_form``): ``.5``, ``-.5``, ``1.``, ``1.e3``.
 _LOOSE_NUMBER: Final = re.compile(r"-?(?:\.[0-9]+|(?:0|[1-9][0-9]*)\.)(?:[eE][+\-]?[0-9]+)?")
+#: One unquoted token that starts like a number: digits, letters, ``_``, ``$``, ``.``, ``:``, signs (a UUID, a
+#: timestamp, a version, ``1_234``).
+_DIGIT_TOKEN: Final = re.compile(r"-?[.0-9][\w$.:+\-]*")
+#: Dotted numbers that are no number: a version (``1.1.1``).
+_VERSION: Final = re.compile(r"[0-9]+(?:\.[0-9]+){2,}")
 
 ScanStatus = Literal["complete", "truncated", "syntax_error"]
 #: (kind, value, end, fix kind or "", start)
@@ -142,6 +149,8 @@ class Lexer:
         if c in "\"'\u201c\u2018`":
             value, end, fix_kind = self.string(pos)
             return T_STR, value, end, fix_kind, pos
+        if c in "()":
+            return (T_OPEN_PAREN if c == "(" else T_CLOSE_PAREN), None, pos + 1, "", pos
         if c == "." or (c == "-" and text[pos + 1 : pos + 2] == "."):
             return self.malformed_number(pos)
         if c == "-" and not "0" <= text[pos + 1 : pos + 2] <= "9":
@@ -245,9 +254,14 @@ class Lexer:
             raise self.truncated(self.n, "a number is complete")
         raw = m.group(0)
         loose = _LOOSE_NUMBER.fullmatch(raw)
-        if loose is not None and not "0" <= self.text[m.end() : m.end() + 1] <= "9":
+        token = _DIGIT_TOKEN.match(self.text, pos).group()  # type: ignore[union-attr]
+        if loose is not None and len(token) == len(raw) and not "0" <= self.text[m.end() : m.end() + 1] <= "9":
             fixed = raw.replace("-.", "-0.") if raw.startswith("-.") else "0" + raw if raw.startswith(".") else raw
             fixed = fixed + "0" if fixed.endswith(".") else fixed
             return T_NUM, finite_or_marker(fixed), m.end(), "number_form", pos
+        if len(token) > len(raw) or _VERSION.fullmatch(token):
+            # One token that runs on past any number (``57eeeeb1-...``, ``1notanumber``, ``1_234``, ``1.1.1``):
+            # a word, which the contract may read (``Assembler.word_value``).
+            return T_WORD, token, pos + len(token), "", pos
         raise self.syntax(pos, "a JSON number")
 

@@ -10,8 +10,10 @@ import re
 from typing import Final
 
 #: Characters models emit between tokens that carry no meaning: BOM, zero-width spaces and joiners,
-#: word joiner, no-break space, Mongolian vowel separator.
-INVISIBLE: Final = "\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e"
+#: word joiner, no-break space, Mongolian vowel separator, and the Unicode spaces (Zs: ogham space mark,
+#: en quad to hair space, narrow no-break space, medium mathematical space, ideographic space).
+INVISIBLE: Final = ("\ufeff\u200b\u200c\u200d\u2060\u00a0\u180e\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+                    "\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000")
 #: A JSON number, exactly (RFC 8259), as a regex fragment.
 NUMBER: Final = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+\-]?[0-9]+)?"
 NUMBER_RE: Final = re.compile(NUMBER)

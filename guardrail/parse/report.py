@@ -35,10 +35,10 @@ class Fix:
         self.after = after
         self._path: str | None = None
         self._loc: tuple[str | int, ...] | Callable[[], str] = ()
-        if isinstance(path, str):
+        if path.__class__ is str:
             self._path = path
         else:
-            self._loc = path
+            self._loc = path  # type: ignore[assignment]
 
     @property
     def path(self) -> str:

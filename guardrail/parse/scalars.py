@@ -27,13 +27,15 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from guardrail.parse.report import Candidate, Fix
-from guardrail.parse.tokens import same_json
+from guardrail.parse.tokens import same_json, unescape
 from guardrail.schema.view import Schema, SchemaView
 
 _MAX_LEN: Final = 200
 _NUMBER: Final = re.compile(r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+\-]?[0-9]+)?")
-_QUOTES: Final = (("```", "triple_quotes"), ('"""', "triple_quotes"), ("'''", "triple_quotes"),
-                  ("`", "backtick_quotes"), ("'", "single_quotes"))
+#: (opening mark, closing mark, fix kind) of the quotes a whole one-line reply may stand in.
+_QUOTES: Final = (("```", "```", "triple_quotes"), ('"""', '"""', "triple_quotes"), ("'''", "'''", "triple_quotes"),
+                  ("`", "`", "backtick_quotes"), ("'", "'", "single_quotes"), ("\u201c", "\u201d", "smart_quotes"),
+                  ("\u2018", "\u2019", "smart_quotes"))
 
 
 def fold(text: str) -> str:
@@ -47,9 +49,11 @@ def read_bare(inner: str, start: int, schema: Schema, view: SchemaView, aliases:
     if not inner or len(inner) > _MAX_LEN or "\n" in inner or "{" in inner or "[" in inner:
         return None
     text, quote_fix = inner, ""
-    for marker, kind in _QUOTES:
-        if len(inner) > 2 * len(marker) and inner.startswith(marker) and inner.endswith(marker):
-            text, quote_fix = inner[len(marker) : -len(marker)], kind
+    for opener, closer, kind in _QUOTES:
+        if len(inner) > len(opener) + len(closer) and inner.startswith(opener) and inner.endswith(closer):
+            text, quote_fix = inner[len(opener) : -len(closer)], kind
+            if opener == "'":
+                text = unescape(text)  # as inside JSON: \' is a quote, \n a newline
             break
     readings: list[tuple[Any, str]] = []
     for node in view.branches(schema):

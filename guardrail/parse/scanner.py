@@ -28,6 +28,7 @@ This module is the state machine; reading tokens (and the lexical repairs) is
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from json import JSONDecoder
 from typing import Any, Final
@@ -44,12 +45,14 @@ from guardrail.parse.tokens import (
     STRICT_DECODER,
     T_CLOSE_ARR,
     T_CLOSE_OBJ,
+    T_CLOSE_PAREN,
     T_COLON,
     T_COMMA,
     T_LIT,
     T_NUM,
     T_OPEN_ARR,
     T_OPEN_OBJ,
+    T_OPEN_PAREN,
     T_STR,
     T_WORD,
     WS,
@@ -111,16 +114,20 @@ _COLON: Final = 2  # ':' is expected
 _AFTER: Final = 3  # ',' or a closer is expected
 
 
-def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget | None = None) -> ScanResult:
+def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget | None = None,
+         bare_elements: bool = False) -> ScanResult:
     """Read one JSON value from ``text`` starting at ``pos``.
 
     Raises :class:`InputLimitError` when nesting exceeds ``max_depth`` (a limit, not a candidate problem);
     ``depth`` is how deep the value already sits (JSON decoded from inside a string of a deeper value);
     ``budget`` is shared by the scans of one search (a fresh one if not given).
+    ``bare_elements`` lets unquoted words stand as array elements too (a whole reply ``[a, b]``; in prose a
+    bracketed remark reads the same, so the opener search never asks for it).
     Otherwise always returns a :class:`ScanResult`; ``end`` is just past the value, or the position of the
     problem for ``truncated``/``syntax_error``.
     """
     scanner = Scanner(text, max_depth, depth, budget or Budget())
+    scanner.bare_elements = bare_elements
     try:
         value, end = scanner.run(pos)
     except Stop as stop:
@@ -136,12 +143,38 @@ class Scanner(Assembler):
     :class:`~guardrail.parse.assemble.Assembler`'s; this class is the state machine that drives them.
     """
 
-    __slots__ = ("base", "max_depth")
+    __slots__ = ("base", "max_depth", "parens")
 
     def __init__(self, text: str, max_depth: int, base: int, budget: Budget) -> None:
         super().__init__(text, budget)
         self.base = base
         self.max_depth = max_depth
+        #: The depths (stack lengths) of the open containers that opened with ``(``: Python tuples.
+        self.parens: list[int] = []
+
+    def other_kind(self, previous: Any, kind: int, value: Any, end: int) -> bool:
+        """Whether a scalar right after the scalar ``previous`` in an array, on the same line, is the next
+        element with its comma missing: it is of another kind (a string, a number, a literal: ``["a" 2]``) and
+        a separator or the closer follows it. Two strings (``["a" "b"]``: Python joins them) or two numbers
+        (``[1 2]``: digit groups) have a second reading; a scalar followed by more (``["size "2" in"]``) may be
+        inside a string whose quotes were not escaped."""
+        mine = _KIND_OF_TOKEN.get(kind, "")
+        return bool(mine) and mine != _kind_of(previous) and _kind_of(previous) != "" \
+            and _ELEMENT_ENDS(self.text, end) is not None
+
+    def close_paren(self, unwrap: bool) -> bool:
+        """Close the innermost ``(``: a Python tuple is a JSON array (``(1, 2)``, ``(1,)``, ``()``); one value
+        in parentheses without a comma is that value (``(1)``). True when it was the root."""
+        self.parens.pop()
+        closed = self.stack.pop()[0]
+        value = closed[0] if unwrap else closed
+        self.fix("python_tuple", "(...)", "[...]" if not unwrap else value if not isinstance(value, (dict, list))
+                 else "...")
+        if not self.stack:
+            self.root = value
+            return True
+        self.attach(value)
+        return False
 
     def try_strict(self, pos: int) -> tuple[Any, int] | None:
         """Read a nested container with the C decoder when it is clean (most of a mostly-clean answer).
@@ -208,6 +241,15 @@ class Scanner(Assembler):
                     pos, after_comma = end, True
                     state = _KEY if is_obj else _VALUE
                     continue
+                if kind == T_CLOSE_PAREN or (self.parens and self.parens[-1] == len(stack) and kind in _CLOSERS):
+                    if kind != T_CLOSE_PAREN or not self.parens or self.parens[-1] != len(stack):
+                        raise self.syntax(start, "')' (this closer does not match its '(')" if kind != T_CLOSE_PAREN
+                                          else "a closer that matches its opener, found ')'")
+                    pos = end
+                    if self.close_paren(unwrap=len(frame[0]) == 1):
+                        return self.root, end
+                    last_was_container = True
+                    continue
                 if kind in _CLOSERS:
                     if (kind == T_CLOSE_OBJ) != is_obj:
                         if not self.doubled(start):
@@ -225,7 +267,8 @@ class Scanner(Assembler):
                     missing_comma = kind in _KEYLIKE and COLON_AHEAD(text, end) is not None
                 else:
                     missing_comma = kind in _OPENERS or (last_was_container and kind == T_STR) or (
-                        kind in _SCALARS and self.newline_before(start))  # one element a line
+                        kind in _SCALARS and self.newline_before(start)) or (  # one element a line
+                        not last_was_container and self.other_kind(frame[0][-1], kind, value, end))
                 if not missing_comma:
                     if not last_was_container and self.last_str >= 0 and kind != T_STR:
                         repaired = self.inner_quotes(pos)
@@ -251,9 +294,13 @@ class Scanner(Assembler):
                     key = value
                     if fix_kind:
                         self.fix(fix_kind, text[start:end][:80], key[:80], key=key)
-                elif kind in _KEYLIKE:
+                elif kind in _KEYLIKE and not (kind == T_WORD and text[start] in _NUMBER_START):
                     key = text[start:end]
                     self.fix("unquoted_key", key, f'"{key}"', key=key)
+                elif kind == T_COMMA and not stack[-1][0] and not after_comma:
+                    self.fix("leading_comma", ",", "")  # {, "a": 1}: nothing before it, one reading
+                    pos, after_comma = end, True
+                    continue
                 else:
                     raise self.syntax(start, "a key or '}'")
                 stack[-1][1] = key
@@ -286,7 +333,24 @@ class Scanner(Assembler):
                 pos, after_comma = end, False
                 state = _KEY if kind == T_OPEN_OBJ else _VALUE
                 continue
-            if kind == T_CLOSE_ARR and stack and stack[-1][0].__class__ is list:
+            if kind == T_OPEN_PAREN:
+                if len(stack) + self.base >= self.max_depth:
+                    raise InputLimitError(
+                        f"The JSON is nested more than {self.max_depth} levels deep; reply with a flatter value.",
+                        limit="max_depth", value=self.max_depth, text=text)
+                stack.append([[], None, self.location()])
+                self.parens.append(len(stack))
+                pos, after_comma = end, False
+                continue
+            if kind == T_CLOSE_PAREN and self.parens and self.parens[-1] == len(stack) \
+                    and (after_comma or not stack[-1][0]):
+                pos = end  # (1,) or (): a tuple
+                if self.close_paren(unwrap=False):
+                    return self.root, end
+                state, last_was_container = _AFTER, True
+                continue
+            if kind == T_CLOSE_ARR and stack and stack[-1][0].__class__ is list \
+                    and not (self.parens and self.parens[-1] == len(stack)):
                 if after_comma:
                     self.fix("trailing_comma", ",", "")
                 elif stack[-1][0]:
@@ -300,7 +364,12 @@ class Scanner(Assembler):
                 if fix_kind:
                     self.fix(fix_kind, text[start:end][:80], value[:80])
             elif kind == T_WORD:
-                value = self.word_value(value, start, end)
+                try:
+                    value = self.word_value(value, start, end)
+                except Stop:
+                    if text[start] in _NUMBER_START:
+                        self.tokens += 1  # a number began here: a value, not an opener in prose
+                    raise
             elif kind == T_NUM:
                 if fix_kind:
                     self.fix(fix_kind, text[start:end], value)
@@ -312,6 +381,17 @@ class Scanner(Assembler):
             self.attach(value)
             self.last_str = start if kind == T_STR and not fix_kind and text[start] == '"' else -1
             pos, state, last_was_container = end, _AFTER, False
+
+
+_NUMBER_START: Final = frozenset("-.0123456789")
+_ELEMENT_ENDS: Final = re.compile(r"[ \t]*[,\])]").match
+#: The kind of JSON scalar a value or a token is: string, number or literal (else "").
+_KIND_OF_TOKEN: Final = {T_STR: "s", T_NUM: "n", T_LIT: "l"}
+
+
+def _kind_of(value: Any) -> str:
+    cls = value.__class__
+    return "s" if cls is str else "l" if cls is bool or value is None else "n" if cls in (int, float) else ""
 
 
 def _holds_token(value: Any) -> bool:

@@ -18,6 +18,7 @@ choose_candidate     pick the candidate that fits; decide the value or the one t
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -41,7 +42,7 @@ from guardrail.parse.fences import Segment, iter_segments, split_segments, unwra
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite, may_hold_surrogate, may_overflow
 from guardrail.parse.report import Candidate, Fix, Violation
 from guardrail.parse.scalars import read_bare
-from guardrail.parse.scanner import Budget
+from guardrail.parse.scanner import Budget, scan
 from guardrail.parse.state import ParseState, Stage
 from guardrail.parse.tokens import PLAIN_DECODER, STRICT_DECODER, BareWord, NonFinite
 
@@ -74,6 +75,10 @@ def find_candidates(state: ParseState) -> ParseState:
     """
     limit = state.limits.max_candidates
     decoder = STRICT_DECODER if may_overflow(state.text) else PLAIN_DECODER
+    escaped = escaped_reply(state, state.limits.max_depth)
+    if escaped is not None:  # JSON with every quote escaped: no other reading of it is a value
+        state.candidates.append(escaped)
+        return state
     budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536, decoder=decoder,
                     balance_chars=8 * len(state.text) + 65536)
     text, max_depth = state.text, state.limits.max_depth
@@ -94,10 +99,68 @@ def find_candidates(state: ParseState) -> ParseState:
         state.candidates.extend(found)
     state.segments = segments
     if not state.candidates:
-        bare = bare_reply(state) or leading_scalar(state, decoder)
+        bare = bare_reply(state) or leading_scalar(state, decoder) or plain_text(state)
         if bare is not None:
             state.candidates.append(bare)
     return state
+
+
+#: Text that opens like escaped JSON: openers, then ``\"`` (``{\"key\": 1}``, ``[\"a\"]``, ``\"text\"``).
+_ESCAPED_START: Final = re.compile(r'[ \t\r\n]*+(?:[\[{](?:[ \t\r\n]|\\[nrt])*+)*+\\"').match
+#: A quote no backslash escapes (preceded by an even run of backslashes, none included).
+_BARE_QUOTE: Final = re.compile(r'(?<!\\)(?:\\\\)*"').search
+_STRING_BODY: Final = json.JSONDecoder(strict=False)
+
+
+def escaped_reply(state: ParseState, max_depth: int) -> Candidate | None:
+    """A whole reply that is JSON with every quote escaped (``{\"key\": \"value\"}``): the body of a JSON
+    string, copied without its outer quotes. One reading: decoded once, it is the value (fix ``escaped_json``).
+    Only when no quote in it is unescaped and the decoded text is one whole value."""
+    text = state.text
+    if '\\"' not in text or _ESCAPED_START(text) is None:
+        return None
+    inner = text.strip()
+    if _BARE_QUOTE(inner) is not None:
+        return None
+    try:
+        decoded = _STRING_BODY.decode('"' + inner + '"')
+    except ValueError:
+        return None
+    first = len(decoded) - len(decoded.lstrip())
+    result = scan(decoded, first, max_depth=max_depth)
+    if result.status != "complete" or decoded[result.end :].strip() or result.bare_words:
+        return None
+    start = text.find(inner)
+    fixes = [Fix("escaped_json", "$", inner[:80], decoded[first:][:80]), *result.fixes]
+    return Candidate(start, start + len(inner), "text", "invalid", data=result.value, fixes=fixes,
+                     tokens=max(result.tokens, 1))
+
+
+def plain_text(state: ParseState) -> Candidate | None:
+    """A whole reply of plain text under a contract that is a plain string (``str``): the text is the value
+    (fix ``plain_text``), stripped of surrounding space and of one fence or tag around all of it. Only when the
+    reply holds no JSON value and no attempt at one, and does not open with a quote, a bracket or a backslash
+    (a quoted, JSON or escaped reading)."""
+    contract = state.contract
+    view = contract.view
+    branches = view.branches(contract.schema)
+    if not branches or any(view.types(node) != _STRING or "enum" in node or "const" in node for node in branches):
+        return None
+    text = state.text
+    filled = [seg for seg in state.segments if text[seg.start : seg.end].strip()]
+    if len(filled) != 1:
+        return None
+    body = text[filled[0].start : filled[0].end]
+    inner, tag = unwrap_scalar(body)
+    if not inner or inner[0] in _QUOTED_START:
+        return None
+    start = filled[0].start + max(body.find(inner), 0)
+    return Candidate(start, start + len(inner), filled[0].source, "invalid", data=inner, tokens=1, tag=tag or "",
+                     fixes=[Fix("plain_text", "$", inner[:80], inner[:80])])
+
+
+_STRING: Final = frozenset({"string"})
+_QUOTED_START: Final = frozenset("\"'`\u201c\u2018\\{[(")
 
 
 def leading_scalar(state: ParseState, decoder: json.JSONDecoder) -> Candidate | None:
@@ -125,6 +188,9 @@ def leading_scalar(state: ParseState, decoder: json.JSONDecoder) -> Candidate | 
     line_end = body.find("\n", end)
     if line_end < 0 or body[end:line_end].strip() or isinstance(value, NonFinite):
         return None  # more on the scalar's own line (``42 apples``): not a value alone
+    if value.__class__ is not str and any("string" in state.contract.view.types(node)
+                                          for node in state.contract.view.branches(state.contract.schema)):
+        return None  # under a string contract the whole text is a second reading (``42`` + prose)
     rest = body[line_end:]
     if not any(c.isalpha() for c in rest) or any(c in rest for c in "{}[]"):
         return None  # not prose (a stray ``}``: broken JSON, not a remark)

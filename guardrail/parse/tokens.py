@@ -40,18 +40,25 @@ class NonFinite:
 
 
 class BareWord:
-    """An unquoted word as an object member's value (``{"name": Kim}``): not JSON, so not yet a value.
+    """An unquoted token as an object member's value (``{"name": Kim}``, ``{"id": 57eeeeb1-...}``,
+    ``{"n": 1_234}``): not JSON, so not yet a value.
 
-    It becomes the string ``word`` only where the contract takes a plain string and nothing else (one reading);
-    anywhere else the value is broken where the word stands (``pos``, ``message``: the syntax error it was).
+    Its readings: the string ``word`` (``text``: false for words that mean no value, ``undefined``, ``nil``,
+    ``NaN``..., and for numbers written with digit separators), and the number ``number`` (``1_234`` ->
+    1234; else ``None``). The contract decides (``coerce._bare_word``): a reading is taken only where the slot
+    admits its type and nothing else, else the value is broken where the word stands (``pos``, ``message``:
+    the syntax error it was).
     """
 
-    __slots__ = ("message", "pos", "word")
+    __slots__ = ("message", "number", "pos", "text", "word")
 
-    def __init__(self, word: str, pos: int, message: str) -> None:
+    def __init__(self, word: str, pos: int, message: str, *, text: bool = True,
+                 number: int | float | None = None) -> None:
         self.word = word
         self.pos = pos
         self.message = message
+        self.text = text
+        self.number = number
 
     def __repr__(self) -> str:
         return f"BareWord({self.word!r})"
@@ -124,7 +131,9 @@ _WS_RUN = r"[ \t\r\n]*"
 # A double-quoted string with no escapes and no control characters; never ``""`` opening ``"""``.
 _DQ = r'"([^"\\\x00-\x1f]*)"(?!")'
 _SQ = r"'([^'\\\x00-\x1f]*)'(?!')"  # the same, single-quoted
-_NUM = rf"({NUMBER})(?![0-9.eE+\-])"
+#: A number is a token of its own only when no letter, digit, ``_``, ``.``, sign or ``$`` runs on from it: ``1_234``,
+#: ``1notanumber``, ``57eeeeb1-...`` are one token each, read by the slow path (``Lexer.malformed_number``).
+_NUM = rf"({NUMBER})(?![\w.+\-$])"
 _WORD = rf"({WORD})"
 # A literal at the very end of the text may be cut off ("tru" + "e"?); there it is read as a word, which
 # the scanner reports as possibly cut off, on every path alike.
@@ -138,6 +147,8 @@ FAST_TOKEN: Final = re.compile(
 ).match
 (T_STR, T_OPEN_OBJ, T_OPEN_ARR, T_CLOSE_OBJ, T_CLOSE_ARR, T_COMMA, T_COLON, T_NUM, T_LIT,
  T_SQ, T_WORD, T_OTHER) = range(1, 13)
+#: Parentheses, made only by the slow path: a Python tuple or a parenthesised literal in value position.
+T_OPEN_PAREN, T_CLOSE_PAREN = 13, 14
 
 # Whole members and elements in one match - "key": scalar, and scalar, (comma optional), with the quoting
 # slips of JavaScript- and Python-style answers - so most of a dirty answer costs one Python step per
