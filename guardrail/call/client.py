@@ -69,6 +69,7 @@ class WrappedClient:
     """
 
     __slots__ = ("_guardrail_state",)
+    _guardrail_state: ClientOptions
     _guardrail_sdk: type  # the SDK client class (set on each class made by client_class)
     _guardrail_paths: Mapping[str, type[Endpoint]]
 
@@ -240,7 +241,7 @@ def _plain(client: Any, sdk_class: type) -> Any:
     """The client as an instance of the SDK class itself (the same state), for asking the SDK's own members."""
     if type(client) is sdk_class:
         return client
-    plain = object.__new__(sdk_class)
+    plain: Any = object.__new__(sdk_class)
     plain.__dict__ = client.__dict__
     return plain
 

@@ -84,7 +84,7 @@ class _Resource:
 
     def _sdk(self, name: str) -> Any:
         """The SDK's own method ``name`` of this resource (the class after guardrail's in the MRO)."""
-        return getattr(super(_Resource, self), name)
+        return getattr(super(), name)
 
     @property
     def _guardrail(self) -> ClientOptions:

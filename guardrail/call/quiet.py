@@ -45,7 +45,7 @@ def _view_class(client_class: type) -> type:
 
 
 def _view(client: Any) -> Any:
-    view = object.__new__(_view_class(type(client)))
+    view: Any = object.__new__(_view_class(type(client)))
     view.__dict__ = client.__dict__  # the same state, not a copy: every option is read live
     view._guardrail_resources = {}
     return view

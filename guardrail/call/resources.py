@@ -38,7 +38,7 @@ from guardrail.call.methods import (
 from guardrail.call.options import KEYWORDS
 from guardrail.vendors.base import Endpoint
 
-__all__ = ["FLAVORS", "Tree", "adopt", "resource_class", "has_member", "sdk_member_class", "tree_of", "twin_class"]
+__all__ = ["FLAVORS", "Tree", "adopt", "has_member", "resource_class", "sdk_member_class", "tree_of", "twin_class"]
 
 #: A namespace's members on the way to structured resources: a member name, then its own tree, or at a structured
 #: resource the endpoint class it speaks.
@@ -229,20 +229,22 @@ def adopt(function: Callable[..., Any], sdk_class: type, sdk_function: Callable[
     """A copy of guardrail's ``function`` (the same code) for ``sdk_class``: the SDK's signature with
     guardrail's keywords, and the SDK's docstring followed by guardrail's."""
     made = _copy(function, name, sdk_class)
-    made.__signature__ = merged_signature(sdk_function, required)  # type: ignore[attr-defined]
+    made.__signature__ = merged_signature(sdk_function, required)
     own = inspect.getdoc(function) or ""
     made.__doc__ = "\n\n".join(part for part in (sdk_doc(sdk_function) if name == "create" else own, KEYWORDS_DOC)
                                if part)
-    return made
+    copied: Callable[..., Any] = made
+    return copied
 
 
 def same_signature(function: Callable[..., Any], sdk_class: type, sdk_function: Callable[..., Any],
                    name: str) -> Callable[..., Any]:
     """A copy of ``function`` for ``sdk_class`` that shows the SDK function's signature and docstring."""
     made = _copy(function, name, sdk_class)
-    made.__signature__ = inspect.signature(sdk_function)  # type: ignore[attr-defined]
+    made.__signature__ = inspect.signature(sdk_function)
     made.__doc__ = sdk_function.__doc__
-    return made
+    copied: Callable[..., Any] = made
+    return copied
 
 
 def _copy(function: Callable[..., Any], name: str, sdk_class: type) -> Any:
