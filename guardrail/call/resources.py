@@ -125,10 +125,11 @@ def _make_resource(sdk_class: type, node: Tree | type[Endpoint], asynchronous: b
     if isinstance(node, Mapping):
         namespace.update({name: _child(name, child, asynchronous) for name, child in node.items()})
         return type(sdk_class.__name__, (sdk_class,), _named(sdk_class, namespace))
-    mixin: type = AsyncStructuredMethod if asynchronous else StructuredMethod
+    mixin: Any = AsyncStructuredMethod if asynchronous else StructuredMethod
     sdk_create = sdk_class.create  # type: ignore[attr-defined]
-    for name, required in (("create", False), ("create_with_result", True), ("create_partial", True)):
-        namespace[name] = adopt(getattr(mixin, name), sdk_class, sdk_create, name, required=required)
+    namespace["create"] = same_signature(mixin.create, sdk_class, sdk_create, "create", KEYWORDS_DOC)
+    for name in ("create_with_result", "create_partial"):
+        namespace[name] = adopt(getattr(mixin, name), sdk_class, sdk_create, name)
     namespace["_guardrail_endpoint"] = node
     return type(sdk_class.__name__, (mixin, sdk_class), _named(sdk_class, namespace))
 
@@ -177,7 +178,7 @@ def _make_twin(sdk_class: type, node: Tree | type[Endpoint], flavor: str, asynch
         create = same_signature(mixin.create, sdk_class, resource_create, "create")
     else:
         mixin = AsyncRawStructuredMethod if asynchronous else RawStructuredMethod
-        create = adopt(mixin.create, sdk_class, resource_create, "create", required=False)
+        create = same_signature(mixin.create, sdk_class, resource_create, "create", KEYWORDS_DOC)
     return type(sdk_class.__name__, (mixin, sdk_class), _named(sdk_class, {"create": create}))
 
 
@@ -190,23 +191,24 @@ def _twin_child(name: str, flavor: str) -> functools.cached_property[Any]:
 
 
 # -- signatures -----------------------------------------------------------------------------------------------
-def keyword_parameters(required: bool) -> list[inspect.Parameter]:
-    """guardrail's keywords as keyword-only parameters (``response_model`` required for the twins that need it)."""
+def keyword_parameters() -> list[inspect.Parameter]:
+    """guardrail's keywords as keyword-only parameters (``response_model`` required: only the methods that need
+    it show them)."""
     annotations = {"response_model": "type[T] | Any", "aliases": "Mapping[str, str] | None",
                    "max_attempts": "int | None", "mode": "Mode | None", "budget": "Budget | None",
                    "rules": "Sequence[Rule]", "context": "Mapping[str, Any] | None", "cache": "bool",
                    "prompt_version": "str | None"}
-    defaults = {"response_model": inspect.Parameter.empty if required else None, "rules": (), "cache": True}
+    defaults = {"response_model": inspect.Parameter.empty, "rules": (), "cache": True}
     return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=defaults.get(name),
                               annotation=annotations[name]) for name in KEYWORDS]
 
 
-def merged_signature(sdk_function: Callable[..., Any], required: bool) -> inspect.Signature:
+def merged_signature(sdk_function: Callable[..., Any]) -> inspect.Signature:
     """The SDK function's signature with guardrail's keywords added before any ``**kwargs``."""
     signature = inspect.signature(sdk_function)
     parameters = list(signature.parameters.values())
     at = next((i for i, p in enumerate(parameters) if p.kind is inspect.Parameter.VAR_KEYWORD), len(parameters))
-    ours = [p for p in keyword_parameters(required) if p.name not in signature.parameters]
+    ours = [p for p in keyword_parameters() if p.name not in signature.parameters]
     return signature.replace(parameters=[*parameters[:at], *ours, *parameters[at:]])
 
 
@@ -224,25 +226,30 @@ def sdk_doc(function: Callable[..., Any]) -> str:
     return ""
 
 
-def adopt(function: Callable[..., Any], sdk_class: type, sdk_function: Callable[..., Any], name: str, *,
-          required: bool) -> Callable[..., Any]:
-    """A copy of guardrail's ``function`` (the same code) for ``sdk_class``: the SDK's signature with
-    guardrail's keywords, and the SDK's docstring followed by guardrail's."""
+def adopt(function: Callable[..., Any], sdk_class: type, sdk_function: Callable[..., Any], name: str
+          ) -> Callable[..., Any]:
+    """A copy of guardrail's own method ``function`` (the same code) for ``sdk_class``, whose signature is the SDK
+    function's with guardrail's keywords added (``response_model`` required) and whose docstring is guardrail's."""
     made = _copy(function, name, sdk_class)
-    made.__signature__ = merged_signature(sdk_function, required)
-    own = inspect.getdoc(function) or ""
-    made.__doc__ = "\n\n".join(part for part in (sdk_doc(sdk_function) if name == "create" else own, KEYWORDS_DOC)
-                               if part)
+    made.__signature__ = merged_signature(sdk_function)
+    made.__doc__ = "\n\n".join(part for part in (inspect.getdoc(function), KEYWORDS_DOC) if part)
     copied: Callable[..., Any] = made
     return copied
 
 
-def same_signature(function: Callable[..., Any], sdk_class: type, sdk_function: Callable[..., Any],
-                   name: str) -> Callable[..., Any]:
-    """A copy of ``function`` for ``sdk_class`` that shows the SDK function's signature and docstring."""
+def same_signature(function: Callable[..., Any], sdk_class: type, sdk_function: Callable[..., Any], name: str,
+                   extra_doc: str = "") -> Callable[..., Any]:
+    """A copy of ``function`` for ``sdk_class`` that shows the SDK function's signature and docstring (followed by
+    ``extra_doc``).
+
+    ``create`` keeps the SDK's signature exactly, guardrail's keywords documented in its docstring only: the SDKs
+    check that their other methods (``parse``, ``stream``) take every parameter of ``create``
+    (``openai._utils.assert_signatures_in_sync``), so a parameter added there would break the SDK's own
+    invariant. Type checkers see guardrail's keywords through :mod:`guardrail.call.client_types`.
+    """
     made = _copy(function, name, sdk_class)
     made.__signature__ = inspect.signature(sdk_function)
-    made.__doc__ = sdk_function.__doc__
+    made.__doc__ = "\n\n".join(part for part in (sdk_doc(sdk_function), extra_doc) if part) or None
     copied: Callable[..., Any] = made
     return copied
 
