@@ -315,14 +315,15 @@ def test_signatures_and_docstrings_are_the_sdks(emu: Emulator, api: str, is_asyn
 def test_dir_lists_every_member_of_the_sdks_client_and_resources(emu: Emulator, api: str, is_async: bool) -> None:
     raw = sdk_client(emu, api, is_async=is_async)
     client = guardrail.wrap(raw)
-    assert set(dir(raw)) <= set(dir(client))
+    assert dir(client) == dir(raw)
     plain, ours = resources(raw, api), resources(client, api)
     for path, resource in plain.items():
-        assert set(dir(resource)) <= set(dir(ours[path])), path
+        assert dir(ours[path]) == dir(resource), path
     named = {"chat": {"parse", "stream", "list", "retrieve"}, "responses": {"parse", "stream", "retrieve"},
              "messages": {"batches", "count_tokens", "stream"}}[api]
     assert named <= set(dir(api_method(client, api)))
-    assert {"create_with_result", "create_partial"} <= set(dir(api_method(client, api)))
+    # guardrail's own members work, and are left out of dir() (code comparing member lists sees the SDK's)
+    assert callable(api_method(client, api).create_with_result) and client.vendor in ("openai", "anthropic")
 
 
 # -- 7. guardrail's keywords without response_model are a TypeError --------------------------------------------

@@ -39,6 +39,7 @@ from guardrail.call.resources import (
     has_member,
     resource_class,
     same_signature,
+    sdk_dir,
     sdk_member_class,
     tree_of,
     twin_class,
@@ -113,7 +114,7 @@ def client_class(sdk_class: type, paths: Mapping[str, type[Endpoint]], asynchron
 def _make_client_class(sdk_class: type, paths: Mapping[str, type[Endpoint]], asynchronous: bool) -> type:
     tree = tree_of(paths)
     namespace: dict[str, Any] = {"__module__": __name__, "__qualname__": sdk_class.__qualname__,
-                                 "_guardrail_sdk": sdk_class, "_guardrail_paths": dict(paths)}
+                                 "_guardrail_sdk": sdk_class, "_guardrail_paths": dict(paths), "__dir__": sdk_dir}
     for name, node in tree.items():
         namespace[name] = _member(name, lambda client, sdk, name=name, node=node: resource_class(
             sdk_member_class(sdk, name, client), node, asynchronous)(client))

@@ -38,7 +38,8 @@ from guardrail.call.methods import (
 from guardrail.call.options import KEYWORDS
 from guardrail.vendors.base import Endpoint
 
-__all__ = ["FLAVORS", "Tree", "adopt", "has_member", "resource_class", "sdk_member_class", "tree_of", "twin_class"]
+__all__ = ["FLAVORS", "Tree", "adopt", "has_member", "resource_class", "sdk_dir", "sdk_member_class", "tree_of",
+           "twin_class"]
 
 #: A namespace's members on the way to structured resources: a member name, then its own tree, or at a structured
 #: resource the endpoint class it speaks.
@@ -105,10 +106,23 @@ def has_member(sdk_class: type, name: str) -> bool:
 
 
 def _named(sdk_class: type, namespace: dict[str, Any]) -> dict[str, Any]:
-    """A made class's namespace with the SDK class's names (tracebacks and ``repr`` read as the SDK's), and the
-    SDK class it stands for (``_guardrail_sdk``)."""
+    """A made class's namespace with the SDK class's names (tracebacks and ``repr`` read as the SDK's), the SDK
+    class it stands for (``_guardrail_sdk``), and the SDK's ``dir()``."""
     return {"__module__": __name__, "__qualname__": sdk_class.__qualname__, "_guardrail_sdk": sdk_class,
-            **namespace}
+            "__dir__": sdk_dir, **namespace}
+
+
+def sdk_dir(self: Any) -> list[str]:
+    """``dir()`` of an object of a class made here: the SDK class's names and the instance's attributes, as the
+    SDK object's would be. guardrail's additions (``create_with_result``, ``create_partial``, ``endpoint``,
+    ``vendor``) work but are left out, so code that compares member lists (the SDKs' own tests check that
+    their Bedrock and Vertex clients list the same methods as the first-party one) sees the SDK's."""
+    names = set(dir(type(self)._guardrail_sdk))
+    own = getattr(self, "__dict__", {})
+    names.update(name for name in own if not name.startswith("_guardrail"))
+    if "_guardrail_sdk_create" in own:  # a twin's create, set on the instance by the SDK (guardrail's is in front)
+        names.add("create")
+    return sorted(names)
 
 
 # -- resources ------------------------------------------------------------------------------------------------
