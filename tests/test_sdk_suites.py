@@ -24,9 +24,10 @@ from sdk_mock_api import serve
 SLICES: dict[str, tuple[list[str], int]] = {
     "openai": (["tests/test_client.py", "tests/api_resources/chat/test_completions.py",
                 "tests/api_resources/test_responses.py", "tests/lib/chat/test_completions.py",
-                "tests/lib/responses/test_responses.py"], 400),
+                "tests/lib/responses/test_responses.py"], 450),
     "anthropic": (["tests/test_client.py", "tests/api_resources/test_messages.py",
-                   "tests/api_resources/beta/test_messages.py", "tests/lib/tools"], 400),
+                   "tests/api_resources/beta/test_messages.py", "tests/api_resources/messages",
+                   "tests/lib/tools/test_runners.py"], 650),
 }
 
 
