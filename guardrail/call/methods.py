@@ -114,7 +114,8 @@ class _Resource:
                     context=options.context if options.context is not None else {})
 
     def _guardrail_quiet(self) -> Any:
-        """This resource on the client's view without SDK retries (its SDK methods send guardrail's requests)."""
+        """The SDK's own resource of this class on the client's view without SDK retries: what structured calls
+        send through (:mod:`guardrail.call.quiet`)."""
         return quiet_resource(self, self._guardrail.resources)
 
     def _guardrail_cache(self, options: CallOptions) -> Cache | None:
@@ -150,7 +151,7 @@ class StructuredMethod(_Resource):
 
     def _guardrail_run(self, call: Call, options: CallOptions) -> Result[Any]:
         retry = self._guardrail.retry
-        send = self._guardrail_quiet()._sdk("create")
+        send = self._guardrail_quiet().create
         return run_cached(self._guardrail_cache(options), call, options.prompt_version, retry,
                           lambda policy: run_sync(call, send, policy or retry))
 
@@ -177,7 +178,7 @@ class StructuredMethod(_Resource):
         """
         options = self._guardrail_required(kwargs, "create_partial")
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
-        send = self._guardrail_quiet()._sdk("create")
+        send = self._guardrail_quiet().create
         return StructuredStream(iterate_sync(call, send, self._guardrail.retry, previews=True))
 
     if TYPE_CHECKING:
@@ -207,7 +208,7 @@ class AsyncStructuredMethod(_Resource):
 
     async def _guardrail_run(self, call: Call, options: CallOptions) -> Result[Any]:
         retry = self._guardrail.retry
-        send = self._guardrail_quiet()._sdk("create")
+        send = self._guardrail_quiet().create
         return await run_cached_async(self._guardrail_cache(options), call, options.prompt_version, retry,
                                       lambda policy: run_async(call, send, policy or retry))
 
@@ -230,7 +231,7 @@ class AsyncStructuredMethod(_Resource):
         :meth:`StructuredMethod.create_partial`)."""
         options = self._guardrail_required(kwargs, "create_partial")
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
-        send = self._guardrail_quiet()._sdk("create")
+        send = self._guardrail_quiet().create
         return AsyncStructuredStream(iterate_async(call, send, self._guardrail.retry, previews=True))
 
     if TYPE_CHECKING:

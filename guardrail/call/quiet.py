@@ -8,7 +8,7 @@ the view's class that reads 0. Nothing is copied and the SDK's constructor is no
 accepted is always one guardrail can send through.
 
 The view never makes the SDK's cached resources (``client.models``, ...): those would be stored in the shared
-``__dict__`` and seen by the client itself. Only guardrail's resource classes are made on it, by
+``__dict__`` and seen by the client itself. Only the resources structured calls send through are made on it, by
 :func:`quiet_resource`, and kept on the view.
 """
 
@@ -52,9 +52,9 @@ def _view(client: Any) -> Any:
 
 
 def quiet_resource(resource: Any, views: dict[str, Any]) -> Any:
-    """``resource`` (a guardrail resource of a wrapped client) made again on the client's view without SDK retries:
-    its ``create`` and its ``with_raw_response``/``with_streaming_response`` twins send the same requests to the
-    same server, but are never retried by the SDK. ``views`` is the wrapped client's own store (its
+    """The SDK's resource of ``resource``'s class (a guardrail resource of a wrapped client) on the client's view
+    without SDK retries: its ``create`` and its ``with_raw_response``/``with_streaming_response`` twins are the
+    SDK's own, sending the same requests to the same server, never retried by the SDK. ``views`` is the wrapped client's own store (its
     :class:`~guardrail.call.options.ClientOptions` ``resources``), so a view lives as long as the wrapper.
     """
     view = views.get("_quiet")
@@ -62,6 +62,6 @@ def quiet_resource(resource: Any, views: dict[str, Any]) -> Any:
         view = views.setdefault("_quiet", _view(resource._client))
     made: dict[type, Any] = view._guardrail_resources
     found = made.get(type(resource))
-    if found is None:
-        found = made.setdefault(type(resource), type(resource)(view))
+    if found is None:  # the SDK's own resource class: what is sent through it is the SDK's call, nothing more
+        found = made.setdefault(type(resource), type(resource)._guardrail_sdk(view))
     return found
