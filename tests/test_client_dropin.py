@@ -362,3 +362,20 @@ def test_plain_calls_are_the_sdks_own(emu: Emulator, api: str, is_async: bool) -
         assert first.body == second.body and first.path == second.path
 
     play(is_async, scenario)
+
+
+# -- frameworks that take a client -------------------------------------------------------------------------------
+def test_pydantic_ai_drives_a_wrapped_client_and_still_sees_azure(emu: Emulator) -> None:
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai-slim[openai,anthropic] is in the test group")
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    azure = openai.AsyncAzureOpenAI(api_key="test", api_version="2024-10-21",
+                                    azure_endpoint=emu.openai_base_url.removesuffix("/v1"))
+    assert OpenAIProvider(openai_client=guardrail.wrap(azure)).canonical_system == "azure"  # branches on the class
+    client = guardrail.wrap(openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="test"))
+    agent = Agent(OpenAIChatModel("gpt-4o", provider=OpenAIProvider(openai_client=client)))
+    emu.script(reply.text("The printer is on fire."))
+    assert agent.run_sync("What is on fire?").output == "The printer is on fire."
+    assert emu.requests[0].body["messages"][-1]["content"] == "What is on fire?"

@@ -54,8 +54,9 @@ def _view(client: Any) -> Any:
 def quiet_resource(resource: Any, views: dict[str, Any]) -> Any:
     """The SDK's resource of ``resource``'s class (a guardrail resource of a wrapped client) on the client's view
     without SDK retries: its ``create`` and its ``with_raw_response``/``with_streaming_response`` twins are the
-    SDK's own, sending the same requests to the same server, never retried by the SDK. ``views`` is the wrapped client's own store (its
-    :class:`~guardrail.call.options.ClientOptions` ``resources``), so a view lives as long as the wrapper.
+    SDK's own, sending the same requests to the same server, never retried by the SDK. ``views`` is the wrapped
+    client's own store (its :class:`~guardrail.call.options.ClientOptions` ``resources``), so a view lives as long
+    as the wrapper.
     """
     view = views.get("_quiet")
     if view is None:
