@@ -217,13 +217,13 @@ def keyword_parameters() -> list[inspect.Parameter]:
                               annotation=annotations[name]) for name in KEYWORDS]
 
 
-def merged_signature(sdk_function: Callable[..., Any]) -> inspect.Signature:
-    """The SDK function's signature with guardrail's keywords added before any ``**kwargs``."""
+def merged_signature(sdk_function: Callable[..., Any], returns: Any) -> inspect.Signature:
+    """The SDK function's signature with guardrail's keywords added before any ``**kwargs``, returning ``returns``."""
     signature = inspect.signature(sdk_function)
     parameters = list(signature.parameters.values())
     at = next((i for i, p in enumerate(parameters) if p.kind is inspect.Parameter.VAR_KEYWORD), len(parameters))
     ours = [p for p in keyword_parameters() if p.name not in signature.parameters]
-    return signature.replace(parameters=[*parameters[:at], *ours, *parameters[at:]])
+    return signature.replace(parameters=[*parameters[:at], *ours, *parameters[at:]], return_annotation=returns)
 
 
 def sdk_doc(function: Callable[..., Any]) -> str:
@@ -245,7 +245,7 @@ def adopt(function: Callable[..., Any], sdk_class: type, sdk_function: Callable[
     """A copy of guardrail's own method ``function`` (the same code) for ``sdk_class``, whose signature is the SDK
     function's with guardrail's keywords added (``response_model`` required) and whose docstring is guardrail's."""
     made = _copy(function, name, sdk_class)
-    made.__signature__ = merged_signature(sdk_function)
+    made.__signature__ = merged_signature(sdk_function, inspect.signature(function).return_annotation)
     made.__doc__ = "\n\n".join(part for part in (inspect.getdoc(function), KEYWORDS_DOC) if part)
     copied: Callable[..., Any] = made
     return copied
