@@ -24,7 +24,6 @@ retries transport failures itself; nothing is copied, so a client the SDK accept
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
@@ -40,6 +39,7 @@ from guardrail.call.resources import (
     resource_class,
     same_signature,
     sdk_dir,
+    sdk_member,
     sdk_member_class,
     tree_of,
     twin_class,
@@ -72,7 +72,6 @@ class WrappedClient:
     __slots__ = ("_guardrail_state",)
     _guardrail_state: ClientOptions
     _guardrail_sdk: type  # the SDK client class (set on each class made by client_class)
-    _guardrail_paths: Mapping[str, type[Endpoint]]
 
     @property
     def _guardrail(self) -> ClientOptions:
@@ -114,7 +113,7 @@ def client_class(sdk_class: type, paths: Mapping[str, type[Endpoint]], asynchron
 def _make_client_class(sdk_class: type, paths: Mapping[str, type[Endpoint]], asynchronous: bool) -> type:
     tree = tree_of(paths)
     namespace: dict[str, Any] = {"__module__": __name__, "__qualname__": sdk_class.__qualname__,
-                                 "_guardrail_sdk": sdk_class, "_guardrail_paths": dict(paths), "__dir__": sdk_dir}
+                                 "_guardrail_sdk": sdk_class, "__dir__": sdk_dir}
     for name, node in tree.items():
         namespace[name] = _member(name, lambda client, sdk, name=name, node=node: resource_class(
             sdk_member_class(sdk, name, client), node, asynchronous)(client))
@@ -160,15 +159,11 @@ def _paths(client: Any, kind: str, server: str | None) -> dict[str, type[Endpoin
 
 def _has_path(sdk_class: type, instance: Any, path: str) -> bool:
     """Whether this SDK version has the resource at ``path`` (beta namespaces come and go between versions),
-    asked of the classes: the SDK's members are built once, never stored."""
+    asked of the SDK's members, which are made on the way and stored nowhere."""
     for name in path.split("."):
         if not has_member(sdk_class, name):
             return False
-        member = inspect.getattr_static(sdk_class, name)
-        function = getattr(member, "func", None) or getattr(member, "fget", None)
-        if function is None:
-            return False
-        instance = function(instance)
+        instance = sdk_member(sdk_class, name, instance)
         sdk_class = type(instance)
     return True
 

@@ -38,8 +38,8 @@ from guardrail.call.methods import (
 from guardrail.call.options import KEYWORDS
 from guardrail.vendors.base import Endpoint
 
-__all__ = ["FLAVORS", "Tree", "adopt", "has_member", "resource_class", "sdk_dir", "sdk_member_class", "tree_of",
-           "twin_class"]
+__all__ = ["FLAVORS", "Tree", "adopt", "has_member", "resource_class", "same_signature", "sdk_dir", "sdk_member",
+           "sdk_member_class", "tree_of", "twin_class"]
 
 #: A namespace's members on the way to structured resources: a member name, then its own tree, or at a structured
 #: resource the endpoint class it speaks.
@@ -81,18 +81,26 @@ def _made(key: tuple[Any, ...], make: Callable[[], type]) -> type:
     return found
 
 
+def sdk_member(sdk_class: type, name: str, instance: Any) -> Any:
+    """The SDK's member ``name`` of ``instance`` (an object of ``sdk_class`` or of guardrail's subclass of it),
+    made by the SDK's own (cached) property function and stored nowhere: not in the instance's ``__dict__``, which
+    for a client is the SDK client's own."""
+    member = inspect.getattr_static(sdk_class, name)
+    function = getattr(member, "func", None) or getattr(member, "fget", None)
+    if function is None:  # pragma: no cover - every SDK resource and twin is a (cached) property
+        raise TypeError(f"{sdk_class.__qualname__}.{name} is not a property")
+    return function(instance)
+
+
 def sdk_member_class(sdk_class: type, name: str, instance: Any) -> type:
-    """The class of the SDK's member ``name`` of ``sdk_class`` (a cached property: a resource or a twin), learnt
-    by calling the SDK's own function once on ``instance``; the value is not stored anywhere."""
+    """The class of the SDK's member ``name`` of ``sdk_class`` (a resource or a twin), learnt once from
+    :func:`sdk_member` on ``instance``."""
     key = (sdk_class, name)
     found = _MEMBER_CLASSES.get(key)
     if found is None:
-        member = inspect.getattr_static(sdk_class, name)
-        function = getattr(member, "func", None) or getattr(member, "fget", None)
-        if function is None:  # pragma: no cover - every SDK resource and twin is a (cached) property
-            raise TypeError(f"{sdk_class.__qualname__}.{name} is not a property")
+        made = type(sdk_member(sdk_class, name, instance))
         with _LOCK:
-            found = _MEMBER_CLASSES.setdefault(key, type(function(instance)))
+            found = _MEMBER_CLASSES.setdefault(key, made)
     return found
 
 
