@@ -82,7 +82,7 @@ class _Resource:
     #: The endpoint class this resource speaks (set on each class :mod:`guardrail.call.resources` makes).
     _guardrail_endpoint: ClassVar[type[Endpoint]]
 
-    def _sdk(self, name: str) -> Any:
+    def _guardrail_super(self, name: str) -> Any:
         """The SDK's own method ``name`` of this resource (the class after guardrail's in the MRO)."""
         return getattr(super(), name)
 
@@ -146,7 +146,7 @@ class StructuredMethod(_Resource):
         """The SDK's ``create``; with ``response_model`` it returns the validated value (see ``KEYWORDS_DOC``)."""
         options = CallOptions.take(kwargs)
         if options is None:
-            return self._sdk("create")(**kwargs)
+            return self._guardrail_super("create")(**kwargs)
         return self._guardrail_run(self._guardrail_call(options, kwargs), options).value
 
     def _guardrail_run(self, call: Call, options: CallOptions) -> Result[Any]:
@@ -199,7 +199,7 @@ class AsyncStructuredMethod(_Resource):
         """The SDK's ``create``; with ``response_model`` an awaitable of the validated value."""
         options = CallOptions.take(kwargs)
         if options is None:
-            return self._sdk("create")(**kwargs)
+            return self._guardrail_super("create")(**kwargs)
         return self._guardrail_value(self._guardrail_call(options, kwargs), options)
 
     async def _guardrail_value(self, call: Call, options: CallOptions) -> Any:
