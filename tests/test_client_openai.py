@@ -614,7 +614,8 @@ def test_with_streaming_response_refuses_response_model_before_sending(emu: Emul
     client = guardrail.wrap(raw_client(emu))
     for method in (client.with_streaming_response.chat.completions,
                    client.chat.completions.with_streaming_response,
-                   client.with_streaming_response.beta.chat.completions):
+                   client.beta.chat.completions.with_streaming_response,
+                   client.with_streaming_response.beta.responses):  # the SDK's beta twin has no chat
         with pytest.raises(guardrail.errors.UnsupportedCall, match="with_raw_response"):
             method.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
         with pytest.raises(TypeError):  # also a TypeError, like any misused argument

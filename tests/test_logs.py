@@ -68,22 +68,23 @@ def test_with_structlog_configured_events_go_through_the_applications_pipeline()
 
 
 @pytest.mark.slow
-def test_wrapping_per_call_reuses_the_retry_free_copy_and_does_not_keep_clients_alive() -> None:
-    """The decorator and chain tiers wrap per call: the SDK copy without retries is made once per client."""
+def test_wrapping_per_call_sends_without_sdk_retries_and_does_not_keep_clients_alive() -> None:
+    """The decorator and chain tiers wrap per call: nothing is copied (the view without SDK retries shares the
+    client's state) and nothing keeps the client alive."""
     import gc
     import weakref
 
     import openai
 
     import guardrail
-    from guardrail.call import client as module
 
     client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="t")
     first = guardrail.wrap(client).chat.completions
     second = guardrail.wrap(client).chat.completions
-    assert first._quiet is second._quiet  # the same resource of the same copy
-    assert module.quiet_client(client).max_retries == 0 and client.max_retries != 0
+    for method in (first, second):
+        quiet = method._guardrail_quiet()._client  # what structured calls send through
+        assert quiet.__dict__ is client.__dict__ and quiet.max_retries == 0 and client.max_retries != 0
     alive = weakref.ref(client)
-    del client, first, second
+    del client, first, second, method, quiet
     gc.collect()
-    assert alive() is None  # the cache holds its clients weakly
+    assert alive() is None

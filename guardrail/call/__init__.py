@@ -1,5 +1,9 @@
 """Calling a vendor: the SDK wrapper, the decorator, the attempt loop and its drivers, retry, streaming, config.
 
+``wrap`` returns the SDK client itself, seen through a subclass of its class (:mod:`.client`), whose structured
+resources subclass the SDK's (:mod:`.resources`, :mod:`.methods`); :mod:`.options` holds what ``wrap()`` was
+given and what one call adds, :mod:`.quiet` the view of the client structured calls send through.
+
 One call flows ``wrap``/``structured`` -> :mod:`.engine` (the I/O-free attempt loop) -> :mod:`.drivers`
 (sync/async shells) -> :mod:`.exchange` (one HTTP try under the deadline) -> an endpoint in
 :mod:`guardrail.vendors`, which owns every vendor wire format.

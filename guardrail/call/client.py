@@ -1,35 +1,48 @@
 """``guardrail.wrap(client)``: the official OpenAI/Anthropic client, with ``response_model=`` added.
 
-The wrapper composes; it never patches the client. Calls without ``response_model`` go to the SDK
-unchanged (same arguments, same return value). Calls with it run guardrail's attempt loop and return the
-validated value; ``create_with_result`` (same arguments) returns the :class:`~guardrail.Result` instead,
-with the value, every attempt's raw output, fixes, usage, mode, timing and trace id::
+The wrapped client *is* the SDK client: an instance of a subclass of the client's own class (as ``AzureOpenAI``
+subclasses ``OpenAI``) that shares the client's state, so ``isinstance``, ``with``/``async with``, attribute
+assignment, ``copy()``/``with_options()``, ``dir()`` and every plain call behave as the SDK's. Its resources that
+speak a structured API (``chat.completions``, ``responses``, ``messages``, their ``beta`` twins and the
+``with_raw_response``/``with_streaming_response`` flavors of each) subclass the SDK's resources too
+(:mod:`guardrail.call.resources`) and add guardrail's keywords to ``create``::
 
     client = guardrail.wrap(openai.OpenAI())
     ticket = client.chat.completions.create(model="gpt-4o", messages=[...], response_model=Ticket)
     result = client.chat.completions.create_with_result(model="gpt-4o", messages=[...], response_model=Ticket)
 
-The SDK's other ways in keep the wrapper: ``client.with_options(...)`` (and ``copy``) wrap the new client
-with the same settings; ``beta`` namespaces have the same structured methods (``client.beta.chat.completions``,
-``client.beta.responses``, ``client.beta.messages``); ``with_raw_response`` (on the client, a namespace or a
-method) returns a :class:`~guardrail.call.methods.RawStructured`, the value with the HTTP responses; and
-``with_streaming_response`` refuses ``response_model=`` with :class:`~guardrail.errors.UnsupportedCall`.
-See :mod:`guardrail.call.methods` for the flavors and :mod:`guardrail.call.client_types` for what type checkers see.
+Calls without ``response_model`` are the SDK's own (same function, same arguments, same return value). With it,
+guardrail's attempt loop runs and returns the validated value; ``create_with_result`` (same arguments) returns
+the :class:`~guardrail.Result`. ``with_raw_response`` returns a :class:`~guardrail.call.methods.RawStructured`,
+and ``with_streaming_response`` refuses ``response_model=`` with :class:`~guardrail.errors.UnsupportedCall`.
 
-guardrail sends requests through a copy of the client with the SDK's own retries switched off
-(``with_options(max_retries=0)``) and retries transport failures itself, so nothing is retried twice.
+The wrapper and the client it wraps are one client: setting ``client.base_url``, ``timeout`` or a method on
+either is seen by both, and by structured calls, which read the live client when they are made. They send
+through a view of the same client whose ``max_retries`` reads 0 (:mod:`guardrail.call.quiet`), since guardrail
+retries transport failures itself; nothing is copied, so a client the SDK accepted always wraps.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from guardrail.call.cache import Cache
 from guardrail.call.engine import Settings
-from guardrail.call.methods import AsyncStructuredMethod, Binding, StructuredMethod
+from guardrail.call.methods import AsyncStructuredMethod, StructuredMethod
+from guardrail.call.options import ClientOptions
+from guardrail.call.resources import (
+    FLAVORS,
+    has_member,
+    resource_class,
+    same_signature,
+    sdk_dir,
+    sdk_member,
+    sdk_member_class,
+    tree_of,
+    twin_class,
+)
 from guardrail.call.retry import RetryPolicy
 from guardrail.errors import ConfigError, UsageError
 from guardrail.vendors.base import Endpoint
@@ -47,57 +60,115 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncStructuredMethod", "StructuredMethod", "WrappedClient", "structured_method", "unwrap", "wrap"]
 
-#: The SDK's flavors of a namespace or method that keep the wrapper (each member is asked for its own).
-_FLAVORS = frozenset({"with_raw_response", "with_streaming_response"})
-
 
 class WrappedClient:
-    """An SDK namespace (``client``, ``client.chat``) whose structured methods are replaced, the rest passed on.
+    """The part of every wrapped client's class that is guardrail's (the rest is the SDK client class).
 
-    ``vendor`` is ``"openai"`` or ``"anthropic"`` on the client itself (``None`` on inner namespaces). Asked
-    for ``with_raw_response`` or ``with_streaming_response``, a namespace answers with the SDK's flavor of
-    itself whose members are the same flavor of its own members, so ``response_model=`` is never dropped.
+    ``isinstance(client, WrappedClient)`` tells a wrapped client. ``vendor`` is ``"openai"`` or ``"anthropic"``.
+    The options ``wrap()`` was given live in a slot (the instance ``__dict__`` is the SDK client's own), and
+    ``copy()``/``with_options()`` (the SDK's, with its signature) give a wrapped client with the same options.
     """
 
-    def __init__(self, raw: Any, members: Mapping[str, Any], vendor: str | None = None,
-                 rewrap: Callable[..., WrappedClient] | None = None,
-                 apis: Mapping[Endpoint, StructuredMethod | AsyncStructuredMethod] | None = None) -> None:
-        self._raw = raw
-        self._members = dict(members)
-        self.vendor = vendor
-        self._rewrap = rewrap  # wraps another client like this one (with_options, copy, cache=); clients only
-        self._apis = dict(apis or {})  # each endpoint's main structured method (clients only)
+    __slots__ = ("_guardrail_state",)
+    _guardrail_state: ClientOptions
+    _guardrail_sdk: type  # the SDK client class (set on each class made by client_class)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        members = self.__dict__.get("_members", {})
-        if name in members:
-            return members[name]
-        raw = self.__dict__["_raw"]
-        if name in _FLAVORS:
-            flavored = WrappedClient(getattr(raw, name), {key: getattr(member, name) for key, member in members.items()
-                                                    if _has(member, name)})
-            self.__dict__[name] = flavored  # made once, like the SDK's own cached flavors
-            return flavored
-        return getattr(raw, name)
+    @property
+    def _guardrail(self) -> ClientOptions:
+        try:
+            state: ClientOptions = self._guardrail_state
+        except AttributeError:  # made by the class itself (type(client)(...)): wrap()'s defaults
+            state = self._guardrail_state = _options(self, None, None, None, None)
+        return state
 
-    def with_options(self, **options: Any) -> Any:
-        """The SDK's ``with_options`` (a client copy with other options), wrapped like this client."""
-        if self._rewrap is None:
-            return self._raw.with_options(**options)
-        return self._rewrap(self._raw.with_options(**options))
+    @property
+    def vendor(self) -> str:
+        """The SDK this client comes from: ``"openai"`` or ``"anthropic"``."""
+        return self._guardrail.kind
 
-    def copy(self, **options: Any) -> Any:
-        """The SDK's ``copy`` (the same as ``with_options``), wrapped like this client."""
-        if self._rewrap is None:
-            return self._raw.copy(**options)
-        return self._rewrap(self._raw.copy(**options))
-
-    def __repr__(self) -> str:
-        return f"guardrail.wrap({self._raw!r})"
+    def copy(self, *args: Any, **kwargs: Any) -> Any:
+        """The SDK's ``copy`` (a new client with some options changed), wrapped with the same guardrail options."""
+        copied = cast(Any, super()).copy(*args, **kwargs)
+        if isinstance(copied, WrappedClient):  # the SDK builds self.__class__(...): a class of ours
+            copied._guardrail_state = self._guardrail.for_client(copied)
+        return copied
 
 
+# -- the classes ----------------------------------------------------------------------------------------------
+_LOCK = threading.Lock()
+_CLIENT_CLASSES: dict[tuple[Any, ...], type] = {}
+
+
+def client_class(sdk_class: type, paths: Mapping[str, type[Endpoint]], asynchronous: bool) -> type:
+    """guardrail's subclass of an SDK client class, serving structured calls at ``paths``."""
+    key = (sdk_class, tuple(sorted(paths.items(), key=lambda item: item[0])), asynchronous)
+    found = _CLIENT_CLASSES.get(key)
+    if found is None:
+        made = _make_client_class(sdk_class, paths, asynchronous)
+        with _LOCK:
+            found = _CLIENT_CLASSES.setdefault(key, made)
+    return found
+
+
+def _make_client_class(sdk_class: type, paths: Mapping[str, type[Endpoint]], asynchronous: bool) -> type:
+    tree = tree_of(paths)
+    namespace: dict[str, Any] = {"__module__": __name__, "__qualname__": sdk_class.__qualname__,
+                                 "_guardrail_sdk": sdk_class, "__dir__": sdk_dir}
+    for name, node in tree.items():
+        namespace[name] = _member(name, lambda client, sdk, name=name, node=node: resource_class(
+            sdk_member_class(sdk, name, client), node, asynchronous)(client))
+    for flavor in FLAVORS:
+        if has_member(sdk_class, flavor):
+            namespace[flavor] = _member(flavor, lambda client, sdk, flavor=flavor: twin_class(
+                sdk_member_class(sdk, flavor, client), tree, flavor, asynchronous, sdk)(client))
+    for name in ("copy", "with_options"):
+        if has_member(sdk_class, name):
+            namespace[name] = same_signature(WrappedClient.copy, sdk_class, getattr(sdk_class, name), name)
+    return type(sdk_class.__name__, (WrappedClient, sdk_class), namespace)
+
+
+def _member(name: str, make: Any) -> property:
+    """A client member on the way to structured resources: made once per wrapped client and kept with its options
+    (never in the shared ``__dict__``, which the SDK client reads too)."""
+
+    def member(self: WrappedClient) -> Any:
+        resources = self._guardrail.resources
+        found = resources.get(name)
+        if found is None:
+            found = resources.setdefault(name, make(self, type(self)._guardrail_sdk))
+        return found
+
+    member.__name__ = member.__qualname__ = name
+    return property(member, doc=f"The SDK's ``{name}``, with ``response_model=`` on its structured resources.")
+
+
+_PATHS: dict[tuple[type, str, str | None], dict[str, type[Endpoint]]] = {}
+
+
+def _paths(client: Any, kind: str, server: str | None) -> dict[str, type[Endpoint]]:
+    """The dotted resource paths this client's class has, each with the endpoint class speaking there."""
+    key = (type(client), kind, server)
+    found = _PATHS.get(key)
+    if found is None:
+        found = {path: type(endpoint) for endpoint in endpoints_for(kind, server) for path in endpoint.paths
+                 if _has_path(type(client), client, path)}
+        with _LOCK:
+            found = _PATHS.setdefault(key, found)
+    return found
+
+
+def _has_path(sdk_class: type, instance: Any, path: str) -> bool:
+    """Whether this SDK version has the resource at ``path`` (beta namespaces come and go between versions),
+    asked of the SDK's members, which are made on the way and stored nowhere."""
+    for name in path.split("."):
+        if not has_member(sdk_class, name):
+            return False
+        instance = sdk_member(sdk_class, name, instance)
+        sdk_class = type(instance)
+    return True
+
+
+# -- wrap -----------------------------------------------------------------------------------------------------
 @overload
 def wrap(client: openai.AsyncOpenAI, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None) -> AsyncOpenAIClient: ...
@@ -121,9 +192,9 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     """Wrap an official ``openai`` (sync or async) or ``anthropic`` (sync or async) client.
 
     Args:
-        client: ``openai.OpenAI``/``AsyncOpenAI`` (also any OpenAI-compatible server via ``base_url``) or
-            ``anthropic.Anthropic``/``AsyncAnthropic``. An already wrapped client is returned as it is (with
-            ``cache=``: a copy wrapped with the same settings and that cache).
+        client: ``openai.OpenAI``/``AsyncOpenAI`` (also ``AzureOpenAI``, a subclass of your own, or any
+            OpenAI-compatible server via ``base_url``) or ``anthropic.Anthropic``/``AsyncAnthropic``. An already
+            wrapped client is returned as it is (with ``cache=``: the same client wrapped alike with that cache).
         server: for an OpenAI-compatible self-hosted server, its kind (``"vllm"``, ``"sglang"``,
             ``"llamacpp"``, ``"ollama"``), so its own constrained-decoding fields are sent.
         settings: attempt-loop settings (attempts, token ceiling, temperature, content capture).
@@ -133,111 +204,78 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
             ``cache=False`` and versions its prompt with ``prompt_version=``.
 
     Returns:
-        An object with the client's call shape: ``chat.completions.create`` and ``responses.create``
-        (OpenAI) or ``messages.create`` (Anthropic), and the same under ``beta``, accept ``response_model=``
-        and friends, and each has ``create_with_result`` and ``create_partial`` twins; ``with_options``,
-        ``with_raw_response`` and ``with_streaming_response`` keep the wrapper; everything else is the
-        client's own. Type checkers see one protocol per client class (:mod:`guardrail.call.client_types`).
+        The same client, seen through a subclass of its class (it shares the client's state; see the module
+        docstring): ``chat.completions.create`` and ``responses.create`` (OpenAI) or ``messages.create``
+        (Anthropic), and the same under ``beta`` and ``with_raw_response``, accept ``response_model=`` and
+        friends, and each has ``create_with_result`` and ``create_partial`` twins. Type checkers see one protocol
+        per client class (:mod:`guardrail.call.client_types`).
     """
     if isinstance(client, WrappedClient):  # as it is; given a cache, the same client wrapped alike with it
-        return client if cache is None or client._rewrap is None else client._rewrap(client._raw, cache)
+        return client if cache is None else _view(client, client._guardrail.with_cache(cache))
     if server is not None and server not in SERVER_KINDS:
         raise ConfigError(f"unknown server kind {server!r}; expected one of {', '.join(SERVER_KINDS)}")
+    return _view(client, _options(client, server, settings, retry, cache))
+
+
+def _options(client: Any, server: str | None, settings: Settings | None, retry: RetryPolicy | None,
+             cache: Cache | None) -> ClientOptions:
     kind, is_async = client_kind(client)
     if server is not None and kind != "openai":
         raise ConfigError("server= applies to OpenAI-compatible clients (openai.OpenAI(base_url=...)) only")
-    settings = settings or Settings()
-    retry = retry or RetryPolicy()
-    quiet = quiet_client(client)
-    method = AsyncStructuredMethod if is_async else StructuredMethod
-    timeout = _seconds(client.timeout)
-
-    def make(endpoint: Endpoint, path: str) -> StructuredMethod | AsyncStructuredMethod:
-        return method(Binding(endpoint, _at(client, path), _at(quiet, path), settings, retry, timeout, cache))
-
-    def rewrap(other: Any, other_cache: Cache | None = cache) -> WrappedClient:
-        wrapped: WrappedClient = wrap(other, server=server, settings=settings, retry=retry, cache=other_cache)
-        return wrapped
-
-    tree: dict[str, Any] = {}
-    apis: dict[Endpoint, StructuredMethod | AsyncStructuredMethod] = {}
+    sdk_class = getattr(type(client), "_guardrail_sdk", type(client))
+    paths = _paths(_plain(client, sdk_class), kind, server)
+    endpoints: dict[Endpoint, tuple[str, ...]] = {}
     for endpoint in endpoints_for(kind, server):
-        for path in endpoint.paths:
-            if not _has(client, path):  # beta namespaces come and go between SDK versions
-                continue
-            made = make(endpoint, path)
-            apis.setdefault(endpoint, made)
-            *parents, leaf = path.split(".")
-            node = tree
-            for name in parents:
-                node = node.setdefault(name, {})
-            node[leaf] = made
-    members = {name: _namespace(client, name, child) for name, child in tree.items()}
-    return WrappedClient(client, members, kind, rewrap, apis)
+        found = tuple(path for path in endpoint.paths if paths.get(path) is type(endpoint))
+        if found:
+            endpoints[endpoint] = found
+    return ClientOptions(kind, is_async, server, settings or Settings(), retry or RetryPolicy(), cache, endpoints,
+                         origin=client)
 
 
-def _namespace(client: Any, path: str, node: Any) -> Any:
-    """A structured method, or the SDK namespace at ``path`` wrapped with its (nested) structured members."""
-    if not isinstance(node, dict):
-        return node
-    return WrappedClient(_at(client, path), {name: _namespace(client, f"{path}.{name}", child)
-                                              for name, child in node.items()})
+def _plain(client: Any, sdk_class: type) -> Any:
+    """The client as an instance of the SDK class itself (the same state), for asking the SDK's own members."""
+    if type(client) is sdk_class:
+        return client
+    plain: Any = object.__new__(sdk_class)
+    plain.__dict__ = client.__dict__
+    return plain
+
+
+def _view(client: Any, options: ClientOptions) -> Any:
+    """``client`` seen through guardrail's subclass of its class: the same ``__dict__``, these options."""
+    sdk_class = getattr(type(client), "_guardrail_sdk", type(client))
+    paths = {path: type(endpoint) for endpoint, found in options.endpoints.items() for path in found}
+    wrapped: Any = object.__new__(client_class(sdk_class, paths, options.asynchronous))
+    wrapped.__dict__ = client.__dict__  # shared, not copied: the wrapper is the client
+    wrapped._guardrail_state = options
+    return wrapped
 
 
 def structured_method(client: WrappedClient, api: str | None = None) -> StructuredMethod | AsyncStructuredMethod:
-    """The wrapped client's structured method for ``api`` (``"chat"``, ``"responses"``, ``"messages"``): its
-    default API when ``api`` is ``None`` or one this client does not serve. The method's ``endpoint`` builds
+    """The wrapped client's structured resource for ``api`` (``"chat"``, ``"responses"``, ``"messages"``): its
+    default API when ``api`` is ``None`` or one this client does not serve. The resource's ``endpoint`` builds
     vendor-neutral prompt requests (:meth:`~guardrail.vendors.base.Endpoint.prompt_request`)."""
-    apis = client.__dict__["_apis"]
-    return apis[endpoint_for(list(apis), api)]  # type: ignore[no-any-return]
-
-
-def unwrap(client: Any) -> Any:
-    """The SDK client inside a :class:`WrappedClient` (any other object is returned as it is)."""
-    return client.__dict__["_raw"] if isinstance(client, WrappedClient) else client
-
-
-def _has(root: Any, path: str) -> bool:
-    """Whether this SDK version has the resource at ``path`` (beta namespaces come and go between versions)."""
-    try:
-        _at(root, path)
-    except AttributeError:
-        return False
-    return True
-
-
-def _at(root: Any, path: str) -> Any:
-    """The SDK resource at a dotted path (``"beta.chat.completions"``) of a client."""
-    for name in path.split("."):
-        root = getattr(root, name)
-    return root
-
-
-_QUIET: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-_QUIET_LOCK = threading.Lock()
-
-
-def quiet_client(client: Any) -> Any:
-    """The client's copy with the SDK's own retries off (guardrail retries), made once per client.
-
-    Building the copy's resources costs milliseconds; the decorator and chain tiers wrap per call, so the
-    copy is kept for as long as the client lives.
-    """
-    with _QUIET_LOCK:
-        found = _QUIET.get(client)
-    if found is None:
-        found = client.with_options(max_retries=0)
-        with _QUIET_LOCK:
-            found = _QUIET.setdefault(client, found)
+    endpoints = client._guardrail.endpoints
+    found: StructuredMethod | AsyncStructuredMethod = _at(client, endpoints[endpoint_for(list(endpoints), api)][0])
     return found
 
 
-def _seconds(timeout: Any) -> float | None:
-    """A client timeout (a number, or an httpx ``Timeout`` whose read timeout counts) in seconds."""
-    if isinstance(timeout, (int, float)):
-        return float(timeout)
-    read = getattr(timeout, "read", None)
-    return float(read) if isinstance(read, (int, float)) else None
+def unwrap(client: Any) -> Any:
+    """The SDK client a wrapped client shares its state with (any other object is returned as it is)."""
+    if not isinstance(client, WrappedClient):
+        return client
+    origin = client._guardrail.origin
+    if origin is not None and not isinstance(origin, WrappedClient):
+        return origin
+    return _plain(client, type(client)._guardrail_sdk)
+
+
+def _at(root: Any, path: str) -> Any:
+    """The resource at a dotted path (``"beta.chat.completions"``) of a client."""
+    for name in path.split("."):
+        root = getattr(root, name)
+    return root
 
 
 def client_kind(client: Any) -> tuple[str, bool]:

@@ -8,7 +8,10 @@ error. The structured resources are typed exactly (the method classes of :mod:`g
 other attribute is the SDK's own at runtime and ``Any`` here (``__getattr__``), as only the SDK's types
 describe it.
 
-The protocols exist for type checkers; at runtime the wrapper is a :class:`guardrail.call.client.WrappedClient`.
+The protocols exist for type checkers. At runtime the wrapped client is an instance of a subclass of the SDK
+client's own class (and of :class:`guardrail.call.client.WrappedClient`), its structured resources instances of
+subclasses of the SDK's resources (:mod:`guardrail.call.resources`): ``isinstance`` against the SDK's classes
+holds, and every attribute a protocol types as ``Any`` is the SDK's own.
 """
 
 from __future__ import annotations

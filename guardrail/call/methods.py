@@ -1,4 +1,8 @@
-"""The leaves of a wrapped client: one SDK ``create`` method with ``response_model=`` added, in three flavors.
+"""The leaves of a wrapped client: the SDK's resource with ``create`` taking ``response_model=``, in three flavors.
+
+Each class here is a mixin: :mod:`guardrail.call.resources` puts it in front of the SDK's own class, so a wrapped
+client's ``chat.completions`` *is* an ``openai.resources.chat.Completions`` (and its ``with_raw_response`` a
+``CompletionsWithRawResponse``), with guardrail's keywords added to the SDK's ``create``:
 
 * :class:`StructuredMethod` / :class:`AsyncStructuredMethod` (``client.chat.completions``,
   ``client.responses``, ``client.messages``, their ``beta`` twins): ``create`` returns the validated value,
@@ -9,8 +13,11 @@
   to leave the body unread, while validation needs all of it, so ``response_model=`` there raises
   :class:`~guardrail.errors.UnsupportedCall` before any request (and is a type error for a type checker).
 
-Without ``response_model`` every flavor calls the SDK unchanged (same arguments, same return value), and
-every attribute a flavor does not define is the SDK resource's own.
+Without ``response_model`` every flavor is the SDK's own call (the same function, the same arguments, the same
+return value); guardrail's other keywords without it raise the ``TypeError`` the SDK raises for any keyword it
+does not know (:meth:`~guardrail.call.options.CallOptions.take`). A structured call reads the live client when
+it is made (``base_url``, ``timeout``, headers) and sends through the client's view without SDK retries
+(:mod:`guardrail.call.quiet`): guardrail retries transport failures itself.
 """
 
 from __future__ import annotations
@@ -18,20 +25,18 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, TypeVar, cast, overload
 
 from guardrail.call.cache import Cache, run_cached, run_cached_async
 from guardrail.call.drivers import iterate_async, iterate_sync, run_async, run_sync
-from guardrail.call.engine import Call, Settings
-from guardrail.call.retry import RetryPolicy
+from guardrail.call.engine import Call
+from guardrail.call.options import CallOptions, ClientOptions
+from guardrail.call.quiet import quiet_resource
+from guardrail.call.retry import timeout_seconds
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
-from guardrail.contract import Contract, compile_contract
 from guardrail.errors import UnsupportedCall, UsageError
-from guardrail.gates.semantic import Rule
-from guardrail.outcome import Budget, Result
+from guardrail.outcome import Result
 from guardrail.vendors.base import Endpoint
-from guardrail.vendors.plans import Plan, plans, schema_name
-from guardrail.vendors.profiles import Capabilities, Mode, capabilities
 
 if TYPE_CHECKING:
     from types import GenericAlias, UnionType
@@ -48,97 +53,88 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+__all__ = ["AsyncRawStructuredMethod", "AsyncStructuredMethod", "MethodTwin", "RawStructured", "RawStructuredMethod",
+           "StreamingResponseMethod", "StructuredMethod", "Twin"]
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Binding:
-    """What every flavor of one wrapped method shares: the endpoint, the SDK resources and the policies.
+#: What guardrail adds to the SDK's ``create`` docstring (the keywords, documented once here).
+KEYWORDS_DOC = """
+guardrail: with ``response_model`` the call returns the validated value instead (an awaitable of it on an async
+client; ``create_with_result`` returns the whole :class:`~guardrail.Result`).
 
-    ``raw`` is the caller's SDK resource (passthrough calls); ``quiet`` the same resource on the client copy
-    with the SDK's retries off (guardrail retries); ``timeout`` the client's own request timeout in seconds;
-    ``cache`` the response cache structured calls go through (:mod:`guardrail.call.cache`), if any.
-    """
+    response_model: the output type (a pydantic model, any type ``TypeAdapter`` accepts, or a JSON Schema dict).
+    aliases: drifted field name -> contract field name, applied at any depth.
+    max_attempts: model attempts before :class:`~guardrail.GaveUp` (default ``Settings.max_attempts``).
+    mode: force ``"native"``, ``"tool"``, ``"json"`` or ``"prompt"`` instead of the strongest available.
+    budget: a token/cost cap across all attempts (:class:`~guardrail.Budget`).
+    rules: semantic rules (:mod:`guardrail.gates.semantic`) every validated answer must meet.
+    context: runtime facts the rules read and pydantic validators see as ``info.context``.
+    cache: ``False`` skips the wrapper's response cache for this call (:mod:`guardrail.call.cache`).
+    prompt_version: your prompt's version, part of the cache key (change it to stop reusing answers).
 
-    endpoint: Endpoint
-    raw: Any
-    quiet: Any
-    settings: Settings
-    retry: RetryPolicy
-    timeout: float | None = None
-    cache: Cache | None = None
-    #: (response_model, model, mode, thinking) -> (contract, capabilities, plans): what a call needs before it is
-    #: sent depends on nothing else, so a repeated call pays one lookup (see :meth:`_Method._call`).
-    prepared: dict[tuple[Any, ...], tuple[Contract[Any], Capabilities, tuple[Plan, ...]]] = dataclasses.field(
-        default_factory=dict)
-
-
-#: Entries of :attr:`Binding.prepared`; past it, new shapes of call are prepared each time (still cached below).
-_PREPARED_SIZE = 256
+The other keywords are the SDK's, passed on. guardrail's keywords without ``response_model`` are a ``TypeError``.
+"""
 
 
-class _Method:
-    """Shared by the flavors: building the :class:`Call` and passing unknown attributes to the SDK."""
+class _Resource:
+    """What the structured resources share: the SDK's own methods, the endpoint, and building a :class:`Call`."""
 
-    def __init__(self, binding: Binding, raw: Any = None) -> None:
-        self._binding = binding
-        self._raw = binding.raw if raw is None else raw  # this flavor's SDK object (passthrough calls)
-        self._quiet = binding.quiet
-        self._endpoint = binding.endpoint
+    _client: Any  # the SDK resource's client: the wrapped client (or its view without SDK retries)
+    #: The endpoint class this resource speaks (set on each class :mod:`guardrail.call.resources` makes).
+    _guardrail_endpoint: ClassVar[type[Endpoint]]
 
-    def _call(self, response_model: Any, aliases: Mapping[str, str] | None, max_attempts: int | None,
-              mode: Mode | None, budget: Budget | None, kwargs: dict[str, Any], rules: Sequence[Rule] = (),
-              context: Mapping[str, Any] | None = None) -> Call:
-        taken = self._endpoint.conflicts(kwargs)
-        if taken:
-            raise UsageError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
-                            "for the mode it chooses (use mode= to choose one)")
-        contract, caps, chosen = self._prepare(response_model, str(kwargs.get("model", "")), mode,
-                                               self._endpoint.thinking(kwargs))
-        settings = self._binding.settings
-        if max_attempts is not None:
-            settings = dataclasses.replace(settings, max_attempts=max_attempts)
-        # The caller's context object itself (not a copy): pydantic validators may collect into it.
-        return Call(self._endpoint, kwargs, contract, list(chosen), caps, aliases, budget, settings,
-                    timeout=self._binding.timeout, rules=tuple(rules), context=context if context is not None else {})
+    def _guardrail_super(self, name: str) -> Any:
+        """The SDK's own method ``name`` of this resource (the class after guardrail's in the MRO)."""
+        return getattr(super(), name)
 
-    def _prepare(self, response_model: Any, model: str, mode: Mode | None, thinking: bool
-                 ) -> tuple[Contract[Any], Capabilities, tuple[Plan, ...]]:
-        """The contract, the model's capabilities and the plans, remembered per shape of call (each part is
-        cached on its own too; this saves the lookups, which the hot path pays on every call)."""
-        prepared = self._binding.prepared
-        key: tuple[Any, ...] | None = (response_model, model, mode, thinking)
-        try:
-            found = prepared.get(key)  # type: ignore[arg-type]
-        except TypeError:  # an unhashable contract (a JSON Schema dict): its parts' own caches serve it
-            found, key = None, None
-        if found is None:
-            contract = compile_contract(response_model)
-            caps = capabilities(self._endpoint.provider, model)
-            found = (contract, caps, tuple(plans(contract.schema, schema_name(contract.output_type), caps,
-                                                 forced=mode, thinking=thinking)))
-            if key is not None and len(prepared) < _PREPARED_SIZE:
-                prepared[key] = found
-        return found
-
-    def _cache(self, use: bool) -> Cache | None:
-        """The response cache for this call: the wrapper's, unless the call said ``cache=False``."""
-        return self._binding.cache if use else None
+    @property
+    def _guardrail(self) -> ClientOptions:
+        options: ClientOptions = self._client._guardrail
+        return options
 
     @property
     def endpoint(self) -> Endpoint:
         """The wire format this method speaks (:class:`~guardrail.vendors.base.Endpoint`)."""
-        return self._endpoint
+        return self._guardrail.endpoint(self._guardrail_endpoint)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_binding", "_raw", "_quiet", "_endpoint"):
-            raise AttributeError(name)
-        return getattr(self._raw, name)
+    def _guardrail_call(self, options: CallOptions, kwargs: dict[str, Any]) -> Call:
+        client = self._guardrail
+        endpoint = client.endpoint(self._guardrail_endpoint)
+        taken = endpoint.conflicts(kwargs)
+        if taken:
+            raise UsageError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
+                             "for the mode it chooses (use mode= to choose one)")
+        contract, caps, chosen = client.prepare(endpoint, options.response_model, str(kwargs.get("model", "")),
+                                                options.mode, endpoint.thinking(kwargs))
+        settings = client.settings
+        if options.max_attempts is not None:
+            settings = dataclasses.replace(settings, max_attempts=options.max_attempts)
+        # The caller's context object itself (not a copy): pydantic validators may collect into it.
+        return Call(endpoint, kwargs, contract, list(chosen), caps, options.aliases, options.budget, settings,
+                    timeout=timeout_seconds(self._client.timeout), rules=tuple(options.rules),
+                    context=options.context if options.context is not None else {})
 
-    def __repr__(self) -> str:
-        return f"<guardrail {type(self).__name__} of {self._raw!r}>"
+    def _guardrail_quiet(self) -> Any:
+        """The SDK's own resource of this class on the client's view without SDK retries: what structured calls
+        send through (:mod:`guardrail.call.quiet`)."""
+        return quiet_resource(self, self._guardrail.resources)
+
+    def _guardrail_cache(self, options: CallOptions) -> Cache | None:
+        """The response cache for this call: the wrapper's, unless the call said ``cache=False``."""
+        return self._guardrail.cache if options.cache else None
+
+    def _guardrail_required(self, kwargs: dict[str, Any], method: str) -> CallOptions:
+        options = CallOptions.take(kwargs, method)
+        if options is None:
+            raise UsageError(f"{method}() missing 1 required keyword-only argument: 'response_model'")
+        return options
+
+    if TYPE_CHECKING:  # made per SDK class by guardrail.call.resources; typed here for the protocols
+        @property
+        def with_streaming_response(self) -> StreamingResponseMethod: ...
 
 
-class StructuredMethod(_Method):
-    """A synchronous SDK ``create`` with ``response_model=`` support; other attributes pass through."""
+class StructuredMethod(_Resource):
+    """A synchronous SDK resource whose ``create`` takes ``response_model=``; everything else is the SDK's."""
 
     @overload
     def create(self, *, response_model: None = None, **kwargs: Any) -> Any: ...
@@ -146,79 +142,52 @@ class StructuredMethod(_Method):
     def create(self, *, response_model: type[T], **kwargs: Any) -> T: ...
     @overload
     def create(self, *, response_model: TypeForm, **kwargs: Any) -> Any: ...
-    def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
-               max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, cache: bool = True,
-               prompt_version: str | None = None, **kwargs: Any) -> Any:
-        """The SDK's ``create``; with ``response_model`` it returns the validated value.
+    def create(self, **kwargs: Any) -> Any:
+        """The SDK's ``create``; with ``response_model`` it returns the validated value (see ``KEYWORDS_DOC``)."""
+        options = CallOptions.take(kwargs)
+        if options is None:
+            return self._guardrail_super("create")(**kwargs)
+        return self._guardrail_run(self._guardrail_call(options, kwargs), options).value
 
-        Args:
-            response_model: the output type (a pydantic model or any type ``TypeAdapter`` accepts).
-            aliases: drifted field name -> contract field name, applied at any depth.
-            max_attempts: model attempts before :class:`~guardrail.GaveUp` (default ``Settings.max_attempts``).
-            mode: force ``"native"``, ``"tool"``, ``"json"`` or ``"prompt"`` instead of the strongest available.
-            budget: a token/cost cap across all attempts (:class:`~guardrail.Budget`).
-            rules: semantic rules (:mod:`guardrail.gates.semantic`) every validated answer must meet.
-            context: runtime facts the rules read and pydantic validators see as ``info.context``.
-            cache: ``False`` skips the wrapper's response cache for this call (:mod:`guardrail.call.cache`).
-            prompt_version: your prompt's version, part of the cache key (change it to stop reusing answers).
-            **kwargs: the SDK's own arguments, passed on.
-        """
-        if response_model is None:
-            return self._raw.create(**kwargs)
-        call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
-        return self._run(call, cache, prompt_version).value
-
-    def _run(self, call: Call, cache: bool, prompt_version: str | None) -> Result[Any]:
-        retry = self._binding.retry
-        return run_cached(self._cache(cache), call, prompt_version, retry,
-                          lambda policy: run_sync(call, self._quiet.create, policy or retry))
+    def _guardrail_run(self, call: Call, options: CallOptions) -> Result[Any]:
+        retry = self._guardrail.retry
+        send = self._guardrail_quiet().create
+        return run_cached(self._guardrail_cache(options), call, options.prompt_version, retry,
+                          lambda policy: run_sync(call, send, policy or retry))
 
     @overload
     def create_with_result(self, *, response_model: type[T], **kwargs: Any) -> Result[T]: ...
     @overload
     def create_with_result(self, *, response_model: TypeForm, **kwargs: Any) -> Result[Any]: ...
-    def create_with_result(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
-                           max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-                           rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
-                           cache: bool = True, prompt_version: str | None = None, **kwargs: Any) -> Result[Any]:
-        """Like :meth:`create` but returns the :class:`~guardrail.Result` (value, attempts, usage, timing;
-        ``cached`` says whether it came from the response cache)."""
-        call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
-        return self._run(call, cache, prompt_version)
+    def create_with_result(self, **kwargs: Any) -> Result[Any]:
+        """Like ``create`` with ``response_model``, but returns the :class:`~guardrail.Result` (value, attempts,
+        usage, timing; ``cached`` says whether it came from the response cache)."""
+        options = self._guardrail_required(kwargs, "create_with_result")
+        return self._guardrail_run(self._guardrail_call(options, kwargs), options)
 
     @overload
     def create_partial(self, *, response_model: type[T], **kwargs: Any) -> StructuredStream[T]: ...
     @overload
     def create_partial(self, *, response_model: TypeForm, **kwargs: Any) -> StructuredStream[Any]: ...
-    def create_partial(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
-                       max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-                       rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
-                       cache: bool = True, prompt_version: str | None = None,
-                       **kwargs: Any) -> StructuredStream[Any]:
+    def create_partial(self, **kwargs: Any) -> StructuredStream[Any]:
         """Stream: iterate :class:`~guardrail.outcome.Partial` previews as the answer arrives, then the validated value.
 
         After the loop the stream's ``.result`` holds the :class:`~guardrail.Result`. Previews are never
         validated; only the last item, the value, is. Streams do not use the response cache (``cache`` and
         ``prompt_version`` are accepted so one set of keywords serves every method).
         """
-        call = self._call(response_model, aliases, max_attempts, mode, budget, self._endpoint.streaming(kwargs), rules,
-                          context)
-        return StructuredStream(iterate_sync(call, self._quiet.create, self._binding.retry, previews=True))
+        options = self._guardrail_required(kwargs, "create_partial")
+        call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
+        send = self._guardrail_quiet().create
+        return StructuredStream(iterate_sync(call, send, self._guardrail.retry, previews=True))
 
-    @property
-    def with_raw_response(self) -> RawStructuredMethod:
-        """This method whose ``create`` also gives the SDK's raw HTTP responses (:class:`RawStructured`)."""
-        return RawStructuredMethod(self._binding, self._raw.with_raw_response)
-
-    @property
-    def with_streaming_response(self) -> StreamingResponseMethod:
-        """The SDK's streaming-response flavor; passthrough only (``response_model=`` is refused there)."""
-        return StreamingResponseMethod(self._binding, self._raw.with_streaming_response)
+    if TYPE_CHECKING:
+        @property
+        def with_raw_response(self) -> RawStructuredMethod: ...
 
 
-class AsyncStructuredMethod(_Method):
-    """An asynchronous SDK ``create`` with ``response_model=`` support; other attributes pass through."""
+class AsyncStructuredMethod(_Resource):
+    """An asynchronous SDK resource whose ``create`` takes ``response_model=``; everything else is the SDK's."""
 
     @overload
     def create(self, *, response_model: None = None, **kwargs: Any) -> Any: ...
@@ -226,67 +195,73 @@ class AsyncStructuredMethod(_Method):
     def create(self, *, response_model: type[T], **kwargs: Any) -> Coroutine[Any, Any, T]: ...
     @overload
     def create(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, Any]: ...
-    def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
-               max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, cache: bool = True,
-               prompt_version: str | None = None, **kwargs: Any) -> Any:
-        """The SDK's ``create``; with ``response_model`` an awaitable of the validated value (see
-        :meth:`StructuredMethod.create` for the arguments)."""
-        if response_model is None:
-            return self._raw.create(**kwargs)
-        call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
-        return self._value(call, cache, prompt_version)
+    def create(self, **kwargs: Any) -> Any:
+        """The SDK's ``create``; with ``response_model`` an awaitable of the validated value."""
+        options = CallOptions.take(kwargs)
+        if options is None:
+            return self._guardrail_super("create")(**kwargs)
+        return self._guardrail_value(self._guardrail_call(options, kwargs), options)
 
-    async def _value(self, call: Call, cache: bool, prompt_version: str | None) -> Any:
-        result = await self._run(call, cache, prompt_version)
+    async def _guardrail_value(self, call: Call, options: CallOptions) -> Any:
+        result = await self._guardrail_run(call, options)
         return result.value
 
-    async def _run(self, call: Call, cache: bool, prompt_version: str | None) -> Result[Any]:
-        retry = self._binding.retry
-        return await run_cached_async(self._cache(cache), call, prompt_version, retry,
-                                      lambda policy: run_async(call, self._quiet.create, policy or retry))
+    async def _guardrail_run(self, call: Call, options: CallOptions) -> Result[Any]:
+        retry = self._guardrail.retry
+        send = self._guardrail_quiet().create
+        return await run_cached_async(self._guardrail_cache(options), call, options.prompt_version, retry,
+                                      lambda policy: run_async(call, send, policy or retry))
 
     @overload
     def create_with_result(self, *, response_model: type[T],
                            **kwargs: Any) -> Coroutine[Any, Any, Result[T]]: ...
     @overload
     def create_with_result(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, Result[Any]]: ...
-    def create_with_result(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
-                           max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-                           rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
-                           cache: bool = True, prompt_version: str | None = None,
-                           **kwargs: Any) -> Coroutine[Any, Any, Result[Any]]:
-        """Like :meth:`create` but an awaitable of the :class:`~guardrail.Result`."""
-        call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
-        return self._run(call, cache, prompt_version)
+    def create_with_result(self, **kwargs: Any) -> Coroutine[Any, Any, Result[Any]]:
+        """Like ``create`` with ``response_model``, but an awaitable of the :class:`~guardrail.Result`."""
+        options = self._guardrail_required(kwargs, "create_with_result")
+        return self._guardrail_run(self._guardrail_call(options, kwargs), options)
 
     @overload
     def create_partial(self, *, response_model: type[T], **kwargs: Any) -> AsyncStructuredStream[T]: ...
     @overload
     def create_partial(self, *, response_model: TypeForm, **kwargs: Any) -> AsyncStructuredStream[Any]: ...
-    def create_partial(self, *, response_model: Any, aliases: Mapping[str, str] | None = None,
-                       max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-                       rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None,
-                       cache: bool = True, prompt_version: str | None = None,
-                       **kwargs: Any) -> AsyncStructuredStream[Any]:
+    def create_partial(self, **kwargs: Any) -> AsyncStructuredStream[Any]:
         """Stream previews with ``async for``, then the validated value; ``.result`` after the loop (no cache, as
         :meth:`StructuredMethod.create_partial`)."""
-        call = self._call(response_model, aliases, max_attempts, mode, budget, self._endpoint.streaming(kwargs), rules,
-                          context)
-        return AsyncStructuredStream(iterate_async(call, self._quiet.create, self._binding.retry, previews=True))
+        options = self._guardrail_required(kwargs, "create_partial")
+        call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
+        send = self._guardrail_quiet().create
+        return AsyncStructuredStream(iterate_async(call, send, self._guardrail.retry, previews=True))
 
-    @property
-    def with_raw_response(self) -> AsyncRawStructuredMethod:
-        """This method whose ``create`` also gives the SDK's raw HTTP responses (:class:`RawStructured`)."""
-        return AsyncRawStructuredMethod(self._binding, self._raw.with_raw_response)
+    if TYPE_CHECKING:
+        @property
+        def with_raw_response(self) -> AsyncRawStructuredMethod: ...
 
-    @property
-    def with_streaming_response(self) -> StreamingResponseMethod:
-        """The SDK's streaming-response flavor; passthrough only (``response_model=`` is refused there)."""
-        return StreamingResponseMethod(self._binding, self._raw.with_streaming_response)
+
+class Twin:
+    """The SDK's ``with_raw_response``/``with_streaming_response`` twin of a guardrail resource (or client).
+
+    The SDK's twin takes the resource it flavors; guardrail keeps it as ``_guardrail_of`` so its own members
+    are the same flavor of the resource's guardrail members.
+    """
+
+    def __init__(self, of: Any) -> None:
+        cast(Any, super()).__init__(of)
+        self._guardrail_of = of
+
+
+class MethodTwin(Twin):
+    """A twin at a structured resource: the SDK sets its flavored ``create`` on the instance; guardrail keeps it
+    as the passthrough and puts its own ``create`` (of the class) in front."""
+
+    def __init__(self, of: Any) -> None:
+        super().__init__(of)
+        self._guardrail_sdk_create: Callable[..., Any] = self.__dict__.pop("create")
 
 
 class RawStructured(Generic[T]):
+
     """A structured call's value together with the SDK's raw HTTP responses (``with_raw_response``).
 
     Reads like the SDK's own raw response: ``.parse()`` gives the value (validated, of the
@@ -329,7 +304,7 @@ class RawStructured(Generic[T]):
         return f"<RawStructured {self.status_code} value={self.result.value!r} requests={len(self.responses)}>"
 
 
-class RawStructuredMethod(_Method):
+class RawStructuredMethod(MethodTwin):
     """``create`` under ``with_raw_response``: with ``response_model``, a :class:`RawStructured`."""
 
     @overload
@@ -338,27 +313,26 @@ class RawStructuredMethod(_Method):
     def create(self, *, response_model: type[T], **kwargs: Any) -> RawStructured[T]: ...
     @overload
     def create(self, *, response_model: TypeForm, **kwargs: Any) -> RawStructured[Any]: ...
-    def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
-               max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, cache: bool = True,
-               prompt_version: str | None = None, **kwargs: Any) -> Any:
+    def create(self, **kwargs: Any) -> Any:
         """The SDK's raw-response ``create``; with ``response_model`` the value and the raw responses (always from
         the vendor: this flavor exists for the HTTP responses, so it does not use the response cache)."""
-        if response_model is None:
-            return self._raw.create(**kwargs)
-        call = self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules, context)
+        options = CallOptions.take(kwargs)
+        if options is None:
+            return self._guardrail_sdk_create(**kwargs)
+        resource: StructuredMethod = self._guardrail_of
+        call = resource._guardrail_call(options, kwargs)
         responses: list[Any] = []
-        send = self._quiet.with_raw_response.create
+        send = resource._guardrail_quiet().with_raw_response.create
 
         def parsed(**request: Any) -> Any:
             response = send(**request)
             responses.append(response)
             return response.parse()
 
-        return RawStructured(run_sync(call, parsed, self._binding.retry), responses)
+        return RawStructured(run_sync(call, parsed, resource._guardrail.retry), responses)
 
 
-class AsyncRawStructuredMethod(_Method):
+class AsyncRawStructuredMethod(MethodTwin):
     """``create`` under ``with_raw_response`` of an async client: an awaitable :class:`RawStructured`."""
 
     @overload
@@ -367,20 +341,18 @@ class AsyncRawStructuredMethod(_Method):
     def create(self, *, response_model: type[T], **kwargs: Any) -> Coroutine[Any, Any, RawStructured[T]]: ...
     @overload
     def create(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, RawStructured[Any]]: ...
-    def create(self, *, response_model: Any = None, aliases: Mapping[str, str] | None = None,
-               max_attempts: int | None = None, mode: Mode | None = None, budget: Budget | None = None,
-               rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, cache: bool = True,
-               prompt_version: str | None = None, **kwargs: Any) -> Any:
+    def create(self, **kwargs: Any) -> Any:
         """The SDK's raw-response ``create``; with ``response_model`` an awaitable of the value and the responses
         (never from the response cache)."""
-        if response_model is None:
-            return self._raw.create(**kwargs)
-        return self._structured(self._call(response_model, aliases, max_attempts, mode, budget, kwargs, rules,
-                                           context))
+        options = CallOptions.take(kwargs)
+        if options is None:
+            return self._guardrail_sdk_create(**kwargs)
+        resource: AsyncStructuredMethod = self._guardrail_of
+        return self._structured(resource, resource._guardrail_call(options, kwargs))
 
-    async def _structured(self, call: Call) -> RawStructured[Any]:
+    async def _structured(self, resource: AsyncStructuredMethod, call: Call) -> RawStructured[Any]:
         responses: list[Any] = []
-        send: Callable[..., Any] = self._quiet.with_raw_response.create
+        send: Callable[..., Any] = resource._guardrail_quiet().with_raw_response.create
 
         async def parsed(**request: Any) -> Any:
             response = await send(**request)
@@ -388,17 +360,17 @@ class AsyncRawStructuredMethod(_Method):
             value = response.parse()  # openai's raw response parses synchronously, anthropic's is awaited
             return await value if inspect.isawaitable(value) else value
 
-        return RawStructured(await run_async(call, parsed, self._binding.retry), responses)
+        return RawStructured(await run_async(call, parsed, resource._guardrail.retry), responses)
 
 
-class StreamingResponseMethod(_Method):
+class StreamingResponseMethod(MethodTwin):
     """``create`` under ``with_streaming_response``: the SDK's own call; ``response_model=`` is refused."""
 
     def create(self, *, response_model: None = None, **kwargs: Any) -> Any:
         """The SDK's streaming-response ``create`` (a context manager), unchanged."""
-        if response_model is not None:
+        if response_model is not None or CallOptions.take(kwargs) is not None:
             _refuse("create")
-        return self._raw.create(**kwargs)
+        return self._guardrail_sdk_create(**kwargs)
 
     def create_with_result(self, **kwargs: Any) -> NoReturn:
         """Refused: see :meth:`create`."""
@@ -415,4 +387,3 @@ def _refuse(name: str) -> NoReturn:
         "response body unread, and a validated value needs all of it. Use with_raw_response.create(...) for the "
         "value with the HTTP response (headers, status), or create_partial(...) for previews as the answer "
         "streams in")
-
