@@ -228,7 +228,7 @@ class Memo(BaseModel):
 @pytest.mark.slow
 def test_korean_and_emoji_content_round_trips(emu: Emulator, api: str, stream: bool) -> None:
     text = '{"제목": "프린터 화재 🔥", "body": "3층 복사실에서 연기가 납니다 — 긴급"}'
-    emu.script(reply.answer('{"제목": 1, "body": "연기"}'), reply.answer(text))
+    emu.script(reply.answer('{"제목": 1.5, "body": "연기"}'), reply.answer(text))  # 1.5 is no string
     ask = "티켓을 만들어 주세요"
     prompt = {"input": ask} if api == "responses" else {"messages": [{"role": "user", "content": ask}]}
     result = printer_call(emu, api, response_model=Memo, stream=stream, **prompt)

@@ -373,7 +373,8 @@ def test_pydantic_ai_drives_a_wrapped_client_and_still_sees_azure(emu: Emulator)
 
     azure = openai.AsyncAzureOpenAI(api_key="test", api_version="2024-10-21",
                                     azure_endpoint=emu.openai_base_url.removesuffix("/v1"))
-    assert OpenAIProvider(openai_client=guardrail.wrap(azure)).canonical_system == "azure"  # branches on the class
+    plain_view, wrapped_view = OpenAIProvider(openai_client=azure), OpenAIProvider(openai_client=guardrail.wrap(azure))
+    assert (wrapped_view.name, wrapped_view.base_url) == (plain_view.name, plain_view.base_url)  # as the SDK's own
     client = guardrail.wrap(openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="test"))
     agent = Agent(OpenAIChatModel("gpt-4o", provider=OpenAIProvider(openai_client=client)))
     emu.script(reply.text("The printer is on fire."))
