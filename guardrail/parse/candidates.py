@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from guardrail.errors import InputLimitError
 from guardrail.parse.fences import Segment, unwrap_scalar
+from guardrail.parse.lexer import STRING_CUT
 from guardrail.parse.lexicon import INVISIBLE, VALUE_START
 from guardrail.parse.patch import Patched, decode_with_patches
 from guardrail.parse.report import Candidate, Fix
@@ -48,16 +49,20 @@ _WS_ = r"[ \t\r\n]*+"
 _KEY_END = rf"{_WS_}(?:[:{INVISIBLE}]|//|/\*|$)"
 _WORD = r"(?:[^\W\d]|\$)[\w$\-]*+"
 _END_MARK = r"</|```|~~~"
+#: An escaped quote, perhaps after escaped line breaks (``{\"key\": 1}`` in prose): a value with its quotes
+#: escaped, broken where it starts; what lies inside it is never a candidate of its own.
+_ESCAPED_QUOTE = r"(?:\\[nrt][ \t\r\n]*+)*+\\\""
 _OBJECT_START = (
-    rf"\{{{_WS_}(?:[}}\"'\u201c\u2018/\-,{INVISIBLE}]|{_END_MARK}|$"
+    rf"\{{{_WS_}(?:[}}\"'\u201c\u2018/\-,{INVISIBLE}]|{_END_MARK}|{_ESCAPED_QUOTE}|$"
     rf"|{_WORD}{_KEY_END}|[0-9.][0-9.eE+\-]*+{_KEY_END})"
 )
 _ARRAY_START = (
-    rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-.0-9{INVISIBLE}]|{_END_MARK}|$"
+    rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-.0-9{INVISIBLE}]|{_END_MARK}|{_ESCAPED_QUOTE}|$"
     rf"|(?:true|false|null|True|False|None|NaN|Infinity)(?![\w$\-])|{_WORD}$)"
 )
 
 
+_ESCAPED_AT: Final = re.compile(_ESCAPED_QUOTE).match
 #: The next opener that may start a JSON value, found by the regex engine: implausible openers are
 #: passed over in C, never one Python step each.
 NEXT_START: Final = re.compile(f"{_OBJECT_START}|{_ARRAY_START}", re.S)
@@ -207,18 +212,41 @@ def read_across(text: str, cut: Candidate, max_depth: int, budget: Budget) -> Ca
     """
     start = cut.start
     end = balanced_end(text, start, budget)
-    if end < 0 and _inside_string(text, start, cut.end, budget):
+    # The scanner's own word (it knows single and smart quotes and comments), or a double-quoted string still
+    # open at the cut.
+    in_string = cut.message.endswith(STRING_CUT) or _inside_string(text, start, cut.end, budget)
+    if end < 0 and in_string:
         # A value cut inside one of its strings, whose brackets never balance: the text ends inside it, and
         # nothing after the cut (what a fenced block inside the string holds) is a value of its own.
         return replace(cut, end=len(text))
     if end <= cut.end:
-        return None  # never balances, or balances inside the segment (then the cut was not in a string)
+        # Never balances, or balances inside the segment: the cut was not in a string, or (a brace inside a
+        # single-quoted string) where the value ends cannot be told: then all of the rest is inside it.
+        return _broken_across(text, cut, len(text), cut.end) if in_string else None
     cand, resume = read_value(text[start:end], 0, start, cut.source, max_depth, budget)
     budget.balance_chars -= end - start
-    if cand is None or resume != end - start or cand.status not in ("invalid", "ambiguous") \
-            or continued_at(text, end, text[start] == "[") is not None:
-        return None
-    return cand if fences_inside_strings(text, start, end, budget) else None
+    more = continued_at(text, end, text[start] == "[")
+    if cand is not None and resume == end - start and cand.status in ("invalid", "ambiguous") and more is None \
+            and fences_inside_strings(text, start, end, budget):
+        return cand
+    if not in_string:
+        return None  # a value broken off before the cut: the cut stands
+    # The fence line lies inside a string of this value, so it is content, yet the value does not read as one
+    # whole answer across it: it is broken, and nothing inside it (an object written in the string with its
+    # quotes unescaped, say) is a candidate of its own.
+    if cand is not None and cand.status == "syntax_error" and cand.position >= 0:
+        span_end = broken_span_end(text, start, end, budget)
+        return replace(cand, end=span_end if span_end >= 0 else len(text))
+    span_end = broken_span_end(text, start, end, budget) if more is not None else end
+    return _broken_across(text, cut, span_end if span_end >= 0 else len(text),
+                          more[0] if more is not None else cut.end)
+
+
+def _broken_across(text: str, cut: Candidate, end: int, at: int) -> Candidate:
+    """The value ``cut`` began, broken somewhere after a fence line inside one of its strings: from its opener
+    to ``end``, a syntax error at ``at``."""
+    return broken_candidate(0, cut.start, end, cut.source, f"expected the value to read as one whole across the "
+                            f"fence line inside its string, found {text[at:][:12]!r}", at, cut.tokens or 1)
 
 
 #: A string the scanner reads (double- or single-quoted, raw newlines included), or a fence run.
@@ -334,7 +362,7 @@ def read_a_value(body: str, start: int, broke_at: int, tokens: int) -> bool:
     if tokens:
         return True
     first = _WS_RUN.match(body, start + 1).end()  # type: ignore[union-attr]
-    return broke_at > first and body[first] in "\"'\u201c\u2018{["
+    return (broke_at > first and body[first] in "\"'\u201c\u2018{[") or _ESCAPED_AT(body, first) is not None
 
 
 def broken_candidate(base: int, start: int, end: int, source: str, message: str, at: int, tokens: int,

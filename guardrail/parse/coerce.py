@@ -99,7 +99,8 @@ def _bare_word(value: BareWord, schema: Schema, ctx: CoerceContext, path: list[s
         return value.word
     number = value.number
     if plain and number is not None and all(
-            types and types <= _NUMERIC and (number.__class__ is int or "number" in types) for types in kinds):
+            types and types <= _NUMERIC and (number.__class__ is int or "number" in types)
+            and not (number.__class__ is int and _beyond_float(number, types)) for types in kinds):
         ctx.fixes.append(Fix("digit_separator", tuple(path), value.word, number))
         return number
     ctx.unresolved.append(value)
