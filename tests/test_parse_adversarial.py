@@ -263,6 +263,19 @@ def test_tokens_that_are_numbers_in_another_language_are_no_bare_strings(text: s
     assert refused(text, dict[str, str])
 
 
+@pytest.mark.parametrize("text", ['{"code": -0}', "-0", '{"code": (-0)}'])
+def test_negative_zero_is_not_coerced_to_the_string_0(text: str) -> None:
+    """``coerce_string`` writes the digits as written: ``-0`` is neither ``"0"`` (not what was written) nor
+    ``"-0"`` (not the number's string)."""
+    contract = str if text == "-0" else dict[str, str]
+    report = parse_report(text, contract)
+    assert not report.ok, report.value
+
+
+def test_zero_and_other_integers_are_still_coerced_to_strings() -> None:
+    assert parse('{"a": 0, "b": -10, "c": 7}', dict[str, str]) == {"a": "0", "b": "-10", "c": "7"}
+
+
 # --------------------------------------------------------------------------------------------------------
 # 8. The bulk pass against the scanner, on dirty JSON whose strings hold the slips' characters
 # --------------------------------------------------------------------------------------------------------

@@ -304,9 +304,10 @@ def coerce_values(state: ParseState) -> ParseState:
     contract = state.contract
 
     def one(cand: Candidate) -> Any:
-        big = contract.holds_floats and may_hold_nonfinite(cand.json_text or state.text[cand.start : cand.end])
+        source = cand.json_text or state.text[cand.start : cand.end]
+        big = contract.holds_floats and may_hold_nonfinite(source)
         ctx = CoerceContext(contract.view, state.limits.max_depth, state.aliases, cand.fixes, cand.violations,
-                            big_numbers=big, float_keys=contract.float_keys)
+                            big_numbers=big, float_keys=contract.float_keys, source=source)
         data = coerce(cand.data, contract.schema, ctx, [])
         if ctx.unresolved or (cand.bare_words and _holds_bare_word(data)):
             _broken_at_word(cand, min(ctx.unresolved or cand.bare_words, key=lambda bare: bare.pos))
