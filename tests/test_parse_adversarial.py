@@ -68,6 +68,8 @@ class Inner(BaseModel):
     # The value closes with a member after it: the member's object is no answer of its own.
     '{"a": "\n```\n"}, "c": {"b": 1}\n```\n',
     '{"a": "\n~~~\n"}, "c": {"b": 1}\n~~~\n',
+    # A fenced block between an object's members: the member before it is never dropped.
+    '{"a": 1,\n```json\n{"b": 1}\n```\n}',
 ])
 @pytest.mark.parametrize("contract", [Any, Inner])
 def test_an_object_inside_a_string_the_fence_split_cut_is_never_the_answer(text: str, contract: Any) -> None:

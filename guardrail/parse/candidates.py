@@ -204,7 +204,11 @@ def read_across(text: str, cut: Candidate, max_depth: int, budget: Budget) -> Ca
     fence line lies inside one of its strings, that value is the candidate (nothing the fence split found
     inside it is). A value cut inside a string whose brackets never balance is cut off by the end of the
     text, not by the fence: returned ``truncated`` to the end (what follows is inside it, and is no value of
-    its own). Else ``None``: the cut stands (a value broken off before the cut).
+    its own). A value whose brackets balance after the cut but that does not read as one whole across it (an
+    object in a string with its quotes unescaped, members after it closed, a fence line between its members)
+    is broken from its opener to where it ends, so nothing inside it is a candidate and no member before the
+    fence is dropped; so is one cut inside a single-quoted string whose end cannot be told. Else ``None``: the
+    cut stands (the value's brackets never balance, or balance before the cut: a value broken off there).
 
     The characters read are charged to ``budget.balance_chars``; once it is spent the cut stands, so many cut
     values cost linear time. Only the value's own text is read and copied: a failed C decode costs its
@@ -229,11 +233,10 @@ def read_across(text: str, cut: Candidate, max_depth: int, budget: Budget) -> Ca
     if cand is not None and resume == end - start and cand.status in ("invalid", "ambiguous") and more is None \
             and fences_inside_strings(text, start, end, budget):
         return cand
-    if not in_string:
-        return None  # a value broken off before the cut: the cut stands
-    # The fence line lies inside a string of this value, so it is content, yet the value does not read as one
-    # whole answer across it: it is broken, and nothing inside it (an object written in the string with its
-    # quotes unescaped, say) is a candidate of its own.
+    # The fence line lies inside this value (inside one of its strings, where it is content, or between its
+    # brackets), yet the value does not read as one whole answer across it: it is broken, and nothing inside it
+    # (an object written in a string with its quotes unescaped, a fenced block between its members) is a
+    # candidate of its own. Never the shorter reading that drops the members before the fence.
     if cand is not None and cand.status == "syntax_error" and cand.position >= 0:
         span_end = broken_span_end(text, start, end, budget)
         return replace(cand, end=span_end if span_end >= 0 else len(text))
@@ -243,10 +246,10 @@ def read_across(text: str, cut: Candidate, max_depth: int, budget: Budget) -> Ca
 
 
 def _broken_across(text: str, cut: Candidate, end: int, at: int) -> Candidate:
-    """The value ``cut`` began, broken somewhere after a fence line inside one of its strings: from its opener
-    to ``end``, a syntax error at ``at``."""
+    """The value ``cut`` began, broken somewhere after a fence line inside it: from its opener to ``end``, a
+    syntax error at ``at``."""
     return broken_candidate(0, cut.start, end, cut.source, f"expected the value to read as one whole across the "
-                            f"fence line inside its string, found {text[at:][:12]!r}", at, cut.tokens or 1)
+                            f"fence line inside it, found {text[at:][:12]!r}", at, cut.tokens or 1)
 
 
 #: A string the scanner reads (double- or single-quoted, raw newlines included), or a fence run.
