@@ -93,6 +93,22 @@ def test_unescaped_json_in_a_code_string_is_never_chosen(before: list[str], afte
     assert not report.ok or not same_json(report.value, json.loads(inner)), (text, report.value)
 
 
+@pytest.mark.parametrize("text", [
+    '{"a": 1} /* x */, "b": 2}', '{"a": 1}\n// more\n, "b": 2}', '{"a": 1}, \u201cb\u201d: 2}',
+    '{"a": 1},\n\u200b"b": 2}', '{"a": 1}, 1: 2}', '{"a": 1}, "b"\n: 2}', '{"a": 1},\n"b"\u00a0: 2}',
+    '{"a": 1}, \u00e9: 2}', '{"a": 1}, "b"}',
+    '[1, 2] /* x */, 3]', '[1, 2]\n// x\n, 3]', '["a"], \'b\']', '["a"], \u201cb\u201d]', '["a"], True]',
+    '["a"],\u200b "b"]',
+])
+def test_a_member_or_element_after_an_early_close_is_never_dropped(text: str) -> None:
+    """After the value closes, a member (or, after an array, an element) in any spelling the scanner reads (a
+    comment or an invisible character before it, smart quotes, a number or a non-ASCII word as its key, a line
+    break before its colon): merged where that is the one reading, else a syntax error; never the shorter
+    value."""
+    report = parse_report(text, Any)
+    assert not report.ok or len(report.value) == 2, report.value
+
+
 # --------------------------------------------------------------------------------------------------------
 # 2. A whole reply that opens a quote and never closes it is no bare word
 # --------------------------------------------------------------------------------------------------------

@@ -274,18 +274,29 @@ def fences_inside_strings(text: str, start: int, end: int, budget: Budget) -> bo
     return True
 
 
-#: A member right after a closed value (``, "b":`` or ``"b":``, or ``, b:``): the value closed too early.
+#: What may lie between the tokens that continue a closed value, as the scanner skips it: space, invisible
+#: characters and comments (``{"a": 1} /* x */, "b": 2}``). A comment is looked at up to 2048 characters: this is
+#: matched once for every value found, and an unclosed one would otherwise be read to the end each time.
+_AFTER_GAP = rf"(?:[ \t\r\n{INVISIBLE}]++|//[^\n]{{0,2048}}+(?=\n)|/\*(?:[^*]|\*(?!/)){{0,2048}}+\*/)*+"
+#: A string in any of the quotes the scanner reads (on one line; smart quotes, which no backslash escapes, up to
+#: 2048 characters, as the comments above).
+_QUOTED_TOKEN = (r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|\u201c[^\u201d\n]{0,2048}+\u201d'
+                 r'|\u2018[^\u2019\n]{0,2048}+\u2019')
+#: A member right after a closed value (``, "b":`` or ``"b":``, or ``, b:``, ``, 1:``, ``, “b”:``): the value closed
+#: too early. The key is any token the scanner reads as one.
 MEMBER_AFTER: Final = re.compile(
-    r'[ \t\r\n]*(?:,[ \t\r\n]*(?=["\'A-Za-z_$])|(?=["\']))'
-    r'((?:"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|[A-Za-z_$][\w$\-]*)[ \t]*:)'
+    rf'{_AFTER_GAP}(?:,{_AFTER_GAP}|(?=["\'\u201c\u2018]))'
+    rf'((?:{_QUOTED_TOKEN}|(?:[^\W\d]|\$)[\w$\-]*+|-?[0-9][0-9.eE+\-]*+){_AFTER_GAP}:)'
 ).match
-#: A member whose colon is missing right after a closed object (``}, "k" "v"``): still a member, so the object
-#: closed too early (refused, never the shorter object).
-KEY_NO_COLON: Final = re.compile(r'[ \t\r\n]*,[ \t\r\n]*("(?:[^"\\\n]|\\.)*"[ \t]+(?=["{\[]))').match
-#: An element right after a closed array (``, "c"]``, ``, 3,``): a scalar after a comma, then a separator, a
-#: closer or the end. The array closed too early.
+#: A member whose colon is missing right after a closed object (``}, "k" "v"``, ``}, "k"}``): still a member, so
+#: the object closed too early (refused, never the shorter object).
+KEY_NO_COLON: Final = re.compile(
+    rf'{_AFTER_GAP},{_AFTER_GAP}((?:{_QUOTED_TOKEN})(?:[ \t]+(?=["{{\[])|{_AFTER_GAP}(?=}})))').match
+#: An element right after a closed array (``, "c"]``, ``, 3,``, ``, 'c'``, ``, True]``): a scalar after a comma,
+#: then a separator, a closer or the end. The array closed too early.
 ELEMENT_AFTER: Final = re.compile(
-    r'[ \t\r\n]*,[ \t\r\n]*((?:"(?:[^"\\\n]|\\.)*"|-?[0-9][0-9.eE+\-]*|true|false|null)[ \t\r\n]*(?:[,\]]|\Z))'
+    rf'{_AFTER_GAP},{_AFTER_GAP}((?:{_QUOTED_TOKEN}|-?[0-9][0-9.eE+\-]*+|true|false|null|True|False|None)'
+    rf'{_AFTER_GAP}(?:[,\]]|\Z))'
 ).match
 #: Whitespace and closers right after a closed value: a doubled closer (``{"a": 1}}, "b": 2}``) hides the members
 #: that follow it no more than a single one does.
