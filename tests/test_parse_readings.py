@@ -207,11 +207,17 @@ plain_values = st.recursive(st.none() | st.booleans() | st.integers() | plain_st
        indent=st.sampled_from([None, 2]))
 @example(value={"key": "value"}, indent=None)
 def test_escaped_json_reads_back_unchanged(value: Any, indent: int | None) -> None:
-    """JSON copied out of a JSON string without its outer quotes: every quote escaped."""
-    dumped = json.dumps(value, indent=indent)
+    """JSON copied out of a JSON string without its outer quotes: every quote escaped. (Non-ASCII characters
+    raw: an escape such as ``\\u00e9`` makes two readings, see below.)"""
+    dumped = json.dumps(value, indent=indent, ensure_ascii=False)
     escaped = json.dumps(dumped)[1:-1]
     assume(re.match(r'(?:[\[{](?: |\\n)*)*\\"', escaped) is not None)  # it opens with an escaped quote
     report = parse_report(escaped, Any)
+    if "\\\\" in escaped:
+        # An escaped backslash (``\\u00e9``, ``\\n``): escaped once (``é``, a newline), or only its quotes
+        # escaped (a backslash, then ``u00e9``): two readings, refused where they differ (the review of issue 23).
+        assert not report.ok or same_json(report.value, value), escaped
+        return
     assert report.ok, f"{escaped!r}: {report.error!r}"
     assert same_json(report.value, value)
     assert "escaped_json" in [f.kind for f in report.fixes]

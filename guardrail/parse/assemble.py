@@ -9,6 +9,7 @@ elements on separate lines, a doubled closer, unescaped inner quotes in a string
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING, Any, Final
 
@@ -44,13 +45,17 @@ _MEMBER_ENDS: Final = re.compile(
     r"[ \t\r\n]*(?:[,}]|\"[^\"\\\n]*\"[ \t]*:|'[^'\\\n]*'[ \t]*:)|[ \t]*\r?\n[ \t\r\n]*[A-Za-z_$][\w$\-]*[ \t]*:").match
 #: What may follow an unquoted array element for it to end there: a comma, the closer, or a line break.
 _ELEMENT_ENDS: Final = re.compile(r"[ \t]*(?:[,\]\r\n])").match
-#: Unquoted words that mean no value (``undefined``, ``nil``, ``none``, ``nan``): never read as strings.
-_NO_VALUE: Final = frozenset({"undefined", "nil", "none", "nan", "infinity", "-infinity", "null"})
+#: Unquoted words that mean no value or no finite number (``undefined``, ``nil``, ``none``, ``nan``, Python's ``inf``):
+#: never read as strings.
+_NO_VALUE: Final = frozenset({"undefined", "nil", "none", "nan", "infinity", "-infinity", "inf", "null"})
 #: A number written with digit separators (``1_234``, ``1_234.5_6``): one reading, the number.
 _SEPARATED: Final = re.compile(r"-?[0-9]+(?:_[0-9]+)*(?:\.[0-9]+(?:_[0-9]+)*)?")
 #: Tokens that start like a number but read as one word (no number reading): a letter or ``_`` other than an
 #: exponent's ``e``, a ``:`` (a time), or a version's second dot.
 _WORDLIKE: Final = re.compile(r"[^\W\deE]|[:$]|[0-9]+(?:\.[0-9]+){2,}$")
+#: A number in another base (``0x10``, ``0b101``, ``0o17``: JSON5, Python, JavaScript): a number by one reading (then
+#: 16, which a string field takes as ``"16"``), the token by another. No reading is taken.
+_OTHER_BASE: Final = re.compile(r"-?0[xXbBoO][0-9A-Fa-f_]+")
 
 
 def _bare_word(word: str, pos: int, message: str) -> BareWord | None:
@@ -59,11 +64,27 @@ def _bare_word(word: str, pos: int, message: str) -> BareWord | None:
     if word[0] not in "-.0123456789":
         return BareWord(word, pos, message, text=word.lower() not in _NO_VALUE)
     if "_" in word and _SEPARATED.fullmatch(word):
-        digits = word.replace("_", "")
-        return BareWord(word, pos, message, text=False, number=float(digits) if "." in digits else int(digits))
-    if _WORDLIKE.search(word):
+        number = _separated_number(word.replace("_", ""))
+        return None if number is None else BareWord(word, pos, message, text=False, number=number)
+    if _WORDLIKE.search(word) and _OTHER_BASE.fullmatch(word) is None:
         return BareWord(word, pos, message)
     return None
+
+
+def _separated_number(digits: str) -> int | float | None:
+    """The number a token with its digit separators taken out reads as, or ``None`` where it reads as none
+    for sure: a leading zero (``0_1``: as ``05``, an octal reading), more digits than ``int()`` takes, or a
+    float beyond float range (never infinity)."""
+    whole = digits.lstrip("-").partition(".")[0]
+    if len(whole) > 1 and whole[0] == "0":
+        return None
+    if "." in digits:
+        real = float(digits)
+        return real if math.isfinite(real) else None
+    try:
+        return int(digits)
+    except ValueError:  # more digits than sys.get_int_max_str_digits() allows
+        return None
 
 
 class Assembler(Lexer):
@@ -202,15 +223,26 @@ class Assembler(Lexer):
         would put a key (``"k":``) or a closer followed by more structure (``],"k"``) inside the string is
         not one: it swallows members. Returns the position after the new closing quote, or -1 (refused).
         """
-        text, open_at = self.text, self.last_str
-        m = _STRUCTURAL_QUOTE.search(text, pos)
-        if m is None or "\n" in text[open_at:m.start()] or "\\" in text[open_at:m.start()]:
+        text, open_at, budget = self.text, self.last_str, self.budget
+        if budget.quote_chars <= 0:
+            return -1  # the search has read its share of the text for these repairs: refused, never slow
+        # The string holds no line break (the one it began with had none): look no further than the line, and
+        # no further than the search may still read (each failed attempt would otherwise read to the end).
+        stop = min(self.n, pos + budget.quote_chars)
+        line_end = text.find("\n", pos, stop)
+        m = _STRUCTURAL_QUOTE.search(text, pos, stop if line_end < 0 else line_end)
+        budget.quote_chars -= (stop if line_end < 0 else line_end) - open_at if m is None else m.end() - open_at
+        if m is None or "\\" in text[open_at:m.start()]:
             return -1
         value = text[open_at + 1 : m.start()]
         if value.count('"') % 2:
             return -1  # an odd number of inner quotes: the string could end at another one
         if _SWALLOWED.search(value) is not None:
             return -1  # a key or a closed container inside the string: not a reading, structure swallowed
+        if any(quoted and (quoted[0].isspace() or quoted[-1].isspace()) for quoted in value.split('"')[1::2]):
+            # An inner pair that does not hug what it quotes (``a" 2 "b`` quotes `` 2 ``), where ``"say "hi" to
+            # her"`` quotes a word: ``["a" 2 "b"]`` is three elements by another reading (commas missing).
+            return -1
         container, _key, prefix = self.stack[-1]
         if container.__class__ is list:
             container[-1] = value

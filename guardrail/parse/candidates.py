@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from guardrail.errors import InputLimitError
 from guardrail.parse.fences import Segment, unwrap_scalar
+from guardrail.parse.lexer import STRING_CUT
 from guardrail.parse.lexicon import INVISIBLE, VALUE_START
 from guardrail.parse.patch import Patched, decode_with_patches
 from guardrail.parse.report import Candidate, Fix
@@ -48,16 +49,20 @@ _WS_ = r"[ \t\r\n]*+"
 _KEY_END = rf"{_WS_}(?:[:{INVISIBLE}]|//|/\*|$)"
 _WORD = r"(?:[^\W\d]|\$)[\w$\-]*+"
 _END_MARK = r"</|```|~~~"
+#: An escaped quote, perhaps after escaped line breaks (``{\"key\": 1}`` in prose): a value with its quotes
+#: escaped, broken where it starts; what lies inside it is never a candidate of its own.
+_ESCAPED_QUOTE = r"(?:\\[nrt][ \t\r\n]*+)*+\\\""
 _OBJECT_START = (
-    rf"\{{{_WS_}(?:[}}\"'\u201c\u2018/\-,{INVISIBLE}]|{_END_MARK}|$"
+    rf"\{{{_WS_}(?:[}}\"'\u201c\u2018/\-,{INVISIBLE}]|{_END_MARK}|{_ESCAPED_QUOTE}|$"
     rf"|{_WORD}{_KEY_END}|[0-9.][0-9.eE+\-]*+{_KEY_END})"
 )
 _ARRAY_START = (
-    rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-.0-9{INVISIBLE}]|{_END_MARK}|$"
+    rf"\[{_WS_}(?:[\]\[{{\"'\u201c\u2018/\-.0-9{INVISIBLE}]|{_END_MARK}|{_ESCAPED_QUOTE}|$"
     rf"|(?:true|false|null|True|False|None|NaN|Infinity)(?![\w$\-])|{_WORD}$)"
 )
 
 
+_ESCAPED_AT: Final = re.compile(_ESCAPED_QUOTE).match
 #: The next opener that may start a JSON value, found by the regex engine: implausible openers are
 #: passed over in C, never one Python step each.
 NEXT_START: Final = re.compile(f"{_OBJECT_START}|{_ARRAY_START}", re.S)
@@ -199,7 +204,11 @@ def read_across(text: str, cut: Candidate, max_depth: int, budget: Budget) -> Ca
     fence line lies inside one of its strings, that value is the candidate (nothing the fence split found
     inside it is). A value cut inside a string whose brackets never balance is cut off by the end of the
     text, not by the fence: returned ``truncated`` to the end (what follows is inside it, and is no value of
-    its own). Else ``None``: the cut stands (a value broken off before the cut).
+    its own). A value whose brackets balance after the cut but that does not read as one whole across it (an
+    object in a string with its quotes unescaped, members after it closed, a fence line between its members)
+    is broken from its opener to where it ends, so nothing inside it is a candidate and no member before the
+    fence is dropped; so is one cut inside a single-quoted string whose end cannot be told. Else ``None``: the
+    cut stands (the value's brackets never balance, or balance before the cut: a value broken off there).
 
     The characters read are charged to ``budget.balance_chars``; once it is spent the cut stands, so many cut
     values cost linear time. Only the value's own text is read and copied: a failed C decode costs its
@@ -207,18 +216,40 @@ def read_across(text: str, cut: Candidate, max_depth: int, budget: Budget) -> Ca
     """
     start = cut.start
     end = balanced_end(text, start, budget)
-    if end < 0 and _inside_string(text, start, cut.end, budget):
+    # The scanner's own word (it knows single and smart quotes and comments), or a double-quoted string still
+    # open at the cut.
+    in_string = cut.message.endswith(STRING_CUT) or _inside_string(text, start, cut.end, budget)
+    if end < 0 and in_string:
         # A value cut inside one of its strings, whose brackets never balance: the text ends inside it, and
         # nothing after the cut (what a fenced block inside the string holds) is a value of its own.
         return replace(cut, end=len(text))
     if end <= cut.end:
-        return None  # never balances, or balances inside the segment (then the cut was not in a string)
+        # Never balances, or balances inside the segment: the cut was not in a string, or (a brace inside a
+        # single-quoted string) where the value ends cannot be told: then all of the rest is inside it.
+        return _broken_across(text, cut, len(text), cut.end) if in_string else None
     cand, resume = read_value(text[start:end], 0, start, cut.source, max_depth, budget)
     budget.balance_chars -= end - start
-    if cand is None or resume != end - start or cand.status not in ("invalid", "ambiguous") \
-            or continued_at(text, end, text[start] == "[") is not None:
-        return None
-    return cand if fences_inside_strings(text, start, end, budget) else None
+    more = continued_at(text, end, text[start] == "[")
+    if cand is not None and resume == end - start and cand.status in ("invalid", "ambiguous") and more is None \
+            and fences_inside_strings(text, start, end, budget):
+        return cand
+    # The fence line lies inside this value (inside one of its strings, where it is content, or between its
+    # brackets), yet the value does not read as one whole answer across it: it is broken, and nothing inside it
+    # (an object written in a string with its quotes unescaped, a fenced block between its members) is a
+    # candidate of its own. Never the shorter reading that drops the members before the fence.
+    if cand is not None and cand.status == "syntax_error" and cand.position >= 0:
+        span_end = broken_span_end(text, start, end, budget)
+        return replace(cand, end=span_end if span_end >= 0 else len(text))
+    span_end = broken_span_end(text, start, end, budget) if more is not None else end
+    return _broken_across(text, cut, span_end if span_end >= 0 else len(text),
+                          more[0] if more is not None else cut.end)
+
+
+def _broken_across(text: str, cut: Candidate, end: int, at: int) -> Candidate:
+    """The value ``cut`` began, broken somewhere after a fence line inside it: from its opener to ``end``, a
+    syntax error at ``at``."""
+    return broken_candidate(0, cut.start, end, cut.source, f"expected the value to read as one whole across the "
+                            f"fence line inside it, found {text[at:][:12]!r}", at, cut.tokens or 1)
 
 
 #: A string the scanner reads (double- or single-quoted, raw newlines included), or a fence run.
@@ -243,18 +274,29 @@ def fences_inside_strings(text: str, start: int, end: int, budget: Budget) -> bo
     return True
 
 
-#: A member right after a closed value (``, "b":`` or ``"b":``, or ``, b:``): the value closed too early.
+#: What may lie between the tokens that continue a closed value, as the scanner skips it: space, invisible
+#: characters and comments (``{"a": 1} /* x */, "b": 2}``). A comment is looked at up to 2048 characters: this is
+#: matched once for every value found, and an unclosed one would otherwise be read to the end each time.
+_AFTER_GAP = rf"(?:[ \t\r\n{INVISIBLE}]++|//[^\n]{{0,2048}}+(?=\n)|/\*(?:[^*]|\*(?!/)){{0,2048}}+\*/)*+"
+#: A string in any of the quotes the scanner reads (on one line; smart quotes, which no backslash escapes, up to
+#: 2048 characters, as the comments above).
+_QUOTED_TOKEN = (r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|\u201c[^\u201d\n]{0,2048}+\u201d'
+                 r'|\u2018[^\u2019\n]{0,2048}+\u2019')
+#: A member right after a closed value (``, "b":`` or ``"b":``, or ``, b:``, ``, 1:``, ``, “b”:``): the value closed
+#: too early. The key is any token the scanner reads as one.
 MEMBER_AFTER: Final = re.compile(
-    r'[ \t\r\n]*(?:,[ \t\r\n]*(?=["\'A-Za-z_$])|(?=["\']))'
-    r'((?:"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|[A-Za-z_$][\w$\-]*)[ \t]*:)'
+    rf'{_AFTER_GAP}(?:,{_AFTER_GAP}|(?=["\'\u201c\u2018]))'
+    rf'((?:{_QUOTED_TOKEN}|(?:[^\W\d]|\$)[\w$\-]*+|-?[0-9][0-9.eE+\-]*+){_AFTER_GAP}:)'
 ).match
-#: A member whose colon is missing right after a closed object (``}, "k" "v"``): still a member, so the object
-#: closed too early (refused, never the shorter object).
-KEY_NO_COLON: Final = re.compile(r'[ \t\r\n]*,[ \t\r\n]*("(?:[^"\\\n]|\\.)*"[ \t]+(?=["{\[]))').match
-#: An element right after a closed array (``, "c"]``, ``, 3,``): a scalar after a comma, then a separator, a
-#: closer or the end. The array closed too early.
+#: A member whose colon is missing right after a closed object (``}, "k" "v"``, ``}, "k"}``): still a member, so
+#: the object closed too early (refused, never the shorter object).
+KEY_NO_COLON: Final = re.compile(
+    rf'{_AFTER_GAP},{_AFTER_GAP}((?:{_QUOTED_TOKEN})(?:[ \t]+(?=["{{\[])|{_AFTER_GAP}(?=}})))').match
+#: An element right after a closed array (``, "c"]``, ``, 3,``, ``, 'c'``, ``, True]``): a scalar after a comma,
+#: then a separator, a closer or the end. The array closed too early.
 ELEMENT_AFTER: Final = re.compile(
-    r'[ \t\r\n]*,[ \t\r\n]*((?:"(?:[^"\\\n]|\\.)*"|-?[0-9][0-9.eE+\-]*|true|false|null)[ \t\r\n]*(?:[,\]]|\Z))'
+    rf'{_AFTER_GAP},{_AFTER_GAP}((?:{_QUOTED_TOKEN}|-?[0-9][0-9.eE+\-]*+|true|false|null|True|False|None)'
+    rf'{_AFTER_GAP}(?:[,\]]|\Z))'
 ).match
 #: Whitespace and closers right after a closed value: a doubled closer (``{"a": 1}}, "b": 2}``) hides the members
 #: that follow it no more than a single one does.
@@ -334,7 +376,7 @@ def read_a_value(body: str, start: int, broke_at: int, tokens: int) -> bool:
     if tokens:
         return True
     first = _WS_RUN.match(body, start + 1).end()  # type: ignore[union-attr]
-    return broke_at > first and body[first] in "\"'\u201c\u2018{["
+    return (broke_at > first and body[first] in "\"'\u201c\u2018{[") or _ESCAPED_AT(body, first) is not None
 
 
 def broken_candidate(base: int, start: int, end: int, source: str, message: str, at: int, tokens: int,

@@ -18,6 +18,7 @@ for an integer, ``true`` for an integer, and a label in another language for an 
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ class CoerceContext:
     float_keys: bool = False
     #: Unquoted member values (``BareWord``) no single string reading explains: the value broke there.
     unresolved: list[BareWord] = field(default_factory=list)
+    #: The text the value was read from (for what the decoded value no longer shows: a ``-0``).
+    source: str = ""
 
 
 def coerce(value: Any, schema: Schema, ctx: CoerceContext, path: list[str | int]) -> Any:
@@ -99,7 +102,8 @@ def _bare_word(value: BareWord, schema: Schema, ctx: CoerceContext, path: list[s
         return value.word
     number = value.number
     if plain and number is not None and all(
-            types and types <= _NUMERIC and (number.__class__ is int or "number" in types) for types in kinds):
+            types and types <= _NUMERIC and (number.__class__ is int or "number" in types)
+            and not (number.__class__ is int and _beyond_float(number, types)) for types in kinds):
         ctx.fixes.append(Fix("digit_separator", tuple(path), value.word, number))
         return number
     ctx.unresolved.append(value)
@@ -107,6 +111,8 @@ def _bare_word(value: BareWord, schema: Schema, ctx: CoerceContext, path: list[s
 
 
 _STRING_ONLY: Final = frozenset({"string"})
+#: A ``-0`` token, perhaps (a false hit inside a string only refuses a coercion).
+_NEGATIVE_ZERO: Final = re.compile(r"-0(?![.0-9eE])").search
 
 
 def _beyond_float(value: int, types: frozenset[str]) -> bool:
@@ -186,6 +192,8 @@ def _convert(value: Any, node: Schema, ctx: CoerceContext, path: list[str | int]
                 return parts
         return _REFUSED
     if value.__class__ is int and "string" in types and not types & _NUMERIC:
+        if value == 0 and _NEGATIVE_ZERO(ctx.source) is not None:
+            return _REFUSED  # ``-0`` was written: "0" is not the digits as written, "-0" not the number's string
         ctx.fixes.append(Fix("coerce_string", where, value, str(value)))  # 1 -> "1": the digits as written
         return str(value)
     if isinstance(value, float) and "integer" in types and value.is_integer():

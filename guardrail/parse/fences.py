@@ -160,3 +160,14 @@ def unwrap_scalar(body: str) -> tuple[str, str | None]:
     if m is not None and inner.endswith(f"</{m.group(1)}>"):
         return inner[m.end() : len(inner) - len(m.group(1)) - 3].strip(), m.group(1)
     return inner, None
+
+
+def opens_with_tag_block(inner: str) -> bool:
+    """Whether ``inner`` opens with a ``<tag>...</tag>`` block that closes before the end, with more after it
+    (``<think>...</think>hello``): the block may be the model's reasoning and the rest its answer, or all of
+    it the answer. Two readings of a whole reply read as one string."""
+    m = _OPEN_TAG.match(inner)
+    if m is None:
+        return False
+    close = inner.find(f"</{m.group(1)}>", m.end())
+    return close >= 0 and inner[close + len(m.group(1)) + 3 :].strip() != ""

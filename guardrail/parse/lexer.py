@@ -45,7 +45,7 @@ from guardrail.parse.tokens import (
 if TYPE_CHECKING:
     from guardrail.parse.scanner import Budget
 
-__all__ = ["Lexer", "ScanStatus", "Stop", "Token"]
+__all__ = ["STRING_CUT", "Lexer", "ScanStatus", "Stop", "Token"]
 
 #: ``.5``, ``-.5``: a number missing its leading zero (``NUMBER_TOKEN`` needs a digit first).
 _LEADING_DOT: Final = re.compile(r"-?\.[0-9][0-9eE+\-]*")
@@ -58,6 +58,8 @@ _DIGIT_TOKEN: Final = re.compile(r"-?[.0-9][\w$.:+\-]*")
 _VERSION: Final = re.compile(r"[0-9]+(?:\.[0-9]+){2,}")
 
 ScanStatus = Literal["complete", "truncated", "syntax_error"]
+#: How every ``truncated`` message for a text that ends inside a string (double, single or smart quotes) ends.
+STRING_CUT: Final = "string is closed"
 #: (kind, value, end, fix kind or "", start)
 Token = tuple[int, Any, int, str, int]
 
@@ -227,6 +229,10 @@ class Lexer:
         end = text.find(close, pos + 1)
         if end < 0:
             raise self.truncated(self.n, "a quoted string is closed")
+        if text.find("\\", pos + 1, end) >= 0:
+            # Smart quotes are a typographic mangle of JSON quotes (then ``\n`` is a newline) or prose quotes
+            # (then it is a backslash and an ``n``, as in a Windows path): two readings.
+            raise Stop("syntax_error", pos, "a backslash inside smart quotes (an escape, or a character?)")
         return text[pos + 1 : end], end + 1, "smart_quotes"
 
     def other_quotes(self, pos: int, quote: str) -> tuple[str, int, str]:

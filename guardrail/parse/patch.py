@@ -279,6 +279,8 @@ def _string(parts: list[str], index: int, offsets: list[int], edits: list[tuple[
         return True
     if len(part) == 2 and parts[index + 1][:1] == quote:
         return False  # triple quotes: the scanner reads those another way
+    if quote != "'" and "\\" in part:
+        return False  # a backslash in smart quotes: the scanner refuses it (an escape, or a character?)
     value = unescape(part[1:-1]) if quote == "'" else part[1:-1]
     fixed = json.dumps(value, ensure_ascii=False)
     edits.append((at, offsets[index + 1], fixed))

@@ -51,6 +51,8 @@ def read_bare(inner: str, start: int, schema: Schema, view: SchemaView, aliases:
     text, quote_fix = inner, ""
     for opener, closer, kind in _QUOTES:
         if len(inner) > len(opener) + len(closer) and inner.startswith(opener) and inner.endswith(closer):
+            if kind == "smart_quotes" and "\\" in inner:
+                break  # an escape, or a character (as in the lexer): no reading
             text, quote_fix = inner[len(opener) : -len(closer)], kind
             if opener == "'":
                 text = unescape(text)  # as inside JSON: \' is a quote, \n a newline
@@ -98,6 +100,12 @@ def _read(text: str, quoted: bool, node: Schema, view: SchemaView,
                 return float(word), "bare_number"
     if not types and quoted:  # any value allowed: a quoted line is a string by the only reading it has
         return text, "bare_string"
-    if "string" in types and (quoted or (word and not any(c.isspace() for c in word))):
+    if "string" in types and (quoted or (word and not any(c.isspace() for c in word)
+                                         and word[0] not in _QUOTE_MARKS and '"' not in word)):
         return text if quoted else word, "bare_string"
     return None
+
+
+#: Marks that open (or close) a quoted string: a token that starts with one, or holds a double quote, opened a
+#: string it never closed (``"unterminated``, ``"abc\"``) or closed one early (``"a"b``): no bare word.
+_QUOTE_MARKS: Final = frozenset("\"'`\u201c\u201d\u2018\u2019")

@@ -79,6 +79,8 @@ class Budget:
     patch_chars: int = 1 << 20
     #: Characters the bracket balance of broken values may read (``candidates.balanced_end``).
     balance_chars: int = 1 << 30
+    #: Characters the inner-quote repair may read looking for where a string ends (``Assembler.inner_quotes``).
+    quote_chars: int = 1 << 30
     #: The C decoder the search uses: ``STRICT_DECODER``, or ``PLAIN_DECODER`` (same values, faster) when
     #: the text cannot hold a number beyond float range.
     decoder: JSONDecoder = STRICT_DECODER

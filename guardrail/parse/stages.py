@@ -38,13 +38,13 @@ from guardrail.parse import feedback
 from guardrail.parse.aliases import FieldConflict, normalize
 from guardrail.parse.candidates import canonical, find_in_segment, read_across
 from guardrail.parse.coerce import CoerceContext, coerce
-from guardrail.parse.fences import Segment, iter_segments, split_segments, unwrap_scalar
+from guardrail.parse.fences import Segment, iter_segments, opens_with_tag_block, split_segments, unwrap_scalar
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite, may_hold_surrogate, may_overflow
 from guardrail.parse.report import Candidate, Fix, Violation
 from guardrail.parse.scalars import read_bare
 from guardrail.parse.scanner import Budget, scan
 from guardrail.parse.state import ParseState, Stage
-from guardrail.parse.tokens import PLAIN_DECODER, STRICT_DECODER, BareWord, NonFinite
+from guardrail.parse.tokens import PLAIN_DECODER, STRICT_DECODER, BareWord, NonFinite, same_json
 
 _READ: Final = ("invalid",)
 
@@ -80,7 +80,7 @@ def find_candidates(state: ParseState) -> ParseState:
         state.candidates.append(escaped)
         return state
     budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536, decoder=decoder,
-                    balance_chars=8 * len(state.text) + 65536)
+                    balance_chars=8 * len(state.text) + 65536, quote_chars=8 * len(state.text) + 65536)
     text, max_depth = state.text, state.limits.max_depth
     pending: Iterator[Segment] = iter(state.segments)
     segments: list[Segment] = []
@@ -130,10 +130,21 @@ def escaped_reply(state: ParseState, max_depth: int) -> Candidate | None:
     result = scan(decoded, first, max_depth=max_depth)
     if result.status != "complete" or decoded[result.end :].strip() or result.bare_words:
         return None
+    if "\\\\" in inner and _quotes_only_reading(inner, result.value, max_depth):
+        return None  # an escaped backslash: escaped once (``\\t`` a tab) or only the quotes escaped (``\`` and ``t``)
     start = text.find(inner)
     fixes = [Fix("escaped_json", "$", inner[:80], decoded[first:][:80]), *result.fixes]
     return Candidate(start, start + len(inner), "text", "invalid", data=result.value, fixes=fixes,
                      tokens=max(result.tokens, 1))
+
+
+def _quotes_only_reading(inner: str, value: Any, max_depth: int) -> bool:
+    """Whether ``inner`` also reads as JSON whose quotes alone were escaped (its backslashes kept as JSON escapes),
+    and that reading is another value: then the reply has two readings."""
+    quotes_only = inner.replace('\\"', '"')
+    result = scan(quotes_only, 0, max_depth=max_depth)
+    return result.status == "complete" and not result.bare_words and not quotes_only[result.end :].strip() \
+        and not same_json(result.value, value)
 
 
 def plain_text(state: ParseState) -> Candidate | None:
@@ -152,11 +163,23 @@ def plain_text(state: ParseState) -> Candidate | None:
         return None
     body = text[filled[0].start : filled[0].end]
     inner, tag = unwrap_scalar(body)
-    if not inner or inner[0] in _QUOTED_START:
+    if not inner or inner[0] in _QUOTED_START or opens_with_tag_block(inner):
         return None
+    if '"' in inner and any(_is_json_string(line.strip()) for line in inner.splitlines()):
+        return None  # a JSON string on a line of its own (``Sure!\n\n"hello"``): the answer, or part of the text?
     start = filled[0].start + max(body.find(inner), 0)
     return Candidate(start, start + len(inner), filled[0].source, "invalid", data=inner, tokens=1, tag=tag or "",
                      fixes=[Fix("plain_text", "$", inner[:80], inner[:80])])
+
+
+def _is_json_string(line: str) -> bool:
+    """Whether ``line`` is one whole JSON string."""
+    if line[:1] != '"' or line[-1:] != '"':
+        return False
+    try:
+        return STRICT_DECODER.decode(line).__class__ is str
+    except (ValueError, RecursionError):
+        return False
 
 
 _STRING: Final = frozenset({"string"})
@@ -219,6 +242,8 @@ def bare_reply(state: ParseState) -> Candidate | None:
         return None
     body = text[filled[0].start : filled[0].end]
     inner, _tag = unwrap_scalar(body)
+    if opens_with_tag_block(inner):
+        return None  # ``<think>...</think>hello``: the block and the answer, or one token?
     start = filled[0].start + max(body.find(inner), 0)
     contract = state.contract
     bare = read_bare(inner, start, contract.schema, contract.view, state.aliases)
@@ -279,9 +304,10 @@ def coerce_values(state: ParseState) -> ParseState:
     contract = state.contract
 
     def one(cand: Candidate) -> Any:
-        big = contract.holds_floats and may_hold_nonfinite(cand.json_text or state.text[cand.start : cand.end])
+        source = cand.json_text or state.text[cand.start : cand.end]
+        big = contract.holds_floats and may_hold_nonfinite(source)
         ctx = CoerceContext(contract.view, state.limits.max_depth, state.aliases, cand.fixes, cand.violations,
-                            big_numbers=big, float_keys=contract.float_keys)
+                            big_numbers=big, float_keys=contract.float_keys, source=source)
         data = coerce(cand.data, contract.schema, ctx, [])
         if ctx.unresolved or (cand.bare_words and _holds_bare_word(data)):
             _broken_at_word(cand, min(ctx.unresolved or cand.bare_words, key=lambda bare: bare.pos))
