@@ -442,7 +442,7 @@ def test_the_bulk_pass_never_changes_the_outcome(text: str, contract: Any) -> No
             return ("value", json.dumps(report.value, sort_keys=True, default=repr))
         return ("error", report.error.kind, getattr(report.error, "position", None))  # type: ignore[union-attr]
 
-    with mock.patch.object(patch_module, "_bulk_decode", lambda *args: None):
+    with mock.patch.object(patch_module, "bulk_decode", lambda *args: None):
         without = result()
     assert result() == without
 
@@ -458,7 +458,7 @@ def test_the_bulk_pass_reads_what_the_scanner_reads(noise: str, dirty: Dirty) ->
         start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
         if start < 0:
             continue
-        bulk = patch_module._bulk_decode(text, start, 200, scanner_module.Budget())
+        bulk = patch_module.bulk_decode(text, start, 200, scanner_module.Budget())
         if bulk is None:
             continue
         scanned = scan(text, start, max_depth=200)

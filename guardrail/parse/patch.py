@@ -8,7 +8,7 @@ than the lenient scanner, which reads token by token in Python.
 One slip is patched where the error position itself shows it (a ``,`` just before the closer the decoder
 stumbled on, a comment where a token was expected, ``True`` where a value was expected, a raw control character
 inside a string). When a second comes close after the first (slips one a member), one bulk pass
-(:func:`_bulk_decode`) undoes every such slip in the value's text at once, and the slips no single patch undoes
+(:func:`bulk_decode`) undoes every such slip in the value's text at once, and the slips no single patch undoes
 (another quote, an unquoted key, a missing comma) with them: the text is split at its quoted strings (each one
 copied, raw control characters escaped, single or smart quotes read as the scanner reads them and written as JSON
 strings), the slips between them are found by patterns that each start with a character of their own, and a
@@ -120,7 +120,7 @@ def decode_with_patches(body: str, start: int, max_depth: int, budget: Budget) -
             # Slips this close together, with this much text left: likely one a member. All at once. (Where the
             # first slip is one no single patch undoes, the scanner reads as fast as the bulk pass would.)
             bulk_tried = True
-            bulk = _bulk_decode(body, start, max_depth, budget)
+            bulk = bulk_decode(body, start, max_depth, budget)
             if bulk is not None:
                 return bulk
         if patch is None or len(fixes) == MAX_PATCHES:
@@ -141,7 +141,7 @@ def decode_with_patches(body: str, start: int, max_depth: int, budget: Budget) -
         return Patched(value, start + end - shift, text[:end], fixes)
 
 
-def _bulk_decode(body: str, start: int, max_depth: int, budget: Budget) -> Patched | None:
+def bulk_decode(body: str, start: int, max_depth: int, budget: Budget) -> Patched | None:
     """The value at ``body[start]`` decoded after one bulk pass over the text from there (see the module
     docstring): ``None`` when the result is no JSON value, or a comment holds a quote or is never closed
     (then the strings the pass saw may not be the value's)."""
