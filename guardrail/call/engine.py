@@ -30,6 +30,7 @@ each try with :mod:`guardrail.call.http` and sleep with ``time.sleep``/``asyncio
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
@@ -229,8 +230,7 @@ def _tries(call: Call, send: Send) -> Generator[Effect, Reply, Tried]:
                 continue
             if call.deadline is not None and time.monotonic() >= call.deadline:  # ran into the deadline
                 said = failure.message if "deadline" in failure.message else f"{failure.message} (the deadline passed)"
-                failure = Failure(failure.kind, failure.status, DEADLINE, said, failure.retry_after, failure.error,
-                                  failure.snippet)
+                failure = dataclasses.replace(failure, code=DEADLINE, message=said)
         return Tried(None, failure, tries, time.monotonic() - started)
 
 
