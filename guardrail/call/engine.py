@@ -31,14 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
 from contextlib import aclosing, closing
 from dataclasses import dataclass
 from typing import Any
-
-import pydantic
 
 from guardrail.call.http import send_async, send_sync
 from guardrail.call.options import CallOptions, Prepared, RetryPolicy, Settings
@@ -408,7 +405,7 @@ class _Run:
                     if report.error is not None:
                         return self.invalid(ask, done, attempt, part, asked.plan, asked)
             else:
-                report = self.read(done.text, _parse_type(output_type, plan.wrapped), plan)
+                report = self.read(done.text, self.call.prepared.answer_type(plan), plan)
         if report.error is not None:
             return self.invalid(ask, done, attempt, report, plan, None)
         value = getattr(report.value, plan.wrapped) if plan.wrapped else report.value
@@ -518,15 +515,6 @@ def _replace(attempt: Attempt, **changes: Any) -> Attempt:
     fields = {name: getattr(attempt, name) for name in Attempt.__dataclass_fields__}
     fields.update(changes)
     return Attempt(**fields)
-
-
-@functools.lru_cache(maxsize=256)
-def _parse_type(output_type: Any, wrapped: str | None) -> Any:
-    """The type the answer is parsed as: the contract, or ``{wrapped: contract}`` for a wrapped root."""
-    if wrapped is None:
-        return output_type
-    fields: dict[str, Any] = {wrapped: (output_type, ...)}
-    return pydantic.create_model("Wrapped", **fields)
 
 
 # -- the two drivers -------------------------------------------------------------------------------------------------

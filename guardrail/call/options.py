@@ -19,11 +19,14 @@ Nothing here does I/O; :meth:`RetryPolicy.wait` is the rule the attempt loop fol
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import random
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
+
+import pydantic
 
 from guardrail.contract import Contract, compile_contract
 from guardrail.errors import ConfigError, GuardrailError, UsageError
@@ -217,6 +220,11 @@ class Prepared:
     thinking: bool
     _fields: dict[tuple[Any, ...], Plan | None] = dataclasses.field(default_factory=dict)
 
+    def answer_type(self, plan: Plan) -> Any:
+        """The type an answer under ``plan`` is parsed as: the contract, or ``{wrapped: contract}`` when the plan
+        wrapped a non-object root."""
+        return self.contract.output_type if plan.wrapped is None else _wrapped(self.contract.output_type, plan.wrapped)
+
     def fields_plan(self, fields_model: type, plan: Plan) -> Plan | None:
         """The plan asking for the fields of ``fields_model`` (a model of a few of the contract's fields) in
         ``plan``'s mode and under its name; ``None`` when that mode cannot carry them (ask for the whole answer)."""
@@ -233,6 +241,13 @@ class Prepared:
         if len(self._fields) < _PREPARED_SIZE:
             self._fields[key] = found
         return found
+
+
+@functools.lru_cache(maxsize=256)
+def _wrapped(output_type: Any, key: str) -> Any:
+    """``{key: output_type}`` as a model (made once per contract and key, whatever the client)."""
+    fields: dict[str, Any] = {key: (output_type, ...)}
+    return pydantic.create_model("Wrapped", **fields)
 
 
 #: Entries of :attr:`ClientOptions.prepared`; past it, new shapes of call are prepared each time (still cached below).
