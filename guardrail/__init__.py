@@ -32,8 +32,7 @@ if TYPE_CHECKING:
     from guardrail.call.client import wrap
     from guardrail.call.config import Config, configure
     from guardrail.call.decorator import structured
-    from guardrail.call.engine import Settings
-    from guardrail.call.retry import RetryPolicy
+    from guardrail.call.options import RetryPolicy, Settings
     from guardrail.chain.tiers import Chain
     from guardrail.errors import (
         ApprovalRequired,
@@ -94,13 +93,13 @@ _NAMES: dict[str, str] = {
     "Refused": "guardrail.errors",
     "reject": "guardrail.tools.execute",
     "Result": "guardrail.outcome",
-    "RetryPolicy": "guardrail.call.retry",
+    "RetryPolicy": "guardrail.call.options",
     "rule": "guardrail.gates.semantic",
     "Rule": "guardrail.gates.semantic",
     "run_tool_call": "guardrail.tools.execute",
     "SchemaViolationError": "guardrail.errors",
     "SemanticRejected": "guardrail.errors",
-    "Settings": "guardrail.call.engine",
+    "Settings": "guardrail.call.options",
     "structured": "guardrail.call.decorator",
     "tool": "guardrail.tools.execute",
     "Tool": "guardrail.tools.execute",

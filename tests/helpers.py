@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
-from tenacity import RetryCallState
 
 import guardrail
-from guardrail.call.retry import RetryPolicy
+from guardrail.call.options import RetryPolicy
 from guardrail.store.base import Store
 from guardrail.store.memory import MemoryStore
 from guardrail.testing import Emulator
@@ -41,21 +40,21 @@ def same(a: Any, b: Any) -> bool:
 
 @dataclass(frozen=True)
 class RecordingRetry(RetryPolicy):
-    """A :class:`~guardrail.RetryPolicy` that records every wait tenacity *asked for* before a retry.
+    """A :class:`~guardrail.RetryPolicy` that records every wait the attempt loop was told to make before a retry.
 
     The waits are still computed by the real policy (``Retry-After``, its cap, full jitter, the deadline stop)
-    and still slept: tenacity's ``before_sleep`` hook only writes ``upcoming_sleep`` into :attr:`waits`. Tests
-    assert those numbers ("the server's Retry-After was honoured", "capped at max_wait", "no wait at all")
-    instead of measuring elapsed time. ``dataclasses.replace`` (a chain's deadline) keeps the same list.
+    and still slept: :meth:`wait` only writes each wait it returns into :attr:`waits` (a stop, ``None``, is not a
+    wait). Tests assert those numbers ("the server's Retry-After was honoured", "capped at max_wait", "no wait
+    at all") instead of measuring elapsed time.
     """
 
     waits: list[float] = field(default_factory=list, compare=False)
 
-    def tenacity_kwargs(self, deadline_at: float | None) -> dict[str, Any]:
-        def record(state: RetryCallState) -> None:
-            self.waits.append(state.upcoming_sleep)
-
-        return {**super().tenacity_kwargs(deadline_at), "before_sleep": record}
+    def wait(self, tries: int, failure: Any, deadline: float | None) -> float | None:
+        seconds = super().wait(tries, failure, deadline)
+        if seconds is not None:
+            self.waits.append(seconds)
+        return seconds
 
 
 #: How long a hang guard waits: generous, so that it only ever turns a hang into a failure (speed is bench/'s).

@@ -24,7 +24,7 @@ import pytest
 from helpers import HANG_GUARD_S, LooseTicket, endpoint_client, endpoint_method, finishes, structured_call
 
 import guardrail
-from guardrail.call.retry import RetryPolicy
+from guardrail.call.options import RetryPolicy
 from guardrail.chain.tiers import Chain, safe_default, vendor
 from guardrail.errors import DeadlineExceeded
 from guardrail.testing import Emulator, reply

@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import guardrail
-from guardrail.call.retry import RetryPolicy, timeout_seconds
+from guardrail.call.options import RetryPolicy, timeout_seconds
 from guardrail.chain.tiers import Chain, ChainExhausted, Tier, safe_default, vendor
 from guardrail.errors import DeadlineExceeded, OutputTruncated, SyncAsyncMismatch, VendorError, VendorUnavailable
 from guardrail.testing import Emulator, reply

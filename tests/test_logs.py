@@ -10,7 +10,7 @@ import structlog
 from pydantic import BaseModel
 from structlog.testing import capture_logs
 
-from guardrail.observe.logs import get_logger
+from guardrail.observe import get_logger
 
 
 class Answer(BaseModel):

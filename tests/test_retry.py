@@ -27,7 +27,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import guardrail
-from guardrail.call.retry import RetryPolicy
+from guardrail.call.options import RetryPolicy
 from guardrail.errors import ConfigError, VendorUnavailable
 from guardrail.testing import Emulator, reply
 from guardrail.vendors.failures import (
@@ -224,9 +224,9 @@ def test_an_infinite_deadline_or_timeout_sets_none() -> None:
     assert RetryPolicy(deadline=5).deadline_seconds(None) == 5.0
 
 
-def test_the_first_try_is_judged_by_tenacity_like_every_other(emu: Emulator) -> None:
-    """The first HTTP try runs outside tenacity (most calls need no other); a failed one is handed to tenacity
-    as its first attempt, so the waits and the count of tries are exactly those of the policy."""
+def test_the_first_try_is_judged_like_every_other(emu: Emulator) -> None:
+    """A failed first HTTP try counts as the first of the policy's tries, so the waits and the count of tries are
+    exactly those of the policy."""
     emu.script(reply.server_error(503), reply.server_error(503), reply.answer('{"urgency": 1, "summary": "s"}'))
     policy = RecordingRetry(max_tries=3, initial_wait=0.001, max_wait=0.01, deadline=10)
     client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="k", max_retries=0), retry=policy)

@@ -31,8 +31,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import guardrail
-from guardrail.call.drivers import PREVIEW_OVERHEAD, PREVIEW_PER_CHAR, PREVIEW_PER_PIECE, PREVIEW_START, Previewer
-from guardrail.call.engine import Send
+from guardrail.call.streaming import PREVIEW_OVERHEAD, PREVIEW_PER_CHAR, PREVIEW_PER_PIECE, PREVIEW_START, Previewer
 from guardrail.errors import OutputTruncated
 from guardrail.outcome import Partial
 from guardrail.parse.incremental import GrowingJSON
@@ -394,9 +393,9 @@ def _messages_events(text: str, sizes: list[int], tool: str | None) -> list[Any]
 
 
 def shown_while_streaming(events: list[Any], api: str, tool: str | None, wrapped: str | None = None) -> list[Partial]:
-    """The previews the drivers' previewer makes of a stream of SDK events, read by the endpoint's accumulator."""
+    """The previews the previewer makes of a stream of SDK events, read by the endpoint's accumulator."""
     accumulator = endpoint_named(api).accumulator(tool)
-    show = Previewer(Send({}, True, attempt=1, tool=tool, wrapped=wrapped))
+    show = Previewer(attempt=1, wrapped=wrapped)
     shown = []
     for event in events:
         accumulator.feed(event)

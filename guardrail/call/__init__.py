@@ -1,12 +1,13 @@
-"""Calling a vendor: the SDK wrapper, the decorator, the attempt loop and its drivers, retry, streaming, config.
+"""Calling a vendor: the SDK wrapper, the decorator, the attempt loop and its drivers, streaming, the cache.
 
 ``wrap`` returns the SDK client itself, seen through a subclass of its class (:mod:`.client`), whose structured
-resources subclass the SDK's (:mod:`.resources`, :mod:`.methods`); :mod:`.options` holds what ``wrap()`` was
-given and what one call adds, :mod:`.quiet` the view of the client structured calls send through.
+resources subclass the SDK's (:mod:`.resources`, :mod:`.methods`); :mod:`.options` holds the option values (what
+``wrap()`` was given, what one call adds, the deadline).
 
-One call flows ``wrap``/``structured`` -> :mod:`.engine` (the I/O-free attempt loop) -> :mod:`.drivers`
-(sync/async shells) -> :mod:`.exchange` (one HTTP try under the deadline) -> an endpoint in
-:mod:`guardrail.vendors`, which owns every vendor wire format.
+One call flows :mod:`.methods` (``create``: the options and the ``Call``) -> :mod:`.engine` (the I/O-free
+attempt loop and its two drivers) -> :mod:`.http` (one HTTP try under the deadline, :mod:`.watchdog` for sync
+clients) -> an endpoint in :mod:`guardrail.vendors`, which owns every vendor wire format. The decorator
+(:mod:`.decorator`) and the chain (:mod:`guardrail.chain`) build the same options and enter at :mod:`.methods`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ if TYPE_CHECKING:
     from guardrail.call.client import WrappedClient, wrap
     from guardrail.call.config import Config, configure, get_config, reset_config
     from guardrail.call.decorator import StructuredFunction, structured
-    from guardrail.call.engine import Settings
     from guardrail.call.methods import AsyncStructuredMethod, RawStructured, StructuredMethod
-    from guardrail.call.retry import RetryPolicy
+    from guardrail.call.options import RetryPolicy, Settings
     from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 
 _NAMES: dict[str, str] = {
@@ -34,8 +34,8 @@ _NAMES: dict[str, str] = {
     "get_config": "guardrail.call.config",
     "RawStructured": "guardrail.call.methods",
     "reset_config": "guardrail.call.config",
-    "RetryPolicy": "guardrail.call.retry",
-    "Settings": "guardrail.call.engine",
+    "RetryPolicy": "guardrail.call.options",
+    "Settings": "guardrail.call.options",
     "structured": "guardrail.call.decorator",
     "StructuredFunction": "guardrail.call.decorator",
     "StructuredMethod": "guardrail.call.methods",

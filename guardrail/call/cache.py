@@ -35,10 +35,14 @@ fails because of its leader:
 - the leader's answer could not be cached (too large, or a value whose JSON dump does not read back as itself):
   the leader leaves a short-lived marker, and every waiter (and every identical call for :data:`PASS_SECONDS`)
   calls side by side rather than queueing;
-- still waiting after ``wait`` seconds, or at its own deadline: it makes its own call with the time its deadline
-  has left.
+- still waiting after ``wait`` seconds, or at its own deadline: it makes its own call, by the same deadline.
 
 A store that fails never fails the call: the call runs uncached.
+
+The cache's decisions are one I/O-free generator (:func:`_flow`) that yields what it needs done (claim the key and
+run the call, discard an unusable entry, run the call uncached); :func:`run_cached` and :func:`run_cached_async`
+perform them, synchronously or with ``await``, stepped by :func:`guardrail.store.idempotency.advance` as the
+idempotency protocol is. A wrapper without a cache never comes here.
 
 Streamed previews (``create_partial``) and ``with_raw_response`` (which exists for the HTTP responses) do not use
 the cache.
@@ -47,7 +51,6 @@ the cache.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import hmac
 import json
@@ -59,13 +62,11 @@ from typing import Any
 
 from guardrail.call.cache_key import Uncacheable, request_key
 from guardrail.call.engine import Call
-from guardrail.call.retry import RetryPolicy, timeout_seconds
 from guardrail.contract import validation_context
 from guardrail.errors import ConfigError, IdempotencyError, IdempotencyInFlight, StoreError
 from guardrail.gates.semantic import evaluate
 from guardrail.observe import metrics
-from guardrail.observe.logs import get_logger
-from guardrail.observe.telemetry import cache_hit_span
+from guardrail.observe.telemetry import cache_hit_span, get_logger
 from guardrail.outcome import Result, Usage
 from guardrail.store.base import Store, check_ttl
 from guardrail.store.idempotency import DEFAULT_LEASE, Idempotency, advance
@@ -140,9 +141,9 @@ class Cache:
         """The call's cache key (64 hex digits), or ``None`` when its request has no canonical form."""
         try:
             return request_key(provider=call.endpoint.provider, api=call.endpoint.api, server=call.endpoint.server,
-                               kwargs=call.kwargs, schema_hash=call.contract.schema_hash, rules=call.rules,
-                               aliases=call.aliases, modes=[plan.mode for plan in call.plans],
-                               prompt_version=prompt_version)
+                               kwargs=call.kwargs, schema_hash=call.prepared.contract.schema_hash,
+                               rules=call.options.rules, aliases=call.options.aliases,
+                               modes=[plan.mode for plan in call.prepared.plans], prompt_version=prompt_version)
         except Uncacheable as why:
             log.debug("guardrail.cache_skipped", reason=f"the request holds {why}")
             return None
@@ -157,10 +158,10 @@ class Cache:
 
     def _entry(self, call: Call, key: str, result: Result[Any]) -> str | None:
         """The text to store for a call's result, or ``None`` when it must not (or cannot) be stored."""
-        contract = call.contract
+        contract = call.prepared.contract
         try:
             payload = contract.adapter.dump_json(result.value, by_alias=True).decode("utf-8")
-            with validation_context(call.context or None):
+            with validation_context(call.options.context or None):
                 if contract.validate_json(payload) != result.value:
                     return None  # the dump does not read back as the same value: a hit could not give it
         except Exception:
@@ -181,17 +182,18 @@ class Cache:
         payload: str = entry["value"]
         if not hmac.compare_digest(entry["digest"], self._digest(key, payload)):
             return None
+        contract, rules, context = call.prepared.contract, call.options.rules, call.options.context
         try:
-            with validation_context(call.context or None):
-                value = call.contract.validate_json(payload)
-            if call.rules and not evaluate(call.rules, value, call.context).ok:
+            with validation_context(context or None):
+                value = contract.validate_json(payload)
+            if rules and not evaluate(rules, value, context or {}).ok:
                 return None
         except Exception:  # a ValidationError, a RuleError, or a validator of the caller's that raised: a miss
             return None
-        trace_id = cache_hit_span(call.endpoint.provider, call.model, entry["mode"], call.contract.schema_hash)
+        trace_id = cache_hit_span(call.endpoint.provider, call.model, entry["mode"], contract.schema_hash)
         return Result(provider=call.endpoint.provider, model=call.model, mode=entry["mode"], attempts=(),
                       usage=Usage(), trace_id=trace_id, seconds=time.monotonic() - started,
-                      schema_hash=call.contract.schema_hash, compile_report=None, value=value, cached=True)
+                      schema_hash=contract.schema_hash, compile_report=None, value=value, cached=True)
 
     def _flight(self, wait: float) -> Idempotency:
         """Single flight for one call: a failed or interrupted leader releases the key (``rerun_safe``), so a
@@ -223,21 +225,18 @@ class _Discard:
 
 @dataclass(frozen=True, slots=True)
 class _Own:
-    """Effect: make the call without the cache, under ``policy`` (``None``: the wrapper's own)."""
-
-    policy: RetryPolicy | None
+    """Effect: make the call without the cache (by the call's own deadline)."""
 
 
 _Step = _Claim | _Discard | _Own
 _Flow = Generator[_Step, Any, Result[Any]]
 
 
-def _flow(cache: Cache, call: Call, key: str, policy: RetryPolicy) -> _Flow:
+def _flow(cache: Cache, call: Call, key: str) -> _Flow:
     """The cache's I/O-free protocol for one call: hit, lead, wait, or fall back to an uncached call."""
     started = time.monotonic()
-    timeout = timeout_seconds(call.kwargs.get("timeout"))
-    seconds = policy.deadline_seconds(call.timeout if timeout is None else timeout)
-    flight = cache._flight(cache.wait if seconds is None else max(0.0, min(cache.wait, seconds)))
+    left = None if call.deadline is None else call.deadline - started
+    flight = cache._flight(cache.wait if left is None else max(0.0, min(cache.wait, left)))
     produced: list[Result[Any]] = []
 
     def finish(result: Result[Any]) -> str:
@@ -271,9 +270,7 @@ def _flow(cache: Cache, call: Call, key: str, policy: RetryPolicy) -> _Flow:
         if not (yield from _discard(flight, key, text)):
             break
     _observe(False, cache)
-    left = policy if seconds is None else dataclasses.replace(
-        policy, deadline=max(seconds - (time.monotonic() - started), 0.001))
-    own: Result[Any] = yield _Own(left)
+    own: Result[Any] = yield _Own()
     return own
 
 
@@ -309,22 +306,15 @@ def _label(key: str) -> str:
     return f"cache entry {key[:16]}"
 
 
-def _key(cache: Cache | None, call: Call, prompt_version: str | None) -> str | None:
-    """The call's cache key; ``None`` without a cache, or for a request that cannot be keyed (a miss, counted)."""
-    key = None if cache is None else cache.key(call, prompt_version)
-    if cache is not None and key is None:
+def run_cached(cache: Cache, call: Call, prompt_version: str | None, execute: Callable[[], Result[Any]]
+               ) -> Result[Any]:
+    """Run a structured call through ``cache``; ``execute()`` makes the call itself (a request that cannot be
+    keyed runs uncached, counted as a miss)."""
+    key = cache.key(call, prompt_version)
+    if key is None:
         _observe(False, cache)
-    return key
-
-
-def run_cached(cache: Cache | None, call: Call, prompt_version: str | None, policy: RetryPolicy,
-               execute: Callable[[RetryPolicy | None], Result[Any]]) -> Result[Any]:
-    """Run a structured call through ``cache`` (``None``: straight through). ``execute(policy)`` makes the call
-    itself (``policy=None``: the wrapper's own retry policy)."""
-    key = _key(cache, call, prompt_version)
-    if cache is None or key is None:
-        return execute(None)
-    flow = _flow(cache, call, key, policy)
+        return execute()
+    flow = _flow(cache, call, key)
     reply: tuple[Any, Exception | None] = (None, None)
     while True:
         finished, step = advance(flow, reply)
@@ -336,22 +326,22 @@ def run_cached(cache: Cache | None, call: Call, prompt_version: str | None, poli
             reply = (None, error)
 
 
-def _perform(step: _Step, execute: Callable[[RetryPolicy | None], Result[Any]]) -> Any:
+def _perform(step: _Step, execute: Callable[[], Result[Any]]) -> Any:
     if isinstance(step, _Claim):
-        claim = step
-        return claim.flight.run(claim.key, claim.key, lambda: claim.finish(execute(None)), label=_label(claim.key))
+        return step.flight.run(step.key, step.key, lambda: step.finish(execute()), label=_label(step.key))
     if isinstance(step, _Discard):
         return step.flight.discard(step.key, step.key, result=step.text, label=_label(step.key))
-    return execute(step.policy)
+    return execute()
 
 
-async def run_cached_async(cache: Cache | None, call: Call, prompt_version: str | None, policy: RetryPolicy,
-                           execute: Callable[[RetryPolicy | None], Awaitable[Result[Any]]]) -> Result[Any]:
+async def run_cached_async(cache: Cache, call: Call, prompt_version: str | None,
+                           execute: Callable[[], Awaitable[Result[Any]]]) -> Result[Any]:
     """The async :func:`run_cached`: the same protocol; store calls run in threads, waits are ``asyncio.sleep``."""
-    key = _key(cache, call, prompt_version)
-    if cache is None or key is None:
-        return await execute(None)
-    flow = _flow(cache, call, key, policy)
+    key = cache.key(call, prompt_version)
+    if key is None:
+        _observe(False, cache)
+        return await execute()
+    flow = _flow(cache, call, key)
     reply: tuple[Any, Exception | None] = (None, None)
     while True:
         finished, step = advance(flow, reply)
@@ -363,15 +353,15 @@ async def run_cached_async(cache: Cache | None, call: Call, prompt_version: str 
             reply = (None, error)
 
 
-async def _perform_async(step: _Step, execute: Callable[[RetryPolicy | None], Awaitable[Result[Any]]]) -> Any:
+async def _perform_async(step: _Step, execute: Callable[[], Awaitable[Result[Any]]]) -> Any:
     if isinstance(step, _Claim):
         claim = step
 
         async def lead() -> str:
-            return claim.finish(await execute(None))
+            return claim.finish(await execute())
 
         return await claim.flight.arun(claim.key, claim.key, lead, label=_label(claim.key))
     if isinstance(step, _Discard):
         return await asyncio.to_thread(step.flight.discard, step.key, step.key, result=step.text,
                                        label=_label(step.key))
-    return await execute(step.policy)
+    return await execute()

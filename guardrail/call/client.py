@@ -18,8 +18,8 @@ and ``with_streaming_response`` refuses ``response_model=`` with :class:`~guardr
 
 The wrapper and the client it wraps are one client: setting ``client.base_url``, ``timeout`` or a method on
 either is seen by both, and by structured calls, which read the live client when they are made. They send
-through a view of the same client whose ``max_retries`` reads 0 (:mod:`guardrail.call.quiet`), since guardrail
-retries transport failures itself; nothing is copied, so a client the SDK accepted always wraps.
+through a view of the same client whose ``max_retries`` reads 0 (:func:`guardrail.call.methods.quiet_resource`),
+since guardrail retries transport failures itself; nothing is copied, so a client the SDK accepted always wraps.
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from guardrail.call.cache import Cache
-from guardrail.call.engine import Settings
 from guardrail.call.methods import AsyncStructuredMethod, StructuredMethod
-from guardrail.call.options import ClientOptions
+from guardrail.call.options import ClientOptions, RetryPolicy, Settings
 from guardrail.call.resources import (
     FLAVORS,
     has_member,
@@ -43,7 +42,6 @@ from guardrail.call.resources import (
     tree_of,
     twin_class,
 )
-from guardrail.call.retry import RetryPolicy
 from guardrail.errors import ConfigError, UsageError
 from guardrail.vendors.base import Endpoint
 from guardrail.vendors.profiles import SERVER_KINDS

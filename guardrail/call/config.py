@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from guardrail._optional import require
-from guardrail.call.engine import Settings
-from guardrail.call.retry import RetryPolicy
+from guardrail.call.options import RetryPolicy, Settings
 from guardrail.errors import ConfigError
 from guardrail.outcome import Budget
 from guardrail.vendors.profiles import Mode

@@ -43,6 +43,8 @@ from pydantic_core import to_jsonable_python
 from guardrail.call.cache import Cache
 from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.config import Config, get_config
+from guardrail.call.methods import run_partial, run_with_result
+from guardrail.call.options import CallOptions
 from guardrail.errors import UsageError
 from guardrail.gates.semantic import Rule
 from guardrail.outcome import Budget
@@ -113,8 +115,8 @@ class StructuredFunction(Generic[P, R]):
                                   rules=self._rules, prompt_version=self._version, cache=cached)
             return chain.run(self.output_type, system=system, user=user, inputs=arguments, context=context,
                              rules=self._rules, prompt_version=self._version, cache=cached)
-        method, request = self._request(args, kwargs, config)
-        return method.create_with_result(**request)
+        method, options, request = self._request(args, kwargs, config)
+        return run_with_result(method, options, request)
 
     def _merged(self, base: Config | None = None) -> Config:
         """The configuration for this call: the decorator's overrides over the given (or global) one."""
@@ -155,12 +157,13 @@ class StructuredFunction(Generic[P, R]):
         if self._local_chain(config) is not None:
             raise UsageError("streaming previews need a vendor client; a LocalModel client has no preview stream "
                             "(call the function for the value)")
-        method, request = self._request(args, kwargs, config)
-        return method.create_partial(**request)
+        method, options, request = self._request(args, kwargs, config)
+        return run_partial(method, options, request)
 
     def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any],
-                 config: Config) -> tuple[Any, dict[str, Any]]:
-        """The wrapped SDK method to call and its keywords, from the configuration and the call's arguments."""
+                 config: Config) -> tuple[Any, CallOptions, dict[str, Any]]:
+        """The wrapped SDK method to call, guardrail's options and the SDK keywords, from the configuration and
+        the call's arguments."""
         raw = config.async_client if self._is_async else config.client
         if raw is None:
             kind = "async_client" if self._is_async else "client"
@@ -170,12 +173,12 @@ class StructuredFunction(Generic[P, R]):
                                      cache=config.cache)
         system, user, _ = self._prompt_parts(args, kwargs)
         context = self._context() if callable(self._context) else self._context
-        common: dict[str, Any] = {"response_model": self.output_type, "model": config.model,
-                                  "aliases": config.aliases, "max_attempts": config.max_attempts,
-                                  "budget": config.budget, "mode": config.mode, "rules": self._rules,
-                                  "context": context, "prompt_version": self._version}
+        options = CallOptions(self.output_type, aliases=config.aliases, max_attempts=config.max_attempts,
+                              mode=config.mode, budget=config.budget, rules=self._rules, context=context,
+                              prompt_version=self._version)
         method = structured_method(client, config.api)
-        return method, {**common, **method.endpoint.prompt_request(system, user, max_tokens=config.max_tokens)}
+        return method, options, {"model": config.model,
+                                 **method.endpoint.prompt_request(system, user, max_tokens=config.max_tokens)}
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         """Bind to an instance like a method does (``self`` is not part of the prompt)."""

@@ -1,41 +1,53 @@
-"""The attempt loop: one I/O-free generator shared by the sync and async drivers.
+"""The attempt loop: how one structured call is attempted, as one I/O-free generator, and its two drivers.
 
-The loop yields a :class:`Send` (the SDK keywords for one request) and receives a :class:`Received` (a
-completion, or a classified failure once transport retries are spent). Everything else happens here, with
-no I/O: choosing the plan, the output-token limit and temperature, reading truncation and refusals,
-running the parse layer, building the feedback turn, keeping the budget, and recording every attempt.
+:func:`attempt_loop` decides everything about a call without I/O: the plan (mode) of each attempt, its
+output-token limit and temperature, the budget, the transport retries and their waits, what an answer means
+(refusal, truncation, the parse layer, the semantic rules), the feedback turn, and the record of every attempt.
+It yields two effects, :class:`Send` (one HTTP try with these SDK keywords) and :class:`Sleep` (the wait before
+a transport retry), and is sent back what came of each: the try's :class:`~guardrail.vendors.base.Completion`,
+or the exception it ended with (``None`` after a sleep). It returns the :class:`~guardrail.Result` or raises a
+:class:`~guardrail.errors.CallError`.
 
-Per attempt::
+Per attempt (an :class:`Ask` says what it asks)::
 
-    build request for the plan ── send ── read completion
-      refusal / content filter  -> Refused (never retried)
-      truncated                 -> raise the token limit once within the ceiling, else OutputTruncated
-      parse + validate fails    -> one feedback turn listing every problem, lower temperature, next attempt
-      400 for the schema        -> next plan (mode) on the same vendor; not counted as an attempt
-      the deadline passed       -> DeadlineExceeded
-      other vendor error        -> VendorError / VendorUnavailable (an answer not in the API's shape included)
+    the request: the plan's fields, the turns replayed, the output limit (the budget may lower it), temperature
+    the HTTP tries: Send; a retryable failure -> Sleep (Retry-After, else jitter) and Send again, within
+        RetryPolicy.max_tries and the deadline (guardrail.call.options.RetryPolicy.wait)
+    the verdict on what came back:
+        Accept(value)    it parsed, validated and met the rules: the result
+        Retry(ask)       ask again: one feedback turn listing every problem (only the failing fields, where that
+                         suffices) at a lower temperature; a raised token limit after a cut-off; the next plan
+                         after a 400 for the schema (not counted as an attempt). No attempts left: GaveUp.
+        or a typed end   Refused (never retried), Declined, OutputTruncated (cut off twice), SemanticRejected,
+                         BudgetExceeded, VendorError, VendorUnavailable, DeadlineExceeded
+
+The drivers, :func:`iterate_sync` and :func:`iterate_async` (:func:`run_sync`/:func:`run_async` when only the
+result is wanted), step the loop inside the call's :class:`~guardrail.observe.telemetry.CallReport`: they send
+each try with :mod:`guardrail.call.http` and sleep with ``time.sleep``/``asyncio.sleep``. They differ only in
+``await``.
 """
 
 from __future__ import annotations
 
-import functools
+import asyncio
+import dataclasses
 import time
-from collections.abc import Generator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
+from contextlib import aclosing, closing
+from dataclasses import dataclass
 from typing import Any
 
-import pydantic
-
-from guardrail.call.reask import FieldReask, field_reask, instruction, merged_text
-from guardrail.contract import Contract, compile_contract, validation_context
+from guardrail.call.http import send_async, send_sync
+from guardrail.call.options import CallOptions, Prepared, RetryPolicy, Settings
+from guardrail.call.reask import FieldReask, field_reask, fields_instruction, merged_text
+from guardrail.call.streaming import Previewer
+from guardrail.contract import validation_context
 from guardrail.errors import (
     BudgetExceeded,
     CallError,
-    ConfigError,
     DeadlineExceeded,
     Declined,
     GaveUp,
-    GuardrailError,
     NoJSONError,
     OutputTruncated,
     PriceUnknown,
@@ -46,84 +58,81 @@ from guardrail.errors import (
     VendorError,
     VendorUnavailable,
 )
-from guardrail.gates.semantic import Rule, evaluate
+from guardrail.gates.semantic import evaluate
 from guardrail.observe import cost
-from guardrail.observe.logs import get_logger
-from guardrail.outcome import Attempt, Budget, Outcome, Result, Usage, result_from
+from guardrail.observe.telemetry import CallReport, get_logger
+from guardrail.outcome import Attempt, Budget, Outcome, Partial, Result, Usage, result_from
 from guardrail.parse.absent import ABSENT_AS_NULL_STAGES
 from guardrail.parse.feedback import semantic_feedback
 from guardrail.parse.pipeline import parse_report
 from guardrail.parse.report import Fix, ParseReport
 from guardrail.vendors.base import Completion, Endpoint, Exchange
-from guardrail.vendors.failures import Failure
-from guardrail.vendors.plans import Plan, plans
-from guardrail.vendors.profiles import Capabilities
+from guardrail.vendors.failures import Failure, classify
+from guardrail.vendors.plans import Plan
+
+__all__ = ["DEADLINE", "Accept", "Ask", "Call", "Retry", "Send", "Sleep", "Tried", "attempt_loop", "iterate_async",
+           "iterate_sync", "run_async", "run_sync"]
 
 log = get_logger("guardrail")
 
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """Knobs of the attempt loop.
-
-    Attributes:
-        max_attempts: model attempts per call (a re-ask after truncation counts; a schema 400 does not).
-        max_tokens_ceiling: the highest output-token limit a truncated answer may be retried with.
-        repair_temperature_factor: each repair attempt multiplies the temperature by this (from 1.0 when
-            the caller set none), so the model explores less while fixing.
-        capture_content: put raw model outputs on the trace span as events.
-    """
-
-    max_attempts: int = 3
-    max_tokens_ceiling: int = 16384
-    repair_temperature_factor: float = 0.5
-    #: Record raw model outputs on the OpenTelemetry span (off by default: outputs may hold personal data).
-    capture_content: bool = False
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ConfigError("max_attempts must be at least 1")
+#: The :attr:`Failure.code` of a failure that is the call's deadline passing (it becomes DeadlineExceeded).
+DEADLINE = "deadline"
 
 
 @dataclass(slots=True)  # not frozen: built on every call, and a frozen init costs 4x; never mutated
 class Call:
-    """Everything one structured call needs; built by the client wrapper, read by the loop."""
+    """Everything one structured call needs; built by the structured methods (:mod:`guardrail.call.methods`),
+    read by the loop, the response cache and the drivers."""
 
     endpoint: Endpoint
+    #: The caller's SDK keywords (guardrail's own taken out).
     kwargs: Mapping[str, Any]
-    contract: Contract[Any]
-    plans: list[Plan]
-    caps: Capabilities
-    aliases: Mapping[str, str] | None = None
-    budget: Budget | None = None
-    settings: Settings = field(default_factory=Settings)
+    prepared: Prepared
+    options: CallOptions
+    settings: Settings
+    retry: RetryPolicy
+    #: When the call must end, a ``time.monotonic()`` value (:func:`guardrail.call.options.deadline_at`), or None.
+    deadline: float | None
     #: The SDK client's own request timeout in seconds, if it has one (the deadline only ever shortens it).
     timeout: float | None = None
-    #: Semantic rules run on every validated answer, with the call's runtime ``context``.
-    rules: tuple[Rule, ...] = ()
-    context: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def model(self) -> str:
         return str(self.kwargs.get("model", ""))
 
 
-@dataclass(slots=True)  # not frozen: built on every call, and a frozen init costs 4x; never mutated
+# -- what the loop asks of its driver, and what it is told ---------------------------------------------------------
+@dataclass(slots=True)  # not frozen: built on every try, and a frozen init costs 4x; never mutated
 class Send:
-    """Effect: send one request with these SDK keywords (``stream`` tells the driver to read events)."""
+    """Effect: one HTTP try with these SDK keywords (``stream``: read the answer as events)."""
 
     kwargs: dict[str, Any]
     stream: bool
+    #: The model attempt this try belongs to, and the try's number within it (1: the attempt's first).
     attempt: int = 1
+    tries: int = 1
     #: The forced output tool's name in tool mode (only its call is the answer), else ``None``.
     tool: str | None = None
     #: The key a non-object root was wrapped under (previews unwrap it), else ``None``.
     wrapped: str | None = None
 
 
-@dataclass(slots=True)  # not frozen: built on every call, and a frozen init costs 4x; never mutated
-class Received:
-    """What the driver sends back: a completion, or the failure left after transport retries."""
+@dataclass(slots=True)
+class Sleep:
+    """Effect: wait this many seconds before the next HTTP try (a transport retry)."""
+
+    seconds: float
+
+
+Effect = Send | Sleep
+#: What a driver sends back: a :class:`Send`'s completion or the exception its try ended with; ``None`` after a sleep.
+Reply = Completion | Exception | None
+Loop = Generator[Effect, Reply, Result[Any]]
+
+
+@dataclass(slots=True)
+class Tried:
+    """What one attempt's HTTP tries came to: a completion, or the failure left once they were spent."""
 
     completion: Completion | None
     failure: Failure | None
@@ -131,110 +140,341 @@ class Received:
     seconds: float
 
 
-Loop = Generator[Send, Received, Result[Any]]
+# -- what an attempt asks, and the verdict on its answer ---------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class FieldsAsked:
+    """A field re-ask in progress: the fields asked for again (:class:`~guardrail.call.reask.FieldReask`) and the
+    plan asking for them (the call's mode and tool name, a schema of just those fields)."""
 
-#: The :attr:`Failure.code` of a failure that is the call's deadline passing (it becomes DeadlineExceeded).
-DEADLINE = "deadline"
+    reask: FieldReask
+    plan: Plan
 
 
+@dataclass(slots=True)  # not frozen: one per attempt; never mutated (a Retry verdict carries a new one)
+class Ask:
+    """What the next attempt asks: the call's plan (``plan_index`` into the prepared plans) or the field re-ask
+    in progress, the turns it replays (the latest answer and the feedback on it), its output-token limit (raised
+    once after a cut-off: ``raised_limit``) and its temperature."""
+
+    plan_index: int
+    fields: FieldsAsked | None
+    history: list[Exchange]
+    max_tokens: int | None
+    temperature: float | None
+    raised_limit: bool = False
+
+
+@dataclass(slots=True)
+class Accept:
+    """Verdict: the answer parsed, validated and met the rules; ``value`` is the call's value."""
+
+    value: Any
+
+
+@dataclass(slots=True)
+class Retry:
+    """Verdict: ask again, as ``ask`` says. A ``counted`` attempt (the model answered) is one of the call's
+    ``max_attempts``: with none left the call ends as ``gave_up(reason)``. A 400 for the schema is not counted."""
+
+    ask: Ask
+    reason: str = ""
+    gave_up: type[GaveUp] = GaveUp
+    counted: bool = True
+
+
+# -- the loop ------------------------------------------------------------------------------------------------------
 def attempt_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop:
-    """The attempt loop (see module docstring); returns the :class:`Result` or raises a :class:`CallError`.
+    """The attempt loop (see the module docstring); returns the :class:`Result` or raises a :class:`CallError`.
 
     ``trace_id`` is the call's (its span's) and ``provider`` its ``gen_ai.provider.name`` as telemetry and
     pricing see it (``azure.ai.openai`` for an Azure OpenAI client); the driver knows both once the span is
     open. An empty ``provider`` means the endpoint's own.
     """
-    state = _State(call, trace_id, provider or call.endpoint.provider)
+    run = _Run(call, trace_id, provider or call.endpoint.provider)
+    ask = Ask(0, None, [], call.endpoint.max_tokens(call.kwargs), call.endpoint.temperature(call.kwargs))
     while True:
-        plan = state.plan()
-        max_tokens = state.output_limit()
-        kwargs = call.endpoint.build(call.kwargs, plan, state.history, max_tokens=max_tokens,
-                                     temperature=state.temperature)
-        fitted = state.fit_budget(kwargs, max_tokens)
-        if fitted is not None:
-            max_tokens = fitted
-            kwargs = call.endpoint.build(call.kwargs, plan, state.history, max_tokens=max_tokens,
-                                         temperature=state.temperature)
-        received = yield Send(kwargs, call.endpoint.streams(kwargs), len(state.attempts) + 1,
-                              plan.name if plan.mode == "tool" else None, plan.wrapped)
-        attempt = state.new_attempt(plan, received, max_tokens)
-        if received.failure is not None:
-            state.on_failure(received.failure, attempt)
-            continue
-        assert received.completion is not None
-        value = state.on_completion(received.completion, attempt)
-        if value is not _NONE:
-            return result_from(state.outcome(), value)
+        send, max_tokens = run.request(ask)
+        tried = yield from _tries(call, send)
+        verdict = run.judge(ask, tried, max_tokens)
+        if isinstance(verdict, Accept):
+            return result_from(run.outcome(ask), verdict.value)
+        if verdict.counted and run.model_attempts >= call.settings.max_attempts:
+            raise verdict.gave_up(verdict.reason, outcome=run.outcome(ask))
+        ask = verdict.ask
 
 
-_NONE: Any = object()
+def _tries(call: Call, send: Send) -> Generator[Effect, Reply, Tried]:
+    """The HTTP tries of one attempt: each :class:`Send` cut to the time the deadline leaves, a retryable failure
+    retried after the policy's wait (:meth:`RetryPolicy.wait <guardrail.call.options.RetryPolicy.wait>`)."""
+    started = time.monotonic()
+    tries = 0
+    while True:
+        kwargs = _within_deadline(send.kwargs, call.deadline, call.timeout)
+        if kwargs is None:
+            return Tried(None, _out_of_time(), tries, time.monotonic() - started)
+        tries += 1
+        reply = yield Send(kwargs, send.stream, send.attempt, tries, send.tool, send.wrapped)
+        if isinstance(reply, Completion):
+            return Tried(reply, None, tries, time.monotonic() - started)
+        assert reply is not None, "a Send is answered with its completion or the exception its try ended with"
+        failure = classify(reply)
+        if failure is None:  # not a vendor's failure (a bug, a caller's own code that raised): as it is
+            raise reply
+        if failure.kind == "retryable":
+            wait = call.retry.wait(tries, failure, call.deadline)
+            if wait is not None:
+                yield Sleep(wait)
+                continue
+            if call.deadline is not None and time.monotonic() >= call.deadline:  # ran into the deadline
+                said = failure.message if "deadline" in failure.message else f"{failure.message} (the deadline passed)"
+                failure = dataclasses.replace(failure, code=DEADLINE, message=said)
+        return Tried(None, failure, tries, time.monotonic() - started)
 
 
-class _State:
-    """The mutable state of one call's loop; each method is one decision."""
+def _within_deadline(kwargs: dict[str, Any], deadline: float | None, client_timeout: float | None
+                     ) -> dict[str, Any] | None:
+    """The request keywords with the SDK timeout cut to the time left; ``None`` when no time is left.
+
+    The deadline only shortens a timeout: the call's own ``timeout=``, else the client's, still applies.
+    """
+    if deadline is None:
+        return kwargs
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return None
+    given = kwargs.get("timeout", client_timeout)
+    if isinstance(given, (int, float)) and given <= left:
+        return kwargs if "timeout" in kwargs else {**kwargs, "timeout": given}
+    return {**kwargs, "timeout": left}
+
+
+def _out_of_time() -> Failure:
+    error = TimeoutError("the call's deadline passed")
+    return Failure("retryable", None, DEADLINE, str(error), None, error)
+
+
+class _Run:
+    """One call's record so far (its attempts, their usage) and the judgement of each answer.
+
+    Every decision about what to ask next is returned as a verdict (:class:`Accept`, :class:`Retry`) built from
+    the :class:`Ask` it judged; a typed end is raised, carrying the record as its ``outcome``.
+    """
 
     def __init__(self, call: Call, trace_id: str, provider: str) -> None:
         self.call, self.trace_id, self.provider = call, trace_id, provider
+        self.plans = call.prepared.plans
+        self.contract = call.prepared.contract
         self.started = time.monotonic()
-        self.plan_index = 0
-        self.history: list[Exchange] = []
-        #: Set while the next attempt asks for a few fields only (see :mod:`guardrail.call.reask`).
-        self.fields: tuple[FieldReask, Plan] | None = None
         self.attempts: list[Attempt] = []
         self.usage = Usage()
         self.model_attempts = 0
-        self.max_tokens = call.endpoint.max_tokens(call.kwargs)
-        self.raised_limit = False
-        self.temperature: float | None = call.endpoint.temperature(call.kwargs)
-        self.may_lower_temperature = call.caps.temperature and not call.endpoint.thinking(call.kwargs)
+        self.may_lower_temperature = call.prepared.caps.temperature and not call.prepared.thinking
 
-    # -- before sending ---------------------------------------------------------------------------------
-    def plan(self) -> Plan:
-        """The plan of the next attempt: the call's current one, or its field re-ask twin."""
-        return self.fields[1] if self.fields is not None else self.call.plans[self.plan_index]
+    def plan(self, ask: Ask) -> Plan:
+        """The plan an attempt sends: the field re-ask's, else the call's current one."""
+        return ask.fields.plan if ask.fields is not None else self.plans[ask.plan_index]
 
-    def output_limit(self) -> int | None:
-        return self.max_tokens
+    # -- before sending ----------------------------------------------------------------------------------------
+    def request(self, ask: Ask) -> tuple[Send, int | None]:
+        """The attempt's first try and its output-token limit. Under a budget the limit is what the budget leaves
+        once the request's own input is counted, which is known only once it is built: then it is built again
+        with that limit, or the call stops before sending (:class:`BudgetExceeded`)."""
+        call, plan, max_tokens = self.call, self.plan(ask), ask.max_tokens
+        kwargs = call.endpoint.build(call.kwargs, plan, ask.history, max_tokens=max_tokens,
+                                     temperature=ask.temperature)
+        budget = call.options.budget
+        if budget is not None:
+            room = self.room(ask, budget, kwargs)
+            if max_tokens is None or room < max_tokens:
+                max_tokens = room
+                kwargs = call.endpoint.build(call.kwargs, plan, ask.history, max_tokens=max_tokens,
+                                             temperature=ask.temperature)
+        return Send(kwargs, call.endpoint.streams(kwargs), len(self.attempts) + 1, 1,
+                    plan.name if plan.mode == "tool" else None, plan.wrapped), max_tokens
 
-    def fit_budget(self, kwargs: Mapping[str, Any], max_tokens: int | None) -> int | None:
-        """Stop before an attempt that could pass the budget; else cap the output tokens to what is left."""
-        budget = self.call.budget
-        if budget is None:
-            return None
-        left = min(budget.tokens_left(self.usage), self.usd_tokens_left(budget))
+    def room(self, ask: Ask, budget: Budget, kwargs: Mapping[str, Any]) -> int:
+        """The output tokens the budget leaves for a request with these keywords (at most the ceiling), or
+        :class:`BudgetExceeded` when it leaves too few for the request and an answer."""
+        left = min(budget.tokens_left(self.usage), self.usd_tokens_left(ask, budget))
         estimate = self.call.endpoint.estimate_input_tokens(kwargs)
         last_output = self.attempts[-1].usage.output_tokens if self.attempts else 1
         if left < estimate + max(last_output, 1):
             raise BudgetExceeded(
                 f"stopped before attempt {self.model_attempts + 1}: the budget leaves {max(0, int(left))} tokens, "
-                f"the next request needs about {estimate} input tokens plus the answer", outcome=self.outcome())
-        room = min(int(left - estimate), self.call.settings.max_tokens_ceiling)
-        return room if max_tokens is None or room < max_tokens else None
+                f"the next request needs about {estimate} input tokens plus the answer",
+                outcome=self.outcome(ask))
+        return min(int(left - estimate), self.call.settings.max_tokens_ceiling)
 
-    def usd_tokens_left(self, budget: Budget) -> float:
+    def usd_tokens_left(self, ask: Ask, budget: Budget) -> float:
         """The tokens a dollar cap still allows: the dollars left (attempts so far priced at the model that
         answered each) at the model's dearer per-token rate; unlimited without ``max_usd``."""
         if budget.max_usd is None:
             return float("inf")
         provider = self.provider
         rate = cost.usd_per_token(provider, self.call.model)  # PriceUnknown / MissingExtra before any request
-        spent = self.outcome().cost_usd
+        spent = self.outcome(ask).cost_usd
         if spent is None:  # an answering model the table does not price: the cap cannot be kept
             raise PriceUnknown(f"the answers so far came from a model genai-prices does not price, so "
                                f"Budget(max_usd={budget.max_usd}) cannot be kept", provider=provider,
                                model=self.call.model)
         return (budget.max_usd - spent) / rate if rate else float("inf")
 
-    # -- after receiving --------------------------------------------------------------------------------
-    def new_attempt(self, plan: Plan, received: Received, max_tokens: int | None) -> Attempt:
-        done = received.completion
+    # -- after receiving ---------------------------------------------------------------------------------------
+    def judge(self, ask: Ask, tried: Tried, max_tokens: int | None) -> Accept | Retry:
+        """The verdict on one attempt: what came back of its tries (sent with this output-token limit)."""
+        attempt = self.attempt(ask, tried, max_tokens)
+        if tried.failure is not None:
+            return self.failed(ask, tried.failure, attempt)
+        done = tried.completion
+        assert done is not None
+        if done.blocked:
+            said = done.refusal or f"blocked by the vendor's content filter ({done.finish_reason})"
+            raise self.ended(ask, attempt, Refused(said, outcome=self.outcome(ask)))
+        if done.finish == "length":
+            return self.truncated(ask, done, attempt)
+        return self.answered(ask, done, attempt)
+
+    def attempt(self, ask: Ask, tried: Tried, max_tokens: int | None) -> Attempt:
+        """The record of one attempt as it came back (its error, fixes and feedback are added when judged)."""
+        done = tried.completion
         self.model_attempts += 1 if done is not None else 0
-        return Attempt(number=len(self.attempts) + 1, mode=plan.mode, raw=done.text if done else None,
+        return Attempt(number=len(self.attempts) + 1, mode=self.plan(ask).mode, raw=done.text if done else None,
                        finish_reason=done.finish_reason if done else None,
-                       usage=done.usage if done else Usage(), vendor_calls=received.calls,
-                       seconds=received.seconds, max_tokens=max_tokens, temperature=self.temperature,
+                       usage=done.usage if done else Usage(), vendor_calls=tried.calls,
+                       seconds=tried.seconds, max_tokens=max_tokens, temperature=ask.temperature,
                        response_model=done.model if done else None, response_id=done.response_id if done else None)
 
+    def failed(self, ask: Ask, failure: Failure, attempt: Attempt) -> Retry:
+        """A vendor error left after the transport tries: the next plan for a 400 for the schema, else the
+        matching typed end."""
+        error: CallError
+        if failure.kind == "schema_rejected":
+            self.record(attempt, error=VendorError(failure.message, status=failure.status, code=failure.code,
+                                                   outcome=self.outcome(ask), snippet=failure.snippet))
+            if ask.fields is not None:  # the fields' schema was refused: ask for the whole answer instead
+                return Retry(Ask(ask.plan_index, None, ask.history, ask.max_tokens, ask.temperature,
+                                 ask.raised_limit), counted=False)
+            if ask.plan_index + 1 < len(self.plans):  # replies in the old mode cannot be replayed in the new one
+                log.info("guardrail.mode_fallback", trace_id=self.trace_id, to=self.plans[ask.plan_index + 1].mode,
+                         reason=failure.message)
+                return Retry(Ask(ask.plan_index + 1, None, [], ask.max_tokens, ask.temperature, ask.raised_limit),
+                             counted=False)
+            raise VendorError(f"vendor error {failure.status}: {failure.message}", status=failure.status,
+                              code=failure.code, outcome=self.outcome(ask), snippet=failure.snippet) from failure.error
+        if failure.code == DEADLINE:
+            error = DeadlineExceeded(f"deadline exceeded ({attempt.vendor_calls} HTTP tries): {failure.message}",
+                                     status=failure.status, outcome=self.outcome(ask), code=failure.code,
+                                     snippet=failure.snippet)
+        elif failure.kind == "retryable":
+            error = VendorUnavailable(f"vendor unavailable after {attempt.vendor_calls} tries: {failure.message}",
+                                      status=failure.status, outcome=self.outcome(ask), code=failure.code,
+                                      snippet=failure.snippet)
+        else:
+            error = VendorError(f"vendor error {failure.status}: {failure.message}", status=failure.status,
+                                code=failure.code, outcome=self.outcome(ask), snippet=failure.snippet)
+        raise self.ended(ask, attempt, error) from failure.error
+
+    def truncated(self, ask: Ask, done: Completion, attempt: Attempt) -> Retry:
+        """An answer cut off at the output-token limit: once, the limit is raised (within the ceiling); a second
+        cut-off, or one at the ceiling, is final."""
+        self.record(attempt, error=TruncatedError(
+            f"The reply was cut off at the output-token limit ({done.finish_reason}).", text=done.text or ""))
+        ceiling = self.call.settings.max_tokens_ceiling
+        current = max(ask.max_tokens or 0, done.usage.output_tokens)
+        raised = min(ceiling, 2 * current) if current else ceiling
+        if ask.raised_limit or raised <= current:
+            raise OutputTruncated(f"output truncated at {current} tokens; the limit was already raised once "
+                                  f"or is at its ceiling ({ceiling})", outcome=self.outcome(ask))
+        return Retry(Ask(ask.plan_index, ask.fields, ask.history, raised, ask.temperature, raised_limit=True),
+                     f"output truncated and no attempts left ({self.model_attempts})", OutputTruncated)
+
+    def answered(self, ask: Ask, done: Completion, attempt: Attempt) -> Accept | Retry:
+        """An answer that ended on its own: read it (a field re-ask's reply is merged into the previous answer
+        and read as a whole), then hold the value to the rules."""
+        plan, output_type = self.plan(ask), self.contract.output_type
+        fixes: tuple[Fix, ...] = ()
+        with validation_context(self.call.options.context or None):  # validators see it as info.context
+            if ask.fields is not None:  # a field re-ask: read the fields, then validate the merged whole
+                asked, plan = ask.fields, self.plans[ask.plan_index]
+                part = self.read(done.text, asked.reask.model, asked.plan)
+                if part.error is None:
+                    fixes = tuple(part.fixes)
+                    report = self.read(merged_text(asked.reask, part.unwrap()), output_type, plan)
+                else:  # not the fields alone: maybe the whole answer again, else ask for the fields again
+                    report = self.read(done.text, output_type, plan)
+                    if report.error is not None:
+                        return self.invalid(ask, done, attempt, part, asked.plan, asked)
+            else:
+                report = self.read(done.text, self.call.prepared.answer_type(plan), plan)
+        if report.error is not None:
+            return self.invalid(ask, done, attempt, report, plan, None)
+        value = getattr(report.value, plan.wrapped) if plan.wrapped else report.value
+        return self.ruled(ask, value, done, attempt, (*fixes, *report.fixes))
+
+    def read(self, text: str | None, output_type: Any, plan: Plan) -> ParseReport[Any]:
+        return parse_report(text or "", output_type, aliases=self.call.options.aliases,
+                            stages=ABSENT_AS_NULL_STAGES if plan.absent_as_null else None)
+
+    def invalid(self, ask: Ask, done: Completion, attempt: Attempt, report: ParseReport[Any], plan: Plan,
+                fields: FieldsAsked | None) -> Retry:
+        """An answer that did not parse or validate: one feedback turn listing every problem, asking for a few
+        fields only where that suffices (``fields``: the field re-ask being answered, asked again)."""
+        assert report.error is not None
+        error = report.error if done.text else NoJSONError("The reply was empty; reply with the JSON value.")
+        feedback = _feedback(error.feedback, report.fixes)
+        if fields is None:
+            fields = self.fields_to_ask(report, plan)
+        if fields is not None:
+            feedback = f"{feedback}\n{fields_instruction(fields.reask.fields)}"
+        self.record(attempt, error=error, fixes=tuple(report.fixes), feedback=feedback)
+        return Retry(self.reask(ask, done, feedback, fields),
+                     f"no valid output after {self.model_attempts} attempts: {error}")
+
+    def fields_to_ask(self, report: ParseReport[Any], plan: Plan) -> FieldsAsked | None:
+        """The fields to ask for next and their plan (prepared by the caller, :class:`Prepared`), when a field
+        re-ask is safe (see :mod:`guardrail.call.reask`)."""
+        if plan.wrapped or self.call.endpoint.streams(self.call.kwargs):
+            return None
+        asked = field_reask(self.contract.output_type, report)
+        if asked is None:
+            return None
+        found = self.call.prepared.fields_plan(asked.model, plan)
+        return None if found is None else FieldsAsked(asked, found)
+
+    def ruled(self, ask: Ask, value: Any, done: Completion, attempt: Attempt, fixes: tuple[Fix, ...]
+              ) -> Accept | Retry:
+        """The semantic gate on a validated value: the value, a feedback round, or a typed end."""
+        rules, context = self.call.options.rules, self.call.options.context or {}
+        verdict = evaluate(rules, value, context) if rules else None
+        if verdict is None or verdict.ok:
+            self.record(attempt, fixes=fixes)
+            return Accept(value)
+        if verdict.declined is not None:
+            self.record(attempt, fixes=fixes)
+            raise Declined(verdict.declined, value=value, outcome=self.outcome(ask))
+        feedback = semantic_feedback(list(verdict.violations))
+        error = SemanticViolation(feedback, verdict.violations, verdict.failed)
+        self.record(attempt, error=error, fixes=fixes, feedback=feedback)
+        if verdict.end:
+            raise SemanticRejected(f"the answer broke a rule that ends the call: {feedback}", outcome=self.outcome(ask))
+        return Retry(self.reask(ask, done, feedback, None),
+                     f"no answer met the rules after {self.model_attempts} attempts: {feedback}")
+
+    def reask(self, ask: Ask, done: Completion, feedback: str, fields: FieldsAsked | None) -> Ask:
+        """The next attempt after a failed answer: the same plan (or ``fields``), the latest answer and its
+        problems replayed once, at a lower temperature.
+
+        Only the latest exchange is replayed, never the whole run of failed answers: the feedback already lists
+        every problem of the latest answer, so older answers add tokens (growing with each attempt) and no
+        information the model needs.
+        """
+        temperature = ask.temperature
+        if self.may_lower_temperature:
+            temperature = round((1.0 if temperature is None else temperature)
+                                * self.call.settings.repair_temperature_factor, 3)
+        return Ask(ask.plan_index, fields, [Exchange(done, feedback)], ask.max_tokens, temperature, ask.raised_limit)
+
+    # -- the record ----------------------------------------------------------------------------------------------
     def record(self, attempt: Attempt, **changes: Any) -> None:
         attempt = _replace(attempt, **changes)
         self.attempts.append(attempt)
@@ -244,160 +484,17 @@ class _State:
                  input_tokens=attempt.usage.input_tokens, output_tokens=attempt.usage.output_tokens,
                  vendor_calls=attempt.vendor_calls)
 
-    def on_failure(self, failure: Failure, attempt: Attempt) -> None:
-        """A vendor error after transport retries: next plan for a schema 400, else the matching error."""
-        if failure.kind == "schema_rejected":
-            self.record(attempt, error=VendorError(failure.message, status=failure.status, code=failure.code,
-                                                   outcome=self.outcome(), snippet=failure.snippet))
-            if self.fields is not None:  # the fields' schema was refused: ask for the whole answer instead
-                self.fields = None
-                return
-            if self.plan_index + 1 < len(self.call.plans):
-                self.plan_index += 1
-                self.history.clear()  # replies in the old mode cannot be replayed in the new one
-                log.info("guardrail.mode_fallback", trace_id=self.trace_id,
-                         to=self.call.plans[self.plan_index].mode, reason=failure.message)
-                return
-        error: CallError
-        if failure.code == DEADLINE:
-            error = DeadlineExceeded(f"deadline exceeded ({attempt.vendor_calls} HTTP tries): {failure.message}",
-                                     status=failure.status, outcome=self.outcome(),
-                                     code=failure.code, snippet=failure.snippet)
-        elif failure.kind == "retryable":
-            error = VendorUnavailable(f"vendor unavailable after {attempt.vendor_calls} tries: {failure.message}",
-                                      status=failure.status, outcome=self.outcome(), code=failure.code,
-                                      snippet=failure.snippet)
-        else:
-            error = VendorError(f"vendor error {failure.status}: {failure.message}", status=failure.status,
-                                code=failure.code, outcome=self.outcome(), snippet=failure.snippet)
-        if failure.kind != "schema_rejected":
-            self.record(attempt, error=error)
-        error.outcome = self.outcome()
-        raise error from failure.error
-
-    def on_completion(self, done: Completion, attempt: Attempt) -> Any:
-        """Judge one completion: the value, or ``_NONE`` after setting up the next attempt (or raising)."""
-        if done.blocked:
-            said = done.refusal or f"blocked by the vendor's content filter ({done.finish_reason})"
-            self.record(attempt, error=Refused(said, outcome=self.outcome()))
-            raise Refused(said, outcome=self.outcome())
-        if done.finish == "length":
-            return self.on_truncated(done, attempt)
-        plan = self.plan()
-        asking, self.fields = self.fields, None
-        fixes: tuple[Fix, ...] = ()
-        with validation_context(self.call.context or None):  # pydantic validators see it as info.context
-            if asking is not None:  # a field re-ask: read the fields, then validate the merged whole
-                asked, plan = asking[0], self.call.plans[self.plan_index]
-                part = self.read(done.text, asked.model, asking[1])
-                if part.error is None:
-                    fixes = tuple(part.fixes)
-                    report = self.read(merged_text(asked, part.unwrap()), self.call.contract.output_type, plan)
-                else:  # not the fields alone: maybe the whole answer again, else ask for the fields again
-                    report = self.read(done.text, self.call.contract.output_type, plan)
-                    if report.error is not None:
-                        self.fields = asking
-                        return self.on_invalid(done, attempt, part, asking[1], asked.fields)
-            else:
-                report = self.read(done.text, _parse_type(self.call.contract.output_type, plan.wrapped), plan)
-        if report.error is None:
-            value = getattr(report.value, plan.wrapped) if plan.wrapped else report.value
-            return self.judge(value, done, attempt, (*fixes, *report.fixes))
-        return self.on_invalid(done, attempt, report, plan, None)
-
-    def read(self, text: str | None, output_type: Any, plan: Plan) -> ParseReport[Any]:
-        return parse_report(text or "", output_type, aliases=self.call.aliases,
-                            stages=ABSENT_AS_NULL_STAGES if plan.absent_as_null else None)
-
-    def on_invalid(self, done: Completion, attempt: Attempt, report: ParseReport[Any], plan: Plan,
-                   asking: tuple[str, ...] | None) -> Any:
-        """An answer that did not parse or validate: one feedback round, for a few fields where that suffices."""
-        assert report.error is not None
-        error = report.error if done.text else NoJSONError("The reply was empty; reply with the JSON value.")
-        feedback = _feedback(error.feedback, report.fixes)
-        if asking is None:
-            self.fields = self.field_reask(report, plan)
-            asking = self.fields[0].fields if self.fields is not None else None
-        if asking is not None:
-            feedback = f"{feedback}\n{instruction(asking)}"
-        self.record(attempt, error=error, fixes=tuple(report.fixes), feedback=feedback)
-        self.next_or_give_up(f"no valid output after {self.model_attempts} attempts: {error}")
-        self.reask(done, feedback)
-        self.lower_temperature()
-        return _NONE
-
-    def field_reask(self, report: ParseReport[Any], plan: Plan) -> tuple[FieldReask, Plan] | None:
-        """The fields to ask for next and their plan (same mode and name), when a field re-ask is safe."""
-        if plan.wrapped or self.call.endpoint.streams(self.call.kwargs):
-            return None
-        asked = field_reask(self.call.contract.output_type, report)
-        if asked is None:
-            return None
-        try:
-            found = plans(compile_contract(asked.model).schema, plan.name, self.call.caps, forced=plan.mode,
-                          thinking=self.call.endpoint.thinking(self.call.kwargs))
-        except (ValueError, GuardrailError):  # the fields cannot be asked for in this mode: ask for the whole
-            return None
-        return asked, found[0]
-
-    def reask(self, done: Completion, feedback: str) -> None:
-        """Set up the next attempt's re-ask: the latest answer once and its problems once.
-
-        Only the latest exchange is replayed, never the whole run of failed answers: the feedback already lists
-        every problem of the latest answer, so older answers add tokens (growing with each attempt) and no
-        information the model needs.
-        """
-        self.history[:] = [Exchange(done, feedback)]
-
-    def judge(self, value: Any, done: Completion, attempt: Attempt, fixes: tuple[Fix, ...]) -> Any:
-        """The semantic gate on a validated value: the value, a feedback round (``_NONE``), or a typed end."""
-        verdict = evaluate(self.call.rules, value, self.call.context) if self.call.rules else None
-        if verdict is None or verdict.ok:
-            self.record(attempt, fixes=fixes)
-            return value
-        if verdict.declined is not None:
-            self.record(attempt, fixes=fixes)
-            raise Declined(verdict.declined, value=value, outcome=self.outcome())
-        feedback = semantic_feedback(list(verdict.violations))
-        error = SemanticViolation(feedback, verdict.violations, verdict.failed)
-        self.record(attempt, error=error, fixes=fixes, feedback=feedback)
-        if verdict.end:
-            raise SemanticRejected(f"the answer broke a rule that ends the call: {feedback}", outcome=self.outcome())
-        self.next_or_give_up(f"no answer met the rules after {self.model_attempts} attempts: {feedback}")
-        self.reask(done, feedback)
-        self.lower_temperature()
-        return _NONE
-
-    def lower_temperature(self) -> None:
-        if self.may_lower_temperature:
-            base = 1.0 if self.temperature is None else self.temperature
-            self.temperature = round(base * self.call.settings.repair_temperature_factor, 3)
-
-    def on_truncated(self, done: Completion, attempt: Attempt) -> Any:
-        """Raise the output-token limit once within the ceiling; a second cut-off is final."""
-        error = TruncatedError(f"The reply was cut off at the output-token limit ({done.finish_reason}).",
-                               text=done.text or "")
+    def ended(self, ask: Ask, attempt: Attempt, error: CallError) -> CallError:
+        """``error``, the attempt's and the call's, recorded: its outcome then holds the attempt too."""
         self.record(attempt, error=error)
-        ceiling = self.call.settings.max_tokens_ceiling
-        current = max(self.max_tokens or 0, done.usage.output_tokens)
-        raised = min(ceiling, 2 * current) if current else ceiling
-        if self.raised_limit or raised <= current:
-            raise OutputTruncated(f"output truncated at {current} tokens; the limit was already raised once "
-                                  f"or is at its ceiling ({ceiling})", outcome=self.outcome())
-        self.next_or_give_up(f"output truncated and no attempts left ({self.model_attempts})", OutputTruncated)
-        self.raised_limit = True
-        self.max_tokens = raised
-        return _NONE
+        error.outcome = self.outcome(ask)
+        return error
 
-    def next_or_give_up(self, message: str, error: type[GaveUp] = GaveUp) -> None:
-        """Raise ``error`` when the attempts are spent."""
-        if self.model_attempts >= self.call.settings.max_attempts:
-            raise error(message, outcome=self.outcome())
-
-    def outcome(self) -> Outcome:
-        plan = self.call.plans[self.plan_index]
+    def outcome(self, ask: Ask) -> Outcome:
+        """The record so far, standing at the attempt ``ask`` (its plan's mode and compile report)."""
+        plan = self.plans[ask.plan_index]
         return Outcome(self.provider, self.call.model, plan.mode, tuple(self.attempts), self.usage, self.trace_id,
-                       time.monotonic() - self.started, self.call.contract.schema_hash, plan.report)
+                       time.monotonic() - self.started, self.contract.schema_hash, plan.report)
 
 
 def _feedback(problems: str, fixes: list[Fix]) -> str:
@@ -420,11 +517,99 @@ def _replace(attempt: Attempt, **changes: Any) -> Attempt:
     return Attempt(**fields)
 
 
-@functools.lru_cache(maxsize=256)
-def _parse_type(output_type: Any, wrapped: str | None) -> Any:
-    """The type the answer is parsed as: the contract, or ``{wrapped: contract}`` for a wrapped root."""
-    if wrapped is None:
-        return output_type
-    fields: dict[str, Any] = {wrapped: (output_type, ...)}
-    return pydantic.create_model("Wrapped", **fields)
+# -- the two drivers -------------------------------------------------------------------------------------------------
+Item = Partial | Result[Any]
 
+
+def _report(call: Call, method: Callable[..., Any]) -> CallReport:
+    """The call's telemetry, with the request settings the endpoint reads from the caller's keywords."""
+    return CallReport(method, call.endpoint.provider, call.model, temperature=call.endpoint.temperature(call.kwargs),
+                      max_tokens=call.endpoint.max_tokens(call.kwargs), capture_content=call.settings.capture_content)
+
+
+def _previewer(send: Send, previews: bool) -> Previewer | None:
+    """A fresh previewer for each try of a streamed attempt, when the caller wants previews."""
+    return Previewer(send.attempt, send.wrapped) if previews and send.stream else None
+
+
+def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool) -> Generator[Item, None, None]:
+    """Run the call with a synchronous SDK ``method``: previews of a streamed answer while it arrives (when
+    ``previews``), then the result, its last item."""
+    with _report(call, method) as report:
+        loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        reply: Reply = None
+        while True:
+            try:
+                effect = loop.send(reply)
+            except StopIteration as end:
+                result: Result[Any] = end.value
+                report.end(result, None)
+                break
+            if isinstance(effect, Sleep):
+                time.sleep(effect.seconds)
+                reply = None
+                continue
+            try:
+                show = _previewer(effect, previews)
+                with report.request(effect.kwargs, first=effect.tries == 1) as sent, closing(send_sync(
+                        method, call.endpoint, effect.kwargs, stream=effect.stream, tool=effect.tool,
+                        deadline=call.deadline, show=show)) as items:
+                    for item in items:
+                        if isinstance(item, Completion):
+                            reply, sent.usage, sent.response_model = item, item.usage, item.model
+                        else:
+                            yield item
+            except Exception as error:
+                reply = error
+    yield result
+
+
+async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, previews: bool
+                        ) -> AsyncGenerator[Item, None]:
+    """The async twin of :func:`iterate_sync`."""
+    with _report(call, method) as report:
+        loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        reply: Reply = None
+        while True:
+            try:
+                effect = loop.send(reply)
+            except StopIteration as end:
+                result: Result[Any] = end.value
+                report.end(result, None)
+                break
+            if isinstance(effect, Sleep):
+                await asyncio.sleep(effect.seconds)
+                reply = None
+                continue
+            try:
+                show = _previewer(effect, previews)
+                with report.request(effect.kwargs, first=effect.tries == 1) as sent:
+                    async with aclosing(send_async(
+                            method, call.endpoint, effect.kwargs, stream=effect.stream, tool=effect.tool,
+                            deadline=call.deadline, show=show)) as items:
+                        async for item in items:
+                            if isinstance(item, Completion):
+                                reply, sent.usage, sent.response_model = item, item.usage, item.model
+                            else:
+                                yield item
+            except Exception as error:
+                reply = error
+    yield result
+
+
+def run_sync(call: Call, method: Callable[..., Any]) -> Result[Any]:
+    """Run the call with a synchronous SDK method; return the result."""
+    with closing(iterate_sync(call, method, previews=False)) as items:
+        return _only(next(items))
+
+
+async def run_async(call: Call, method: Callable[..., Awaitable[Any]]) -> Result[Any]:
+    """Run the call with an asynchronous SDK method; return the result. The driver is closed before returning,
+    so the call's span ends here, in the caller's context."""
+    async with aclosing(iterate_async(call, method, previews=False)) as items:
+        return _only(await anext(items))
+
+
+def _only(item: Item) -> Result[Any]:
+    assert isinstance(item, Result), "without previews the only item is the result"
+    return item

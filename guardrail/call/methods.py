@@ -17,22 +17,27 @@ Without ``response_model`` every flavor is the SDK's own call (the same function
 return value); guardrail's other keywords without it raise the ``TypeError`` the SDK raises for any keyword it
 does not know (:meth:`~guardrail.call.options.CallOptions.take`). A structured call reads the live client when
 it is made (``base_url``, ``timeout``, headers) and sends through the client's view without SDK retries
-(:mod:`guardrail.call.quiet`): guardrail retries transport failures itself.
+(:func:`quiet_resource`): guardrail retries transport failures itself.
+
+Every structured call starts the same way, whoever makes it: a :class:`~guardrail.call.options.CallOptions` (taken
+from the keywords here; built by the decorator and the chain, which call :func:`run_with_result`
+and :func:`run_partial`) and the SDK keywords become a :class:`~guardrail.call.engine.Call` (``_guardrail_call``: the
+prepared contract and plans, the settings, the deadline, computed once), which the response cache
+(:mod:`guardrail.call.cache`, only when one is configured) and the attempt loop's drivers
+(:mod:`guardrail.call.engine`) run.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, TypeVar, cast, overload
 
 from guardrail.call.cache import Cache, run_cached, run_cached_async
-from guardrail.call.drivers import iterate_async, iterate_sync, run_async, run_sync
-from guardrail.call.engine import Call
-from guardrail.call.options import CallOptions, ClientOptions
-from guardrail.call.quiet import quiet_resource
-from guardrail.call.retry import timeout_seconds
+from guardrail.call.engine import Call, iterate_async, iterate_sync, run_async, run_sync
+from guardrail.call.options import CallOptions, ClientOptions, deadline_at, timeout_seconds
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.errors import UnsupportedCall, UsageError
 from guardrail.outcome import Result
@@ -54,7 +59,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = ["AsyncRawStructuredMethod", "AsyncStructuredMethod", "MethodTwin", "RawStructured", "RawStructuredMethod",
-           "StreamingResponseMethod", "StructuredMethod", "Twin"]
+           "StreamingResponseMethod", "StructuredMethod", "Twin", "quiet_resource", "run_partial",
+           "run_with_result"]
 
 #: What guardrail adds to the SDK's ``create`` docstring (the keywords, documented once here).
 KEYWORDS_DOC = """
@@ -97,30 +103,36 @@ class _Resource:
         return self._guardrail.endpoint(self._guardrail_endpoint)
 
     def _guardrail_call(self, options: CallOptions, kwargs: dict[str, Any]) -> Call:
+        """The call these options and SDK keywords make: what is prepared for its shape (the contract, the
+        plans), its settings, and its deadline, computed here once (the call's ``timeout=``, else the live
+        client's, under the client's retry policy, never past the options' own deadline)."""
         client = self._guardrail
         endpoint = client.endpoint(self._guardrail_endpoint)
         taken = endpoint.conflicts(kwargs)
         if taken:
             raise UsageError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
                              "for the mode it chooses (use mode= to choose one)")
-        contract, caps, chosen = client.prepare(endpoint, options.response_model, str(kwargs.get("model", "")),
-                                                options.mode, endpoint.thinking(kwargs))
+        prepared = client.prepare(endpoint, options.response_model, str(kwargs.get("model", "")), options.mode,
+                                  endpoint.thinking(kwargs))
         settings = client.settings
         if options.max_attempts is not None:
             settings = dataclasses.replace(settings, max_attempts=options.max_attempts)
-        # The caller's context object itself (not a copy): pydantic validators may collect into it.
-        return Call(endpoint, kwargs, contract, list(chosen), caps, options.aliases, options.budget, settings,
-                    timeout=timeout_seconds(self._client.timeout), rules=tuple(options.rules),
-                    context=options.context if options.context is not None else {})
+        timeout = timeout_seconds(self._client.timeout)
+        given = timeout_seconds(kwargs.get("timeout"))
+        deadline = deadline_at(client.retry, timeout if given is None else given, options.deadline)
+        return Call(endpoint, kwargs, prepared, options, settings, client.retry, deadline, timeout)
 
     def _guardrail_quiet(self) -> Any:
         """The SDK's own resource of this class on the client's view without SDK retries: what structured calls
-        send through (:mod:`guardrail.call.quiet`)."""
+        send through (:func:`quiet_resource`)."""
         return quiet_resource(self, self._guardrail.resources)
 
     def _guardrail_cache(self, options: CallOptions) -> Cache | None:
-        """The response cache for this call: the wrapper's, unless the call said ``cache=False``."""
-        return self._guardrail.cache if options.cache else None
+        """The response cache for this call: the options' own (a chain's), else the wrapper's; none when the
+        call said ``cache=False``."""
+        if not options.cache:
+            return None
+        return options.response_cache if options.response_cache is not None else self._guardrail.cache
 
     def _guardrail_required(self, kwargs: dict[str, Any], method: str) -> CallOptions:
         options = CallOptions.take(kwargs, method)
@@ -147,13 +159,16 @@ class StructuredMethod(_Resource):
         options = CallOptions.take(kwargs)
         if options is None:
             return self._guardrail_super("create")(**kwargs)
-        return self._guardrail_run(self._guardrail_call(options, kwargs), options).value
+        return self._guardrail_run(options, kwargs).value
 
-    def _guardrail_run(self, call: Call, options: CallOptions) -> Result[Any]:
-        retry = self._guardrail.retry
+    def _guardrail_run(self, options: CallOptions, kwargs: dict[str, Any]) -> Result[Any]:
+        """The structured call: through the response cache when there is one, else straight to the loop."""
+        call = self._guardrail_call(options, kwargs)
         send = self._guardrail_quiet().create
-        return run_cached(self._guardrail_cache(options), call, options.prompt_version, retry,
-                          lambda policy: run_sync(call, send, policy or retry))
+        cache = self._guardrail_cache(options)
+        if cache is None:
+            return run_sync(call, send)
+        return run_cached(cache, call, options.prompt_version, lambda: run_sync(call, send))
 
     @overload
     def create_with_result(self, *, response_model: type[T], **kwargs: Any) -> Result[T]: ...
@@ -162,8 +177,7 @@ class StructuredMethod(_Resource):
     def create_with_result(self, **kwargs: Any) -> Result[Any]:
         """Like ``create`` with ``response_model``, but returns the :class:`~guardrail.Result` (value, attempts,
         usage, timing; ``cached`` says whether it came from the response cache)."""
-        options = self._guardrail_required(kwargs, "create_with_result")
-        return self._guardrail_run(self._guardrail_call(options, kwargs), options)
+        return self._guardrail_run(self._guardrail_required(kwargs, "create_with_result"), kwargs)
 
     @overload
     def create_partial(self, *, response_model: type[T], **kwargs: Any) -> StructuredStream[T]: ...
@@ -176,10 +190,11 @@ class StructuredMethod(_Resource):
         validated; only the last item, the value, is. Streams do not use the response cache (``cache`` and
         ``prompt_version`` are accepted so one set of keywords serves every method).
         """
-        options = self._guardrail_required(kwargs, "create_partial")
+        return self._guardrail_stream(self._guardrail_required(kwargs, "create_partial"), kwargs)
+
+    def _guardrail_stream(self, options: CallOptions, kwargs: dict[str, Any]) -> StructuredStream[Any]:
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
-        send = self._guardrail_quiet().create
-        return StructuredStream(iterate_sync(call, send, self._guardrail.retry, previews=True))
+        return StructuredStream(iterate_sync(call, self._guardrail_quiet().create, previews=True))
 
     if TYPE_CHECKING:
         @property
@@ -200,17 +215,20 @@ class AsyncStructuredMethod(_Resource):
         options = CallOptions.take(kwargs)
         if options is None:
             return self._guardrail_super("create")(**kwargs)
-        return self._guardrail_value(self._guardrail_call(options, kwargs), options)
+        return self._guardrail_value(self._guardrail_run(options, kwargs))
 
-    async def _guardrail_value(self, call: Call, options: CallOptions) -> Any:
-        result = await self._guardrail_run(call, options)
-        return result.value
+    async def _guardrail_value(self, running: Coroutine[Any, Any, Result[Any]]) -> Any:
+        return (await running).value
 
-    async def _guardrail_run(self, call: Call, options: CallOptions) -> Result[Any]:
-        retry = self._guardrail.retry
+    def _guardrail_run(self, options: CallOptions, kwargs: dict[str, Any]) -> Coroutine[Any, Any, Result[Any]]:
+        """The structured call, as :meth:`StructuredMethod._guardrail_run` (the call is made now, so a mistake
+        in it raises here, not when awaited)."""
+        call = self._guardrail_call(options, kwargs)
         send = self._guardrail_quiet().create
-        return await run_cached_async(self._guardrail_cache(options), call, options.prompt_version, retry,
-                                      lambda policy: run_async(call, send, policy or retry))
+        cache = self._guardrail_cache(options)
+        if cache is None:
+            return run_async(call, send)
+        return run_cached_async(cache, call, options.prompt_version, lambda: run_async(call, send))
 
     @overload
     def create_with_result(self, *, response_model: type[T],
@@ -219,8 +237,7 @@ class AsyncStructuredMethod(_Resource):
     def create_with_result(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, Result[Any]]: ...
     def create_with_result(self, **kwargs: Any) -> Coroutine[Any, Any, Result[Any]]:
         """Like ``create`` with ``response_model``, but an awaitable of the :class:`~guardrail.Result`."""
-        options = self._guardrail_required(kwargs, "create_with_result")
-        return self._guardrail_run(self._guardrail_call(options, kwargs), options)
+        return self._guardrail_run(self._guardrail_required(kwargs, "create_with_result"), kwargs)
 
     @overload
     def create_partial(self, *, response_model: type[T], **kwargs: Any) -> AsyncStructuredStream[T]: ...
@@ -229,14 +246,73 @@ class AsyncStructuredMethod(_Resource):
     def create_partial(self, **kwargs: Any) -> AsyncStructuredStream[Any]:
         """Stream previews with ``async for``, then the validated value; ``.result`` after the loop (no cache, as
         :meth:`StructuredMethod.create_partial`)."""
-        options = self._guardrail_required(kwargs, "create_partial")
+        return self._guardrail_stream(self._guardrail_required(kwargs, "create_partial"), kwargs)
+
+    def _guardrail_stream(self, options: CallOptions, kwargs: dict[str, Any]) -> AsyncStructuredStream[Any]:
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
-        send = self._guardrail_quiet().create
-        return AsyncStructuredStream(iterate_async(call, send, self._guardrail.retry, previews=True))
+        return AsyncStructuredStream(iterate_async(call, self._guardrail_quiet().create, previews=True))
 
     if TYPE_CHECKING:
         @property
         def with_raw_response(self) -> AsyncRawStructuredMethod: ...
+
+
+# -- the client view structured calls send through -----------------------------------------------------------------
+# guardrail retries transport failures itself (RetryPolicy), so its requests must not be retried by the SDK too. The
+# view is an instance of a subclass of the wrapped client's class that *shares* the client's state (its
+# ``__dict__``): ``base_url``, ``timeout``, headers, the HTTP client, a monkeypatched method, all are the live
+# client's, read when the request is built. Only ``max_retries`` differs: a property of the view's class that reads
+# 0. Nothing is copied and the SDK's constructor is not run again, so a client the SDK accepted is always one
+# guardrail can send through. The view never makes the SDK's cached resources (``client.models``, ...): those would
+# be stored in the shared ``__dict__`` and seen by the client itself. Only the resources structured calls send
+# through are made on it, by :func:`quiet_resource`, and kept on the view.
+
+class _NoRetries:
+    """The view's part: ``max_retries`` reads 0 (a data descriptor, so it wins over the shared ``__dict__``)."""
+
+    __slots__ = ()
+
+    @property
+    def max_retries(self) -> int:
+        return 0
+
+
+_CLASSES: dict[type, type] = {}
+_LOCK = threading.Lock()
+
+
+def _view_class(client_class: type) -> type:
+    found = _CLASSES.get(client_class)
+    if found is None:
+        made = type(client_class.__name__, (_NoRetries, client_class), {
+            "__module__": __name__, "__qualname__": client_class.__qualname__, "__slots__": ("_guardrail_resources",)})
+        with _LOCK:
+            found = _CLASSES.setdefault(client_class, made)
+    return found
+
+
+def _view(client: Any) -> Any:
+    view: Any = object.__new__(_view_class(type(client)))
+    view.__dict__ = client.__dict__  # the same state, not a copy: every option is read live
+    view._guardrail_resources = {}
+    return view
+
+
+def quiet_resource(resource: Any, views: dict[str, Any]) -> Any:
+    """The SDK's resource of ``resource``'s class (a guardrail resource of a wrapped client) on the client's view
+    without SDK retries: its ``create`` and its ``with_raw_response``/``with_streaming_response`` twins are the
+    SDK's own, sending the same requests to the same server, never retried by the SDK. ``views`` is the wrapped
+    client's own store (its :class:`~guardrail.call.options.ClientOptions` ``resources``), so a view lives as long
+    as the wrapper.
+    """
+    view = views.get("_quiet")
+    if view is None:
+        view = views.setdefault("_quiet", _view(resource._client))
+    made: dict[type, Any] = view._guardrail_resources
+    found = made.get(type(resource))
+    if found is None:  # the SDK's own resource class: what is sent through it is the SDK's call, nothing more
+        found = made.setdefault(type(resource), type(resource)._guardrail_sdk(view))
+    return found
 
 
 class Twin:
@@ -329,7 +405,7 @@ class RawStructuredMethod(MethodTwin):
             responses.append(response)
             return response.parse()
 
-        return RawStructured(run_sync(call, parsed, resource._guardrail.retry), responses)
+        return RawStructured(run_sync(call, parsed), responses)
 
 
 class AsyncRawStructuredMethod(MethodTwin):
@@ -360,7 +436,7 @@ class AsyncRawStructuredMethod(MethodTwin):
             value = response.parse()  # openai's raw response parses synchronously, anthropic's is awaited
             return await value if inspect.isawaitable(value) else value
 
-        return RawStructured(await run_async(call, parsed, resource._guardrail.retry), responses)
+        return RawStructured(await run_async(call, parsed), responses)
 
 
 class StreamingResponseMethod(MethodTwin):
@@ -387,3 +463,17 @@ def _refuse(name: str) -> NoReturn:
         "response body unread, and a validated value needs all of it. Use with_raw_response.create(...) for the "
         "value with the HTTP response (headers, status), or create_partial(...) for previews as the answer "
         "streams in")
+
+
+# -- for callers that build the options themselves (the decorator, the chain's vendor tiers) ----------------------
+def run_with_result(method: StructuredMethod | AsyncStructuredMethod, options: CallOptions,
+                    kwargs: dict[str, Any]) -> Any:
+    """``method.create_with_result`` with guardrail's options given as one value: the :class:`~guardrail.Result`
+    (an awaitable of it on an async client). ``kwargs`` are the SDK keywords only."""
+    return method._guardrail_run(options, kwargs)
+
+
+def run_partial(method: StructuredMethod | AsyncStructuredMethod, options: CallOptions, kwargs: dict[str, Any]) -> Any:
+    """``method.create_partial`` with guardrail's options given as one value: a stream of previews, then the
+    value (:class:`~guardrail.call.streaming.StructuredStream`, or its async twin on an async client)."""
+    return method._guardrail_stream(options, kwargs)

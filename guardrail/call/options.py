@@ -1,39 +1,163 @@
-"""The two option values of a wrapped client: what ``wrap()`` was given, and what one call adds.
+"""The option values of a structured call: what ``wrap()`` was given, what one call adds, and the deadline.
 
-* :class:`ClientOptions` is what ``guardrail.wrap(client, server=..., settings=..., retry=..., cache=...)`` was
-  given, with the endpoints that client serves. A wrapped client carries it (copies made with ``copy()`` and
-  ``with_options()`` carry the same); everything else a call needs from the client (``base_url``, ``timeout``,
-  headers, the HTTP client) is read from the live client when the call is made.
-* :class:`CallOptions` is guardrail's keywords of one call (``response_model=`` and friends), taken out of the
-  SDK's keywords by :meth:`CallOptions.take` before anything else looks at them. Without ``response_model`` they
-  are a mistake, and raise the ``TypeError`` (:class:`~guardrail.errors.UsageError`) the SDK raises for any
-  keyword it does not know.
+* :class:`Settings` (the attempt loop's knobs) and :class:`RetryPolicy` (the transport tries' knobs and the
+  call's wall-clock deadline) are given to ``guardrail.wrap(client, settings=..., retry=...)`` (or
+  ``guardrail.configure``).
+* :class:`ClientOptions` is everything ``wrap()`` was given, with the endpoints the client serves; a wrapped
+  client carries it. :meth:`ClientOptions.prepare` compiles what a call needs before it is sent (the contract,
+  the model's capabilities, the plans) once per shape of call: a :class:`Prepared`.
+* :class:`CallOptions` is guardrail's keywords of one call (``response_model=`` and friends). The wrapper's
+  methods take it out of the SDK's keywords (:meth:`CallOptions.take`); the decorator and the chain build it
+  themselves; all three hand the same value to the methods. Two of its fields are not keywords: ``deadline``
+  (what a chain has left) and ``response_cache`` (the chain's cache).
+* :func:`deadline_at` turns the policy, the SDK timeout and the options into the call's deadline, once per call
+  (a ``time.monotonic()`` value): the response cache, the attempt loop and every HTTP try read that one value.
+
+Nothing here does I/O; :meth:`RetryPolicy.wait` is the rule the attempt loop follows between transport tries.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
+import random
+import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from guardrail.call.cache import Cache
-from guardrail.call.engine import Settings
-from guardrail.call.retry import RetryPolicy
+import pydantic
+
 from guardrail.contract import Contract, compile_contract
-from guardrail.errors import UsageError
-from guardrail.gates.semantic import Rule
-from guardrail.outcome import Budget
-from guardrail.vendors.base import Endpoint
+from guardrail.errors import ConfigError, GuardrailError, UsageError
 from guardrail.vendors.plans import Plan, plans, schema_name
 from guardrail.vendors.profiles import Capabilities, Mode, capabilities
 
-__all__ = ["KEYWORDS", "CallOptions", "ClientOptions"]
+if TYPE_CHECKING:
+    from guardrail.call.cache import Cache
+    from guardrail.gates.semantic import Rule
+    from guardrail.outcome import Budget
+    from guardrail.vendors.base import Endpoint
+    from guardrail.vendors.failures import Failure
+
+__all__ = ["CLIENT_TIMEOUT", "KEYWORDS", "CallOptions", "ClientOptions", "Prepared", "RetryPolicy", "Settings",
+           "deadline_at", "timeout_seconds"]
+
+
+# -- what wrap() is given ------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settings:
+    """Knobs of the attempt loop.
+
+    Attributes:
+        max_attempts: model attempts per call (a re-ask after truncation counts; a schema 400 does not).
+        max_tokens_ceiling: the highest output-token limit a truncated answer may be retried with.
+        repair_temperature_factor: each repair attempt multiplies the temperature by this (from 1.0 when
+            the caller set none), so the model explores less while fixing.
+        capture_content: put raw model outputs on the trace span as events.
+    """
+
+    max_attempts: int = 3
+    max_tokens_ceiling: int = 16384
+    repair_temperature_factor: float = 0.5
+    #: Record raw model outputs on the OpenTelemetry span (off by default: outputs may hold personal data).
+    capture_content: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ConfigError("max_attempts must be at least 1")
+
+
+#: ``RetryPolicy.deadline`` value meaning "as long as the client's own timeout" (the default).
+CLIENT_TIMEOUT: Final = "client"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How transport failures are retried within one call, and the call's wall-clock deadline.
+
+    Only transport failures are retried (408/409/429/5xx/529, timeouts, dropped connections, an overload event
+    mid-stream, an answer not in the API's shape); a reply that fails the contract is the attempt loop's
+    business, with feedback. The wait before a retry is the server's ``retry-after-ms``/``retry-after`` when it
+    sent one (capped at ``max_wait``), else full jitter (a random wait up to ``initial_wait * 2**n``, capped at
+    ``max_wait``). Tries stop at ``max_tries`` or when the next wait would end past the deadline. The SDK's own
+    retries are off for the requests guardrail sends, so nothing is retried twice.
+
+    The deadline is wall-clock and covers the whole call: every attempt, retry and wait, and the time the answer
+    takes to arrive (a body or stream that trickles in is cut off when it passes). By default it follows the
+    client's own timeout (the call's ``timeout=`` when given), so guardrail never cuts a request the SDK itself
+    would let finish; a number sets it, ``None`` removes it.
+
+    Attributes:
+        max_tries: HTTP tries per attempt, the first included.
+        initial_wait: the full-jitter base (seconds); waits grow as ``initial_wait * 2**n`` up to ``max_wait``.
+        max_wait: the cap on any one wait, ``Retry-After`` included.
+        deadline: wall-clock seconds for the whole call (all attempts, retries and the answer arriving);
+            ``"client"`` (the default): the wrapped client's own timeout, or the call's ``timeout=``;
+            ``None``: no deadline.
+    """
+
+    max_tries: int = 4
+    initial_wait: float = 0.5
+    max_wait: float = 20.0
+    deadline: float | Literal["client"] | None = CLIENT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.max_tries < 1:
+            raise ConfigError("max_tries must be at least 1")
+        if isinstance(self.deadline, str) and self.deadline != CLIENT_TIMEOUT:
+            raise ConfigError(f"deadline must be seconds, {CLIENT_TIMEOUT!r} or None, not {self.deadline!r}")
+        if isinstance(self.deadline, (int, float)) and not self.deadline > 0:  # NaN fails this too
+            raise ConfigError(f"deadline must be a positive number of seconds (None: none), not {self.deadline!r}")
+
+    def deadline_seconds(self, timeout: float | None) -> float | None:
+        """The call's deadline in seconds, given the client's (or the call's) timeout in seconds; ``None`` for
+        none (an infinite or NaN timeout sets none either)."""
+        seconds = timeout if self.deadline == CLIENT_TIMEOUT else self.deadline
+        if seconds is None or isinstance(seconds, str) or not math.isfinite(seconds):
+            return None
+        return float(seconds)
+
+    def wait(self, tries: int, failure: Failure, deadline: float | None) -> float | None:
+        """Seconds to wait before the next HTTP try, after ``tries`` tries of which the last failed with the
+        retryable ``failure``; ``None``: stop (the tries are spent, or the wait would end past ``deadline``, a
+        ``time.monotonic()`` value)."""
+        if tries >= self.max_tries:
+            return None
+        if failure.retry_after is not None:
+            seconds = min(failure.retry_after, self.max_wait)
+        else:  # full jitter: anywhere up to the exponentially growing window
+            seconds = random.uniform(0.0, min(self.max_wait, self.initial_wait * 2.0 ** min(tries - 1, 64)))
+        if deadline is not None and time.monotonic() + seconds > deadline:
+            return None
+        return seconds
+
+
+def timeout_seconds(timeout: Any) -> float | None:
+    """An SDK timeout in seconds: a number, or an httpx ``Timeout`` (its read timeout counts); else ``None``."""
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        return float(timeout)
+    read = getattr(timeout, "read", None)
+    return float(read) if isinstance(read, (int, float)) and not isinstance(read, bool) else None
+
+
+# -- what one call adds ----------------------------------------------------------------------------------------
+#: The metadata of a :class:`CallOptions` field that is not one of guardrail's keywords.
+_NOT_A_KEYWORD = {"keyword": False}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CallOptions:
-    """guardrail's keywords of one structured call (see :meth:`StructuredMethod.create
-    <guardrail.call.methods.StructuredMethod.create>` for what each means)."""
+    """guardrail's options of one structured call: its keywords (see :meth:`StructuredMethod.create
+    <guardrail.call.methods.StructuredMethod.create>` for what each means), and two values a caller that builds
+    the options itself may set.
+
+    Attributes:
+        deadline: the latest ``time.monotonic()`` the call may end at (a chain passes what it has left); the
+            call's own deadline (:class:`RetryPolicy`) may end it sooner. Not a keyword.
+        response_cache: the response cache to use instead of the client's (a chain's vendor tier passes its own,
+            else the chain's); ``cache=False`` still turns caching off. Not a keyword.
+    """
 
     response_model: Any
     aliases: Mapping[str, str] | None = None
@@ -44,6 +168,8 @@ class CallOptions:
     context: Mapping[str, Any] | None = None
     cache: bool = True
     prompt_version: str | None = None
+    deadline: float | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
+    response_cache: Cache | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
 
     @staticmethod
     def take(kwargs: dict[str, Any], method: str = "create") -> CallOptions | None:
@@ -67,8 +193,62 @@ class CallOptions:
 
 
 #: guardrail's keywords, in the order signatures list them.
-KEYWORDS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(CallOptions))
+KEYWORDS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(CallOptions)
+                                  if field.metadata.get("keyword", True))
 _NAMES = frozenset(KEYWORDS)
+
+
+def deadline_at(retry: RetryPolicy, timeout: float | None, cap: float | None) -> float | None:
+    """The call's deadline as a ``time.monotonic()`` value, computed once when the call starts: the policy's
+    (by default ``timeout``, the call's or the client's SDK timeout in seconds), never later than ``cap`` (what a
+    chain has left); ``None`` for none."""
+    seconds = retry.deadline_seconds(timeout)
+    at = None if seconds is None else time.monotonic() + seconds
+    return cap if cap is not None and (at is None or cap < at) else at
+
+
+# -- what is prepared once per shape of call -----------------------------------------------------------------------
+@dataclasses.dataclass(eq=False, slots=True)
+class Prepared:
+    """What a call needs before it is sent, for one shape of call (endpoint, contract, model, mode, thinking):
+    the compiled contract, the model's capabilities and the plans, strongest first. Shared by every call of that
+    shape, so the attempt loop never compiles: a field re-ask's plan is compiled here on first use and kept."""
+
+    contract: Contract[Any]
+    caps: Capabilities
+    plans: tuple[Plan, ...]
+    thinking: bool
+    _fields: dict[tuple[Any, ...], Plan | None] = dataclasses.field(default_factory=dict)
+
+    def answer_type(self, plan: Plan) -> Any:
+        """The type an answer under ``plan`` is parsed as: the contract, or ``{wrapped: contract}`` when the plan
+        wrapped a non-object root."""
+        return self.contract.output_type if plan.wrapped is None else _wrapped(self.contract.output_type, plan.wrapped)
+
+    def fields_plan(self, fields_model: type, plan: Plan) -> Plan | None:
+        """The plan asking for the fields of ``fields_model`` (a model of a few of the contract's fields) in
+        ``plan``'s mode and under its name; ``None`` when that mode cannot carry them (ask for the whole answer)."""
+        key = (fields_model, plan.mode, plan.name)
+        try:
+            return self._fields[key]
+        except KeyError:
+            pass
+        try:
+            found: Plan | None = plans(compile_contract(fields_model).schema, plan.name, self.caps, forced=plan.mode,
+                                       thinking=self.thinking)[0]
+        except (ValueError, GuardrailError):
+            found = None
+        if len(self._fields) < _PREPARED_SIZE:
+            self._fields[key] = found
+        return found
+
+
+@functools.lru_cache(maxsize=256)
+def _wrapped(output_type: Any, key: str) -> Any:
+    """``{key: output_type}`` as a model (made once per contract and key, whatever the client)."""
+    fields: dict[str, Any] = {key: (output_type, ...)}
+    return pydantic.create_model("Wrapped", **fields)
+
 
 #: Entries of :attr:`ClientOptions.prepared`; past it, new shapes of call are prepared each time (still cached below).
 _PREPARED_SIZE = 256
@@ -80,8 +260,9 @@ class ClientOptions:
 
     ``origin`` is the client object that was wrapped (the wrapped client shares its state). ``endpoints`` maps
     each endpoint the client serves to the dotted paths of its SDK resources (the first endpoint is the client's
-    default API). ``resources`` holds the client's guardrail resources once made (``chat``, ``messages``, ...):
-    the client's own ``__dict__`` is shared with the SDK client, so nothing of guardrail's is kept there.
+    default API). ``resources`` holds the client's guardrail resources once made (``chat``, ``messages``, ...)
+    and the view structured calls send through: the client's own ``__dict__`` is shared with the SDK client, so
+    nothing of guardrail's is kept there.
     """
 
     kind: str
@@ -92,11 +273,10 @@ class ClientOptions:
     cache: Cache | None
     endpoints: dict[Endpoint, tuple[str, ...]]
     origin: Any = None
-    resources: dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: (endpoint, response_model, model, mode, thinking) -> (contract, capabilities, plans): what a call needs
-    #: before it is sent depends on nothing else, so a repeated call pays one lookup.
-    prepared: dict[tuple[Any, ...], tuple[Contract[Any], Capabilities, tuple[Plan, ...]]] = dataclasses.field(
-        default_factory=dict)
+    resources: dict[Any, Any] = dataclasses.field(default_factory=dict)
+    #: (endpoint, response_model, model, mode, thinking) -> what a call of that shape needs before it is sent,
+    #: which depends on nothing else: a repeated call pays one lookup.
+    prepared: dict[tuple[Any, ...], Prepared] = dataclasses.field(default_factory=dict)
 
     def for_client(self, origin: Any) -> ClientOptions:
         """The same options for another client object (a ``copy()``), with fresh caches."""
@@ -113,10 +293,10 @@ class ClientOptions:
                 return endpoint
         raise LookupError(kind)  # pragma: no cover - a resource class is only made for the client's endpoints
 
-    def prepare(self, endpoint: Endpoint, response_model: Any, model: str, mode: Mode | None, thinking: bool
-                ) -> tuple[Contract[Any], Capabilities, tuple[Plan, ...]]:
+    def prepare(self, endpoint: Endpoint, response_model: Any, model: str, mode: Mode | None,
+                thinking: bool) -> Prepared:
         """The contract, the model's capabilities and the plans, remembered per shape of call (each part is
-        cached on its own too; this saves the lookups, which the hot path pays on every call)."""
+        cached on its own too; this saves the lookups, which every call pays)."""
         prepared = self.prepared
         key: tuple[Any, ...] | None = (endpoint, response_model, model, mode, thinking)
         try:
@@ -126,8 +306,8 @@ class ClientOptions:
         if found is None:
             contract = compile_contract(response_model)
             caps = capabilities(endpoint.provider, model)
-            found = (contract, caps, tuple(plans(contract.schema, schema_name(contract.output_type), caps,
-                                                 forced=mode, thinking=thinking)))
+            found = Prepared(contract, caps, tuple(plans(contract.schema, schema_name(contract.output_type), caps,
+                                                         forced=mode, thinking=thinking)), thinking)
             if key is not None and len(prepared) < _PREPARED_SIZE:
                 prepared[key] = found
         return found

@@ -74,7 +74,7 @@ def merged_text(reask: FieldReask, reply: BaseModel) -> str:
     return json.dumps({**reask.base, **reply.model_dump(mode="json")}, ensure_ascii=False)
 
 
-def instruction(fields: tuple[str, ...]) -> str:
+def fields_instruction(fields: tuple[str, ...]) -> str:
     """The line added to the feedback of a field re-ask."""
     listed = ", ".join(f"`{name}`" for name in fields)
     return (f"Reply with a JSON object holding only these fields, corrected: {listed}. "

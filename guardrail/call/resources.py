@@ -18,6 +18,7 @@ instance, never stored), so nothing here names an SDK class.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import threading
@@ -35,7 +36,7 @@ from guardrail.call.methods import (
     StructuredMethod,
     Twin,
 )
-from guardrail.call.options import KEYWORDS
+from guardrail.call.options import KEYWORDS, CallOptions
 from guardrail.vendors.base import Endpoint
 
 __all__ = ["FLAVORS", "Tree", "adopt", "has_member", "resource_class", "same_signature", "sdk_dir", "sdk_member",
@@ -214,15 +215,12 @@ def _twin_child(name: str, flavor: str) -> functools.cached_property[Any]:
 
 # -- signatures -----------------------------------------------------------------------------------------------
 def keyword_parameters() -> list[inspect.Parameter]:
-    """guardrail's keywords as keyword-only parameters (``response_model`` required: only the methods that need
-    it show them)."""
-    annotations = {"response_model": "type[T] | Any", "aliases": "Mapping[str, str] | None",
-                   "max_attempts": "int | None", "mode": "Mode | None", "budget": "Budget | None",
-                   "rules": "Sequence[Rule]", "context": "Mapping[str, Any] | None", "cache": "bool",
-                   "prompt_version": "str | None"}
-    defaults = {"response_model": inspect.Parameter.empty, "rules": (), "cache": True}
-    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=defaults.get(name),
-                              annotation=annotations[name]) for name in KEYWORDS]
+    """guardrail's keywords as keyword-only parameters, as :class:`~guardrail.call.options.CallOptions` declares
+    them (``response_model`` required: only the methods that need it show them)."""
+    return [inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY,
+                              default=inspect.Parameter.empty if field.name == "response_model" else field.default,
+                              annotation="type[T] | Any" if field.name == "response_model" else field.type)
+            for field in dataclasses.fields(CallOptions) if field.name in KEYWORDS]
 
 
 def merged_signature(sdk_function: Callable[..., Any], returns: Any) -> inspect.Signature:

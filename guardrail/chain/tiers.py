@@ -13,11 +13,16 @@ the rule engine). The decorator builds exactly that (``@structured(chain=...)``)
 directly. The deadline and the budget cover the whole chain: each tier gets what the earlier ones left, and
 the deadline is wall-clock (a vendor answer still arriving when it passes is cut off).
 
+A vendor tier runs the wrapper's structured call with the chain's :class:`~guardrail.call.options.CallOptions`
+(the contract, rules, context, prompt version, cache choice), to which it adds its own attempts, mode, share of
+the budget and the deadline the chain has left: the client is wrapped once, when the tier is made.
+
 Sync and async: ``chain.run(...)`` for sync code, ``await chain.arun(...)`` for async code. Both step one
-I/O-free core (``_walk``) that decides everything, through one loop (``_drive``); ``arun`` awaits async tiers
-(vendors over ``AsyncOpenAI``/``AsyncAnthropic``) and runs sync tiers in a worker thread. ``run`` refuses a
-chain with an async tier (:class:`~guardrail.errors.SyncAsyncMismatch`) before sending anything, and no tier's
-value is ever an un-awaited coroutine.
+I/O-free core (``_walk``) that decides everything, with :func:`~guardrail.store.idempotency.advance` like every
+I/O-free protocol of guardrail; ``arun`` awaits async tiers (vendors over ``AsyncOpenAI``/``AsyncAnthropic``) and
+runs sync tiers in a worker thread, and the two drivers differ only in that ``await``. ``run`` refuses a chain with
+an async tier (:class:`~guardrail.errors.SyncAsyncMismatch`) before sending anything, and no tier's value is ever
+an un-awaited coroutine.
 """
 
 from __future__ import annotations
@@ -26,13 +31,14 @@ import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from guardrail.call.cache import Cache
 from guardrail.call.client import WrappedClient, structured_method, wrap
-from guardrail.call.retry import RetryPolicy, timeout_seconds
+from guardrail.call.methods import run_with_result
+from guardrail.call.options import CallOptions, RetryPolicy
 from guardrail.chain.breaker import CircuitBreaker, SharedCircuitBreaker
 from guardrail.errors import (
     CallError,
@@ -48,6 +54,7 @@ from guardrail.gates.semantic import Rule, evaluate
 from guardrail.observe import metrics
 from guardrail.observe.telemetry import tier_span
 from guardrail.outcome import Budget, Outcome, Result, Usage
+from guardrail.store.idempotency import advance
 from guardrail.vendors.openai_chat import split_messages
 from guardrail.vendors.registry import sdk_of
 
@@ -58,21 +65,47 @@ T = TypeVar("T")
 class Request:
     """One call, vendor-neutral: what every tier gets.
 
-    ``prompt_version`` and ``cache`` reach the vendor tiers' response caches (``vendor(..., cache=...)``): the
-    prompt's version in the cache key, and ``False`` to skip the caches for this call. ``response_cache`` is the
-    chain's own cache (``Chain(cache=...)``), used by vendor tiers that have none.
+    ``system`` and ``user`` are the prompt, ``inputs`` the call's inputs by name (the rule engine's). ``options``
+    are guardrail's options of the call (:class:`~guardrail.call.options.CallOptions`): the contract, the rules
+    (the chain's and the call's), the context, the budget the earlier tiers left, the prompt's version and
+    whether to use the response caches, with the chain's own cache (``Chain(cache=...)``) as the one for vendor
+    tiers that have none. A vendor tier passes them on; every tier reads them through the properties below.
     """
 
-    output_type: Any
     system: str
     user: str
     inputs: Mapping[str, Any]
-    context: Mapping[str, Any]
-    rules: tuple[Rule, ...]
-    budget: Budget | None = None
-    prompt_version: str | None = None
-    cache: bool = True
-    response_cache: Cache | None = None
+    options: CallOptions
+
+    @property
+    def output_type(self) -> Any:
+        """The contract."""
+        return self.options.response_model
+
+    @property
+    def context(self) -> Mapping[str, Any]:
+        """The runtime facts the rules read."""
+        return self.options.context or {}
+
+    @property
+    def rules(self) -> Sequence[Rule]:
+        """The semantic rules every tier's value must meet."""
+        return self.options.rules
+
+    @property
+    def budget(self) -> Budget | None:
+        """What the chain's budget has left for this tier."""
+        return self.options.budget
+
+    @property
+    def prompt_version(self) -> str | None:
+        """The prompt's version, part of the vendor tiers' cache keys."""
+        return self.options.prompt_version
+
+    @property
+    def cache(self) -> bool:
+        """``False``: the vendor tiers skip their response caches for this call."""
+        return self.options.cache
 
 
 @dataclass
@@ -158,11 +191,11 @@ class _Step:
     left: float | None
 
 
-#: What a driver sends back for a step: the tier's product, or the exception it raised.
-_Done = tuple[Any, Exception | None]
+#: What a driver sends back for a step: the tier's product, or the exception it raised (thrown into the core).
+_Reply = tuple[Any, BaseException | None]
 
 
-def _walk(chain: Chain, request: Request) -> Generator[_Step, _Done, ChainResult[Any]]:
+def _walk(chain: Chain, request: Request) -> Generator[_Step, Any, ChainResult[Any]]:
     """The chain's I/O-free core, shared by :meth:`Chain.run` and :meth:`Chain.arun`: which tier next, with how
     much time and budget, what its outcome means (value, departure, or an answer that ends the chain), and the
     breakers' accounting. The drivers only run the tiers it yields, each in its own way."""
@@ -172,7 +205,7 @@ def _walk(chain: Chain, request: Request) -> Generator[_Step, _Done, ChainResult
     spent: float | None = 0.0  # US dollars the failed tiers cost (None: a price was unknown)
     for tier in chain.tiers:
         if chain.budget is not None:
-            request = replace(request, budget=_remaining(chain.budget, used, spent))
+            request = replace(request, options=replace(request.options, budget=_remaining(chain.budget, used, spent)))
         left = None if chain.deadline is None else chain.deadline - (time.monotonic() - started)
         if left is not None and left <= 0 and tier.kind in ("vendor", "local"):
             departures.append(Departure(tier.name, "deadline", TimeoutError("no time left for this tier")))
@@ -180,8 +213,11 @@ def _walk(chain: Chain, request: Request) -> Generator[_Step, _Done, ChainResult
         if tier.breaker is not None and not tier.breaker.allow():
             departures.append(Departure(tier.name, "circuit open", RuntimeError("circuit breaker is open")))
             continue
+        error: Exception | None = None
         try:
-            produced, error = yield _Step(tier, request, left)
+            produced = yield _Step(tier, request, left)
+        except Exception as raised:  # the tier failed
+            produced, error = None, raised
         except BaseException:
             if tier.breaker is not None:
                 tier.breaker.release()  # cancelled or interrupted: no verdict on the vendor
@@ -243,52 +279,11 @@ def _judged(tier: Tier, produced: Any, request: Request, started: float) -> Any:
     return value
 
 
-#: How a driver runs the tier of one step: an awaitable of the tier's product.
-_Execute = Callable[[_Step], Awaitable[Any]]
-
-
-async def _drive(core: Generator[_Step, _Done, ChainResult[Any]], execute: _Execute) -> ChainResult[Any]:
-    """The one loop behind :meth:`Chain.run` and :meth:`Chain.arun`: run each tier the core yields with
-    ``execute`` and send back its product or its exception, until the core returns its result. An interrupt
-    (``KeyboardInterrupt``, a cancelled task) is thrown into the core, so the tier's breaker is released."""
-    try:
-        step = next(core)
-        while True:
-            try:
-                with tier_span(step.tier.name, step.tier.kind):
-                    done: _Done = (await execute(step), None)
-            except Exception as error:
-                done = (None, error)
-            except BaseException as stop:
-                core.throw(stop)
-                raise
-            step = core.send(done)
-    except StopIteration as finished:
-        return finished.value  # type: ignore[no-any-return]
-
-
-async def _in_this_thread(step: _Step) -> Any:
-    """The sync driver's ``execute``: the tier's ``run``, called right here (it never suspends)."""
-    assert step.tier.run is not None  # Chain._run refused async-only tiers before walking
-    return step.tier.run(step.request, step.left)
-
-
-async def _on_the_loop(step: _Step) -> Any:
-    """The async driver's ``execute``: an async tier awaited, a sync one run in a worker thread."""
+async def _run_on_the_loop(step: _Step) -> Any:
+    """How the async driver runs a tier: an async tier awaited, a sync one in a worker thread."""
     if step.tier.arun is not None:
         return await step.tier.arun(step.request, step.left)
     return await asyncio.to_thread(step.tier.run, step.request, step.left)  # type: ignore[arg-type]
-
-
-def _without_loop(driving: Coroutine[Any, Any, T]) -> T:
-    """The result of a drive that never suspends (every step runs in this thread), with no event loop: the
-    sync :meth:`Chain.run` shares :func:`_drive` with the async one this way, and keeps no loop of its own."""
-    try:
-        driving.send(None)
-    except StopIteration as finished:
-        return finished.value  # type: ignore[no-any-return]
-    driving.close()  # unreachable: _in_this_thread awaits nothing
-    raise SyncAsyncMismatch("the sync chain driver was asked to wait on an event loop")
 
 
 @dataclass
@@ -319,8 +314,9 @@ class Chain:
             from guardrail.schema.jsonschema_contract import as_output_type
 
             output_type = as_output_type(output_type)
-        return Request(output_type, system, user, dict(inputs or {}), dict(context or {}), (*self.rules, *rules),
-                       prompt_version=prompt_version, cache=cache, response_cache=self.cache)
+        options = CallOptions(output_type, rules=(*self.rules, *rules), context=dict(context or {}), cache=cache,
+                              prompt_version=prompt_version, response_cache=self.cache)
+        return Request(system, user, dict(inputs or {}), options)
 
     def _from_messages(self, output_type: Any, messages: Sequence[Mapping[str, Any]],
                        inputs: Mapping[str, Any] | None, context: Mapping[str, Any] | None,
@@ -336,11 +332,31 @@ class Chain:
             if tier.run is None:
                 raise SyncAsyncMismatch(f"tier {tier.name!r} is async (an AsyncOpenAI/AsyncAnthropic client or an "
                                         "async function): call `await chain.arun(...)` instead of chain.run(...)")
-        return _without_loop(_drive(_walk(self, request), _in_this_thread))
+        walk = _walk(self, request)
+        reply: _Reply = (None, None)
+        while True:
+            finished, step = advance(walk, reply)
+            if finished:
+                return step  # type: ignore[no-any-return]
+            try:
+                with tier_span(step.tier.name, step.tier.kind):
+                    reply = (step.tier.run(step.request, step.left), None)
+            except BaseException as error:  # thrown into the core: a departure, or (interrupted) released
+                reply = (None, error)
 
     async def _arun(self, request: Request) -> ChainResult[Any]:
         """Walk the chain for ``request`` on the event loop (async tiers awaited, sync ones in a worker thread)."""
-        return await _drive(_walk(self, request), _on_the_loop)
+        walk = _walk(self, request)
+        reply: _Reply = (None, None)
+        while True:
+            finished, step = advance(walk, reply)
+            if finished:
+                return step  # type: ignore[no-any-return]
+            try:
+                with tier_span(step.tier.name, step.tier.kind):
+                    reply = (await _run_on_the_loop(step), None)
+            except BaseException as error:  # thrown into the core: a departure, or (interrupted) released
+                reply = (None, error)
 
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (), prompt_version: str | None = None,
@@ -447,27 +463,18 @@ def vendor(client: Any, model: str, *, name: str | None = None, api: str | None 
     cache for this tier's answers (:class:`~guardrail.call.cache.Cache`; default: the chain's ``cache``); the
     chain's request passes ``prompt_version`` and ``cache=False`` on.
     """
-    base_retry = retry or RetryPolicy()
-    wrapped: WrappedClient = wrap(client, server=server, retry=base_retry, cache=cache)
-    own = base_retry.deadline_seconds(timeout_seconds(getattr(client, "timeout", None)))
+    wrapped: WrappedClient = wrap(client, server=server, retry=retry or RetryPolicy())
 
     def call(request: Request, left: float | None) -> Any:
-        """The wrapped SDK call for this request: a Result (sync client) or an awaitable of one (async)."""
-        target: WrappedClient = wrapped
-        chosen = cache if cache is not None else request.response_cache  # the tier's own, else the chain's
-        if left is not None:  # the chain's deadline: the tighter of it and the tier's own
-            seconds = left if own is None else min(own, left)
-            target = wrap(client, server=server, retry=replace(base_retry, deadline=seconds), cache=chosen)
-        elif chosen is not cache:
-            target = wrap(wrapped, cache=chosen)
-        common: dict[str, Any] = {"response_model": request.output_type, "model": model,
-                                  "max_attempts": max_attempts, "mode": mode,
-                                  "budget": _tighter(request.budget, budget), "rules": request.rules,
-                                  "context": request.context, "prompt_version": request.prompt_version,
-                                  "cache": request.cache}
-        method = structured_method(target, api)
-        return method.create_with_result(**method.endpoint.prompt_request(request.system, request.user,
-                                                                          max_tokens=max_tokens), **common)
+        """The wrapped SDK call for this request: a Result (sync client) or an awaitable of one (async), by the
+        chain's deadline (``left`` seconds from now) at the latest."""
+        options = replace(request.options, max_attempts=max_attempts, mode=mode,
+                          budget=_tighter(request.options.budget, budget),
+                          deadline=None if left is None else time.monotonic() + left,
+                          response_cache=cache if cache is not None else request.options.response_cache)
+        method = structured_method(wrapped, api)
+        prompt = method.endpoint.prompt_request(request.system, request.user, max_tokens=max_tokens)
+        return run_with_result(method, options, {**prompt, "model": model})
 
     async def acall(request: Request, left: float | None) -> Any:
         return await call(request, left)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from guardrail._optional import require
 from guardrail.call.config import Config
 from guardrail.call.decorator import structured
-from guardrail.call.retry import RetryPolicy
+from guardrail.call.options import RetryPolicy
 from guardrail.errors import CallError, ConfigError
 from guardrail.outcome import Outcome, Result
 

@@ -1,5 +1,5 @@
-"""Observability:
-OpenTelemetry spans (:mod:`.telemetry`), structured log events (:mod:`.logs`) and redaction of secrets (:mod:`.redact`).
+"""Observability: log events and OpenTelemetry spans (:mod:`.telemetry`), metrics (:mod:`.metrics`), prices
+(:mod:`.cost`), content capture (:mod:`.content`) and redaction of secrets (:mod:`.redact`).
 
 Only the OpenTelemetry *API* is used; the SDK and exporters belong to the application.
 """
@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 from guardrail._lazy import namespace
 
 if TYPE_CHECKING:
-    from guardrail.observe.logs import EventLogger, get_logger
+    from guardrail.observe.telemetry import EventLogger, get_logger
 
 _NAMES: dict[str, str] = {
-    "EventLogger": "guardrail.observe.logs",
-    "get_logger": "guardrail.observe.logs",
+    "EventLogger": "guardrail.observe.telemetry",
+    "get_logger": "guardrail.observe.telemetry",
 }
 
 __all__ = [

@@ -21,10 +21,13 @@ from typing import Any
 
 from guardrail._optional import require
 from guardrail.errors import PriceUnknown
-from guardrail.observe.target import AZURE_OPENAI
 from guardrail.outcome import Usage
 
-__all__ = ["available", "usd", "usd_per_token"]
+__all__ = ["AZURE_OPENAI", "available", "usd", "usd_per_token"]
+
+#: ``gen_ai.provider.name`` of Azure OpenAI in the GenAI semantic conventions (an ``openai.AzureOpenAI`` client's
+#: calls: :func:`guardrail.observe.telemetry.target_of`); genai-prices names it ``azure``.
+AZURE_OPENAI = "azure.ai.openai"
 
 #: ``gen_ai.provider.name`` -> the genai-prices provider id (names not listed have no price).
 PROVIDERS = {"openai": "openai", "anthropic": "anthropic", AZURE_OPENAI: "azure"}

@@ -24,7 +24,7 @@ conventions advise.
 **No double counting.** When the SDK method is already instrumented by OpenTelemetry (for example
 ``opentelemetry-instrumentation-openai-v2`` on Chat Completions), that instrumentation records the two GenAI
 metrics for every request guardrail sends through it, and guardrail records neither for those requests (see
-:func:`guardrail.observe.target.instrumented`); it still records everything under ``guardrail.*``, which no
+:func:`guardrail.observe.telemetry.instrumented`); it still records everything under ``guardrail.*``, which no
 vendor instrumentation knows about. A method the instrumentation does not wrap (the Responses API under
 ``openai-v2`` 2.4b0, Anthropic without its instrumentation) keeps guardrail's own GenAI metrics, so each
 request is counted exactly once either way.
@@ -53,17 +53,18 @@ attribute values are low-cardinality: no ids, no content.
 
 from __future__ import annotations
 
-import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics
 
 from guardrail._version import __version__
 from guardrail.observe import cost
-from guardrail.observe.target import Target
 from guardrail.outcome import Outcome, Usage
 
-__all__ = ["Request", "cache_lookup", "chain_result", "collecting", "is_empty", "record_call", "tool_denied"]
+if TYPE_CHECKING:
+    from guardrail.observe.telemetry import Target
+
+__all__ = ["cache_lookup", "chain_result", "is_empty", "record_call", "record_request", "tool_denied"]
 
 #: Bucket boundaries the GenAI conventions advise for the two client histograms.
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
@@ -101,48 +102,27 @@ _cache = _meter.create_counter("guardrail.cache.lookups", unit="{lookup}", descr
 
 
 # -- per HTTP request ----------------------------------------------------------------------------------------
-class Request:
-    """One HTTP request in flight, as a context manager: ``with Request(target, model) as sent:`` times it and,
-    when it ends, records the GenAI client metrics for it (see the module docstring). The body sets ``usage``
-    and ``response_model`` from the completion. Nothing is recorded when ``target`` is already instrumented or
-    no meter provider is configured (there is nothing to record into; ``collect`` is the caller's
-    :func:`collecting`, asked once per call, ``None`` to ask when the request ends)."""
-
-    __slots__ = ("collect", "model", "response_model", "started", "target", "usage")
-
-    def __init__(self, target: Target, model: str, *, collect: bool | None = None) -> None:
-        self.target, self.model, self.collect = target, model, collect
-        self.usage: Usage | None = None
-        self.response_model: str | None = None
-        self.started = time.monotonic()
-
-    def __enter__(self) -> Request:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> None:
-        if self.target.instrumented or not (collecting() if self.collect is None else self.collect):
-            return
-        failed: str | None = None
-        if kind is not None:
-            failed = "cancelled" if kind is GeneratorExit or kind.__name__ == "CancelledError" else kind.__name__
-        attributes = {"gen_ai.operation.name": "chat", **self.target.attributes(), "gen_ai.request.model": self.model}
-        if self.response_model:
-            attributes["gen_ai.response.model"] = self.response_model
-        if failed is not None:
-            attributes["error.type"] = failed
-        _operation_duration.record(max(0.0, time.monotonic() - self.started), attributes)
-        if self.usage is not None and failed is None:
-            _token_usage.record(self.usage.input_tokens, {**attributes, "gen_ai.token.type": "input"})
-            _token_usage.record(self.usage.output_tokens, {**attributes, "gen_ai.token.type": "output"})
+def record_request(target: Target, model: str, seconds: float, usage: Usage | None, response_model: str | None,
+                   failed: str | None) -> None:
+    """The GenAI client metrics of one HTTP request that took ``seconds`` (see the module docstring): its
+    duration, and its token usage when it answered (``failed``: the ``error.type`` of a request that did not).
+    The caller records nothing when ``target`` is already instrumented or no meter provider is configured
+    (:class:`guardrail.observe.telemetry.CallReport` times the requests)."""
+    attributes = {"gen_ai.operation.name": "chat", **target.attributes(), "gen_ai.request.model": model}
+    if response_model:
+        attributes["gen_ai.response.model"] = response_model
+    if failed is not None:
+        attributes["error.type"] = failed
+    _operation_duration.record(max(0.0, seconds), attributes)
+    if usage is not None and failed is None:
+        _token_usage.record(usage.input_tokens, {**attributes, "gen_ai.token.type": "input"})
+        _token_usage.record(usage.output_tokens, {**attributes, "gen_ai.token.type": "output"})
 
 
 # -- per call ------------------------------------------------------------------------------------------------
-def record_call(target: Target, outcome: Outcome, error: BaseException | None, value: Any = None, *,
-                collect: bool | None = None) -> None:
-    """guardrail's counters for one finished structured call, all read from its :class:`Outcome`; nothing to do
-    when no meter provider is configured (``collect``: the caller's :func:`collecting`, ``None`` to ask now)."""
-    if not (collecting() if collect is None else collect):
-        return
+def record_call(target: Target, outcome: Outcome, error: BaseException | None, value: Any = None) -> None:
+    """guardrail's counters for one finished structured call, all read from its :class:`Outcome` (the caller
+    skips this when no meter provider is configured: there is nothing to record into)."""
     base = {"gen_ai.provider.name": target.provider, "gen_ai.request.model": outcome.model,
             "guardrail.mode": outcome.mode}
     duration = dict(base)
@@ -183,13 +163,6 @@ def _record_end(base: dict[str, Any], outcome: Outcome, error: BaseException | N
         spent = outcome.cost_usd
         if spent:
             _cost.add(spent, base)
-
-
-def collecting() -> bool:
-    """Whether the application configured a meter provider (the API's default proxy, or an explicit no-op
-    provider, records nothing). Checked per call, so a provider set after import counts at once."""
-    provider = metrics.get_meter_provider()
-    return not isinstance(provider, metrics.NoOpMeterProvider) and type(provider).__name__ != "_ProxyMeterProvider"
 
 
 def is_empty(value: Any) -> bool:

@@ -3,7 +3,7 @@
 Records go to the logger ``guardrail.audit`` as the event ``"guardrail.audit"`` with the fields below:
 through the application's structlog pipeline once structlog is configured (render them as JSON with
 structlog's ``JSONRenderer`` and ship them wherever the application keeps its audit log), else to the stdlib
-logger ``guardrail.audit`` at INFO (see :mod:`guardrail.observe.logs`: enable it, or the records are not kept).
+logger ``guardrail.audit`` at INFO (see :mod:`guardrail.observe.telemetry`: enable it, or the records are not kept).
 Every record passes through :func:`guardrail.observe.redact.redact` first, with the arguments the policy marks
 ``secret`` removed by name.
 
@@ -34,8 +34,8 @@ from __future__ import annotations
 from typing import Any
 
 from guardrail.observe import metrics
-from guardrail.observe.logs import get_logger
 from guardrail.observe.redact import redact
+from guardrail.observe.telemetry import get_logger
 from guardrail.tools.identity import Identity
 
 _log = get_logger("guardrail.audit")

@@ -1,7 +1,17 @@
 """OpenAI Chat Completions (and every OpenAI-compatible server): request fields per mode, response reading.
 
-Self-hosted servers speak the same wire format but constrain decoding through their own request fields;
-:mod:`guardrail.vendors.compat` supplies those for the native mode.
+Self-hosted servers speak the same wire format but constrain decoding through their own request fields. The
+native mode asks each for output constrained to the plan's schema (:func:`native_fields`):
+
+=========  ==========================================================================================
+openai     ``response_format: {"type": "json_schema", "json_schema": {name, schema, strict: true}}``
+vllm       ``structured_outputs: {"json": schema}`` (vLLM >= 0.12; ``guided_json`` was removed)
+sglang     ``response_format`` json_schema (SGLang also takes ``regex``/``ebnf``; one constraint at a time)
+llamacpp   top-level ``json_schema: schema`` (llama.cpp server; it also reads ``grammar`` for GBNF)
+ollama     ``format: schema`` (Ollama's own field) and ``response_format`` json_schema for its /v1 layer
+=========  ==========================================================================================
+
+Fields the openai SDK does not know travel in ``extra_body``.
 """
 
 from __future__ import annotations
@@ -10,8 +20,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from guardrail.errors import ConfigError
 from guardrail.outcome import Usage
-from guardrail.vendors import compat
 from guardrail.vendors.base import (
     Accumulator,
     Completion,
@@ -82,7 +92,7 @@ class ChatCompletions(Endpoint):
         out = dict(kwargs)
         messages = list(out.get("messages") or [])
         if plan.mode == "native":
-            fields = compat.chat_native_fields(self.server, plan)
+            fields = native_fields(self.server, plan)
             extra = fields.pop("extra_body", None)
             out.update(fields)
             if extra:
@@ -117,6 +127,24 @@ class ChatCompletions(Endpoint):
 
     def accumulator(self, tool: str | None) -> Accumulator:
         return _ChatStream(tool)
+
+
+def native_fields(server: str | None, plan: Plan) -> dict[str, Any]:
+    """The SDK keywords that ask ``server`` (``None`` = OpenAI itself) for output constrained to the plan's schema."""
+    if server is None:
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": plan.name, "schema": plan.schema, "strict": plan.strict}}}
+    # Grammar engines enforce the whole schema; OpenAI's "strict" subset rules do not apply to them.
+    response_format = {"type": "json_schema", "json_schema": {"name": plan.name, "schema": plan.schema}}
+    if server == "sglang":
+        return {"response_format": response_format}
+    if server == "vllm":
+        return {"extra_body": {"structured_outputs": {"json": plan.schema}}}
+    if server == "llamacpp":
+        return {"extra_body": {"json_schema": plan.schema}}
+    if server == "ollama":
+        return {"response_format": response_format, "extra_body": {"format": plan.schema}}
+    raise ConfigError(f"unknown server kind {server!r}; expected vllm, sglang, llamacpp or ollama")
 
 
 def _completion(text: str | None, reason: str, usage: Usage, refusal: str | None, call_id: str | None,

@@ -7,7 +7,7 @@ pattern matches the model wins, so a provider's catch-all row (``models=r".*"``)
 
 Self-hosted OpenAI-compatible servers are rows too: ``server`` names the kind ``wrap(client, server=...)``
 takes, and :data:`SERVER_KINDS` is read off the rows, so a new server kind is one row (and its request fields
-in :mod:`guardrail.vendors.compat`).
+in :func:`guardrail.vendors.openai_chat.native_fields`).
 """
 
 from __future__ import annotations
