@@ -21,12 +21,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import random
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import pydantic
+import tenacity
 
 from guardrail.contract import Contract, compile_contract
 from guardrail.errors import ConfigError, GuardrailError, UsageError
@@ -121,16 +121,29 @@ class RetryPolicy:
     def wait(self, tries: int, failure: Failure, deadline: float | None) -> float | None:
         """Seconds to wait before the next HTTP try, after ``tries`` tries of which the last failed with the
         retryable ``failure``; ``None``: stop (the tries are spent, or the wait would end past ``deadline``, a
-        ``time.monotonic()`` value)."""
-        if tries >= self.max_tries:
+        ``time.monotonic()`` value).
+
+        The attempt loop steps the tries itself (one loop for sync and async, see :mod:`guardrail.call.engine`);
+        what to wait and when to stop are tenacity's strategies (``stop_after_attempt``,
+        ``wait_random_exponential``: full jitter), asked with the state of the tries so far."""
+        policy = _tenacity(self.max_tries, self.initial_wait, self.max_wait)
+        state = tenacity.RetryCallState(policy, None, (), {})
+        state.attempt_number = tries
+        if policy.stop(state):
             return None
-        if failure.retry_after is not None:
-            seconds = min(failure.retry_after, self.max_wait)
-        else:  # full jitter: anywhere up to the exponentially growing window
-            seconds = random.uniform(0.0, min(self.max_wait, self.initial_wait * 2.0 ** min(tries - 1, 64)))
+        # the server's Retry-After (capped), else full jitter: anywhere up to the exponentially growing window
+        seconds = policy.wait(state) if failure.retry_after is None else min(failure.retry_after, self.max_wait)
         if deadline is not None and time.monotonic() + seconds > deadline:
             return None
         return seconds
+
+
+@functools.lru_cache(maxsize=64)
+def _tenacity(max_tries: int, initial_wait: float, max_wait: float) -> tenacity.Retrying:
+    """tenacity's policy for these numbers (made once each): its ``stop`` and ``wait`` strategies are asked, its
+    loop is never run."""
+    return tenacity.Retrying(stop=tenacity.stop_after_attempt(max_tries),
+                             wait=tenacity.wait_random_exponential(multiplier=initial_wait, max=max_wait))
 
 
 def timeout_seconds(timeout: Any) -> float | None:

@@ -18,7 +18,7 @@ parse layer's, which repairs what it can); so does nesting deeper than
 A preview copies only the open containers (a member that finished is never changed again, so previews share
 it with each other: treat them as read-only) and the string being written. :meth:`GrowingJSON.cost` says how
 much that copy costs, so a caller can bound the rate of previews by the text received
-(:class:`guardrail.call.drivers` does).
+(:class:`guardrail.call.streaming.Previewer` does).
 """
 
 from __future__ import annotations
