@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from guardrail.local.grammar import GrammarError, build_grammar
+from guardrail.errors import GrammarError
+from guardrail.local.grammar import build_grammar
 from guardrail.schema.refs import RefIndex
 from guardrail.schema.report import CompileReport
 from guardrail.schema.tree import copy_json, walk

@@ -1,9 +1,11 @@
-"""Every error guardrail raises, under one root.
+"""Every error guardrail raises, under one root, all defined here (``from guardrail.errors import X`` works for each).
 
-The tree below holds every exception class guardrail defines, wherever it is defined: ``[module]`` names the module
-(under ``guardrail``) of a class defined outside this one, and ``(also a ValueError)`` a builtin the class also
-is, so that ``except ValueError`` keeps catching it. Classes whose names start with ``_`` are one module's private
-control flow, caught where they are raised, and are not drawn. ``tests/test_error_tree.py`` checks the drawing
+The tree below is the public one: every class in it is defined in this module, and ``(also a ValueError)`` names a
+builtin the class also is, so that ``except ValueError`` keeps catching it. guardrail's own control flow (a scan
+stopped early, a response to classify, a request with no cache key) is not part of it: those exceptions derive
+from :class:`Signal`, are raised and caught inside guardrail and never reach a user; they are drawn in the second
+tree with ``[module]``, the module that defines each. Classes whose names start with ``_`` are one module's private
+control flow, caught where they are raised, and are not drawn. ``tests/test_error_tree.py`` checks the drawings
 against the classes, both ways::
 
     GuardrailError                anything guardrail raises on purpose
@@ -14,12 +16,6 @@ against the classes, both ways::
     │   ├── AmbiguousError        kind "ambiguous": two different readings both satisfy the contract
     │   └── SchemaViolationError  kind "schema_violation": JSON was read but does not satisfy the contract
     │       └── InputLimitError   the text is larger or deeper than the configured limits (.limit, .value)
-    ├── FieldConflict             [parse.aliases] a field and a drifted name for it disagree; the alias stage turns it
-    │                             into a schema violation
-    ├── Stop                      [parse.lexer] ends a scan early with a status (truncated, syntax error) and a
-    │                             position; caught by the scanner, never leaves it
-    ├── DuplicateKey              [parse.tokens] (also a ValueError) raised inside the C JSON decoder for a repeated
-    │                             key; the lenient scanner takes over
     ├── ContractError             a JSON Schema contract cannot be honoured (.keyword, .path), before any call
     ├── SemanticViolation         (an attempt's error, not raised alone) rules the answer broke (.violations)
     ├── RuleError                 a semantic rule could not be evaluated (.rule): missing context, or the rule's own
@@ -36,18 +32,12 @@ against the classes, both ways::
     │       ├── OutputTruncated   the output hit the token limit even after it was raised once
     │       ├── BudgetExceeded    another attempt would have passed the token or cost budget
     │       └── SemanticRejected  a semantic rule with on_fail="end" failed
-    ├── BadResponse               [vendors.failures] a response not in the API's shape (.status); classified and
-    │                             retried, it ends as VendorUnavailable
-    ├── StreamError               [vendors.failures] an error event inside a stream (.body, an SDK error body);
-    │                             classified like any vendor error
     ├── SyncAsyncMismatch         (also a TypeError) a sync call was given an async client, or the reverse
     ├── UnsupportedCall           (also a TypeError) a call shape that cannot give a validated value, such as
     │                             response_model= under with_streaming_response; raised before any request
     ├── MissingExtra              (also an ImportError) an optional feature's package is not installed (.extra)
     ├── PriceUnknown              (also a LookupError) Budget(max_usd=...) for a model genai-prices cannot price
     │                             (.provider, .model); raised before any request
-    ├── Uncacheable               [call.cache_key] (also a ValueError) a request with no canonical JSON form; the
-    │                             response cache catches it and runs the call uncached
     ├── UsageError                (also a TypeError) an API called the wrong way: an argument of the wrong type or
     │                             shape, a missing annotation
     ├── ConfigError               (also a ValueError) a setting or argument value that cannot work: an unknown mode,
@@ -57,10 +47,10 @@ against the classes, both ways::
     ├── ToolCallError             a model-proposed tool call did not run (.request_id, .tool)
     │   ├── Denied                authorization said no; the message is generic (.rule, .argument, .reason say why)
     │   └── ApprovalRequired      parked until a person approves this exact call (.token, .expires_at, .rule)
-    ├── PolicyError               [tools.policy.loader] a policy file is invalid (.problems: each with its line and key)
-    ├── Rejected                  [tools.policy.verdict] an argument checker said no (.reason, .argument); the gate
+    ├── PolicyError               a policy file is invalid (.problems: each with its line and key)
+    ├── Rejected                  an argument checker said no (.reason, .argument); the gate
     │   │                         turns it into Denied
-    │   └── PathRejected          [tools.policy.verdict] (also a ValueError) the path checker's no, as resolve_path and
+    │   └── PathRejected          (also a ValueError) the path checker's no, as resolve_path and
     │                             check_path raise it
     ├── ConnectionDenied          a guarded HTTP transport refused a request or an address (.url, .reason)
     ├── StoreError                a store operation failed (.operation, .key, .claimed, .executed, .result_stored)
@@ -72,19 +62,35 @@ against the classes, both ways::
     │   ├── IdempotencyFailed     the key's one run raised; its error is replayed (.error_type, .message)
     │   └── ResultNotStorable     the key's one run returned a result that cannot be stored (.reason, .preview)
     ├── NothingHappened           raised *by a tool* to say it had no effect, so its key may run again
-    ├── ChainExhausted            [chain.tiers] every tier of a Chain failed (.departures: each tier's failure, in
+    ├── ChainExhausted            every tier of a Chain failed (.departures: each tier's failure, in
     │                             order)
-    ├── RulesError                [chain.fallback.model] a rule set is invalid, or built a value the contract refuses
+    ├── RulesError                a rule set is invalid, or built a value the contract refuses
     │                             (.problems, .fired)
-    ├── Uncertain                 [local.choose] no option reached the threshold (.choice has the distribution)
-    │   └── NoOptionMatched       [local.choose] the reply gave no option any probability, whatever the threshold
-    ├── LogprobsUnavailable       [local.choose_api] (also a TypeError) the backend cannot give token logprobs
-    ├── GrammarError              [local.grammar] (also a ValueError) the contract cannot be compiled for constrained
+    ├── Uncertain                 no option reached the threshold (.choice has the distribution)
+    │   └── NoOptionMatched       the reply gave no option any probability, whatever the threshold
+    ├── LogprobsUnavailable       (also a TypeError) the backend cannot give token logprobs
+    ├── GrammarError              (also a ValueError) the contract cannot be compiled for constrained
     │                             decoding (.report)
-    ├── DeadEnd                   [local.decode] no token is allowed at some step of constrained decoding (.state)
-    ├── BatchFailed               [local.model] some rows of LocalModel.generate_batch failed (.results, .traces)
-    └── CommandError              [cli.common] what a CLI subcommand prints as its one error line (.code: exit status 1)
-        └── CommandLineError      [cli.common] the command line is malformed (exit status 2)
+    ├── DeadEnd                   no token is allowed at some step of constrained decoding (.state)
+    ├── BatchFailed               some rows of LocalModel.generate_batch failed (.results, .traces)
+    └── CommandError              what a CLI subcommand prints as its one error line (.code: exit status 1)
+        └── CommandLineError      the command line is malformed (exit status 2)
+
+Internal control flow, never raised to a user (not GuardrailErrors, in no ``__all__``)::
+
+    Signal                        base of guardrail's own control flow, raised and caught inside guardrail
+    ├── Stop                      [parse.lexer] ends a scan early with a status (truncated, syntax error) and a
+    │                             position; caught by the scanner, never leaves it
+    ├── FieldConflict             [parse.aliases] a field and a drifted name for it disagree; the alias stage turns it
+    │                             into a schema violation
+    ├── DuplicateKey              [parse.tokens] (also a ValueError) raised inside the C JSON decoder for a repeated
+    │                             key; the lenient scanner takes over
+    ├── BadResponse               [vendors.failures] a response not in the API's shape (.status); classified and
+    │                             retried, it ends as VendorUnavailable (its __cause__)
+    ├── StreamError               [vendors.failures] an error event inside a stream (.body, an SDK error body);
+    │                             classified like any vendor error
+    └── Uncacheable               [call.cache_key] (also a ValueError) a request with no canonical JSON form; the
+                                  response cache catches it and runs the call uncached
 
 Warnings, issued with :func:`warnings.warn` and never raised::
 
@@ -103,21 +109,34 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from guardrail.chain.tiers import Departure
+    from guardrail.local.choose import Choice
+    from guardrail.local.decode import Trace
     from guardrail.outcome import Outcome
     from guardrail.parse.report import ParseReport
+    from guardrail.problems import Problem
+    from guardrail.schema.lower import CompileReport
 
 __all__ = [
     "AmbiguousError",
     "ApprovalRequired",
+    "BatchFailed",
     "BudgetExceeded",
     "CallError",
+    "ChainExhausted",
+    "CommandError",
+    "CommandLineError",
     "ConfigError",
     "ConnectionDenied",
     "ContractError",
+    "DeadEnd",
     "DeadlineExceeded",
     "Declined",
     "Denied",
     "GaveUp",
+    "GrammarError",
     "GuardrailError",
     "IdempotencyConflict",
     "IdempotencyError",
@@ -126,16 +145,23 @@ __all__ = [
     "IdempotencyUnknown",
     "InputLimitError",
     "JSONSyntaxError",
+    "LogprobsUnavailable",
     "MissingExtra",
     "NoJSONError",
+    "NoOptionMatched",
     "NotReady",
     "NothingHappened",
     "OutputTruncated",
     "ParseError",
     "ParseErrorKind",
+    "PathRejected",
+    "PolicyError",
+    "PriceUnknown",
     "Refused",
+    "Rejected",
     "ResultNotStorable",
     "RuleError",
+    "RulesError",
     "SchemaViolationError",
     "SemanticRejected",
     "SemanticViolation",
@@ -144,6 +170,7 @@ __all__ = [
     "SyncAsyncMismatch",
     "ToolCallError",
     "TruncatedError",
+    "Uncertain",
     "UnsupportedCall",
     "UsageError",
     "VendorError",
@@ -151,6 +178,12 @@ __all__ = [
 ]
 
 ParseErrorKind = Literal["no_json", "syntax_error", "truncated", "ambiguous", "schema_violation"]
+
+
+class Signal(Exception):
+    """Base of guardrail's own control flow: raised and caught inside guardrail, never reaching a user, and not
+    part of the API (see the second tree above). Not a :class:`GuardrailError`, so that ``except GuardrailError``
+    in an application never swallows one by accident."""
 
 
 class GuardrailError(Exception):
@@ -273,6 +306,32 @@ class ApprovalRequired(ToolCallError):
         self.token = token
         self.expires_at = expires_at
         self.rule = rule
+
+
+class PolicyError(GuardrailError):
+    """A policy file is invalid; ``.problems`` lists each problem with its line and key."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(str(p) for p in problems))
+        self.problems = problems
+
+
+class Rejected(GuardrailError):
+    """A value breaks a constraint: ``.reason`` says why, ``.argument`` where (``urls[1]``, ``target.url``)."""
+
+    def __init__(self, reason: str, argument: str = "") -> None:
+        super().__init__(f"{argument}: {reason}" if argument else reason)
+        self.reason = reason
+        self.argument = argument
+
+    def at(self, argument: str) -> Rejected:
+        """The same rejection located at ``argument`` (kept when already located deeper)."""
+        return self if self.argument else Rejected(self.reason, argument)
+
+
+class PathRejected(Rejected, ValueError):
+    """The path checker's no (:func:`~guardrail.tools.policy.paths.resolve_path`, ``check_path``): a
+    :class:`Rejected` whose reason is the message, and also the ``ValueError`` those functions have always raised."""
 
 
 class CallError(GuardrailError):
@@ -611,3 +670,120 @@ class ConfigError(GuardrailError, ValueError):
 class NotReady(GuardrailError, RuntimeError):
     """Something read before it exists: a stream's ``.value`` before the stream was read to the end, an emulator's
     address before it started. Also a ``RuntimeError``, as it always was."""
+
+
+# -- the degradation chain (guardrail.chain) --------------------------------------------------------------------------
+
+
+class ChainExhausted(GuardrailError):
+    """Every tier failed; ``.departures`` holds each tier's failure, in order (an ExceptionGroup-style record)."""
+
+    def __init__(self, departures: Sequence[Departure]) -> None:
+        lines = "; ".join(f"{d.tier}: {d.reason}" for d in departures)
+        super().__init__(f"every tier failed: {lines}")
+        self.departures = tuple(departures)
+
+    @property
+    def exceptions(self) -> tuple[BaseException, ...]:
+        return tuple(d.error for d in self.departures)
+
+
+class RulesError(GuardrailError):
+    """A rule set is invalid, or produced a value the contract refuses; ``.problems`` says where and what.
+
+    ``.fired`` holds the rules that had matched when the produced value failed the contract (empty for load
+    errors), so the failure can be explained like a success.
+    """
+
+    def __init__(self, problems: list[Problem], fired: tuple[Any, ...] = ()) -> None:
+        super().__init__("; ".join(str(problem) for problem in problems) or "invalid rule set")
+        self.problems = problems
+        self.fired = fired
+
+
+# -- the local tier (guardrail.local) ---------------------------------------------------------------------------------
+
+
+class Uncertain(GuardrailError):
+    """No option reached the threshold: route to a person or a stronger tier (``.choice`` has the distribution)."""
+
+    def __init__(self, choice: Choice, threshold: float | None, message: str | None = None) -> None:
+        super().__init__(message or f"best option {choice.best!r} has probability {choice.confidence:.3f} < "
+                                    f"{threshold}")
+        self.choice = choice
+        self.threshold = threshold
+
+
+class NoOptionMatched(Uncertain):
+    """The API's reply gave no option any probability: neither the answer nor any listed alternative token
+    could become one of the options (or the model refused). Raised whatever the threshold: there is no
+    judgment to return. An :class:`Uncertain`, so the same escalation catches it; ``.choice`` holds only
+    floors (every option ``"floor"``), ``.text`` the model's answer (or refusal), ``.refused`` whether it
+    refused."""
+
+    def __init__(self, choice: Choice, threshold: float | None, *, text: str, refused: bool = False) -> None:
+        what = "refused" if refused else "answered"
+        super().__init__(choice, threshold, f"no option was found in the reply: the model {what} {text[:200]!r}")
+        self.text = text
+        self.refused = refused
+
+
+class LogprobsUnavailable(GuardrailError, TypeError):
+    """The backend cannot give token logprobs, so ``choose`` cannot score options with it.
+
+    Raised for Anthropic clients (the Messages API exposes no logprobs), and when an OpenAI-compatible server
+    answers a ``logprobs=True`` request without them. Also a ``TypeError``: the backend is the wrong kind.
+    """
+
+
+class GrammarError(GuardrailError, ValueError):
+    """The contract cannot be compiled for constrained decoding; ``.report`` says which keywords and why.
+
+    Also a ``ValueError``, as it was before it joined the :class:`~guardrail.errors.GuardrailError` tree."""
+
+    def __init__(self, message: str, report: CompileReport | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class DeadEnd(GuardrailError):
+    """No token is allowed at some step (the grammar and the vocabulary cannot continue); ``.state`` says where."""
+
+    def __init__(self, message: str, *, text: str, state: str) -> None:
+        super().__init__(message)
+        self.text = text
+        self.state = state
+
+
+class BatchFailed(GuardrailError):
+    """Some rows of :meth:`LocalModel.generate_batch` failed; nothing is lost.
+
+    ``.results`` has one entry per prompt, in order: the validated value, or the exception that row raised
+    (:class:`TruncatedError`, :class:`DeadEnd`, a ``ParseError``). ``.traces`` has every row's trace.
+    """
+
+    def __init__(self, results: list[Any], traces: list[Trace]) -> None:
+        failed = [i for i, r in enumerate(results) if isinstance(r, Exception)]
+        super().__init__(f"{len(failed)} of {len(results)} generations failed (rows {failed}); "
+                         f"first: {results[failed[0]]}")
+        self.results = results
+        self.traces = traces
+
+    @property
+    def errors(self) -> dict[int, Exception]:
+        return {i: r for i, r in enumerate(self.results) if isinstance(r, Exception)}
+
+
+# -- the command line (guardrail.cli) ---------------------------------------------------------------------------------
+
+
+class CommandError(GuardrailError):
+    """What a subcommand prints as its one error line; ``code`` is the exit status (1: invalid input)."""
+
+    code = 1  # guardrail.cli.common.EXIT_INVALID
+
+
+class CommandLineError(CommandError):
+    """The command line is malformed (exit status 2)."""
+
+    code = 2  # guardrail.cli.common.EXIT_USAGE

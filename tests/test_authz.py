@@ -15,10 +15,9 @@ from helpers import GENERIC, OPEN, ToolEnv, audits
 from structlog.testing import capture_logs
 
 import guardrail
-from guardrail.errors import GuardrailError
+from guardrail.errors import GuardrailError, PolicyError
 from guardrail.tools.execute import tool
 from guardrail.tools.identity import current_identity
-from guardrail.tools.policy.loader import PolicyError
 
 # --------------------------------------------------------------------------------------------------------- identity
 

@@ -23,9 +23,9 @@ from pydantic import BaseModel, Field
 import guardrail
 from guardrail.call import reset_config
 from guardrail.chain.fallback import RuleEngine, load_rule_set
-from guardrail.chain.tiers import Chain, ChainExhausted, CircuitBreaker, rule_engine, safe_default, vendor
+from guardrail.chain.tiers import Chain, CircuitBreaker, rule_engine, safe_default, vendor
 from guardrail.cli.triage import Ticket as DemoTicket
-from guardrail.errors import DeadlineExceeded, Declined, OutputTruncated, VendorUnavailable
+from guardrail.errors import ChainExhausted, DeadlineExceeded, Declined, OutputTruncated, VendorUnavailable
 from guardrail.gates.semantic import exit_status, relation
 from guardrail.testing import Emulator, reply
 

@@ -9,7 +9,8 @@ level up; ``[module]`` is the module under ``guardrail`` that defines it (``erro
 - every public class is drawn, with the module that defines it;
 - every drawn class exists, its first base is the drawn parent (``Exception`` for a root), and its other bases are
   exactly the builtins drawn as ``(also ...)``;
-- every error (not a warning) is a ``GuardrailError``;
+- every error (not a warning) is a ``GuardrailError``, defined in ``guardrail/errors.py`` — or internal control
+  flow (a ``Signal``), which no ``__all__`` lists;
 - a private class (``_Name``) is one module's control flow: it is not drawn, and no other module names it.
 """
 
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import guardrail
 import guardrail.errors
-from guardrail.errors import GuardrailError
+from guardrail.errors import GuardrailError, Signal
 
 ROOT = Path(guardrail.__file__).parent
 CLASS_LINE = re.compile(r"^(?P<prefix>(?:[│ ]   )*)(?:[├└]── )(?P<name>\w+)(?P<rest>.*)$")
@@ -104,8 +105,9 @@ def test_the_drawing_reads_back() -> None:
     assert len(names) == len(set(names)), "a class is drawn twice"
     by_name = {d.name: d for d in DRAWN}
     assert by_name["DeadlineExceeded"].parent == "VendorUnavailable"
-    grammar = Drawn("GrammarError", "GuardrailError", "local.grammar", frozenset({"ValueError"}))
+    grammar = Drawn("GrammarError", "GuardrailError", "errors", frozenset({"ValueError"}))
     assert by_name["GrammarError"] == grammar
+    assert by_name["Stop"] == Drawn("Stop", "Signal", "parse.lexer", frozenset())
 
 
 def test_every_public_exception_class_is_drawn_with_its_module() -> None:
@@ -135,9 +137,32 @@ def test_every_drawn_class_exists_with_the_drawn_parent_and_builtins() -> None:
 
 def test_every_error_is_a_guardrail_error() -> None:
     outside = sorted(key for key, cls in CLASSES.items()
-                     if not issubclass(cls, (GuardrailError, Warning)) and not cls.__qualname__.startswith("_"))
+                     if not issubclass(cls, (GuardrailError, Signal, Warning)) and not cls.__qualname__.startswith("_"))
     assert not outside
 
+
+def test_every_public_error_is_defined_in_errors_and_importable_from_there() -> None:
+    public = {key: cls for key, cls in CLASSES.items() if not cls.__qualname__.startswith("_")}
+    elsewhere = sorted(key for key, cls in public.items()
+                       if issubclass(cls, GuardrailError) and cls.__module__ != "guardrail.errors")
+    assert not elsewhere, f"define these in guardrail/errors.py: {elsewhere}"
+    unlisted = sorted(cls.__qualname__ for cls in public.values()
+                      if issubclass(cls, GuardrailError) and cls.__qualname__ not in guardrail.errors.__all__)
+    assert not unlisted, f"missing from guardrail.errors.__all__: {unlisted}"
+
+
+def test_internal_control_flow_is_in_no_all() -> None:
+    """A Signal is raised and caught inside guardrail: no namespace offers it to users."""
+    signals = {cls for cls in CLASSES.values() if issubclass(cls, Signal)}
+    assert {cls.__name__ for cls in signals} >= {"Stop", "BadResponse", "Uncacheable"}
+    listed = []
+    for info in pkgutil.walk_packages(guardrail.__path__, "guardrail."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        listed += [f"{info.name}.{name}" for name in getattr(module, "__all__", ())
+                   if any(getattr(module, name, None) is signal for signal in signals)]
+    assert not listed
 
 def test_private_exception_classes_stay_in_their_module() -> None:
     private = {cls.__qualname__: cls.__module__ for cls in CLASSES.values() if cls.__qualname__.startswith("_")}

@@ -35,8 +35,15 @@ from hypothesis import strategies as st
 
 import guardrail
 from guardrail.call.options import RetryPolicy, timeout_seconds
-from guardrail.chain.tiers import Chain, ChainExhausted, Tier, safe_default, vendor
-from guardrail.errors import DeadlineExceeded, OutputTruncated, SyncAsyncMismatch, VendorError, VendorUnavailable
+from guardrail.chain.tiers import Chain, Tier, safe_default, vendor
+from guardrail.errors import (
+    ChainExhausted,
+    DeadlineExceeded,
+    OutputTruncated,
+    SyncAsyncMismatch,
+    VendorError,
+    VendorUnavailable,
+)
 from guardrail.testing import Emulator, reply
 from guardrail.testing.behaviours import Reply
 

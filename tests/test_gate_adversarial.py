@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 import guardrail
+from guardrail.errors import PolicyError
 from guardrail.tools import run_context
 from guardrail.tools.execute import run_tool_call, tool
 from guardrail.tools.policy.kinds import UrlArg
-from guardrail.tools.policy.loader import PolicyError, parse_policy
+from guardrail.tools.policy.loader import parse_policy
 
 POLICIES = Path(__file__).parent / "policies"
 GENERIC = "This action is not permitted."

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from structlog.testing import capture_logs
 
 import guardrail
-from guardrail.errors import ConnectionDenied
+from guardrail.errors import ConnectionDenied, Rejected
 from guardrail.store import IdempotencyConflict
 from guardrail.store.memory import MemoryStore
 from guardrail.tools.execute import ToolRegistry, execute_tool_calls, run_tool_call, tool
@@ -38,7 +38,6 @@ from guardrail.tools.policy.loader import parse_policy
 from guardrail.tools.policy.paths import open_inside, resolve_path
 from guardrail.tools.policy.sql import check_sql
 from guardrail.tools.policy.urls import canonical_url, check_url
-from guardrail.tools.policy.verdict import Rejected
 
 
 class Recorder:

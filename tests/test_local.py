@@ -33,8 +33,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("llguidance")
 
 import guardrail  # noqa: E402
-from guardrail.chain.tiers import Chain, ChainExhausted, local, safe_default  # noqa: E402
-from guardrail.errors import Declined  # noqa: E402
+from guardrail.chain.tiers import Chain, local, safe_default  # noqa: E402
+from guardrail.errors import ChainExhausted, Declined  # noqa: E402
 from guardrail.gates.semantic import exit_status, relation  # noqa: E402
 from guardrail.local import LocalModel, Uncertain  # noqa: E402
 from guardrail.testing.tiny import tiny_model, train_tokenizer  # noqa: E402

@@ -19,8 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import guardrail
+from guardrail.errors import PolicyError
 from guardrail.tools.execute import run_tool_call, tool
-from guardrail.tools.policy.loader import PolicyError, load_policy, parse_policy
+from guardrail.tools.policy.loader import load_policy, parse_policy
 
 POLICIES = Path(__file__).parent / "policies"
 

@@ -16,10 +16,11 @@ from structlog.testing import capture_logs
 
 import guardrail
 from guardrail.call.config import configure, get_config
+from guardrail.errors import PolicyError
 from guardrail.store.memory import MemoryStore
 from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
 from guardrail.tools.policy.kinds import PathArg, SqlArg, UrlArg
-from guardrail.tools.policy.loader import PolicyError, check_policies, load_policies, load_policy, parse_policy
+from guardrail.tools.policy.loader import check_policies, load_policies, load_policy, parse_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ROOT / "policies"

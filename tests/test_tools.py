@@ -19,11 +19,11 @@ from pydantic import SecretStr
 from structlog.testing import capture_logs
 
 import guardrail
-from guardrail.errors import SemanticViolation
+from guardrail.errors import PolicyError, SemanticViolation
 from guardrail.gates.semantic import relation
 from guardrail.store.memory import MemoryStore
 from guardrail.tools.execute import ToolRegistry, execute_tool_call, execute_tool_calls, tool
-from guardrail.tools.policy.loader import PolicyError, load_policies, parse_policy
+from guardrail.tools.policy.loader import load_policies, parse_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ROOT / "policies"

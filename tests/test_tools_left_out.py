@@ -21,10 +21,11 @@ from pydantic import BaseModel
 from structlog.testing import capture_logs
 
 import guardrail
+from guardrail.errors import PolicyError
 from guardrail.store.memory import MemoryStore
 from guardrail.tools.execute import ToolRegistry, ToolResult, approve, run_tool_call, tool
 from guardrail.tools.policy.kinds import PathArg, SqlArg, UrlArg
-from guardrail.tools.policy.loader import PolicyError, parse_policy
+from guardrail.tools.policy.loader import parse_policy
 
 
 class Recorder:

@@ -22,11 +22,11 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from guardrail.errors import GuardrailError
+from guardrail.errors import Signal
 from guardrail.gates.semantic import Rule
 from guardrail.vendors.base import TRANSPORT_KEYWORDS
 
-__all__ = ["KEY_VERSION", "TRANSPORT_ONLY", "Uncacheable", "canonical_json", "request_key", "rule_identity"]
+__all__ = ["KEY_VERSION", "TRANSPORT_ONLY", "canonical_json", "request_key", "rule_identity"]
 
 #: Bumped when the key's contents or encoding change, so old entries are never read under new rules.
 KEY_VERSION = 1
@@ -38,7 +38,7 @@ TRANSPORT_ONLY = TRANSPORT_KEYWORDS
 _EXACT_INT = 2**53
 
 
-class Uncacheable(GuardrailError, ValueError):
+class Uncacheable(Signal, ValueError):
     """A request holds a value with no canonical JSON form (internal: the call simply is not cached)."""
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 _NAMES: dict[str, str] = {
     "Chain": "guardrail.chain.tiers",
-    "ChainExhausted": "guardrail.chain.tiers",
+    "ChainExhausted": "guardrail.errors",
     "ChainResult": "guardrail.chain.tiers",
     "CircuitBreaker": "guardrail.chain.breaker",
     "Departure": "guardrail.chain.tiers",

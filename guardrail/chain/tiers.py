@@ -42,6 +42,7 @@ from guardrail.call.options import CallOptions, RetryPolicy
 from guardrail.chain.breaker import CircuitBreaker, SharedCircuitBreaker
 from guardrail.errors import (
     CallError,
+    ChainExhausted,
     ConfigError,
     Declined,
     Denied,
@@ -156,19 +157,6 @@ class ChainResult(Generic[T]):
     notice: str | None = None
     detail: Any = None
     seconds: float = 0.0
-
-
-class ChainExhausted(GuardrailError):
-    """Every tier failed; ``.departures`` holds each tier's failure, in order (an ExceptionGroup-style record)."""
-
-    def __init__(self, departures: Sequence[Departure]) -> None:
-        lines = "; ".join(f"{d.tier}: {d.reason}" for d in departures)
-        super().__init__(f"every tier failed: {lines}")
-        self.departures = tuple(departures)
-
-    @property
-    def exceptions(self) -> tuple[BaseException, ...]:
-        return tuple(d.error for d in self.departures)
 
 
 class _Degraded:

@@ -14,11 +14,10 @@ from guardrail.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_USAGE,
-    CommandError,
     Parser,
     missing_extra,
 )
-from guardrail.errors import GuardrailError, MissingExtra
+from guardrail.errors import CommandError, GuardrailError, MissingExtra
 
 DESCRIPTION = """\
 guardrail turns LLM output into valid, permitted, typed values. This command runs the demo, shows what a

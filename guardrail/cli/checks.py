@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from guardrail.cli.common import CommandError, importable_cwd, named_target, toml_files
+from guardrail.cli.common import importable_cwd, named_target, toml_files
+from guardrail.errors import CommandError
 
 POLICY_DESCRIPTION = """\
 Validate per-tool policy files: every *.toml in a directory, or one file. Each problem is printed with its
@@ -60,8 +61,9 @@ def register_rules(commands: Any) -> None:
 
 def run_policy_check(args: argparse.Namespace) -> int:
     """Check the policies at ``args.path``; 1 on any problem."""
+    from guardrail.errors import PolicyError
     from guardrail.problems import print_check
-    from guardrail.tools.policy.loader import PolicyError, check_policies, load_policy
+    from guardrail.tools.policy.loader import check_policies, load_policy
 
     toml_files(args.path, "policy files")
     path = Path(args.path)

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from guardrail.errors import GuardrailError
+from guardrail.errors import CommandError
 
 #: The distribution on the Python Package Index (the import name is ``guardrail``).
 DISTRIBUTION = "guardrail-llm"
@@ -40,18 +40,6 @@ EXTRAS = {
     "tokenizers": "local",
     "llguidance": "local",
 }
-
-
-class CommandError(GuardrailError):
-    """What a subcommand prints as its one error line; ``code`` is the exit status (1: invalid input)."""
-
-    code = EXIT_INVALID
-
-
-class CommandLineError(CommandError):
-    """The command line is malformed (exit status 2)."""
-
-    code = EXIT_USAGE
 
 
 class Parser(argparse.ArgumentParser):

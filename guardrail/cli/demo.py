@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from guardrail.cli import common
-from guardrail.cli.common import CommandError, install_hint
+from guardrail.cli.common import install_hint
+from guardrail.errors import CommandError
 
 DESCRIPTION = """\
 Triage English and Korean customer inquiries into typed tickets and show what each layer did (repairs,

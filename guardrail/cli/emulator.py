@@ -11,7 +11,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from guardrail.cli.common import EXIT_OK, CommandError, Parser, port
+from guardrail.cli.common import EXIT_OK, Parser, port
+from guardrail.errors import CommandError
 
 DESCRIPTION = """\
 Serve OpenAI- and Anthropic-compatible endpoints on a local port, for tests and offline demos: point

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from guardrail.cli import common
-from guardrail.cli.common import CommandError, import_target, is_type_expression, target
+from guardrail.cli.common import import_target, is_type_expression, target
+from guardrail.errors import CommandError
 
 VENDORS = ("openai", "anthropic", "vllm", "sglang", "llamacpp", "ollama")
 

@@ -1,10 +1,10 @@
 """Local constrained decoding: a transformers model whose logits are masked by a grammar compiled from the
 contract, so an output that breaks the contract's JSON Schema cannot be sampled (see :mod:`.model`)."""
 
-from guardrail.local.choose import Choice, NoOptionMatched, Uncertain, achoose, choose
-from guardrail.local.choose_api import LogprobBackend, LogprobsUnavailable
-from guardrail.local.grammar import GrammarError
-from guardrail.local.model import BatchFailed, DeadEnd, LocalModel, Trace
+from guardrail.errors import BatchFailed, DeadEnd, GrammarError, LogprobsUnavailable, NoOptionMatched, Uncertain
+from guardrail.local.choose import Choice, achoose, choose
+from guardrail.local.choose_api import LogprobBackend
+from guardrail.local.model import LocalModel, Trace
 
 __all__ = [
     "BatchFailed",

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from guardrail.errors import ConfigError, GuardrailError, UsageError
+from guardrail.errors import ConfigError, NoOptionMatched, Uncertain, UsageError
 from guardrail.local.choose_api import Basis, LogprobBackend, is_sdk_client, read_reply, score
 
 __all__ = ["Choice", "NoOptionMatched", "Uncertain", "achoose", "choose"]
@@ -63,30 +63,6 @@ class Choice:
     def bounded(self) -> frozenset[str]:
         """Options whose probability is a bound or a share, not a reading (``"shared"`` or ``"floor"``)."""
         return frozenset(self.probabilities) - self.exact
-
-
-class Uncertain(GuardrailError):
-    """No option reached the threshold: route to a person or a stronger tier (``.choice`` has the distribution)."""
-
-    def __init__(self, choice: Choice, threshold: float | None, message: str | None = None) -> None:
-        super().__init__(message or f"best option {choice.best!r} has probability {choice.confidence:.3f} < "
-                                    f"{threshold}")
-        self.choice = choice
-        self.threshold = threshold
-
-
-class NoOptionMatched(Uncertain):
-    """The API's reply gave no option any probability: neither the answer nor any listed alternative token
-    could become one of the options (or the model refused). Raised whatever the threshold: there is no
-    judgment to return. An :class:`Uncertain`, so the same escalation catches it; ``.choice`` holds only
-    floors (every option ``"floor"``), ``.text`` the model's answer (or refusal), ``.refused`` whether it
-    refused."""
-
-    def __init__(self, choice: Choice, threshold: float | None, *, text: str, refused: bool = False) -> None:
-        what = "refused" if refused else "answered"
-        super().__init__(choice, threshold, f"no option was found in the reply: the model {what} {text[:200]!r}")
-        self.text = text
-        self.refused = refused
 
 
 def choose(prompt: str, options: Sequence[str], *, backend: Any, threshold: float | None = None) -> Choice:

@@ -63,7 +63,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from guardrail.errors import ConfigError, GuardrailError, UsageError
+from guardrail.errors import ConfigError, LogprobsUnavailable, UsageError
 from guardrail.vendors.base import LogprobAnswer, LogprobStep
 from guardrail.vendors.openai_chat import ChatCompletions, logprob_request, read_logprobs
 from guardrail.vendors.registry import sdk_of
@@ -78,14 +78,6 @@ Basis = Literal["exact", "shared", "floor"]
 _VERY_UNLIKELY = -9999.0
 _LEAD = re.compile(r"^[\s\"'`*]+")
 _TRAIL = re.compile(r"[\s\"'`*.!]+$")
-
-
-class LogprobsUnavailable(GuardrailError, TypeError):
-    """The backend cannot give token logprobs, so ``choose`` cannot score options with it.
-
-    Raised for Anthropic clients (the Messages API exposes no logprobs), and when an OpenAI-compatible server
-    answers a ``logprobs=True`` request without them. Also a ``TypeError``: the backend is the wrong kind.
-    """
 
 
 @dataclass(frozen=True)

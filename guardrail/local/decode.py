@@ -27,19 +27,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from guardrail.errors import ConfigError, GuardrailError
+from guardrail.errors import ConfigError, DeadEnd
 from guardrail.schema.lower import CompileReport
 
 __all__ = ["DeadEnd", "Row", "Sampling", "Trace", "decode"]
-
-
-class DeadEnd(GuardrailError):
-    """No token is allowed at some step (the grammar and the vocabulary cannot continue); ``.state`` says where."""
-
-    def __init__(self, message: str, *, text: str, state: str) -> None:
-        super().__init__(message)
-        self.text = text
-        self.state = state
 
 
 @dataclass

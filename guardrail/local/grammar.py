@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import unquote
 
-from guardrail.errors import GuardrailError, UsageError
+from guardrail.errors import GrammarError, UsageError
 from guardrail.local.lowering.engine import ENFORCED, POST_VALIDATED
 from guardrail.local.lowering.numbers import NUMBER_RANGE
 from guardrail.local.lowering.prepare import prepare, reachable
@@ -60,16 +60,6 @@ _GRAMMARS: dict[tuple[str, str, str], tuple[str, CompileReport, dict[str, Any]]]
 _TOKENIZERS: dict[tuple[str, int], Any] = {}
 _KEYS: dict[int, tuple[Any, str]] = {}
 _LOCK = threading.Lock()
-
-
-class GrammarError(GuardrailError, ValueError):
-    """The contract cannot be compiled for constrained decoding; ``.report`` says which keywords and why.
-
-    Also a ``ValueError``, as it was before it joined the :class:`~guardrail.errors.GuardrailError` tree."""
-
-    def __init__(self, message: str, report: CompileReport | None = None) -> None:
-        super().__init__(message)
-        self.report = report
 
 
 @dataclass(frozen=True)

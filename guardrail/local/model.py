@@ -25,31 +25,12 @@ from typing import Any
 
 from guardrail._optional import require
 from guardrail.contract import compile_contract
-from guardrail.errors import ConfigError, GuardrailError, TruncatedError
-from guardrail.local.decode import DeadEnd, Row, Sampling, Trace, decode
+from guardrail.errors import BatchFailed, ConfigError, DeadEnd, GuardrailError, TruncatedError
+from guardrail.local.decode import Row, Sampling, Trace, decode
 from guardrail.local.grammar import compile_grammar, lltokenizer
 from guardrail.parse.pipeline import parse
 
 __all__ = ["BatchFailed", "DeadEnd", "LocalModel", "Trace"]
-
-
-class BatchFailed(GuardrailError):
-    """Some rows of :meth:`LocalModel.generate_batch` failed; nothing is lost.
-
-    ``.results`` has one entry per prompt, in order: the validated value, or the exception that row raised
-    (:class:`TruncatedError`, :class:`DeadEnd`, a ``ParseError``). ``.traces`` has every row's trace.
-    """
-
-    def __init__(self, results: list[Any], traces: list[Trace]) -> None:
-        failed = [i for i, r in enumerate(results) if isinstance(r, Exception)]
-        super().__init__(f"{len(failed)} of {len(results)} generations failed (rows {failed}); "
-                         f"first: {results[failed[0]]}")
-        self.results = results
-        self.traces = traces
-
-    @property
-    def errors(self) -> dict[int, Exception]:
-        return {i: r for i, r in enumerate(self.results) if isinstance(r, Exception)}
 
 
 class LocalModel:

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from guardrail.errors import GuardrailError
+from guardrail.errors import Signal
 from guardrail.parse.report import Fix, json_path
 from guardrail.schema.view import Schema, SchemaView, json_type, normalize_key
 
 
-class FieldConflict(GuardrailError):
+class FieldConflict(Signal):
     """A field and a drifted name for it both appear with different values (the alias stage turns it into the
     candidate's schema violation)."""
 

@@ -14,7 +14,7 @@ import re
 from json import JSONDecodeError
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from guardrail.errors import GuardrailError
+from guardrail.errors import Signal
 from guardrail.parse.lexicon import JSON_LITERALS
 from guardrail.parse.report import Fix, json_path
 from guardrail.parse.tokens import (
@@ -45,7 +45,7 @@ from guardrail.parse.tokens import (
 if TYPE_CHECKING:
     from guardrail.parse.scanner import Budget
 
-__all__ = ["STRING_CUT", "Lexer", "ScanStatus", "Stop", "Token"]
+__all__ = ["STRING_CUT", "Lexer", "ScanStatus", "Token"]
 
 #: ``.5``, ``-.5``: a number missing its leading zero (``NUMBER_TOKEN`` needs a digit first).
 _LEADING_DOT: Final = re.compile(r"-?\.[0-9][0-9eE+\-]*")
@@ -64,7 +64,7 @@ STRING_CUT: Final = "string is closed"
 Token = tuple[int, Any, int, str, int]
 
 
-class Stop(GuardrailError):
+class Stop(Signal):
     """Ends a scan early with a status; caught by :func:`guardrail.parse.scanner.scan`, never leaves it."""
 
     def __init__(self, status: ScanStatus, pos: int, message: str) -> None:

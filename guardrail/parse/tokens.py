@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
-from guardrail.errors import GuardrailError
+from guardrail.errors import Signal
 from guardrail.parse.lexicon import ALL_LITERALS, INVISIBLE, JSON_LITERALS, NUMBER, WORD
 
 #: The C string scanner behind ``json.loads`` (not in typeshed): decodes escapes at C speed and, with
@@ -78,7 +78,7 @@ def finite_or_marker(token: str) -> float | NonFinite:
     return value
 
 
-class DuplicateKey(GuardrailError, ValueError):
+class DuplicateKey(Signal, ValueError):
     """Raised inside the C decoder for an object that gives a key twice: the lenient scanner then reads it,
     collapsing an exact repeat (with a fix) and marking a conflicting one ambiguous."""
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from guardrail._lazy import namespace
 
 if TYPE_CHECKING:
+    from guardrail.errors import PolicyError
     from guardrail.tools.authz import Decision
     from guardrail.tools.execute import (
         ToolOutcome,
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
         run_tool_call,
     )
     from guardrail.tools.identity import Identity, current_identity
-    from guardrail.tools.policy.loader import PolicyError, load_policies, load_policy
+    from guardrail.tools.policy.loader import load_policies, load_policy
     from guardrail.tools.policy.model import Policy
     from guardrail.tools.provenance import RunContext, current_run, run_context
     from guardrail.tools.registry import Tool, ToolRegistry, lists, tool
@@ -45,7 +46,7 @@ _NAMES: dict[str, str] = {
     "load_policies": "guardrail.tools.policy.loader",
     "load_policy": "guardrail.tools.policy.loader",
     "Policy": "guardrail.tools.policy.model",
-    "PolicyError": "guardrail.tools.policy.loader",
+    "PolicyError": "guardrail.errors",
     "reject": "guardrail.tools.execute",
     "run_context": "guardrail.tools.provenance",
     "RunContext": "guardrail.tools.provenance",

@@ -6,7 +6,7 @@ not even its argument schema: the answer is the same generic denial as for a too
 
 from __future__ import annotations
 
-from guardrail.tools.policy.loader import PolicyError
+from guardrail.errors import PolicyError
 from guardrail.tools.state import Deny, Fail, GateState, Verdict
 
 __all__ = ["admit_caller", "find_tool", "load_policy"]

@@ -35,11 +35,11 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from guardrail.errors import Rejected
 from guardrail.tools.identity import Identity
 from guardrail.tools.policy.arguments import Location, canonicalize
 from guardrail.tools.policy.facts import Facts
 from guardrail.tools.policy.model import Policy
-from guardrail.tools.policy.verdict import Rejected
 
 GENERIC_DENIAL = "This action is not permitted."
 _SEAL = object()

@@ -20,14 +20,14 @@ from typing import Any, TypeVar, overload
 from pydantic import BaseModel, ConfigDict, create_model
 
 from guardrail.call.config import get_config
-from guardrail.errors import ConfigError, UsageError
+from guardrail.errors import ConfigError, PolicyError, UsageError
 from guardrail.gates.semantic import Rule
 from guardrail.store.base import Store
 from guardrail.store.idempotency import IdempotencyUnknown
 from guardrail.store.lists import Lists, lists_of
 from guardrail.store.memory import MemoryStore
 from guardrail.tools.policy.binding import bind, bind_schema
-from guardrail.tools.policy.loader import PolicyError, load_policy
+from guardrail.tools.policy.loader import load_policy
 from guardrail.tools.policy.model import Policy
 from guardrail.vendors.registry import endpoint_named
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from guardrail.errors import GuardrailError
+from guardrail.errors import Signal
 from guardrail.observe.redact import redact_text
 
 FailureKind = Literal["retryable", "schema_rejected", "fatal"]
@@ -81,7 +81,7 @@ def snippet(body: str | bytes | None) -> str | None:
     return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "\u2026"
 
 
-class BadResponse(GuardrailError):
+class BadResponse(Signal):
     """A response that is not in the API's shape, raised by the drivers in place of whatever the SDK or the
     adapter tripped over (``AttributeError``, ``JSONDecodeError``, a validation error).
 
@@ -222,7 +222,7 @@ def retry_after(headers: Any, *, now: float | None = None) -> float | None:
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-class StreamError(GuardrailError):
+class StreamError(Signal):
     """An error event inside a stream that the SDK yields instead of raising (OpenAI Responses).
 
     ``body`` has the same shape as an SDK error body, so :func:`classify` sorts it like any other.

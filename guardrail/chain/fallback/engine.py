@@ -25,8 +25,8 @@ from typing import Annotated, Any, TextIO, TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from guardrail.chain.fallback.functions import get_rule_function, strip_surrogates
-from guardrail.chain.fallback.model import Condition, Derived, Problem, RulesError, RuleSet, parse_rule_set
-from guardrail.errors import ConfigError, Declined, Denied, Refused
+from guardrail.chain.fallback.model import Condition, Derived, Problem, RuleSet, parse_rule_set
+from guardrail.errors import ConfigError, Declined, Denied, Refused, RulesError
 from guardrail.problems import Locator, print_check
 
 __all__ = ["MAX_RULES_BYTES", "Fired", "RuleEngine", "check_rule_sets", "load_rule_set", "rules_check"]

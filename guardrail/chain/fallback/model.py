@@ -60,24 +60,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardrail.chain.fallback.functions import get_rule_function, registered_functions
-from guardrail.errors import GuardrailError
+from guardrail.errors import RulesError
 from guardrail.problems import Locator, Problem
 from guardrail.tools.policy.regex import LinearPattern, compile_pattern
 
 __all__ = ["Condition", "Derived", "FallbackRule", "Problem", "RuleSet", "RulesError", "parse_rule_set"]
-
-
-class RulesError(GuardrailError):
-    """A rule set is invalid, or produced a value the contract refuses; ``.problems`` says where and what.
-
-    ``.fired`` holds the rules that had matched when the produced value failed the contract (empty for load
-    errors), so the failure can be explained like a success.
-    """
-
-    def __init__(self, problems: list[Problem], fired: tuple[Any, ...] = ()) -> None:
-        super().__init__("; ".join(str(problem) for problem in problems) or "invalid rule set")
-        self.problems = problems
-        self.fired = fired
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from guardrail._lazy import namespace
 
 if TYPE_CHECKING:
+    from guardrail.errors import PolicyError, Rejected
     from guardrail.tools.policy.http import (
         AsyncGuardedTransport,
         GuardedTransport,
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     )
     from guardrail.tools.policy.kinds import ArgKind, PathArg, SqlArg, UrlArg
     from guardrail.tools.policy.loader import (
-        PolicyError,
         check_policies,
         load_policies,
         load_policy,
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from guardrail.tools.policy.paths import check_path, open_inside
     from guardrail.tools.policy.sql import check_sql
     from guardrail.tools.policy.urls import canonical_url, check_url
-    from guardrail.tools.policy.verdict import Rejected
 
 _NAMES: dict[str, str] = {
     "ArgKind": "guardrail.tools.policy.kinds",
@@ -49,8 +48,8 @@ _NAMES: dict[str, str] = {
     "parse_policy": "guardrail.tools.policy.loader",
     "PathArg": "guardrail.tools.policy.kinds",
     "Policy": "guardrail.tools.policy.model",
-    "PolicyError": "guardrail.tools.policy.loader",
-    "Rejected": "guardrail.tools.policy.verdict",
+    "PolicyError": "guardrail.errors",
+    "Rejected": "guardrail.errors",
     "SqlArg": "guardrail.tools.policy.kinds",
     "UrlArg": "guardrail.tools.policy.kinds",
 }

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from guardrail.tools.policy.verdict import Rejected
+from guardrail.errors import Rejected
 
 if TYPE_CHECKING:
     from guardrail.tools.policy.facts import Facts

@@ -33,9 +33,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from guardrail.errors import PolicyError
 from guardrail.problems import Locator, Problem
 from guardrail.tools.policy.kinds import ArgKind
-from guardrail.tools.policy.loader import PolicyError
 from guardrail.tools.policy.model import Policy
 
 __all__ = ["bind", "bind_schema", "binding_problems", "declared_kinds", "schema_binding_problems"]

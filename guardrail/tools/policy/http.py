@@ -29,8 +29,7 @@ import socket
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from guardrail.errors import ConnectionDenied, GuardrailError
-from guardrail.tools.policy.verdict import Rejected
+from guardrail.errors import ConnectionDenied, GuardrailError, Rejected
 
 if TYPE_CHECKING:
     from guardrail.tools.policy.model import UrlRule

@@ -15,20 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from guardrail.errors import GuardrailError
+from guardrail.errors import PolicyError
 from guardrail.problems import Locator, Problem
 from guardrail.tools.policy.model import Policy
 
 #: Policy files larger than this are refused unread.
 MAX_POLICY_BYTES = 1024 * 1024
-
-
-class PolicyError(GuardrailError):
-    """A policy file is invalid; ``.problems`` lists each problem with its line and key."""
-
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("; ".join(str(p) for p in problems))
-        self.problems = problems
 
 
 def parse_policy(text: str, source: str = "<policy>", *, base_dir: str | Path | None = None) -> Policy:

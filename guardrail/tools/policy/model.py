@@ -66,7 +66,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from guardrail.errors import ConfigError
+from guardrail.errors import ConfigError, Rejected
 from guardrail.tools.identity import Identity
 from guardrail.tools.policy.arguments import NOTHING, Location, elements, leaves, location_text
 from guardrail.tools.policy.facts import UNJUDGED, Facts, check_list_template, loose_keys
@@ -74,7 +74,6 @@ from guardrail.tools.policy.paths import resolve_path
 from guardrail.tools.policy.regex import compile_pattern
 from guardrail.tools.policy.sql import check_sql
 from guardrail.tools.policy.urls import address_reason, canonical_url
-from guardrail.tools.policy.verdict import Rejected
 from guardrail.tools.provenance import Piece
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

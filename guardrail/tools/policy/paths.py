@@ -43,8 +43,7 @@ import unicodedata
 from pathlib import Path
 from typing import IO, Any
 
-from guardrail.errors import ConfigError
-from guardrail.tools.policy.verdict import PathRejected
+from guardrail.errors import ConfigError, PathRejected
 
 __all__ = ["LOOKALIKES", "MAX_PATH_CHARS", "check_path", "open_inside", "resolve_path"]
 
@@ -142,7 +141,7 @@ def resolve_path(
 ) -> Path:
     """The real, absolute path ``value`` names inside ``base``.
 
-    Raises :class:`~guardrail.tools.policy.verdict.PathRejected` (a ``ValueError``) whose message is the reason
+    Raises :class:`~guardrail.errors.PathRejected` (a ``ValueError``) whose message is the reason
     when the value is denied (see the module docstring for the rules), and
     :class:`~guardrail.errors.ConfigError` (also a ``ValueError``) for a bad policy: ``base`` is not an existing
     directory, or a flag is not a bool.

@@ -65,9 +65,8 @@ from urllib.parse import unquote
 
 import idna
 
-from guardrail.errors import ConfigError
+from guardrail.errors import ConfigError, Rejected
 from guardrail.tools.policy.options import string_set
-from guardrail.tools.policy.verdict import Rejected
 
 __all__ = ["DEFAULT_PORTS", "EXACT_ONLY_NAMES", "MAX_URL_CHARS", "address_reason", "canonical_url", "check_url"]
 
@@ -404,7 +403,7 @@ def canonical_url(
 ) -> str:
     """The canonical form of the model-proposed ``value`` (module docs), the URL a tool must be given.
 
-    Raises :class:`~guardrail.tools.policy.verdict.Rejected` with the reason when the policy does not allow it, and
+    Raises :class:`~guardrail.errors.Rejected` with the reason when the policy does not allow it, and
     :class:`ValueError` only for a bad policy (``hosts``, ``schemes`` or a flag).
     """
     compiled_hosts, compiled_schemes = _compiled(hosts, schemes, (allow_ip_literals, allow_nested_urls))
