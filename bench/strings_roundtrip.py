@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 import guardrail
-from guardrail.errors import ParseError, TruncatedError
+from guardrail.errors import ParseError, TruncatedJSONError
 
 #: What models put in strings: code, markdown, markup, and the markers a reader of chatty text looks for.
 PIECES = [
@@ -144,7 +144,7 @@ def same_json(a: Any, b: Any) -> bool:
 def outcome(text: str, value: Any) -> str:
     try:
         got = guardrail.parse(text, Any)
-    except TruncatedError:
+    except TruncatedJSONError:
         return "truncated"
     except ParseError as error:
         return f"error:{error.kind}"

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         Refused,
         SchemaViolationError,
         SemanticRejected,
-        TruncatedError,
+        TruncatedJSONError,
         VendorError,
         VendorUnavailable,
     )
@@ -104,7 +104,8 @@ _NAMES: dict[str, str] = {
     "tool": "guardrail.tools.execute",
     "Tool": "guardrail.tools.execute",
     "ToolRegistry": "guardrail.tools.execute",
-    "TruncatedError": "guardrail.errors",
+    "TruncatedJSONError": "guardrail.errors",
+    "TruncatedError": "guardrail.errors",  # the name before 0.3; not in __all__
     "Usage": "guardrail.outcome",
     "VendorError": "guardrail.errors",
     "VendorUnavailable": "guardrail.errors",
@@ -135,7 +136,7 @@ __all__ = [
     "Settings",
     "Tool",
     "ToolRegistry",
-    "TruncatedError",
+    "TruncatedJSONError",
     "Usage",
     "VendorError",
     "VendorUnavailable",

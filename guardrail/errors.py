@@ -12,7 +12,7 @@ against the classes, both ways::
     ├── ParseError                model text could not become a valid value (.kind, .feedback, .text, .report)
     │   ├── NoJSONError           kind "no_json": no JSON value could be read from the text
     │   │   └── JSONSyntaxError   kind "syntax_error": JSON began but broke at a position (.position)
-    │   ├── TruncatedError        kind "truncated": the JSON stops before it is complete (never closed up)
+    │   ├── TruncatedJSONError    kind "truncated": the JSON stops before it is complete (never closed up)
     │   ├── AmbiguousError        kind "ambiguous": two different readings both satisfy the contract
     │   └── SchemaViolationError  kind "schema_violation": JSON was read but does not satisfy the contract
     │       └── InputLimitError   the text is larger or deeper than the configured limits (.limit, .value)
@@ -64,7 +64,7 @@ against the classes, both ways::
     ├── NothingHappened           raised *by a tool* to say it had no effect, so its key may run again
     ├── ChainExhausted            every tier of a Chain failed (.departures: each tier's failure, in
     │                             order)
-    ├── RulesError                a rule set is invalid, or built a value the contract refuses
+    ├── RuleSetError              a rule set is invalid, or built a value the contract refuses
     │                             (.problems, .fired)
     ├── Uncertain                 no option reached the threshold (.choice has the distribution)
     │   └── NoOptionMatched       the reply gave no option any probability, whatever the threshold
@@ -161,7 +161,7 @@ __all__ = [
     "Rejected",
     "ResultNotStorable",
     "RuleError",
-    "RulesError",
+    "RuleSetError",
     "SchemaViolationError",
     "SemanticRejected",
     "SemanticViolation",
@@ -169,7 +169,7 @@ __all__ = [
     "StoreUnavailable",
     "SyncAsyncMismatch",
     "ToolCallError",
-    "TruncatedError",
+    "TruncatedJSONError",
     "Uncertain",
     "UnsupportedCall",
     "UsageError",
@@ -231,10 +231,14 @@ class JSONSyntaxError(NoJSONError):
         self.position = position
 
 
-class TruncatedError(ParseError):
+class TruncatedJSONError(ParseError):
     """The JSON in the text ends before it is complete; it is reported, never closed up."""
 
     kind: ParseErrorKind = "truncated"
+
+
+#: The name :class:`TruncatedJSONError` had before 0.3 (too close to :class:`OutputTruncated`); the same class.
+TruncatedError = TruncatedJSONError
 
 
 class AmbiguousError(ParseError):
@@ -688,7 +692,7 @@ class ChainExhausted(GuardrailError):
         return tuple(d.error for d in self.departures)
 
 
-class RulesError(GuardrailError):
+class RuleSetError(GuardrailError):
     """A rule set is invalid, or produced a value the contract refuses; ``.problems`` says where and what.
 
     ``.fired`` holds the rules that had matched when the produced value failed the contract (empty for load
@@ -699,6 +703,10 @@ class RulesError(GuardrailError):
         super().__init__("; ".join(str(problem) for problem in problems) or "invalid rule set")
         self.problems = problems
         self.fired = fired
+
+
+#: The name :class:`RuleSetError` had before 0.3 (too close to :class:`RuleError`); the same class.
+RulesError = RuleSetError
 
 
 # -- the local tier (guardrail.local) ---------------------------------------------------------------------------------
@@ -759,7 +767,7 @@ class BatchFailed(GuardrailError):
     """Some rows of :meth:`LocalModel.generate_batch` failed; nothing is lost.
 
     ``.results`` has one entry per prompt, in order: the validated value, or the exception that row raised
-    (:class:`TruncatedError`, :class:`DeadEnd`, a ``ParseError``). ``.traces`` has every row's trace.
+    (:class:`TruncatedJSONError`, :class:`DeadEnd`, a ``ParseError``). ``.traces`` has every row's trace.
     """
 
     def __init__(self, results: list[Any], traces: list[Trace]) -> None:

@@ -212,3 +212,12 @@ def test_programmer_misuse_is_a_guardrail_error_and_still_the_builtin() -> None:
                 f"{what}: {type(error).__module__}.{type(error).__qualname__}: {error}"
         else:
             raise AssertionError(f"{what}: nothing raised")
+
+
+def test_the_names_before_0_3_are_the_same_classes() -> None:
+    """Renamed to stop clashing with a neighbour (OutputTruncated, RuleError); old code keeps working."""
+    from guardrail.errors import RulesError, RuleSetError, TruncatedError, TruncatedJSONError
+
+    assert TruncatedError is TruncatedJSONError and guardrail.TruncatedError is TruncatedJSONError
+    assert RulesError is RuleSetError
+    assert "TruncatedError" not in guardrail.__all__ and "RulesError" not in guardrail.errors.__all__

@@ -116,7 +116,7 @@ def test_seeded_generation_is_deterministic(tiny: LocalModel) -> None:
 
 
 def test_hitting_the_token_limit_is_truncated_not_closed_up(tiny: LocalModel) -> None:
-    with pytest.raises(guardrail.TruncatedError) as caught:
+    with pytest.raises(guardrail.TruncatedJSONError) as caught:
         tiny.generate("x", Nested, max_new_tokens=3, seed=0)
     assert caught.value.text and not caught.value.text.endswith("}")
 
@@ -387,7 +387,7 @@ def test_temperature_one_batches_are_valid_or_truncated_never_invalid(tiny: Loca
     valid = 0
     for result, trace in zip(results, traces, strict=True):
         assert "\n" not in trace.text and trace.text == trace.text.strip()  # compact JSON
-        if isinstance(result, guardrail.TruncatedError):
+        if isinstance(result, guardrail.TruncatedJSONError):
             continue  # running out of tokens is allowed
         if checked_after and isinstance(result, guardrail.SchemaViolationError):
             continue  # only what the report says is checked after parsing may fail
@@ -460,7 +460,7 @@ def test_exclusive_float_bounds_hold_after_parsing(tiny: LocalModel, aim: str) -
     """Was a bug: the grammar allowed texts that parse onto the bound (1.0, 0.0). Now the model aiming at them
     is diverted; a puppet that keeps writing zeros is cut off (truncated), never a wrong or invalid value."""
     got, text = steer(tiny.tokenizer, Unit, f'{{"x":{aim}}}', max_new_tokens=400)
-    assert isinstance(got, (Unit, guardrail.TruncatedError)), (got, text)
+    assert isinstance(got, (Unit, guardrail.TruncatedJSONError)), (got, text)
     if isinstance(got, Unit):
         assert 0 < got.x < 1
 
@@ -468,7 +468,7 @@ def test_exclusive_float_bounds_hold_after_parsing(tiny: LocalModel, aim: str) -
 def test_an_unbounded_float_is_always_finite(tiny: LocalModel) -> None:
     """Was a bug: 400-digit numbers parsed to infinity. The engine copy now bounds unbounded numbers."""
     got, text = steer(tiny.tokenizer, Plain, '{"x":1' + "0" * 400 + "}", max_new_tokens=500)
-    assert isinstance(got, (Plain, guardrail.TruncatedError)), (got, text)
+    assert isinstance(got, (Plain, guardrail.TruncatedJSONError)), (got, text)
     assert text is not None and len(text.split(".")[0]) < 40  # no 400-digit integer part was written
     if isinstance(got, Plain):
         assert math.isfinite(got.x)
@@ -497,8 +497,8 @@ def test_wide_numeric_bounds_compile_and_generate(tiny: LocalModel, field: Any, 
     if value is not None:
         assert isinstance(got, wide) and got.y == value, (got, text)
     else:
-        assert isinstance(got, (wide, guardrail.TruncatedError)), (got, text)
-        assert isinstance(got, guardrail.TruncatedError) or abs(got.y) <= 1e15
+        assert isinstance(got, (wide, guardrail.TruncatedJSONError)), (got, text)
+        assert isinstance(got, guardrail.TruncatedJSONError) or abs(got.y) <= 1e15
 
 
 @pytest.mark.parametrize(("contract", "aim"), [
@@ -566,7 +566,7 @@ def test_top_k_and_top_p_edge_values(tiny: LocalModel) -> None:
 def test_max_new_tokens_one(tiny: LocalModel) -> None:
     value, trace = tiny.generate_with_trace("x", Literal[1, 22, 333], seed=0, max_new_tokens=1)
     assert value in (1, 22, 333) and trace.sampled + trace.forced == 1
-    with pytest.raises(guardrail.TruncatedError) as caught:
+    with pytest.raises(guardrail.TruncatedJSONError) as caught:
         tiny.generate("x", Literal["hello world, how are you"], seed=0, max_new_tokens=1)
     assert caught.value.text and len(tiny.tokenizer(caught.value.text)["input_ids"]) <= 2
 
@@ -618,10 +618,10 @@ def test_empty_and_over_long_prompts_in_one_batch() -> None:
     assert len(tokenizer(too_long)["input_ids"]) > 32
     prompts = [too_long, "", near, "x"]
     results, traces = small.generate_batch_with_traces(prompts, ColorCount, seed=0, max_new_tokens=20)
-    assert isinstance(results[0], guardrail.TruncatedError) and traces[0].stop_reason == "context"
+    assert isinstance(results[0], guardrail.TruncatedJSONError) and traces[0].stop_reason == "context"
     assert traces[0].text == "" and traces[0].sampled == 0
     for i in (1, 2, 3):
-        assert isinstance(results[i], (ColorCount, guardrail.TruncatedError))
+        assert isinstance(results[i], (ColorCount, guardrail.TruncatedJSONError))
         alone = small.generate_batch_with_traces([prompts[i]], ColorCount, seed=i, max_new_tokens=20)[1][0]
         assert alone.text == traces[i].text
 
@@ -637,7 +637,7 @@ def test_a_tokenizer_without_eos_or_pad_still_generates_valid_values() -> None:
                         bos_token_id=None, eos_token_id=None)
     model = LocalModel(GPT2LMHeadModel(config), bare, device="cpu")
     values = model.generate_batch(["", "x", "배송"], ColorCount, seed=0, max_new_tokens=60, return_exceptions=True)
-    assert all(isinstance(v, (ColorCount, guardrail.TruncatedError)) for v in values)
+    assert all(isinstance(v, (ColorCount, guardrail.TruncatedJSONError)) for v in values)
     assert any(isinstance(v, ColorCount) for v in values)
 
 
@@ -782,5 +782,5 @@ def test_the_decorators_max_tokens_bounds_a_local_client(tiny: LocalModel) -> No
     with pytest.raises(ChainExhausted) as caught:
         numbers("1 2 3")
     error = caught.value.departures[0].error
-    assert isinstance(error, guardrail.TruncatedError)
+    assert isinstance(error, guardrail.TruncatedJSONError)
     assert "max_new_tokens (5)" in str(error)

@@ -107,8 +107,8 @@ def test_failed_rows_are_reported_with_every_other_rows_value(tiny: LocalModel) 
     results, traces = tiny.generate_batch_with_traces(prompts, Leaf, temperature=1.0, seed=0, max_new_tokens=12)
     failed = [r for r in results if isinstance(r, Exception)]
     assert failed, "12 tokens should cut off some random trees"
-    assert all(isinstance(r, guardrail.TruncatedError) for r in failed)
-    assert all(isinstance(r, (Leaf, guardrail.TruncatedError)) for r in results)
+    assert all(isinstance(r, guardrail.TruncatedJSONError) for r in failed)
+    assert all(isinstance(r, (Leaf, guardrail.TruncatedJSONError)) for r in results)
     with pytest.raises(BatchFailed) as caught:
         tiny.generate_batch(prompts, Leaf, temperature=1.0, seed=0, max_new_tokens=12)
     assert [type(r) for r in caught.value.results] == [type(r) for r in results]
@@ -123,7 +123,7 @@ def test_failed_rows_are_reported_with_every_other_rows_value(tiny: LocalModel) 
 def test_a_full_context_is_truncation_not_a_crash() -> None:
     tokenizer = train_tokenizer()
     small = LocalModel(tiny_model(tokenizer, context=24), tokenizer, device="cpu")
-    with pytest.raises(guardrail.TruncatedError, match="context"):
+    with pytest.raises(guardrail.TruncatedJSONError, match="context"):
         small.generate("a b c d e f g h i j k l m n o p", Leaf, seed=0, max_new_tokens=100)
 
 
@@ -207,7 +207,7 @@ class Long(BaseModel):
 
 
 def test_a_timeout_cuts_the_output_off_as_truncated(tiny: LocalModel) -> None:
-    with pytest.raises(guardrail.TruncatedError, match="timeout"):
+    with pytest.raises(guardrail.TruncatedJSONError, match="timeout"):
         tiny.generate("x", Long, seed=0, max_new_tokens=100_000, timeout=0.05, temperature=1.0)
     with pytest.raises(ValueError):
         tiny.generate("x", Leaf, timeout=0)

@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from guardrail import parse, parse_report
 from guardrail.errors import GuardrailError, ParseError
 from guardrail.parse.patch import bulk_decode
-from guardrail.parse.scanner import Budget, scan
+from guardrail.parse.scanner import ScanBudget, scan
 from guardrail.parse.tokens import STRICT_DECODER, same_json
 
 PROPERTY = settings(max_examples=150, deadline=None)
@@ -380,7 +380,7 @@ def test_the_bulk_pass_gives_the_value_the_text_was_written_from(seed: int) -> N
     value = _value(rnd)
     value = value if isinstance(value, (dict, list)) else {"v": value}
     text = _Slipped(rnd).value(value)
-    bulk = bulk_decode(text, 0, 50, Budget(decoder=STRICT_DECODER))
+    bulk = bulk_decode(text, 0, 50, ScanBudget(decoder=STRICT_DECODER))
     scanned = scan(text, 0, max_depth=50)
     if bulk is not None:
         assert same_json(bulk.value, value), (text, bulk.value)

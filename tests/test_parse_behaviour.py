@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from guardrail import GuardrailError, ParseError, SchemaViolationError, TruncatedError, parse, parse_report
+from guardrail import GuardrailError, ParseError, SchemaViolationError, TruncatedJSONError, parse, parse_report
 from guardrail.errors import AmbiguousError, InputLimitError, NoJSONError
 from guardrail.parse import Fix, Limits, ParseReport
 
@@ -453,7 +453,7 @@ def test_nonfinite_never_yields_a_float_nan():
     ],
 )
 def test_truncated_is_reported_never_closed(text):
-    with pytest.raises(TruncatedError) as info:
+    with pytest.raises(TruncatedJSONError) as info:
         parse(text, Person)
     err = info.value
     assert err.kind == "truncated"
@@ -461,24 +461,24 @@ def test_truncated_is_reported_never_closed(text):
     assert_clean_feedback(err)
     report = parse_report(text, Person)
     assert not report.ok and report.value is None
-    assert isinstance(report.error, TruncatedError)
+    assert isinstance(report.error, TruncatedJSONError)
 
 
 def test_truncated_list_of_objects():
     text = '[{"start": 0, "duration": 1, "text": "a"}, {"start": 1, "duration": 2, "te'
-    with pytest.raises(TruncatedError):
+    with pytest.raises(TruncatedJSONError):
         parse(text, list[Segment])
 
 
 def test_truncated_answer_after_a_complete_example_is_truncated():
     text = 'Example: {"name": "Ann", "age": 1}\nNow the real answer:\n{"name": "Kim", "age": 3'
     report = parse_report(text, Person)
-    assert isinstance(report.error, TruncatedError)
+    assert isinstance(report.error, TruncatedJSONError)
     assert report.value is None
 
 
 def test_truncated_feedback_says_where():
-    with pytest.raises(TruncatedError) as info:
+    with pytest.raises(TruncatedJSONError) as info:
         parse('{"items": [{"name": "pen", "price": 1.5}, {"name": "bo', Order)
     assert "$.items" in info.value.feedback
 
@@ -779,7 +779,7 @@ FAILING = [
     pytest.param("I'm sorry, I can't help with that.", Person, NoJSONError, "no_json", id="no-json"),
     pytest.param("", Person, NoJSONError, "no_json", id="empty"),
     pytest.param("Use {curly} braces for objects.", Person, NoJSONError, "no_json", id="brace-in-prose"),
-    pytest.param('{"name": "Kim", "age": 3', Person, TruncatedError, "truncated", id="truncated"),
+    pytest.param('{"name": "Kim", "age": 3', Person, TruncatedJSONError, "truncated", id="truncated"),
     pytest.param('{"name": "A", "age": 1} {"name": "B", "age": 2}', Person, AmbiguousError, "ambiguous",
                  id="ambiguous"),
     pytest.param('{"name": "Kim", "age": "4/5"}', Person, SchemaViolationError, "schema_violation",
@@ -965,7 +965,7 @@ def test_nan_string_is_not_a_number():
 def test_more_truncation(text):
     model = list[Segment] if text.startswith("[") else Person
     report = parse_report(text, model)
-    assert isinstance(report.error, TruncatedError), report.error
+    assert isinstance(report.error, TruncatedJSONError), report.error
 
 
 def test_missing_last_brace_followed_by_prose_is_never_closed_up():

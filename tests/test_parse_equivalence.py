@@ -63,7 +63,7 @@ from guardrail.parse.candidates import (
 from guardrail.parse.fences import Segment, iter_segments, split_segments
 from guardrail.parse.patch import MAX_PATCHES
 from guardrail.parse.report import Candidate, Fix, json_path
-from guardrail.parse.scanner import STRICT_DECODER, Budget, scan
+from guardrail.parse.scanner import STRICT_DECODER, ScanBudget, scan
 from guardrail.parse.tokens import NonFinite
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -299,7 +299,7 @@ suffixes = st.sampled_from(["", " ", "\n", " trailing } text", "\n\nDone. {see a
 def decode_with_patches(body: str, start: int, max_depth: int = 200) -> Any:
     """``patch.decode_with_patches`` with a fresh search budget (when its signature takes one)."""
     if "budget" in inspect.signature(patch_module.decode_with_patches).parameters:
-        return patch_module.decode_with_patches(body, start, max_depth, scanner_module.Budget())
+        return patch_module.decode_with_patches(body, start, max_depth, scanner_module.ScanBudget())
     return patch_module.decode_with_patches(body, start, max_depth)
 
 
@@ -458,7 +458,7 @@ def test_the_bulk_pass_reads_what_the_scanner_reads(noise: str, dirty: Dirty) ->
         start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
         if start < 0:
             continue
-        bulk = patch_module.bulk_decode(text, start, 200, scanner_module.Budget())
+        bulk = patch_module.bulk_decode(text, start, 200, scanner_module.ScanBudget())
         if bulk is None:
             continue
         scanned = scan(text, start, max_depth=200)
@@ -610,7 +610,7 @@ def reference_find_candidates(state: Any) -> Any:
     a string, not about skipping). Whole-segment scalars are read by the library's own ``whole_candidate``, and
     a reply with no value at all by its own ``bare_reply`` (bare and quoted scalars, not about skipping)."""
     text = state.text
-    budget = Budget()
+    budget = ScanBudget()
     escaped = S.escaped_reply(state, state.limits.max_depth)  # JSON with every quote escaped: the library's own
     if escaped is not None:
         state.candidates.append(escaped)
@@ -729,7 +729,7 @@ def test_prose_then_answer_returns_the_answer(prose_text: str, dirty: Dirty, sep
             r = scan(prose_text, i, max_depth=200)
             assume(r.status == "syntax_error")
             assume(not read_a_value(prose_text, i, r.end, r.tokens)
-                   or broken_span_end(prose_text, i, balanced_end(prose_text, i, Budget()), Budget()) >= 0)
+                   or broken_span_end(prose_text, i, balanced_end(prose_text, i, ScanBudget()), ScanBudget()) >= 0)
     assert same(guardrail.parse(prose_text + sep + dirty.text, Any), dirty.value)
 
 

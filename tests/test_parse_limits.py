@@ -19,7 +19,7 @@ import pytest
 from helpers import finishes
 from pydantic import BaseModel
 
-from guardrail import ParseError, SchemaViolationError, TruncatedError, parse, parse_report
+from guardrail import ParseError, SchemaViolationError, TruncatedJSONError, parse, parse_report
 from guardrail.errors import InputLimitError
 from guardrail.parse import Limits
 
@@ -409,7 +409,7 @@ def test_limits_accepts_edges(max_bytes: int, max_depth: int) -> None:
 def test_input_limit_error_is_a_schema_violation_parse_error() -> None:
     assert issubclass(InputLimitError, SchemaViolationError)
     assert issubclass(InputLimitError, ParseError)
-    assert not issubclass(InputLimitError, TruncatedError)
+    assert not issubclass(InputLimitError, TruncatedJSONError)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -472,4 +472,4 @@ def test_brace_heavy_prose_is_skipped_without_losing_the_answer(text: str, expec
 
 @pytest.mark.parametrize("text", ["The answer is {answ", 'Result: {"a', "List: [tr"])
 def test_a_cut_off_start_after_prose_is_still_truncated(text: str) -> None:
-    assert isinstance(guarded_parse_error(text, Answer), TruncatedError)
+    assert isinstance(guarded_parse_error(text, Answer), TruncatedJSONError)

@@ -28,14 +28,14 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from guardrail import ParseError, SchemaViolationError, TruncatedError, parse, parse_report
+from guardrail import ParseError, SchemaViolationError, TruncatedJSONError, parse, parse_report
 from guardrail.errors import AmbiguousError, InputLimitError, JSONSyntaxError, NoJSONError
 from guardrail.parse import Limits
 
 KIND_OF = {  # the most specific class first (JSONSyntaxError is a NoJSONError)
     JSONSyntaxError: "syntax_error",
     NoJSONError: "no_json",
-    TruncatedError: "truncated",
+    TruncatedJSONError: "truncated",
     AmbiguousError: "ambiguous",
     SchemaViolationError: "schema_violation",
 }

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from guardrail import ParseError, parse, parse_report
-from guardrail.errors import JSONSyntaxError, TruncatedError
+from guardrail.errors import JSONSyntaxError, TruncatedJSONError
 from guardrail.parse.tokens import same_json
 
 # --------------------------------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ def test_every_prefix_of_a_text_with_raw_newlines_is_truncated_and_the_whole_is_
     for cut in range(1, len(dumped)):
         text = wrap.replace("{}", dumped[:cut], 1)
         report = parse_report(text, Any)
-        assert isinstance(report.error, TruncatedError), f"cut at {cut}: {text!r} gave {report.value!r}"
+        assert isinstance(report.error, TruncatedJSONError), f"cut at {cut}: {text!r} gave {report.value!r}"
     assert same_json(parsed(wrap.replace("{}", dumped, 1)), value)
 
 
@@ -178,8 +178,8 @@ def test_fence_lines_inside_strings_are_content(text: str, expected: Any) -> Non
 
 def test_an_example_cut_off_before_the_answer_is_never_read_as_the_answer() -> None:
     """A value cut inside a string whose brackets never balance encloses what follows: no value of its own."""
-    assert isinstance(parse_report('{"a": "\n```json\n{"b": 1}', Any).error, TruncatedError)
-    assert isinstance(parse_report('```json\n{"a": "\n```\n[1, 2]', Any).error, TruncatedError)
+    assert isinstance(parse_report('{"a": "\n```json\n{"b": 1}', Any).error, TruncatedJSONError)
+    assert isinstance(parse_report('```json\n{"a": "\n```\n[1, 2]', Any).error, TruncatedJSONError)
 
 
 def test_a_fence_line_outside_every_string_is_still_a_fence() -> None:

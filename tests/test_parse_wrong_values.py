@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from guardrail import ParseError, TruncatedError, parse, parse_report
+from guardrail import ParseError, TruncatedJSONError, parse, parse_report
 from guardrail.errors import AmbiguousError, JSONSyntaxError
 from guardrail.parse.tokens import same_json
 
@@ -360,7 +360,7 @@ def test_every_accepted_repair_is_recorded(value: Any, slip: str) -> None:
 def test_a_mismatched_closer_is_a_syntax_error_at_its_position(text: str, position: int) -> None:
     report = parse_report(text, Any)
     assert isinstance(report.error, JSONSyntaxError), report.value
-    assert not isinstance(report.error, TruncatedError)
+    assert not isinstance(report.error, TruncatedJSONError)
     assert report.error.position == position
 
 
@@ -377,4 +377,4 @@ def test_an_unclosed_triple_backtick_string_is_a_syntax_error() -> None:
 
 @pytest.mark.parametrize("text", ['["a"', '{"a": [1, 2', '{"a": "b', '```json\n{"a": 1,\n'])
 def test_truncated_only_when_the_text_ends_inside_a_value(text: str) -> None:
-    assert isinstance(parse_report(text, Any).error, TruncatedError)
+    assert isinstance(parse_report(text, Any).error, TruncatedJSONError)

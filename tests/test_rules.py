@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from guardrail.chain.fallback import (
     Fired,
     RuleEngine,
-    RulesError,
+    RuleSetError,
     check_rule_sets,
     load_rule_set,
     parse_rule_set,
@@ -157,7 +157,7 @@ def test_output_failing_the_contract_raises() -> None:
     )
     engine = RuleEngine(rule_set)
     assert engine.run({"inquiry": "calm"}, Ticket)[0].urgency == 2
-    with pytest.raises(RulesError) as caught:
+    with pytest.raises(RuleSetError) as caught:
         engine.run({"inquiry": "fire!"}, Ticket)
     assert caught.value.problems[0].key == "urgency"
     assert ids(caught.value.fired) == ["too-urgent"]
@@ -225,7 +225,7 @@ def test_segment_defaults_and_bad_inputs(segmenter: RuleEngine) -> None:
         {"transcript": "x", "duration_seconds": 10, "segment_seconds": 0},
     ]
     for bad in bad_inputs:
-        with pytest.raises(RulesError, match="segment_transcript"):
+        with pytest.raises(RuleSetError, match="segment_transcript"):
             segmenter.run(bad, list[Segment])
 
 
@@ -261,7 +261,7 @@ def test_segment_properties(transcript: str, duration: float, step: float) -> No
 
 
 def problems_of(text: str) -> list[tuple[str, int | None, str, str]]:
-    with pytest.raises(RulesError) as caught:
+    with pytest.raises(RuleSetError) as caught:
         parse_rule_set(text, "bad.toml")
     return [tuple(p) for p in caught.value.problems]  # type: ignore[misc]
 

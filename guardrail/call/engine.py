@@ -54,7 +54,7 @@ from guardrail.errors import (
     Refused,
     SemanticRejected,
     SemanticViolation,
-    TruncatedError,
+    TruncatedJSONError,
     VendorError,
     VendorUnavailable,
 )
@@ -377,7 +377,7 @@ class _Run:
     def truncated(self, ask: Ask, done: Completion, attempt: Attempt) -> Retry:
         """An answer cut off at the output-token limit: once, the limit is raised (within the ceiling); a second
         cut-off, or one at the ceiling, is final."""
-        self.record(attempt, error=TruncatedError(
+        self.record(attempt, error=TruncatedJSONError(
             f"The reply was cut off at the output-token limit ({done.finish_reason}).", text=done.text or ""))
         ceiling = self.call.settings.max_tokens_ceiling
         current = max(ask.max_tokens or 0, done.usage.output_tokens)

@@ -25,7 +25,7 @@ from typing import Any
 
 from guardrail._optional import require
 from guardrail.contract import compile_contract
-from guardrail.errors import BatchFailed, ConfigError, DeadEnd, GuardrailError, TruncatedError
+from guardrail.errors import BatchFailed, ConfigError, DeadEnd, GuardrailError, TruncatedJSONError
 from guardrail.local.decode import Row, Sampling, Trace, decode
 from guardrail.local.grammar import compile_grammar, lltokenizer
 from guardrail.parse.pipeline import parse
@@ -66,7 +66,7 @@ class LocalModel:
         """Generate a value of ``output_type`` for ``prompt``; the same typed errors as every tier.
 
         ``timeout`` bounds the whole generation in seconds: an output still running then is cut off and
-        raised as :class:`TruncatedError`, like one that reaches ``max_new_tokens``.
+        raised as :class:`TruncatedJSONError`, like one that reaches ``max_new_tokens``.
         """
         value, _ = self.generate_with_trace(prompt, output_type, temperature=temperature,
                                             max_new_tokens=max_new_tokens, seed=seed, top_k=top_k, top_p=top_p,
@@ -145,7 +145,7 @@ class LocalModel:
         if not matcher.is_stopped() and not matcher.is_accepting():
             where = {"context": "the model's context", "timeout": f"the timeout ({sampling.timeout} s)"}.get(
                 row.trace.stop_reason, f"max_new_tokens ({sampling.max_new_tokens})")
-            return TruncatedError(f"The output reached {where} before it was complete.", text=row.trace.text)
+            return TruncatedJSONError(f"The output reached {where} before it was complete.", text=row.trace.text)
         try:
             return parse(row.trace.text, output_type)
         except GuardrailError as error:

@@ -27,7 +27,7 @@ from guardrail.parse.tokens import (
 )
 
 if TYPE_CHECKING:
-    from guardrail.parse.scanner import Budget
+    from guardrail.parse.scanner import ScanBudget
 
 __all__ = ["Assembler"]
 
@@ -92,7 +92,7 @@ class Assembler(Lexer):
 
     __slots__ = ("bare_elements", "bare_words", "conflicts", "last_key", "last_str", "root", "tokens")
 
-    def __init__(self, text: str, budget: Budget) -> None:
+    def __init__(self, text: str, budget: ScanBudget) -> None:
         super().__init__(text, budget)
         self.tokens = 0
         self.root: Any = None

@@ -36,7 +36,7 @@ from guardrail.parse.lexer import STRING_CUT
 from guardrail.parse.lexicon import INVISIBLE, VALUE_START
 from guardrail.parse.patch import Patched, decode_with_patches
 from guardrail.parse.report import Candidate, Fix
-from guardrail.parse.scanner import Budget, ScanResult, scan
+from guardrail.parse.scanner import ScanBudget, ScanResult, scan
 from guardrail.parse.tokens import STRICT_DECODER
 
 # What may follow an opener for the scanner to have a chance, checked inside the regex engine before any
@@ -68,7 +68,7 @@ _ESCAPED_AT: Final = re.compile(_ESCAPED_QUOTE).match
 NEXT_START: Final = re.compile(f"{_OBJECT_START}|{_ARRAY_START}", re.S)
 
 
-def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget, limit: int) -> list[Candidate]:
+def find_in_segment(text: str, segment: Segment, max_depth: int, budget: ScanBudget, limit: int) -> list[Candidate]:
     """All candidates in ``text[segment.start:segment.end]``, with offsets into ``text``.
 
     Every attempt spends one of ``budget.attempts`` (``Limits.max_candidates`` for the whole text, given
@@ -97,7 +97,7 @@ def find_in_segment(text: str, segment: Segment, max_depth: int, budget: Budget,
 
 
 def read_value(body: str, start: int, base: int, source: str, max_depth: int,
-               budget: Budget) -> tuple[Candidate | None, int]:
+               budget: ScanBudget) -> tuple[Candidate | None, int]:
     """The attempt at a value at ``body[start]`` (offsets in the candidate are ``base`` + offsets in ``body``),
     and where the search resumes in ``body``: -1 when nothing after it can be read (the value is cut off, or
     broken and never closes). ``None`` for an opener in prose that read nothing."""
@@ -160,7 +160,7 @@ _BRACES: Final = re.compile(r"[ \t\r\n}]*")
 
 
 def merge_early_close(body: str, start: int, value: Any, end: int, more: tuple[int, str, int], max_depth: int,
-                      budget: Budget) -> tuple[str, ScanResult, int] | None:
+                      budget: ScanBudget) -> tuple[str, ScanResult, int] | None:
     """The one reading of an object that closed early, members after it (``{"a": 1}, "b": 2}``): the
     stray closers are extra characters, and the members after them belong to the object.
 
@@ -194,7 +194,7 @@ def merge_early_close(body: str, start: int, value: Any, end: int, more: tuple[i
     return patched, result, stray.count("}")
 
 
-def read_across(text: str, cut: Candidate, max_depth: int, budget: Budget) -> Candidate | None:
+def read_across(text: str, cut: Candidate, max_depth: int, budget: ScanBudget) -> Candidate | None:
     """The value ``cut`` began, read past the end of its segment, when the segment cut it inside a string.
 
     A model writes the newlines of code inside a JSON string raw, so a fence line of that code starts a line
@@ -256,13 +256,13 @@ def _broken_across(text: str, cut: Candidate, end: int, at: int) -> Candidate:
 _STRING_OR_FENCE: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\'[^\'\\]*(?:\\.[^\'\\]*)*\'|```|~~~')
 
 
-def _inside_string(text: str, start: int, pos: int, budget: Budget) -> bool:
+def _inside_string(text: str, start: int, pos: int, budget: ScanBudget) -> bool:
     """Whether ``pos`` lies inside a double-quoted string of the value that opens at ``start``."""
     budget.balance_chars -= pos - start
     return any(m.group() == '"' for m in _STRUCTURE.finditer(text, start, pos))  # a string still open at ``pos``
 
 
-def fences_inside_strings(text: str, start: int, end: int, budget: Budget) -> bool:
+def fences_inside_strings(text: str, start: int, end: int, budget: ScanBudget) -> bool:
     """Whether every fence line in ``text[start:end]`` (a run of backticks or tildes starting a line) lies
     inside a quoted string of the value there; the strings are found from the value's opener on."""
     budget.balance_chars -= end - start
@@ -321,7 +321,7 @@ _STRUCTURE: Final = re.compile(r'[{}\[\]]|"[^"\\]*(?:\\.[^"\\]*)*"|"')
 _WS_RUN: Final = re.compile(r"[ \t\r\n]*")
 
 
-def balanced_end(body: str, start: int, budget: Budget, opened: str = "") -> int:
+def balanced_end(body: str, start: int, budget: ScanBudget, opened: str = "") -> int:
     """Where the brackets opened at ``start`` balance again (just past the closer), or -1 if they never do.
 
     A closer counts only when it matches the innermost open bracket: a mismatched one (``[0}``) closes
@@ -349,7 +349,7 @@ def balanced_end(body: str, start: int, budget: Budget, opened: str = "") -> int
     return -1
 
 
-def broken_span_end(body: str, start: int, end: int, budget: Budget) -> int:
+def broken_span_end(body: str, start: int, end: int, budget: ScanBudget) -> int:
     """The end of the broken value that began at ``start`` and whose brackets balanced at ``end``: while
     what follows continues it (for an object, a member ``, "key":`` or a ``:`` right after the closer,
     ``{"a"}: [1]}``; for an array, an element ``, "c"]``; perhaps after stray closers), the value goes on,
@@ -432,7 +432,7 @@ def _bare_array(inner: str) -> bool:
         and _LETTER.search(inner) is not None
 
 
-def _strict_at(body: str, start: int, max_depth: int, budget: Budget) -> Patched | None:
+def _strict_at(body: str, start: int, max_depth: int, budget: ScanBudget) -> Patched | None:
     """The value at ``start`` read by the C decoder, after patching a few slips if needed.
 
     Each failure spends one of the search's C-decoder failures (it costs O(position)); once they are

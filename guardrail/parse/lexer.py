@@ -43,7 +43,7 @@ from guardrail.parse.tokens import (
 )
 
 if TYPE_CHECKING:
-    from guardrail.parse.scanner import Budget
+    from guardrail.parse.scanner import ScanBudget
 
 __all__ = ["STRING_CUT", "Lexer", "ScanStatus", "Token"]
 
@@ -78,7 +78,7 @@ class Lexer:
 
     __slots__ = ("budget", "fixes", "n", "stack", "text")
 
-    def __init__(self, text: str, budget: Budget) -> None:
+    def __init__(self, text: str, budget: ScanBudget) -> None:
         self.text = text
         self.n = len(text)
         self.fixes: list[Fix] = []

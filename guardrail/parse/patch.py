@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from guardrail.parse.lexicon import INVISIBLE, PYTHON_LITERALS, WORD
 from guardrail.parse.report import Fix
-from guardrail.parse.scanner import Budget, scan
+from guardrail.parse.scanner import ScanBudget, scan
 from guardrail.parse.tokens import unescape
 
 MAX_PATCHES: Final = 8
@@ -90,7 +90,7 @@ class Patched:
     fixes: list[Fix]
 
 
-def decode_with_patches(body: str, start: int, max_depth: int, budget: Budget) -> Patched | None:
+def decode_with_patches(body: str, start: int, max_depth: int, budget: ScanBudget) -> Patched | None:
     """Decode the JSON value at ``body[start]``, undoing its slips (see the module docstring); ``None`` if it
     cannot.
 
@@ -141,7 +141,7 @@ def decode_with_patches(body: str, start: int, max_depth: int, budget: Budget) -
         return Patched(value, start + end - shift, text[:end], fixes)
 
 
-def bulk_decode(body: str, start: int, max_depth: int, budget: Budget) -> Patched | None:
+def bulk_decode(body: str, start: int, max_depth: int, budget: ScanBudget) -> Patched | None:
     """The value at ``body[start]`` decoded after one bulk pass over the text from there (see the module
     docstring): ``None`` when the result is no JSON value, or a comment holds a quote or is never closed
     (then the strings the pass saw may not be the value's)."""

@@ -64,7 +64,7 @@ STRICT_ATTEMPTS: Final = 4
 
 
 @dataclass(slots=True)
-class Budget:
+class ScanBudget:
     """What one search (all scans of one text) may still spend on things whose cost is not local.
 
     A failed C decode raises an error that counts lines from the start of the text: O(position). Letting
@@ -116,7 +116,7 @@ _COLON: Final = 2  # ':' is expected
 _AFTER: Final = 3  # ',' or a closer is expected
 
 
-def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget | None = None,
+def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: ScanBudget | None = None,
          bare_elements: bool = False) -> ScanResult:
     """Read one JSON value from ``text`` starting at ``pos``.
 
@@ -128,7 +128,7 @@ def scan(text: str, pos: int, *, max_depth: int, depth: int = 0, budget: Budget 
     Otherwise always returns a :class:`ScanResult`; ``end`` is just past the value, or the position of the
     problem for ``truncated``/``syntax_error``.
     """
-    scanner = Scanner(text, max_depth, depth, budget or Budget())
+    scanner = Scanner(text, max_depth, depth, budget or ScanBudget())
     scanner.bare_elements = bare_elements
     try:
         value, end = scanner.run(pos)
@@ -147,7 +147,7 @@ class Scanner(Assembler):
 
     __slots__ = ("base", "max_depth", "parens")
 
-    def __init__(self, text: str, max_depth: int, base: int, budget: Budget) -> None:
+    def __init__(self, text: str, max_depth: int, base: int, budget: ScanBudget) -> None:
         super().__init__(text, budget)
         self.base = base
         self.max_depth = max_depth

@@ -32,7 +32,7 @@ from guardrail.errors import (
     NoJSONError,
     ParseError,
     SchemaViolationError,
-    TruncatedError,
+    TruncatedJSONError,
 )
 from guardrail.parse import feedback
 from guardrail.parse.aliases import FieldConflict, normalize
@@ -42,7 +42,7 @@ from guardrail.parse.fences import Segment, iter_segments, opens_with_tag_block,
 from guardrail.parse.lexicon import VALUE_START, may_hold_nonfinite, may_hold_surrogate, may_overflow
 from guardrail.parse.report import Candidate, Fix, Violation
 from guardrail.parse.scalars import read_bare
-from guardrail.parse.scanner import Budget, scan
+from guardrail.parse.scanner import ScanBudget, scan
 from guardrail.parse.state import ParseState, Stage
 from guardrail.parse.tokens import PLAIN_DECODER, STRICT_DECODER, BareWord, NonFinite, same_json
 
@@ -79,7 +79,7 @@ def find_candidates(state: ParseState) -> ParseState:
     if escaped is not None:  # JSON with every quote escaped: no other reading of it is a value
         state.candidates.append(escaped)
         return state
-    budget = Budget(attempts=limit, patch_chars=8 * len(state.text) + 65536, decoder=decoder,
+    budget = ScanBudget(attempts=limit, patch_chars=8 * len(state.text) + 65536, decoder=decoder,
                     balance_chars=8 * len(state.text) + 65536, quote_chars=8 * len(state.text) + 65536)
     text, max_depth = state.text, state.limits.max_depth
     pending: Iterator[Segment] = iter(state.segments)
@@ -395,7 +395,7 @@ def choose_candidate(state: ParseState) -> ParseState:
     if cut_off and (cut_off[-1].tokens > 0 or not valid):
         cand = cut_off[-1]
         report.fixes = list(cand.fixes)
-        report.error = TruncatedError(feedback.truncated_feedback(cand.path, cand.end - cand.start),
+        report.error = TruncatedJSONError(feedback.truncated_feedback(cand.path, cand.end - cand.start),
                                       text=text, report=report)
         return state
     if valid:
@@ -434,7 +434,7 @@ def _failure(state: ParseState, cands: list[Candidate]) -> ParseError:
         return SchemaViolationError(feedback.schema_feedback(cand.violations), text=text, report=report)
     if truncated:
         cand = truncated[-1]
-        return TruncatedError(feedback.truncated_feedback(cand.path, cand.end - cand.start),
+        return TruncatedJSONError(feedback.truncated_feedback(cand.path, cand.end - cand.start),
                               text=text, report=report)
     stray = [c for c in cands if c.status == "syntax_error"]
     detail = stray[-1].message if stray else ""

@@ -28,8 +28,8 @@ from guardrail.chain.fallback.model import (
     Derived,
     FallbackRule,
     Problem,
-    RulesError,
     RuleSet,
+    RuleSetError,
     parse_rule_set,
 )
 
@@ -43,7 +43,7 @@ __all__ = [
     "RuleEngine",
     "RuleFunction",
     "RuleSet",
-    "RulesError",
+    "RuleSetError",
     "check_rule_sets",
     "get_rule_function",
     "load_rule_set",

@@ -3,7 +3,7 @@
 :class:`RuleEngine` is the last tier of the degradation chain, so it is built to be boring: no model, no I/O,
 no randomness; keyword matching is substring search and patterns run on RE2, so time is linear in the input
 (a 100 KB inquiry takes milliseconds). The produced dict (or list, for a rule function) is validated with
-pydantic against the contract, and a value the contract refuses raises :class:`RulesError` (never an invalid
+pydantic against the contract, and a value the contract refuses raises :class:`RuleSetError` (never an invalid
 value): a broken fallback must be loud, because it is what answers when nothing else can.
 
 :func:`load_rule_set` reads one file; :func:`check_rule_sets` reads a directory and returns every problem,
@@ -26,7 +26,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from guardrail.chain.fallback.functions import get_rule_function, strip_surrogates
 from guardrail.chain.fallback.model import Condition, Derived, Problem, RuleSet, parse_rule_set
-from guardrail.errors import ConfigError, Declined, Denied, Refused, RulesError
+from guardrail.errors import ConfigError, Declined, Denied, Refused, RuleSetError
 from guardrail.problems import Locator, print_check
 
 __all__ = ["MAX_RULES_BYTES", "Fired", "RuleEngine", "check_rule_sets", "load_rule_set", "rules_check"]
@@ -51,16 +51,16 @@ class Fired:
 
 
 def load_rule_set(path: str | Path) -> RuleSet:
-    """Read and validate one rule-set file; :class:`RulesError` listing every problem (file, line, key)."""
+    """Read and validate one rule-set file; :class:`RuleSetError` listing every problem (file, line, key)."""
     file = Path(path)
     try:
         if file.stat().st_size > MAX_RULES_BYTES:
-            raise RulesError([Problem(str(file), None, "", f"larger than {MAX_RULES_BYTES} bytes")])
+            raise RuleSetError([Problem(str(file), None, "", f"larger than {MAX_RULES_BYTES} bytes")])
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
-        raise RulesError([Problem(str(file), None, "", f"not UTF-8: {error}")]) from None
+        raise RuleSetError([Problem(str(file), None, "", f"not UTF-8: {error}")]) from None
     except OSError as error:
-        raise RulesError([Problem(str(file), None, "", f"cannot be read: {error.strerror or error}")]) from None
+        raise RuleSetError([Problem(str(file), None, "", f"cannot be read: {error.strerror or error}")]) from None
     return parse_rule_set(text, str(file))
 
 
@@ -156,11 +156,11 @@ class RuleEngine:
         return value
 
     def produce(self, inputs: Mapping[str, Any]) -> tuple[Any, tuple[Fired, ...]]:
-        """The raw value (before contract validation) and the rules that fired; ``RulesError`` if a function fails."""
+        """The raw value (before contract validation) and the rules that fired; ``RuleSetError`` if a function fails."""
         rule_set = self.rule_set
         if not isinstance(inputs, Mapping):
             message = f"inputs must be a mapping, not {type(inputs).__name__}"
-            raise RulesError([Problem(rule_set.source, None, "", message)])
+            raise RuleSetError([Problem(rule_set.source, None, "", message)])
         if rule_set.function is not None:
             function = get_rule_function(rule_set.function)
             try:
@@ -170,7 +170,7 @@ class RuleEngine:
             except (Denied, Refused, Declined):
                 raise  # answers (a denial, a refusal), not faults: the caller must see them as they are
             except Exception as error:
-                raise RulesError(
+                raise RuleSetError(
                     [Problem(rule_set.source, None, "function", f"rule function {rule_set.function!r} failed: {error}")]
                 ) from error
             return value, (Fired(f"function:{rule_set.function}", (), "rule function"),)
@@ -180,7 +180,7 @@ class RuleEngine:
             try:
                 values[name] = self._derive(spec, inputs)
             except Exception as error:
-                raise RulesError([Problem(rule_set.source, None, f"derived.{name}", f"failed: {error}")]) from error
+                raise RuleSetError([Problem(rule_set.source, None, f"derived.{name}", f"failed: {error}")]) from error
         text = _input_text(inputs, rule_set.input)
         folded = text.casefold()
         matched: list[tuple[str, tuple[str, ...], str]] = []
@@ -203,7 +203,7 @@ class RuleEngine:
         """A value of ``contract`` built from ``inputs``, and the rules that fired (in file order).
 
         ``contract`` is a pydantic model or any type pydantic validates (``list[Segment]``). A value the contract
-        refuses raises :class:`RulesError` with one problem per validation error and ``.fired`` set.
+        refuses raises :class:`RuleSetError` with one problem per validation error and ``.fired`` set.
         """
         value, fired = self.produce(inputs)
         try:
@@ -219,7 +219,7 @@ class RuleEngine:
                 )
                 for item in error.errors()
             ]
-            raise RulesError(problems, fired) from None
+            raise RuleSetError(problems, fired) from None
 
 
 def _field_adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
@@ -295,7 +295,7 @@ def _check(directory: str | Path, contracts: Mapping[str, Any] | None) -> tuple[
     for file in files:
         try:
             rule_set = load_rule_set(file)
-        except RulesError as error:
+        except RuleSetError as error:
             problems.extend(error.problems)
             continue
         if rule_set.name in found:

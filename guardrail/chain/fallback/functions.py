@@ -8,7 +8,7 @@ is loaded rather than when every LLM tier has already failed.
 
 A rule function takes the inputs mapping and returns plain data (a dict or a list) that the engine validates
 against the contract; it must be deterministic and fast, and it reports bad inputs by raising ``ValueError`` or
-``TypeError`` (the engine turns any exception into a ``RulesError``).
+``TypeError`` (the engine turns any exception into a ``RuleSetError``).
 
 Register custom functions before loading the rule sets that name them (importing the module that defines them
 is enough).

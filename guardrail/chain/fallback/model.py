@@ -60,11 +60,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardrail.chain.fallback.functions import get_rule_function, registered_functions
-from guardrail.errors import RulesError
+from guardrail.errors import RuleSetError
 from guardrail.problems import Locator, Problem
 from guardrail.tools.policy.regex import LinearPattern, compile_pattern
 
-__all__ = ["Condition", "Derived", "FallbackRule", "Problem", "RuleSet", "RulesError", "parse_rule_set"]
+__all__ = ["Condition", "Derived", "FallbackRule", "Problem", "RuleSet", "RuleSetError", "parse_rule_set"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,21 +155,21 @@ class _Collector:
 
 
 def parse_rule_set(text: str, source: str = "<rules>") -> RuleSet:
-    """Parse and validate one rule set's TOML text; :class:`RulesError` listing every problem found."""
+    """Parse and validate one rule set's TOML text; :class:`RuleSetError` listing every problem found."""
     import tomllib
 
     try:
         data = tomllib.loads(text)
     except RecursionError:
-        raise RulesError([Problem(source, None, "", "nested too deeply")]) from None
+        raise RuleSetError([Problem(source, None, "", "nested too deeply")]) from None
     except tomllib.TOMLDecodeError as error:
         match = re.search(r"line (\d+)", str(error))
         line = getattr(error, "lineno", None) or (int(match.group(1)) if match else None)
-        raise RulesError([Problem(source, line, "", f"not valid TOML: {error}")]) from None
+        raise RuleSetError([Problem(source, line, "", f"not valid TOML: {error}")]) from None
     out = _Collector(source, text)
     rule_set = _build(data, out, source, text)
     if out.problems or rule_set is None:
-        raise RulesError(out.problems or [Problem(source, None, "", "invalid rule set")])
+        raise RuleSetError(out.problems or [Problem(source, None, "", "invalid rule set")])
     return rule_set
 
 
