@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from helpers import (
+from support.calls import (
     APIS,
     PRINTER_BAD,
     PRINTER_GOOD,

@@ -1,4 +1,4 @@
-"""The response cache (issue 18 §4): real SDK clients against the emulator (requests counted there), real
+"""The response cache: real SDK clients against the emulator (requests counted there), real
 MemoryStore / SQLite files / redis-server; hits, misses, what is never cached, tampering, expiry, single flight
 across threads, asyncio tasks and processes, and the key's properties."""
 
@@ -28,10 +28,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, field_serializer
-from redis_server import redis_url  # noqa: F401  (the session fixture that starts a real redis-server)
 
 import guardrail
-from guardrail.call import reset_config
 from guardrail.call.cache import Cache
 from guardrail.call.cache_key import TRANSPORT_ONLY, request_key
 from guardrail.chain.tiers import Chain, safe_default, vendor
@@ -41,7 +39,7 @@ from guardrail.store import MemoryStore, RedisStore, SQLiteStore, Store
 from guardrail.testing import Emulator, reply
 from guardrail.testing.recording import RecordedRequest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOOD = '{"urgency": 4, "summary": "Late parcel"}'
 OTHER = '{"urgency": 2, "summary": "Lost parcel"}'
 MESSAGES = [{"role": "user", "content": "My parcel is two weeks late"}]
@@ -70,11 +68,7 @@ def emu() -> Iterator[Emulator]:
         yield server
 
 
-@pytest.fixture(autouse=True)
-def clean_config() -> Iterator[None]:
-    reset_config()
-    yield
-    reset_config()
+pytestmark = pytest.mark.usefixtures("clean_config")
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])

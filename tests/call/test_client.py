@@ -12,7 +12,8 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-from helpers import (
+from pydantic import BaseModel, model_validator
+from support.calls import (
     APIS,
     PRINTER_BAD,
     PRINTER_GOOD,
@@ -27,7 +28,6 @@ from helpers import (
     sdk_client,
     wrapped_client,
 )
-from pydantic import BaseModel, model_validator
 
 import guardrail
 from guardrail.errors import CallError, DeadlineExceeded, VendorUnavailable

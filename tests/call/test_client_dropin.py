@@ -1,9 +1,9 @@
-"""``guardrail.wrap(client)`` is the SDK client in every way code can observe (issue 24, section 1).
+"""``guardrail.wrap(client)`` is the SDK client in every way code can observe.
 
 Each test runs on the three APIs (OpenAI Chat Completions and Responses, Anthropic Messages), with the sync and
 the async client, through the real SDKs against the emulator. A scenario is written once as a generator that
 yields each SDK call's return value; :func:`play` runs it, awaiting what the async client returns. The SDKs' own
-test suites run against a wrapped client too (tests/test_sdk_suites.py).
+test suites run against a wrapped client too (tests/call/test_sdk_suites.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-from helpers import APIS, PRINTER_RETRY, Ticket, api_method, printer_args, sdk_client
+from support.calls import APIS, PRINTER_RETRY, Ticket, api_method, printer_args, sdk_client
 
 import guardrail
 from guardrail.call import WrappedClient

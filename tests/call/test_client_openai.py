@@ -7,8 +7,8 @@ from typing import Any
 
 import openai
 import pytest
-from helpers import RecordingRetry, Ticket, TimeSpan
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+from support.calls import RecordingRetry, Ticket, TimeSpan
 
 import guardrail
 import guardrail.call.methods

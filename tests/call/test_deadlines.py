@@ -1,4 +1,4 @@
-"""Issue 15 item 7, the phases the trickled-body tests of ``test_fault_matrix`` leave out: the call's deadline
+"""The phases the trickled-body tests of ``test_fault_matrix`` leave out: the call's deadline
 and the chain's bound the whole vendor call, whatever part of the answer is slow.
 
 - an error status (4xx/5xx) whose body trickles in: the SDK reads it itself before handing anything over;
@@ -21,7 +21,8 @@ from typing import Any
 
 import openai
 import pytest
-from helpers import HANG_GUARD_S, LooseTicket, endpoint_client, endpoint_method, finishes, structured_call
+from support.calls import LooseTicket, endpoint_client, endpoint_method, structured_call
+from support.waiting import HANG_GUARD_S, finishes
 
 import guardrail
 from guardrail.call.options import RetryPolicy

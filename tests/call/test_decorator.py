@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Iterator
 from enum import StrEnum
 from typing import Any
 
@@ -14,7 +13,6 @@ import pytest
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 import guardrail
-from guardrail.call import reset_config
 from guardrail.outcome import Partial
 from guardrail.testing import Emulator, reply
 
@@ -34,11 +32,7 @@ GOOD = '{"urgency": 4, "category": "shipping", "summary": "Late parcel"}'
 FAST = guardrail.RetryPolicy(max_tries=2, initial_wait=0.01, max_wait=0.1, deadline=10)
 
 
-@pytest.fixture(autouse=True)
-def clean_config() -> Iterator[None]:
-    reset_config()
-    yield
-    reset_config()
+pytestmark = pytest.mark.usefixtures("clean_config")
 
 
 def openai_client(emu: Emulator) -> Any:

@@ -1,4 +1,4 @@
-"""Fault matrix (issue 15, items 6-8) against the emulator, through the real SDKs.
+"""Fault matrix against the emulator, through the real SDKs.
 
 Every combination of endpoint (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages), client (sync,
 async) and request (streamed, not) meets:
@@ -29,9 +29,9 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-from helpers import LooseTicket, endpoint_client, structured_call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.calls import LooseTicket, endpoint_client, structured_call
 
 import guardrail
 from guardrail.call.options import RetryPolicy, timeout_seconds

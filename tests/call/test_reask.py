@@ -12,10 +12,10 @@ import json
 from typing import Any
 
 import pytest
-from helpers import endpoint_client, endpoint_method
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, model_validator
+from support.calls import endpoint_client, endpoint_method
 
 import guardrail
 from guardrail.call.reask import top_field

@@ -11,7 +11,9 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from helpers import (
+from hypothesis import given
+from hypothesis import strategies as st
+from support.calls import (
     APIS,
     PRINTER_GOOD,
     PRINTER_TICKET,
@@ -23,8 +25,6 @@ from helpers import (
     printer_call,
     wrapped_client,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 import guardrail
 from guardrail.call.options import RetryPolicy

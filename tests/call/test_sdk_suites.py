@@ -1,4 +1,4 @@
-"""The openai and anthropic SDKs' own tests, a slice of each, pass against ``guardrail.wrap(client)`` (issue 24).
+"""The openai and anthropic SDKs' own tests, a slice of each, pass against ``guardrail.wrap(client)``.
 
 The slice is the SDK's client tests and the tests of the resources guardrail subclasses (chat completions,
 responses, messages and the SDK helpers built on them: ``parse``, ``stream``, the tool runner), each run with the
@@ -7,7 +7,7 @@ SDK's client fixtures yielding a wrapped client (:mod:`sdk_suites`), sync and as
 the wrapped one is rerun with the plain client, and only a test that passes there counts against the wrapper.
 
 The sdists are fetched by ``.ci/run``; without them the test skips, saying how to fetch them (and fails on CI).
-``python tests/sdk_suites.py openai tests/api_resources tests/lib tests/test_client.py`` compares whole suites.
+``python tests/support/sdk_suites.py openai tests/api_resources tests/lib tests/test_client.py`` compares whole suites.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 
 import pytest
-import sdk_suites
-from sdk_mock_api import serve
+from support import sdk_suites
+from support.sdk_mock_api import serve
 
 #: Per SDK: the test files run (relative to the sdist), and how many tests at least must pass in them (a slice
 #: that shrinks because the SDK moved its tests must not pass silently).

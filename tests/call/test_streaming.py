@@ -12,7 +12,10 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-from helpers import (
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel
+from support.calls import (
     APIS,
     PRINTER_BAD,
     PRINTER_GOOD,
@@ -23,12 +26,9 @@ from helpers import (
     printer_acall,
     printer_args,
     printer_call,
-    same,
     wrapped_client,
 )
-from hypothesis import given
-from hypothesis import strategies as st
-from pydantic import BaseModel
+from support.equality import same
 
 import guardrail
 from guardrail.call.streaming import PREVIEW_OVERHEAD, PREVIEW_PER_CHAR, PREVIEW_PER_PIECE, PREVIEW_START, Previewer

@@ -17,8 +17,9 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-from helpers import RecordingRetry, finishes
 from pydantic import BaseModel, Field
+from support.calls import RecordingRetry
+from support.waiting import finishes
 
 import guardrail
 from guardrail.call import reset_config
@@ -38,7 +39,7 @@ class Ticket(BaseModel):
 GOOD = '{"urgency": 3, "summary": "late parcel"}'
 FAST = guardrail.RetryPolicy(max_tries=2, initial_wait=0.01, max_wait=0.05, deadline=10)
 SYSTEM, USER = "Triage the inquiry.", 'inquiry = "late parcel"'
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 FAULTS = {
     "ok": lambda: [reply.answer(GOOD)],
@@ -280,7 +281,7 @@ def test_the_rule_engine_tier_answers_korean_and_english_when_vendors_are_down(
     from guardrail.chain.fallback import RuleEngine, load_rule_set
     from guardrail.chain.tiers import rule_engine
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     engine = RuleEngine(load_rule_set(root / "fallbacks" / "ticket_triage.toml"))
     primary, backup = emulators
     primary.responder = lambda request: reply.server_error(503)
@@ -313,7 +314,7 @@ def test_video_segments_from_the_rule_engine_when_no_model_is_available() -> Non
         durationSeconds: float
         keywords: list[str]
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     engine = RuleEngine(load_rule_set(root / "fallbacks" / "video_segments.toml"))
     transcript = "Welcome to the show. Today we cook kimchi. First, salt the cabbage! Then wait two hours."
     result = Chain([rule_engine(engine)]).run(list[Segment], system="", user="",

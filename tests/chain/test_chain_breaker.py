@@ -8,7 +8,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from redis_server import redis_url  # noqa: F401  (registers the session fixture that starts redis-server)
 
 from guardrail.chain import CircuitBreaker, SharedCircuitBreaker
 from guardrail.store import MemoryStore, RedisStore, SQLiteStore, Store

@@ -25,7 +25,7 @@ from guardrail.chain.fallback import (
 )
 from guardrail.tools.policy.regex import LinearPattern
 
-FALLBACKS = Path(__file__).resolve().parent.parent / "fallbacks"
+FALLBACKS = Path(__file__).resolve().parents[2] / "fallbacks"
 
 
 class Ticket(BaseModel):

@@ -14,7 +14,7 @@ from typing import Any
 import openai
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NO_KEYS = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GUARDRAIL_VENDOR"}}
 
 

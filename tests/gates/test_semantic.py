@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 import openai
 import pytest
-from helpers import OPEN, ToolEnv, audits
 from pydantic import BaseModel
 from structlog.testing import capture_logs
+from support.tool_env import OPEN, ToolEnv, audits
 
 import guardrail
 from guardrail.errors import Declined, GuardrailError, RuleError

@@ -195,7 +195,7 @@ def test_the_gpu_benchmark_script_runs_its_tiny_configuration_on_cpu() -> None:
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "bench" / "gpu_local.py"
+    script = Path(__file__).resolve().parents[2] / "bench" / "gpu_local.py"
     done = subprocess.run([sys.executable, str(script), "--tiny", "--max-new-tokens", "8", "--batches", "1,3"],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]

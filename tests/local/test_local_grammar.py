@@ -27,15 +27,9 @@ from guardrail.local.grammar import (  # noqa: E402
     lltokenizer,
 )
 from guardrail.schema.report import CompileReport  # noqa: E402
-from guardrail.testing.tiny import train_tokenizer  # noqa: E402
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
-
-
-@pytest.fixture(scope="module")
-def tok() -> Any:
-    return train_tokenizer()
 
 
 @pytest.fixture(scope="module")

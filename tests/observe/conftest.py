@@ -1,16 +1,21 @@
-"""The OpenTelemetry SDK the telemetry tests read from: one tracer provider with an in-memory span exporter and
-one meter provider with an in-memory metric reader, installed as the global providers once per process
-(OpenTelemetry allows setting each only once; every test module imports them from here).
+"""Fixtures of the observability tests: the OpenTelemetry SDK they read from.
 
-The metric reader uses *delta* temporality, so each :func:`collect` returns exactly what was recorded since the
-previous one: a test calls :func:`collect` first to drop what earlier tests left, then counts its own.
+One tracer provider with an in-memory span exporter and one meter provider with an in-memory metric reader,
+installed as the global providers once per process, when pytest loads this file (OpenTelemetry allows setting each
+only once). A test reads them through two fixtures:
+
+- ``spans``: the span exporter, emptied first, so it holds this test's finished spans only;
+- ``collect``: a function returning everything recorded since its previous call (the reader uses *delta*
+  temporality); the fixture calls it once first, dropping what earlier tests left, so a test counts its own.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
@@ -20,7 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 EXPORTER = InMemorySpanExporter()
 _TRACER_PROVIDER = trace.get_tracer_provider()
-if not isinstance(_TRACER_PROVIDER, TracerProvider):  # another test module may have set one already
+if not isinstance(_TRACER_PROVIDER, TracerProvider):  # something else may have set one already
     _TRACER_PROVIDER = TracerProvider()
     trace.set_tracer_provider(_TRACER_PROVIDER)
 _TRACER_PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
@@ -63,7 +68,7 @@ class Points:
                    if all(attributes.get(key) == value for key, value in wanted.items()))
 
 
-def collect() -> Points:
+def collect_points() -> Points:
     """Everything recorded since the previous call (delta temporality)."""
     found = Points()
     data = READER.get_metrics_data()
@@ -78,3 +83,17 @@ def collect() -> Points:
                         continue  # a delta histogram with nothing new
                     found.by_name[metric.name].append((dict(point.attributes or {}), point))
     return found
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """The process-wide span exporter, emptied: it holds the spans this test finishes."""
+    EXPORTER.clear()
+    yield EXPORTER
+
+
+@pytest.fixture
+def collect() -> Callable[[], Points]:
+    """:func:`collect_points`, called once first so that what earlier tests recorded is dropped."""
+    collect_points()
+    return collect_points

@@ -1,4 +1,4 @@
-"""Run in a fresh interpreter by tests/test_metrics.py: guardrail beside the OpenAI SDK's own OpenTelemetry
+"""Run in a fresh interpreter by tests/observe/test_metrics.py: guardrail beside the OpenAI SDK's own OpenTelemetry
 instrumentation (opentelemetry-instrumentation-openai-v2), printing what each recorded as JSON.
 
 Fresh, because the instrumentation patches the SDK process-wide and needs ``import httpx`` to work: openai 3.x

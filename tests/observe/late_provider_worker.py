@@ -1,4 +1,4 @@
-"""Run in a fresh interpreter by tests/test_telemetry.py: calls made before the application configures any
+"""Run in a fresh interpreter by tests/observe/test_telemetry.py: calls made before the application configures any
 OpenTelemetry provider, then after; prints what the SDK recorded as JSON.
 
 Fresh, because OpenTelemetry's global providers can be set only once per process, and the test is about the

@@ -5,6 +5,7 @@ dollar budgets kept per attempt."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -13,7 +14,7 @@ import openai
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from otel_sdk import EXPORTER, collect
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
 import guardrail
@@ -116,8 +117,7 @@ def test_unknown_prices_are_none_never_zero() -> None:
     assert hosted.cost_usd is None  # a self-hosted server has no list price, even for a familiar name
 
 
-def test_azure_openai_is_its_own_provider_and_priced_as_azure() -> None:
-    EXPORTER.clear()
+def test_azure_openai_is_its_own_provider_and_priced_as_azure(spans: InMemorySpanExporter) -> None:
     with Emulator() as emu:
         emu.script(reply.answer('{"name": "Ada"}', usage=(1000, 100)))
         raw = openai.AzureOpenAI(base_url=emu.openai_base_url, api_key="test", api_version="2024-10-21", timeout=10)
@@ -125,18 +125,16 @@ def test_azure_openai_is_its_own_provider_and_priced_as_azure() -> None:
             model="gpt-4o", messages=ASK, response_model=Contact)
     assert result.provider == "azure.ai.openai"
     assert result.cost_usd == pytest.approx(_price("azure", "gpt-4o", Usage(1000, 100)))
-    (span,) = EXPORTER.get_finished_spans()
+    (span,) = spans.get_finished_spans()
     assert dict(span.attributes or {})["gen_ai.provider.name"] == "azure.ai.openai"
 
 
-def test_cost_goes_on_the_span_and_the_cost_metric() -> None:
-    collect()
-    EXPORTER.clear()
+def test_cost_goes_on_the_span_and_the_cost_metric(spans: InMemorySpanExporter, collect: Callable[[], Any]) -> None:
     with Emulator() as emu:
         emu.script(reply.answer('{"name": "Ada"}', usage=(1000, 100)).with_usage_details(cached=200))
         result = _call(emu, "chat", False)
     assert result.cost_usd is not None
-    (span,) = EXPORTER.get_finished_spans()
+    (span,) = spans.get_finished_spans()
     assert dict(span.attributes or {})["guardrail.cost.usd"] == pytest.approx(result.cost_usd)
     found = collect()
     assert found.count("guardrail.cost") == pytest.approx(result.cost_usd)

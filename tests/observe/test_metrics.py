@@ -15,13 +15,12 @@ import os
 import pathlib
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
 import openai
 import pytest
-from otel_sdk import collect
 from pydantic import BaseModel
 
 import guardrail
@@ -37,12 +36,8 @@ class Contact(BaseModel):
 
 
 FAST = guardrail.RetryPolicy(initial_wait=0.01, max_wait=0.05)
-
-
-@pytest.fixture
-def points() -> Iterator[None]:
-    collect()  # drop what earlier tests recorded
-    yield
+#: The ``collect`` fixture (tests/observe/conftest.py): the metric points recorded since its previous call.
+Collect = Callable[[], Any]
 
 
 def _openai(emu: Emulator, **settings: Any) -> Any:
@@ -54,7 +49,7 @@ def _port(emu: Emulator) -> int:
     return int(emu.base_url.rsplit(":", 1)[1])
 
 
-def test_a_429_retry_and_a_reask_record_three_operations_and_two_billed_requests(points: None) -> None:
+def test_a_429_retry_and_a_reask_record_three_operations_and_two_billed_requests(collect: Collect) -> None:
     with Emulator() as emu:
         emu.script(reply.rate_limited(retry_after=0), reply.answer('{"name": 1.5}', usage=(10, 3)),
                    reply.answer('{"name": "Ada"}', usage=(20, 5)))
@@ -86,7 +81,7 @@ def test_a_429_retry_and_a_reask_record_three_operations_and_two_billed_requests
     assert found.count("guardrail.gave_up") == 0
 
 
-def test_units_and_bucket_boundaries_follow_the_conventions(points: None) -> None:
+def test_units_and_bucket_boundaries_follow_the_conventions(collect: Collect) -> None:
     with Emulator() as emu:
         emu.script(reply.answer('{"name": "Ada"}'))
         _openai(emu).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
@@ -98,7 +93,7 @@ def test_units_and_bucket_boundaries_follow_the_conventions(points: None) -> Non
     assert found.buckets["gen_ai.client.operation.duration"] == metrics.DURATION_BUCKETS
 
 
-def test_anthropic_streamed_and_responses_requests_are_counted_once_each(points: None) -> None:
+def test_anthropic_streamed_and_responses_requests_are_counted_once_each(collect: Collect) -> None:
     with Emulator() as emu:
         emu.script(reply.answer('{"name": "Ada"}', usage=(7, 2)), reply.answer('{"name": "Bo"}', usage=(11, 4)))
         raw = anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="test", timeout=10)
@@ -117,7 +112,7 @@ def test_anthropic_streamed_and_responses_requests_are_counted_once_each(points:
     assert found.total("gen_ai.client.token.usage", gen_ai__provider__name="openai", gen_ai__token__type="input") == 11
 
 
-def test_async_client_records_the_same(points: None) -> None:
+def test_async_client_records_the_same(collect: Collect) -> None:
     async def run(emu: Emulator) -> Contact:
         raw = openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="test", timeout=10)
         client = guardrail.wrap(raw, retry=FAST)
@@ -134,7 +129,7 @@ def test_async_client_records_the_same(points: None) -> None:
     assert found.count("gen_ai.client.token.usage") == 2  # one response: input + output
 
 
-def test_truncation_then_answer_counts_a_truncation_and_a_reask(points: None) -> None:
+def test_truncation_then_answer_counts_a_truncation_and_a_reask(collect: Collect) -> None:
     with Emulator() as emu:
         emu.script(reply.truncated('{"name": "A'), reply.answer('{"name": "Ada"}'))
         _openai(emu).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
@@ -144,7 +139,7 @@ def test_truncation_then_answer_counts_a_truncation_and_a_reask(points: None) ->
     assert found.count("guardrail.reasks", guardrail__reask__reason="truncated") == 1
 
 
-def test_refusals_gave_ups_and_semantic_rejections_by_rule(points: None) -> None:
+def test_refusals_gave_ups_and_semantic_rejections_by_rule(collect: Collect) -> None:
     @rule(name="no_bob")
     def no_bob(value: Contact, context: Any) -> Any:
         return value.name != "Bob" or "the name must not be Bob"
@@ -166,7 +161,7 @@ def test_refusals_gave_ups_and_semantic_rejections_by_rule(points: None) -> None
     assert found.count("guardrail.call.duration", error__type="GaveUp") == 1
 
 
-def test_local_repairs_are_counted_by_fix_kind(points: None) -> None:
+def test_local_repairs_are_counted_by_fix_kind(collect: Collect) -> None:
     with Emulator() as emu:
         emu.script(reply.answer('```json\n{"name": "Ada",}\n```'))
         result = _openai(emu).chat.completions.create_with_result(
@@ -178,7 +173,7 @@ def test_local_repairs_are_counted_by_fix_kind(points: None) -> None:
         assert found.count("guardrail.repairs", guardrail__fix__kind=kind) == kinds.count(kind)
 
 
-def test_empty_but_valid_answers_are_counted(points: None) -> None:
+def test_empty_but_valid_answers_are_counted(collect: Collect) -> None:
     class Tags(BaseModel):
         tags: list[str]
 
@@ -199,14 +194,14 @@ def test_is_empty(value: Any, empty: bool) -> None:
     assert metrics.is_empty(value) is empty
 
 
-def test_tool_denials_are_counted_by_rule(points: None) -> None:
+def test_tool_denials_are_counted_by_rule(collect: Collect) -> None:
     with pytest.raises(guardrail.Denied):
         run_tool_call("no_such_tool_anywhere", {})
     found = collect()
     assert found.count("guardrail.tool.denials", guardrail__rule="unknown-tool") == 1
 
 
-def test_cache_lookups_count_hits_and_misses(points: None) -> None:
+def test_cache_lookups_count_hits_and_misses(collect: Collect) -> None:
     metrics.cache_lookup(True, store="sqlite")
     metrics.cache_lookup(False, store="sqlite")
     metrics.cache_lookup(False)
@@ -216,7 +211,7 @@ def test_cache_lookups_count_hits_and_misses(points: None) -> None:
     assert found.count("guardrail.cache.lookups", guardrail__cache__store="sqlite") == 2
 
 
-def test_chain_results_by_tier_and_degraded(points: None) -> None:
+def test_chain_results_by_tier_and_degraded(collect: Collect) -> None:
     with Emulator() as emu:
         raw = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", timeout=10, max_retries=0)
         primary = vendor(raw, "gpt-4o", name="primary", retry=guardrail.RetryPolicy(max_tries=1))
@@ -233,7 +228,7 @@ def test_chain_results_by_tier_and_degraded(points: None) -> None:
 
 
 # -- beside the OpenAI SDK's own OpenTelemetry instrumentation ------------------------------------------------
-_ROOT = pathlib.Path(__file__).resolve().parent.parent
+_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
@@ -245,8 +240,9 @@ def test_beside_openai_v2_instrumentation_every_request_is_counted_once() -> Non
     if importlib.util.find_spec("opentelemetry.instrumentation.openai_v2") is None:  # it needs httpx to import
         pytest.skip("opentelemetry-instrumentation-openai-v2 is not installed (the test group installs it)")
     env = {**os.environ, "PYTHONPATH": str(_ROOT)}
-    done = subprocess.run([sys.executable, str(_ROOT / "tests" / "instrumented_worker.py")], capture_output=True,
-                          text=True, env=env, timeout=120, cwd=_ROOT, check=False)
+    worker = pathlib.Path(__file__).with_name("instrumented_worker.py")
+    done = subprocess.run([sys.executable, str(worker)], capture_output=True, text=True, env=env, timeout=120,
+                          cwd=_ROOT, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     points = json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -277,7 +273,7 @@ def test_beside_openai_v2_instrumentation_every_request_is_counted_once() -> Non
     assert count(True, "guardrail.call.duration") == 3
 
 
-def test_cache_lookups_are_counted_as_hits_and_misses_by_store(points: None, tmp_path: pathlib.Path) -> None:
+def test_cache_lookups_are_counted_as_hits_and_misses_by_store(collect: Collect, tmp_path: pathlib.Path) -> None:
     from guardrail.store import SQLiteStore
 
     with Emulator() as emu:

@@ -9,13 +9,16 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
-from helpers import (
+from opentelemetry import trace
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import BaseModel
+from structlog.testing import capture_logs
+from support.calls import (
     APIS,
     PRINTER_BAD,
     PRINTER_GOOD,
@@ -25,11 +28,6 @@ from helpers import (
     printer_call,
     wrapped_client,
 )
-from opentelemetry import trace
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from otel_sdk import EXPORTER as _EXPORTER  # the global SDK providers, installed once per process
-from pydantic import BaseModel
-from structlog.testing import capture_logs
 
 import guardrail
 from guardrail.call.cache import Cache
@@ -41,12 +39,6 @@ SECRET = "Kim Min-jun, 010-1234-5678"
 
 class Contact(BaseModel):
     name: str
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    _EXPORTER.clear()
-    yield _EXPORTER
 
 
 def call(emu: Emulator, **settings: Any) -> Any:
@@ -241,10 +233,11 @@ def test_before_any_provider_is_set_no_span_or_metric_is_made_and_the_trace_id_s
     """Without a configured tracer or meter provider, a call opens no span and records nothing (both would be
     no-ops); its trace id is the propagated parent's when there is one, else a fresh random one. Setting the
     providers later takes effect at the next call. Run in a fresh interpreter: the providers can be set once."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "tests")])}
-    done = subprocess.run([sys.executable, str(root / "tests" / "late_provider_worker.py")], capture_output=True,
-                          text=True, env=env, timeout=120, cwd=root, check=False)
+    worker = Path(__file__).with_name("late_provider_worker.py")
+    done = subprocess.run([sys.executable, str(worker)], capture_output=True, text=True, env=env, timeout=120,
+                          cwd=root, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     first, second = out["unset"]

@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import same as same_json
 from pydantic import BaseModel
+from support.equality import same as same_json
 
 from guardrail import ParseError, parse, parse_report
 from guardrail.testing.corpora import find_corpus
 
 #: The corpus in the project's shared folder ($GUARDRAIL_CORPORA, ../shared next to the checkout, or /work).
 SUITE = (find_corpus("JSONTestSuite", "index.jsonl")
-         or Path(__file__).resolve().parents[2] / "shared" / "corpora" / "JSONTestSuite")
+         or Path(__file__).resolve().parents[3] / "shared" / "corpora" / "JSONTestSuite")
 INDEX = SUITE / "index.jsonl"
 KINDS = {"no_json", "syntax_error", "truncated", "ambiguous", "schema_violation"}
 #: Valid JSON whose object gives one key twice with different values: json.loads lets the last win; guardrail

@@ -1,4 +1,4 @@
-"""An independent adversarial review of the parse layer after issue 23 (round three).
+"""An independent adversarial review of the parse layer (its third round).
 
 Each section is one class of input where the review found a confident wrong value, a builtin exception or a
 reading chosen where two exist; the first tests in each are the cases found, the properties around them widen

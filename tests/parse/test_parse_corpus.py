@@ -1,6 +1,6 @@
-"""Issue 23, class 3: third-party JSON-repair suites, each case labelled by us.
+"""Third-party JSON-repair suites, each case labelled by us.
 
-``tests/data/repair_corpus.json`` holds the inputs of the test suites of the ``json-repair`` (PyPI) and
+``tests/parse/data/repair_corpus.json`` holds the inputs of the test suites of the ``json-repair`` (PyPI) and
 ``jsonrepair`` (npm) packages, vendored with their sources, commits and licences (nothing is fetched here).
 Each case is labelled ``one`` (exactly one reading: the value guardrail must return under the case's contract)
 or ``ambiguous`` (must be refused: two readings, the text ends inside a value, no value at all). Those suites

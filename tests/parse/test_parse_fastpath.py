@@ -22,11 +22,11 @@ from typing import Any, Literal, Optional, Union
 from unittest import mock
 
 import pytest
-from helpers import same
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, RootModel, field_validator, model_validator
-from test_parse_equivalence import contract_and_value
+from support.equality import same
+from support.random_contracts import contract_and_value
 
 from guardrail import ParseError, parse, parse_report
 from guardrail.contract import compile_contract

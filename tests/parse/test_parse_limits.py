@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import finishes
 from pydantic import BaseModel
+from support.waiting import finishes
 
 from guardrail import ParseError, SchemaViolationError, TruncatedJSONError, parse, parse_report
 from guardrail.errors import InputLimitError
@@ -111,8 +111,8 @@ ADVERSARIAL: dict[str, Callable[[], str]] = {
     "1MB_of_cut_literals": lambda: "[tr " * (MB // 4),
 }
 
-#: The cases the issue names; these also run under the model and list[int] contracts.
-NAMED_IN_ISSUE = [
+#: The headline cases: these also run under the model and list[int] contracts, and through parse_report.
+HEADLINE_CASES = [
     "unclosed_fence_then_100k_spaces",
     "1MB_of_open_brackets",
     "100k_deep_objects",
@@ -131,7 +131,7 @@ def test_adversarial_text_is_a_parse_error_quickly(name: str) -> None:
 
 
 @pytest.mark.parametrize("contract", CONTRACTS[1:], ids=CONTRACT_IDS[1:])
-@pytest.mark.parametrize("name", NAMED_IN_ISSUE)
+@pytest.mark.parametrize("name", HEADLINE_CASES)
 def test_adversarial_text_is_a_parse_error_quickly_with_contract(name: str, contract: Any) -> None:
     error = guarded_parse_error(ADVERSARIAL[name](), contract)
     assert error.kind in ("no_json", "syntax_error", "truncated", "ambiguous", "schema_violation")
@@ -167,7 +167,7 @@ def test_adversarial_text_error_kind(name: str, kind: str, limit: str | None) ->
         assert error.value == 200
 
 
-@pytest.mark.parametrize("name", NAMED_IN_ISSUE)
+@pytest.mark.parametrize("name", HEADLINE_CASES)
 def test_parse_report_does_not_raise_on_adversarial_text(name: str) -> None:
     text = ADVERSARIAL[name]()
     report = finishes(lambda: parse_report(text, Any), f"parse_report on {name}")

@@ -23,10 +23,10 @@ import math
 from typing import Any, Literal
 
 import pytest
-from helpers import same as same_json
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from support.equality import same as same_json
 
 from guardrail import ParseError, SchemaViolationError, TruncatedJSONError, parse, parse_report
 from guardrail.errors import AmbiguousError, InputLimitError, JSONSyntaxError, NoJSONError

@@ -1,4 +1,4 @@
-"""Issue 23, class 3: answers with exactly one reading are accepted, with a recorded fix; two readings are not.
+"""Answers with exactly one reading are accepted, with a recorded fix; two readings are not.
 
 Each class is written into random JSON values the way models write it, and the value must come back (or the
 answer be refused, where a second reading could validate):

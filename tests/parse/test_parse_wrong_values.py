@@ -1,4 +1,4 @@
-"""Issue 14: the parse layer never returns a confident wrong value, names its errors exactly, and accepts
+"""The parse layer never returns a confident wrong value, names its errors exactly, and accepts
 unambiguous answers it used to refuse, recording a fix for each.
 
 Five classes, each with examples and (for the first three) hypothesis properties:

@@ -24,7 +24,7 @@ from guardrail.testing import Emulator, reply
 from guardrail.testing.faults import default_answer
 from guardrail.testing.recording import RecordedRequest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\s*$")
 SKIP = re.compile(r"^<!--\s*skip:\s*(.+?)\s*-->\s*$")

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "guardrail"
+PACKAGE = Path(__file__).resolve().parents[2] / "guardrail"
 
 # -- wire formats live in guardrail/vendors/ only ---------------------------------------------------------------
 

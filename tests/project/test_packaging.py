@@ -20,7 +20,7 @@ import guardrail
 from guardrail._optional import require
 from guardrail.errors import GuardrailError, MissingExtra
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: Optional or heavy packages that ``import guardrail`` must not load: they load on first use of a feature.
 NOT_ON_IMPORT = ("structlog", "sqlglot", "rich", "re2", "idna", "openai", "anthropic", "redis", "torch",
                  "transformers", "llguidance", "httpx", "jsonschema", "opentelemetry.sdk")

@@ -5,7 +5,8 @@ private) belongs to the module that defines it. What another module needs gets a
 or moves. The rule, checked with an ``ast`` walk over every file of ``guardrail/`` and ``tests/``:
 
 1. ``from X import _name`` is refused when ``X`` is another first-party module (a module of the ``guardrail``
-   package, or a helper module of ``tests/`` such as ``redis_server``). Relative imports are resolved first.
+   package, or a helper module of ``tests/support/`` such as ``support.redis_server``). Relative imports are
+   resolved first.
 2. ``X._name`` (any depth: ``guardrail.parse.stages._name``) is refused when ``X`` is bound, by an import, to
    another first-party *module*. Private attributes of classes and instances are not modules' names and are
    outside this rule.
@@ -26,14 +27,15 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "guardrail"
 TESTS = REPO / "tests"
 ALLOWED_PRIVATE_MODULES = frozenset({"guardrail._version", "guardrail._optional", "guardrail._lazy"})
 
 
 def module_name(path: Path) -> str:
-    """The import name of a file: ``guardrail.parse.stages``; a tests/ file is imported by its stem."""
+    """The import name of a file: ``guardrail.parse.stages``; a tests/ file by its path under tests/ (tests/ is on
+    ``sys.path``: ``support.calls``)."""
     if path.is_relative_to(TESTS):
         return ".".join(path.relative_to(TESTS).with_suffix("").parts)
     parts = path.relative_to(REPO).with_suffix("").parts
@@ -148,7 +150,8 @@ def test_the_rule_finds_each_kind_of_reach() -> None:
         "3: object(guardrail.parse.pipeline, '_run')"]
     assert reaches("mock.patch('guardrail.call.client._quiet')", "tests.test_x") == [
         "1: patch('guardrail.call.client._quiet')"]
-    assert reaches("from redis_server import _free_port", "test_x") == ["1: from redis_server import _free_port"]
+    assert reaches("from support.redis_server import _free_port", "call.test_x") == [
+        "1: from support.redis_server import _free_port"]
     # allowed: one's own privates, the root helper modules, dunders, third-party privates, class attributes
     allowed = ("from guardrail.parse.pipeline import _run\n"
                "from guardrail._lazy import namespace\nfrom guardrail import _version\nimport guardrail._optional\n"

@@ -1,4 +1,4 @@
-"""JSON Schema documents as contracts: a schema ``dict`` wherever an output type is accepted (issue 14).
+"""JSON Schema documents as contracts: a schema ``dict`` wherever an output type is accepted.
 
 Validation is the real ``jsonschema-rs`` validator (drafts by ``$schema``, formats asserted); the lenient stages
 walk the schema as they walk pydantic's; an unusable schema is a ``ContractError`` before any vendor call. Vendor

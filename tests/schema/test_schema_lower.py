@@ -676,7 +676,7 @@ def test_reference_cycles_terminate() -> None:
 
 
 def _find_corpus() -> Path | None:
-    here = Path(__file__).resolve().parents[1]
+    here = Path(__file__).resolve().parents[2]
     for root in (os.environ.get("GUARDRAIL_CORPORA"), here.parent / "shared" / "corpora", "/work/shared/corpora"):
         if root and (Path(root) / "maskbench").is_dir():
             return Path(root) / "maskbench"

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redis_server import redis_url  # noqa: F401  (the session fixture that starts a real redis-server)
 
 import guardrail
 from guardrail.errors import GuardrailError, StoreError, StoreUnavailable
@@ -73,7 +72,7 @@ def test_an_idempotent_call_on_a_store_that_is_down_runs_nothing() -> None:
     assert caught.value.executed is False and caught.value.claimed in (False, None)
 
 
-def test_a_redis_server_without_persistence_is_warned_about(redis_url: str) -> None:  # noqa: F811
+def test_a_redis_server_without_persistence_is_warned_about(redis_url: str) -> None:
     with pytest.warns(VolatileRedisWarning, match="appendonly"):
         RedisStore(redis_url).close()
 

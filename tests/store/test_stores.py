@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import in_threads
-from redis_server import redis_url  # noqa: F401  (registers the session fixture that starts redis-server)
+from support.waiting import in_threads
 
 from guardrail.errors import GuardrailError
 from guardrail.store import (
@@ -38,7 +37,7 @@ from guardrail.store import (
 from guardrail.store.base import MAX_KEY_BYTES
 from guardrail.store.idempotency import LEASE_SUFFIX
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 #: Short enough to keep the file fast, long enough that a loaded two-core machine still sees "before" as before.
 TTL = 0.2
@@ -222,7 +221,7 @@ def test_add_within_limit_never_exceeds_the_limit_under_50_threads(store: Store)
     assert store.add_within_limit("budget", 0, limit, 60) == (True, sum(accepted))
 
 
-def test_redis_store_accepts_a_client_and_leaves_it_open(redis_url: str, prefix: str) -> None:  # noqa: F811
+def test_redis_store_accepts_a_client_and_leaves_it_open(redis_url: str, prefix: str) -> None:
     import redis
 
     client = redis.Redis.from_url(redis_url, decode_responses=True)

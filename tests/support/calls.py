@@ -1,41 +1,17 @@
-"""Helpers shared by the test modules (plain functions, imported as ``helpers``)."""
+"""Structured calls the way a user makes them: SDK clients pointed at an emulator, wrapped, on any endpoint
+(OpenAI Chat Completions and Responses, Anthropic Messages), sync or async, streamed or not; the printer ticket
+most wrapper tests ask for; a retry policy that records its waits."""
 
 from __future__ import annotations
 
-import contextvars
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 import guardrail
 from guardrail.call.options import RetryPolicy
-from guardrail.store.base import Store
-from guardrail.store.memory import MemoryStore
 from guardrail.testing import Emulator
-from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
-from guardrail.tools.policy.loader import parse_policy
-
-T = TypeVar("T")
-
-
-def same(a: Any, b: Any) -> bool:
-    """Type-aware deep equality: ``True`` is not ``1``, ``1.0`` is not ``1``, ``-0.0`` is not ``0.0``,
-    NaN equals NaN, object key order counts, models compare by class, fields and fields set."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return repr(a) == repr(b)
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, BaseModel):
-        return same(a.__dict__, b.__dict__) and a.model_fields_set == b.model_fields_set
-    return bool(a == b)
 
 
 @dataclass(frozen=True)
@@ -55,54 +31,6 @@ class RecordingRetry(RetryPolicy):
         if seconds is not None:
             self.waits.append(seconds)
         return seconds
-
-
-#: How long a hang guard waits: generous, so that it only ever turns a hang into a failure (speed is bench/'s).
-HANG_GUARD_S = 60.0
-
-
-def finishes(fn: Callable[[], T], what: str, within: float = HANG_GUARD_S) -> T:
-    """``fn()``'s value (or its exception, re-raised here), failing with a clear message if it still runs after
-    ``within`` seconds. A hang guard, not a speed claim: it runs ``fn`` in a daemon thread (in a copy of the
-    caller's context, so ``guardrail.identity`` and other context variables hold there too) and joins it."""
-    done: list[T] = []
-    raised: list[BaseException] = []
-    context = contextvars.copy_context()
-
-    def run() -> None:
-        try:
-            done.append(context.run(fn))
-        except BaseException as error:  # handed back to the test's thread below
-            raised.append(error)
-
-    worker = threading.Thread(target=run, daemon=True, name=f"hang guard: {what}")
-    worker.start()
-    worker.join(within)
-    if worker.is_alive():
-        raise AssertionError(f"{what} still running after {within:.0f} s: it hangs (or is quadratic or worse)")
-    if raised:
-        raise raised[0]
-    return done[0]
-
-
-def in_threads(worker: Callable[[int], object], count: int) -> None:
-    """Run ``worker(0)`` .. ``worker(count - 1)``, each in its own thread, all started before any is joined
-    (a worker that must start at the same moment as the others waits on a barrier of its own)."""
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-
-def until(condition: Callable[[], bool], what: str, within: float = HANG_GUARD_S) -> None:
-    """Poll ``condition`` (every 10 ms) until it holds; fail with ``what`` if it still does not after ``within``
-    seconds. For waiting on another thread's progress instead of sleeping a guessed time."""
-    give_up = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > give_up:
-            raise AssertionError(f"{what}: still not true after {within:.0f} s")
-        time.sleep(0.01)
 
 
 def endpoint_client(emu: Emulator, api: str, is_async: bool, timeout: float = 10.0) -> Any:
@@ -148,45 +76,6 @@ def structured_call(emu: Emulator, api: str, is_async: bool, stream: bool, respo
         return await method.create(response_model=response_model, **kwargs)
 
     return asyncio.run(go())
-
-
-# ------------------------------------------------------------------------------- guarded tools, one test at a time
-
-#: What a denied caller (and the model) is told, whatever the reason.
-GENERIC = "This action is not permitted."
-#: A policy's one allow rule: any identified caller.
-OPEN = '[[allow]]\nid = "anyone"\n'
-#: The same, behind a human approval.
-APPROVAL = 'approval = "required"\n' + OPEN
-
-
-class ToolEnv:
-    """A private registry and store; ``add`` registers a function under a policy written as TOML text, ``call``
-    runs a tool call through every gate (``execute_tool_call``) and ``calls`` lists what really ran."""
-
-    def __init__(self, store: Store | None = None) -> None:
-        self.registry = ToolRegistry()
-        self.store: Store = store or MemoryStore()
-        self.calls: list[tuple[str, Any]] = []
-        self.lock = threading.Lock()
-
-    def add(self, fn: Callable[..., Any], policy: str, *, name: str | None = None, **kwargs: Any) -> None:
-        tool_name = name or fn.__name__
-        text = policy if policy.lstrip().startswith("tool") else f'tool = "{tool_name}"\n{policy}'
-        tool(name=tool_name, policy=parse_policy(text), registry=self.registry, **kwargs)(fn)
-
-    def ran(self, name: str, value: Any) -> Any:
-        """Record that a tool really ran; returns None (so ``lambda: env.ran(...) or result`` works)."""
-        with self.lock:
-            self.calls.append((name, value))
-
-    def call(self, name: str, arguments: Any, **kwargs: Any) -> Any:
-        return execute_tool_call(name, arguments, registry=self.registry, store=self.store, **kwargs)
-
-
-def audits(logs: list[Any]) -> list[dict[str, Any]]:
-    """The audit records among structlog's captured entries."""
-    return [entry for entry in logs if entry.get("event") == "guardrail.audit"]
 
 
 # ------------------------------------------------------------------------------------- contracts shared by modules

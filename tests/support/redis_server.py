@@ -1,24 +1,22 @@
-"""A real ``redis-server`` for tests: the ``redis_url`` fixture (import it into a test module to use it).
+"""A real ``redis-server`` for tests: started on a free port in a temporary directory with persistence off.
 
-The server runs on a free port in a temporary directory with persistence off, for the whole session, and is shut
-down at the end. If ``redis-server`` (or the redis package) is missing, tests that use it are skipped with the
-reason, unless ``GUARDRAIL_REQUIRE_REDIS=1`` is set: then they fail, so CI cannot silently lose the Redis coverage.
+The session's server is the ``redis_url`` fixture of ``tests/conftest.py``; tests that restart or stall a server
+start their own with these functions. :func:`unavailable` skips a test when Redis is missing, or fails it when
+``GUARDRAIL_REQUIRE_REDIS=1`` is set, so CI cannot silently lose the Redis coverage.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
-__all__ = ["redis_url", "start_redis_server", "stop_redis_server"]
+__all__ = ["free_port", "pings", "start_redis_server", "stop_redis_server", "unavailable"]
 
 #: How long a freshly started server gets to answer PING.
 STARTUP_TIMEOUT = 10.0
@@ -80,20 +78,3 @@ def stop_redis_server(process: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``redis://127.0.0.1:PORT/0`` of a private ``redis-server`` started for this session."""
-    executable = shutil.which("redis-server")
-    if executable is None:
-        unavailable("redis-server is not on PATH")
-    try:
-        import redis  # noqa: F401
-    except ImportError:
-        unavailable("the redis package (redis-py) is not installed")
-    process, port = start_redis_server(executable, tmp_path_factory.mktemp("redis"))
-    try:
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        stop_redis_server(process)

@@ -12,7 +12,7 @@ The sdists are fetched beforehand (``.ci/run`` does it; tests never use the netw
 with the installed versions (:func:`fetch_command` prints the exact line). Run as a script for a whole
 comparison (plain vs wrapped, with a mock API server for ``tests/api_resources``)::
 
-    python tests/sdk_suites.py openai tests/test_client.py tests/lib
+    python tests/support/sdk_suites.py openai tests/test_client.py tests/lib
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: Where ``.ci/run`` puts the sdists (ignored by git).
 SDISTS = REPO / ".sdk-suites"
 SUITES = ("openai", "anthropic")
@@ -38,7 +38,7 @@ _CLIENT_FIXTURE = re.compile(r"^(?:async )?def (\w*client)\(.*?(?=^(?:@|def |asy
 _DROP_IN = '''
 
 def _guardrail_drop_in(client):
-    """Added by guardrail's tests/sdk_suites.py: the client, wrapped when GUARDRAIL_SDK_SUITE_WRAP=1."""
+    """Added by guardrail's tests/support/sdk_suites.py: the client, wrapped when GUARDRAIL_SDK_SUITE_WRAP=1."""
     if os.environ.get("GUARDRAIL_SDK_SUITE_WRAP") == "1":
         import guardrail
 
@@ -143,7 +143,7 @@ def run(root: Path, paths: list[str], *, wrapped: bool, args: list[str] | None =
 def compare(name: str, paths: list[str], into: Path, args: list[str] | None = None,
             env: dict[str, str] | None = None) -> dict[str, object]:
     """Run ``paths`` of the ``name`` SDK's suite plain and wrapped; the counts and the newly failing tests."""
-    from sdk_mock_api import serve
+    from support.sdk_mock_api import serve
 
     root = prepare(name, into)
     with serve(root, name) as url:
@@ -167,4 +167,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, where the support package lives
     raise SystemExit(main(sys.argv[1:]))

@@ -23,8 +23,8 @@ import httpx2
 import openai
 import pytest
 from anthropic.types.file_expired_error import FileExpiredError
-from helpers import HANG_GUARD_S, finishes, until
 from pydantic import BaseModel, Field
+from support.waiting import HANG_GUARD_S, finishes, until
 
 from guardrail.testing import (
     EXHAUSTED,

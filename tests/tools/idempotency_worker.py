@@ -1,6 +1,6 @@
 """One process of the idempotency fault tests: run one guarded, idempotent tool call and print what happened.
 
-Usage: ``python tests/idempotency_worker.py '<json config>'``. The config names the store (``kind``: ``sqlite`` or
+Usage: ``python tests/tools/idempotency_worker.py '<json config>'``. The config names the store (``kind``: ``sqlite`` or
 ``redis``, ``location``, ``prefix``, ``timeout``), the call (``key``, ``lease``, ``wait``) and how the tool behaves
 (``behaviour``). Every execution of the tool appends one line (``key pid``) to ``log`` with a single ``write()``
 on an ``O_APPEND`` file, before doing anything else, so executions are counted exactly even when the process is

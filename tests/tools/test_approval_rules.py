@@ -2,7 +2,7 @@
 payee runs, an unknown payee waits"; "mail inside the company runs, outside waits"), on the existing approvals
 machinery (a token bound to the tool, the checked arguments and the caller, redeemed once).
 
-Real policy files from ``tests/policies/`` through ``execute_tool_call``; lists in a real store."""
+Real policy files from ``tests/tools/policies/`` through ``execute_tool_call``; lists in a real store."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ToolEnv, audits
 from structlog.testing import capture_logs
+from support.tool_env import ToolEnv, audits
 
 import guardrail
 from guardrail.tools.execute import tool

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from helpers import APPROVAL, OPEN, ToolEnv
+from support.tool_env import APPROVAL, OPEN, ToolEnv
 
 import guardrail
 

@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 import pytest
-from helpers import APPROVAL, OPEN, ToolEnv, audits
 from structlog.testing import capture_logs
+from support.tool_env import APPROVAL, OPEN, ToolEnv, audits
 
 import guardrail
 from guardrail.errors import SemanticViolation
@@ -84,11 +84,10 @@ def test_every_record_of_a_tool_with_a_policy_has_its_version_and_the_given_key(
 # -------------------------------------------------------------------------------------------------------- redaction
 
 
-def test_canaries_in_arguments_results_and_errors_are_redacted() -> None:
+def test_canaries_in_arguments_results_and_errors_are_redacted(env: ToolEnv) -> None:
     canaries = {"sk": "sk-canaryCANARYcanary0123456789", "aws": "AKIACANARY0123456789",
                 "jwt": "eyJhbGciOiJI.eyJjYW5hcnkiOjF9.c2ln", "pw": "pw-canary-7781", "card": "tok_card_canary_4242",
                 "bearer": "Bearer abcdefCANARY123456"}
-    env = ToolEnv()
 
     def sync(payload: dict[str, Any], card: str = "") -> dict[str, Any]:
         if payload.get("fail"):

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import GENERIC, OPEN, ToolEnv, audits
 from structlog.testing import capture_logs
+from support.tool_env import GENERIC, OPEN, ToolEnv, audits
 
 import guardrail
 from guardrail.errors import GuardrailError, PolicyError

@@ -1,6 +1,6 @@
-"""An adversarial review of the gate's agent features (issue 25): negated and changed conditions, approval by
+"""An adversarial review of the gate's agent features: negated and changed conditions, approval by
 rule, store-backed lists, provenance. Each test is an attack through ``run_tool_call``/``execute_tool_call`` with
-a real policy file from ``tests/policies/`` (``adv_*.toml`` and the feature files), and says what must hold: a
+a real policy file from ``tests/tools/policies/`` (``adv_*.toml`` and the feature files), and says what must hold: a
 call the policy's words forbid never runs (nor runs without approval where an approve rule matches), the tool
 receives the value that was judged, and every fault is a typed error.
 
@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ToolEnv, audits, finishes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
+from support.tool_env import ToolEnv, audits
+from support.waiting import finishes
 
 import guardrail
 from guardrail.errors import PolicyError

@@ -1,4 +1,4 @@
-"""Issue 15, items 1-5 and 9: the tool receives exactly the value the checker approved, or the call is denied.
+"""The tool receives exactly the value the checker approved, or the call is denied.
 
 Adversarial classes, each through ``guardrail.run_tool_call`` with a recording tool (nothing of guardrail's own
 is mocked): percent-encoded and look-alike paths, symlinks and a swap between check and open (TOCTOU), ``~``
@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import OPEN, ToolEnv, audits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 from structlog.testing import capture_logs
+from support.tool_env import OPEN, ToolEnv, audits
 
 import guardrail
 from guardrail.errors import ConnectionDenied, Rejected

@@ -1,6 +1,6 @@
 """Idempotent tool calls in one process: a key replays the recorded result (or error) and never runs the tool
 twice; other arguments under the same key conflict; keys are per tool and per identity, expire with the policy's
-TTL, and a replay is re-authorized. Crashes, stalls and store failures are tests/test_idempotency_faults.py's.
+TTL, and a replay is re-authorized. Crashes, stalls and store failures are test_idempotency_faults.py's.
 
 No ``from __future__ import annotations``: tools defined inside a test annotate with local names."""
 
@@ -10,8 +10,7 @@ import uuid
 from typing import Any
 
 import pytest
-from helpers import OPEN, ToolEnv
-from redis_server import redis_url  # noqa: F401  (session fixture that starts a real redis-server)
+from support.tool_env import OPEN, ToolEnv
 
 import guardrail
 from guardrail.errors import GuardrailError

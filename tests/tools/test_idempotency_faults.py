@@ -1,6 +1,6 @@
 """At most once, even when things break: idempotent tool calls under crashes, slow tools and store failures.
 
-Every scenario runs in real processes (``tests/idempotency_worker.py``) against a real SQLite file or a real
+Every scenario runs in real processes (``tests/tools/idempotency_worker.py``) against a real SQLite file or a real
 ``redis-server`` (a private one here, since tests restart and stall it). Each execution of the tool appends one
 line to a log file before anything else, so executions are counted exactly, even for a process killed mid-tool.
 The rule checked everywhere: exactly one execution, or a typed error (a ``GuardrailError``); never a second
@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redis_server import free_port, pings, stop_redis_server, unavailable
+from support.redis_server import free_port, pings, stop_redis_server, unavailable
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("idempotency_worker.py")
 KINDS = ["sqlite", "redis"]
 

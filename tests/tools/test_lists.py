@@ -2,7 +2,7 @@
 redis-server), kept by the application (``guardrail.tools.lists``) and by approved calls (``[[after_approval]]``),
 read by policies (``list``, ``not_list``) when a call is judged, with the version read in the audit record.
 
-Policies are the files in ``tests/policies/``; calls go through ``execute_tool_call``."""
+Policies are the files in ``tests/tools/policies/``; calls go through ``execute_tool_call``."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ToolEnv, audits, in_threads
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from redis_server import redis_url  # noqa: F401  (registers the session fixture that starts redis-server)
 from structlog.testing import capture_logs
+from support.tool_env import ToolEnv, audits
+from support.waiting import in_threads
 
 import guardrail
 from guardrail.errors import StoreError, StoreUnavailable
@@ -166,8 +166,7 @@ def test_an_approved_invite_adds_the_member(opener: Any) -> None:
                                  {"list": "members:acme", "version": 1, "added": 1}]
 
 
-def test_a_refused_or_failed_call_adds_nothing() -> None:
-    env = ToolEnv()
+def test_a_refused_or_failed_call_adds_nothing(env: ToolEnv) -> None:
 
     def invite_member(email: str) -> str:
         raise RuntimeError("mail server down")

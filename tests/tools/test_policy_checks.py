@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import finishes
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlglot.dialects.dialect import Dialect
+from support.waiting import finishes
 
 from guardrail.tools.policy.paths import check_path, resolve_path
 from guardrail.tools.policy.regex import LinearPattern, compile_pattern

@@ -2,7 +2,7 @@
 conditions), "only when given" (a value condition is not met by a left-out argument), and ``changed`` (the tool
 gives the current values of the object a call changes, and the policy compares with them).
 
-Every case runs through ``execute_tool_call``/``run_tool_call`` with a policy file from ``tests/policies/``;
+Every case runs through ``execute_tool_call``/``run_tool_call`` with a policy file from ``tests/tools/policies/``;
 the tools record what really ran. Hypothesis checks the negated conditions against a reference predicate over
 random arguments."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ToolEnv
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.tool_env import ToolEnv
 
 import guardrail
 from guardrail.errors import PolicyError
@@ -86,8 +86,7 @@ def test_bcc_only_to_the_users_own_domain(env: ToolEnv) -> None:
     assert [bcc for _, (_, bcc) in env.calls] == [None, ["boss@acme.com", "me@acme.com"]]
 
 
-def test_not_one_of_as_an_allow_condition_holds_for_every_element() -> None:
-    env = ToolEnv()
+def test_not_one_of_as_an_allow_condition_holds_for_every_element(env: ToolEnv) -> None:
 
     def tag(labels: list[str]) -> str:
         env.ran("tag", labels)
@@ -305,7 +304,7 @@ def test_the_agent_scenario_runs_and_its_policies_check(capsys: pytest.CaptureFi
 
     from guardrail.cli import main
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     assert main(["policy", "check", str(root / "bench" / "agent_env" / "policies")]) == 0
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, str(root / "bench" / "agent_gate.py")], capture_output=True, text=True,

@@ -1,5 +1,5 @@
-"""Policies and tools agree or fail loudly (issue 13, item 7): a policy naming an argument the tool lacks, or a
-path/URL/SQL argument without its checker, is a load error with file:line and the reason; the README's and the
+"""Policies and tools agree or fail loudly: a policy naming an argument the tool lacks, or a path/URL/SQL
+argument without its checker, is a load error with file:line and the reason; the README's and the
 docs' tool examples load with the shipped policies; a relative path base is relative to the policy file. A policy
 that cannot load (unparsable, non-finite numbers, two files for one tool) is refused, and the tool denies."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import OPEN, ToolEnv
 from pydantic import BaseModel, HttpUrl
 from structlog.testing import capture_logs
+from support.tool_env import OPEN, ToolEnv
 
 import guardrail
 from guardrail.call.config import configure, get_config
@@ -22,7 +22,7 @@ from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool
 from guardrail.tools.policy.kinds import PathArg, SqlArg, UrlArg
 from guardrail.tools.policy.loader import check_policies, load_policies, load_policy, parse_policy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 POLICIES = ROOT / "policies"
 
 

@@ -3,7 +3,7 @@ and untrusted content; results of tools run through guardrail are recorded in th
 require a value (or every URL, e-mail address or IBAN inside a text) to appear in trusted content, or refuse
 what appears only in untrusted content; the audit says what was checked against what, without the content.
 
-Real policy files (``tests/policies/``) through ``execute_tool_call``; hypothesis plants values in random text."""
+Real policy files (``tests/tools/policies/``) through ``execute_tool_call``; hypothesis plants values in random text."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ToolEnv, audits, finishes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
+from support.tool_env import ToolEnv, audits
+from support.waiting import finishes
 
 import guardrail
 from guardrail.tools import run_context
@@ -137,8 +138,7 @@ def test_the_audit_says_what_was_checked_against_what_without_the_content(agent:
     assert "evil" not in checks and "Summarise" not in checks  # no value, no content: hashes and places
 
 
-def test_a_secret_argument_is_checked_without_a_hash() -> None:
-    env = ToolEnv()
+def test_a_secret_argument_is_checked_without_a_hash(env: ToolEnv) -> None:
     env.add(lambda iban: env.ran("pay", iban), '[[allow]]\nid = "a"\n[args.iban]\nsecret = true\nsource = "user"\n',
             name="pay")
     with guardrail.identity(user="u"), run_context(user="pay DE89 3704 0044 0532 0130 00"), capture_logs() as logs:
@@ -262,14 +262,13 @@ def _other_item_planted(filler: str, user_text: str, body: str) -> bool:
     return any((item.kind, item.value) in untrusted - trusted for item in find_items(body))
 
 
-def test_a_tool_result_of_any_shape_is_recorded_as_text() -> None:
+def test_a_tool_result_of_any_shape_is_recorded_as_text(env: ToolEnv) -> None:
     from pydantic import BaseModel
 
     class Page(BaseModel):
         title: str
         links: list[str]
 
-    env = ToolEnv()
     env.add(lambda: Page(title="Offers", links=["https://deals.example.org/x"]), '[[allow]]\nid = "a"\n',
             name="browse")
     with guardrail.identity(user="u"), run_context() as run:
@@ -279,8 +278,8 @@ def test_a_tool_result_of_any_shape_is_recorded_as_text() -> None:
     assert ("url", "deals.example.org/x") in piece.items and "offers" in piece.text.split()
 
 
-def test_a_result_that_cannot_be_recorded_makes_the_run_incomplete_not_the_call_fail() -> None:
-    env = ToolEnv()
+def test_a_result_that_cannot_be_recorded_makes_the_run_incomplete_not_the_call_fail(
+        env: ToolEnv) -> None:
     env.add(lambda: "page text", '[[allow]]\nid = "a"\n', name="browse")
     with guardrail.identity(user="u"), run_context() as run:
         run.add("the application's own copy", source="tool:browse", trusted=True)  # then the tool says untrusted

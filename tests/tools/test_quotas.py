@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import OPEN, ToolEnv, in_threads
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from redis_server import redis_url  # noqa: F401  (the session fixture that starts a real redis-server)
+from support.tool_env import OPEN, ToolEnv
+from support.waiting import in_threads
 
 import guardrail
 from guardrail.store import Counter, MemoryStore, RedisStore, SQLiteStore, Store

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import GENERIC, OPEN, ToolEnv, finishes
 from pydantic import SecretStr
 from structlog.testing import capture_logs
+from support.tool_env import GENERIC, OPEN, ToolEnv
+from support.waiting import finishes
 
 import guardrail
 from guardrail.errors import PolicyError, SemanticViolation
@@ -25,7 +26,7 @@ from guardrail.store.memory import MemoryStore
 from guardrail.tools.execute import ToolRegistry, execute_tool_call, execute_tool_calls, tool
 from guardrail.tools.policy.loader import load_policies, parse_policy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 POLICIES = ROOT / "policies"
 
 
@@ -450,13 +451,12 @@ def test_tools_defined_under_future_annotations_work(env: ToolEnv, tmp_path: Pat
 # ----------------------------------------------------------------------------------- tool calls in vendor responses
 
 
-def test_execute_tool_calls_on_real_sdk_responses_from_the_emulator() -> None:
+def test_execute_tool_calls_on_real_sdk_responses_from_the_emulator(env: ToolEnv) -> None:
     import anthropic
     import openai
 
     from guardrail.testing import Emulator, reply
 
-    env = ToolEnv()
     env.add(lambda city: f"sunny in {city}", OPEN, name="weather")
     defs: dict[str, Any] = {api: env.registry.definitions(api) for api in ("chat", "responses", "messages")}
     scripted = [

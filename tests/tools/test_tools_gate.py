@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import OPEN, ToolEnv, audits
 from structlog.testing import capture_logs
+from support.tool_env import OPEN, ToolEnv, audits
 
 import guardrail
 from guardrail.errors import UsageError
@@ -24,7 +24,7 @@ from guardrail.tools.policy.kinds import UrlArg
 from guardrail.tools.running import run_tool
 from guardrail.tools.state import Deny, GateState, Verdict
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_NAMES = [step.__name__ for step in gate.DEFAULT_STEPS]
 
 
@@ -147,10 +147,10 @@ def test_a_list_without_the_decision_never_runs_the_tool() -> None:
     assert env.calls == []
 
 
-def test_a_list_without_the_seal_never_runs_a_tool_with_a_value_other_than_the_checked_one() -> None:
+def test_a_list_without_the_seal_never_runs_a_tool_with_a_value_other_than_the_checked_one(
+        env: ToolEnv) -> None:
     """Without ``seal_checked`` the model still holds the proposed spelling, not the checked URL: the sealed run
     refuses it (the decision covers the checked value only), so the tool never gets an unchecked value."""
-    env = ToolEnv()
 
     def fetch(url: UrlArg) -> str:
         return env.ran("fetch", url) or url
@@ -168,10 +168,9 @@ def test_a_list_without_the_seal_never_runs_a_tool_with_a_value_other_than_the_c
     assert env.calls == [("fetch", "https://api.example.com/v1")]
 
 
-def test_every_record_of_a_call_names_the_key_it_runs_under() -> None:
+def test_every_record_of_a_call_names_the_key_it_runs_under(env: ToolEnv) -> None:
     """Under ``idempotency = "required"`` without a given key, the key derived from the checked arguments is the
     call's key from ``replay`` on: the pending record and the executed one name the same key."""
-    env = ToolEnv()
     env.add(lambda to: env.ran("wire", to) or "sent", 'idempotency = "required"\napproval = "required"\n' + OPEN,
             name="wire")
     with guardrail.identity(user="u"), capture_logs() as logs:

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import OPEN, audits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 from structlog.testing import capture_logs
+from support.tool_env import OPEN, audits
 
 import guardrail
 from guardrail.errors import PolicyError

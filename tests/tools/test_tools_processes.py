@@ -10,9 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from redis_server import redis_url  # noqa: F401  (the session fixture that starts a real redis-server)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 WORKER = textwrap.dedent("""
     import logging, os, sys, threading, time
@@ -66,7 +65,7 @@ def race(kind: str, where: str, tmp_path: Path) -> Counter[str]:
 
 
 @pytest.mark.slow
-def test_two_processes_sharing_redis_execute_each_key_once(redis_url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_two_processes_sharing_redis_execute_each_key_once(redis_url: str, tmp_path: Path) -> None:
     counts = race("redis", redis_url, tmp_path)
     assert counts == Counter({f"o{i}": 1 for i in range(10)})
 
@@ -78,7 +77,7 @@ def test_two_processes_sharing_a_sqlite_file_execute_each_key_once(tmp_path: Pat
 
 
 @pytest.mark.parametrize("kind", ["redis"])
-def test_idempotency_with_different_arguments_is_a_conflict_across_processes(redis_url: str, kind: str) -> None:  # noqa: F811
+def test_idempotency_with_different_arguments_is_a_conflict_across_processes(redis_url: str, kind: str) -> None:
     import guardrail
     from guardrail.store import IdempotencyConflict, RedisStore
     from guardrail.tools.execute import ToolRegistry, execute_tool_call, tool

@@ -9,7 +9,8 @@ import json
 from typing import Any, Literal
 
 import pytest
-from helpers import (
+from pydantic import BaseModel
+from support.calls import (
     APIS,
     PRINTER_BAD,
     PRINTER_GOOD,
@@ -20,7 +21,6 @@ from helpers import (
     conversation,
     printer_call,
 )
-from pydantic import BaseModel
 
 import guardrail
 from guardrail.testing import Emulator, reply
