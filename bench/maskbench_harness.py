@@ -1,7 +1,7 @@
 """Schema coverage of the llguidance grammar, measured on MaskBench (JSONSchemaBench) schemas and instances.
 
 A benchmark harness, not runtime code: ``bench/maskbench_coverage.py`` prints its table and
-``tests/test_local_maskbench.py`` asserts on it. The corpus is found and read by :mod:`guardrail.testing.corpora`.
+``tests/local/test_local_maskbench.py`` asserts on it. The corpus is found and read by :mod:`guardrail.testing.corpora`.
 
 For each schema: compile it as a contract (:func:`guardrail.local.grammar.build_grammar`) or record why not;
 for each test instance: write it the way the decoder would emit it (:func:`emit`), tokenize it, feed the

@@ -5,7 +5,7 @@ builtin the class also is, so that ``except ValueError`` keeps catching it. guar
 stopped early, a response to classify, a request with no cache key) is not part of it: those exceptions derive
 from :class:`Signal`, are raised and caught inside guardrail and never reach a user; they are drawn in the second
 tree with ``[module]``, the module that defines each. Classes whose names start with ``_`` are one module's private
-control flow, caught where they are raised, and are not drawn. ``tests/test_error_tree.py`` checks the drawings
+control flow, caught where they are raised, and are not drawn. ``tests/project/test_error_tree.py`` checks the drawings
 against the classes, both ways::
 
     GuardrailError                anything guardrail raises on purpose

@@ -1,4 +1,7 @@
-"""Shared test configuration: hypothesis profiles and a summary line for the JSONTestSuite timings.
+"""What every test folder shares: hypothesis profiles, the vendor emulators, a tool registry and a redis-server.
+
+Each folder's own ``conftest.py`` holds what only its tests use; importable helpers (plain functions, classes and
+constants) live in ``tests/support/`` (on ``sys.path`` through pytest's ``pythonpath`` setting).
 
 Profiles (pick one with ``HYPOTHESIS_PROFILE=...``):
 
@@ -14,12 +17,14 @@ slow CI box into flaky failures. Hang guards in the tests themselves are generou
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
-from helpers import ToolEnv
 from hypothesis import HealthCheck, settings
+from support.redis_server import start_redis_server, stop_redis_server, unavailable
+from support.tool_env import ToolEnv
 
 if TYPE_CHECKING:
     from guardrail.testing import Emulator
@@ -48,40 +53,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.option.markexpr.replace(" ", "") == "notslow" and "HYPOTHESIS_PROFILE" not in os.environ:
         settings.load_profile("quick")
 
-#: Filled by tests/test_jsontestsuite.py (through the fixture below): file id -> seconds one ``parse`` took.
-JSONTESTSUITE_TIMES: dict[str, float] = {}
-
-
-@pytest.fixture(scope="session")
-def jsontestsuite_times() -> dict[str, float]:
-    return JSONTESTSUITE_TIMES
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    if not JSONTESTSUITE_TIMES:
-        return
-    worst = max(JSONTESTSUITE_TIMES, key=JSONTESTSUITE_TIMES.__getitem__)
-    total = sum(JSONTESTSUITE_TIMES.values())
-    terminalreporter.write_line(
-        f"JSONTestSuite: {len(JSONTESTSUITE_TIMES)} files parsed, "
-        f"max {JSONTESTSUITE_TIMES[worst] * 1000:.2f} ms ({worst}), total {total * 1000:.1f} ms"
-    )
-
-
-@pytest.fixture(scope="session")
-def tiny() -> Any:
-    """A LocalModel over a freshly trained byte-level BPE tokenizer and a random tiny GPT-2 (session-wide)."""
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    pytest.importorskip("llguidance")
-    from guardrail.testing.tiny import tiny_local_model
-
-    return tiny_local_model()
-
 
 @pytest.fixture
 def env() -> ToolEnv:
-    """A private tool registry over a fresh memory store (tests/helpers.py's ToolEnv)."""
+    """A private tool registry over a fresh memory store (tests/support/tool_env.py's ToolEnv)."""
     return ToolEnv()
 
 
@@ -99,3 +74,23 @@ def emulators() -> Iterator[tuple[Emulator, Emulator]]:
 
     with Emulator() as primary, Emulator() as backup:
         yield primary, backup
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``redis://127.0.0.1:PORT/0`` of a private ``redis-server`` started for this session (persistence off).
+
+    If ``redis-server`` (or the redis package) is missing, the tests that use it are skipped with the reason,
+    unless ``GUARDRAIL_REQUIRE_REDIS=1`` is set: then they fail, so CI cannot silently lose the Redis coverage."""
+    executable = shutil.which("redis-server")
+    if executable is None:
+        unavailable("redis-server is not on PATH")
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        unavailable("the redis package (redis-py) is not installed")
+    process, port = start_redis_server(executable, tmp_path_factory.mktemp("redis"))
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        stop_redis_server(process)

@@ -10,7 +10,7 @@ For each instance, written as JSON text:
 - an instance the reference refuses may be accepted only after a recorded, lossless repair (``"true"`` for a
   boolean...), and the repaired value must be valid for the reference; accepted with no fix is a *wrong accept*.
 
-Used by ``tests/test_jsonschema_contracts.py`` (thresholds asserted) and ``bench/maskbench_jsonschema.py``
+Used by ``tests/schema/test_jsonschema_contracts.py`` (thresholds asserted) and ``bench/maskbench_jsonschema.py``
 (the table printed). Needs the ``jsonschema`` package (the ``dev`` extra) for the reference.
 """
 

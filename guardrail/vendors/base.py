@@ -7,7 +7,7 @@ tool definitions and the token-limit field, checks that an answer has the API's 
 response (or stream of events) into guardrail's own types: a :class:`Completion` (text, normalised finish
 reason, usage, refusal), :class:`ToolCall` records, a :class:`LogprobAnswer`. It holds no state between
 calls and does no I/O itself: the drivers call the SDK method it names. Every module outside
-``guardrail/vendors/`` speaks only these types (``tests/test_layout.py`` checks it).
+``guardrail/vendors/`` speaks only these types (``tests/project/test_layout.py`` checks it).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Checked by mypy in CI (not run): ``guardrail.wrap`` keeps the types of structured calls, per client class.
 
 Every line here must type-check as written (no ``type: ignore``): the annotations say what a user's type
-checker infers. tests/test_client_types.py checks the other half, that mistakes are reported.
+checker infers. test_wrap_types_checked.py (next to it) checks the other half, that mistakes are reported.
 """
 
 from __future__ import annotations
