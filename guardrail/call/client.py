@@ -45,7 +45,7 @@ from guardrail.call.resources import (
 from guardrail.errors import ConfigError, UsageError
 from guardrail.vendors.base import Endpoint
 from guardrail.vendors.profiles import SERVER_KINDS
-from guardrail.vendors.registry import SDKS, endpoint_for, endpoints_for, sdk_of
+from guardrail.vendors.registry import SDKS, endpoint_for, endpoints_for, provider_of, sdk_of
 
 if TYPE_CHECKING:
     import anthropic
@@ -159,7 +159,7 @@ def _has_path(sdk_class: type, instance: Any, path: str) -> bool:
     """Whether this SDK version has the resource at ``path`` (beta namespaces come and go between versions),
     asked of the SDK's members, which are made on the way and stored nowhere."""
     for name in path.split("."):
-        if not has_member(sdk_class, name):
+        if not has_member(sdk_class, name, instance):
             return False
         instance = sdk_member(sdk_class, name, instance)
         sdk_class = type(instance)
@@ -223,7 +223,7 @@ def _options(client: Any, server: str | None, settings: Settings | None, retry: 
     sdk_class = getattr(type(client), "_guardrail_sdk", type(client))
     paths = _paths(_plain(client, sdk_class), kind, server)
     endpoints: dict[Endpoint, tuple[str, ...]] = {}
-    for endpoint in endpoints_for(kind, server):
+    for endpoint in endpoints_for(kind, server, provider_of(client, server)):
         found = tuple(path for path in endpoint.paths if paths.get(path) is type(endpoint))
         if found:
             endpoints[endpoint] = found
