@@ -136,8 +136,13 @@ def _member(name: str, make: Any) -> property:
             found = resources.setdefault(name, make(self, type(self)._guardrail_sdk))
         return found
 
+    def assign(self: WrappedClient, value: Any) -> None:
+        """A client that sets its resources in ``__init__`` (anthropic's Bedrock and Vertex clients, whose
+        ``copy()`` makes an instance of this class) keeps them where the SDK does: in its ``__dict__``."""
+        self.__dict__[name] = value
+
     member.__name__ = member.__qualname__ = name
-    return property(member, doc=f"The SDK's ``{name}``, with ``response_model=`` on its structured resources.")
+    return property(member, assign, doc=f"The SDK's ``{name}``, with ``response_model=`` on its structured resources.")
 
 
 _PATHS: dict[tuple[type, str, str | None], dict[str, type[Endpoint]]] = {}
