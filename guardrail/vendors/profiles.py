@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from guardrail.schema.dialects import LLAMACPP, SGLANG, VLLM
 from guardrail.schema.lower import Dialect
 
 __all__ = ["MODES", "OPENAI_COMPATIBLE", "PROFILES", "SERVER_KINDS", "Capabilities", "Mode", "Profile", "capabilities",
@@ -78,7 +79,6 @@ class Profile:
 
 _OPENAI_STRICT = Capabilities(native=True, tool=True, strict_tool=True, json_mode=True,
                               native_dialect="openai_strict")
-_GRAMMAR = Capabilities(native=True, tool=True, json_mode=True, native_dialect="grammar")
 _DOCS_OPENAI = "platform.openai.com/docs/guides/structured-outputs"
 _DOCS_ANTHROPIC = "docs.anthropic.com/en/docs/build-with-claude/structured-outputs"
 
@@ -157,12 +157,16 @@ PROFILES: tuple[Profile, ...] = (
     Profile(provider="gcp.vertex_ai", models=r"claude-(opus-4-[67]|sonnet-4-6)", caps=_ANTHROPIC_STRICT,
             source=_DOCS_VERTEX),
     Profile(provider="gcp.vertex_ai", caps=_ANTHROPIC_TOOL, source=_DOCS_VERTEX + "; other models: forced tools"),
-    # Self-hosted servers: constrained decoding compiled from (nearly) full JSON Schema.
-    Profile(provider="vllm", server="vllm", caps=_GRAMMAR, source="docs.vllm.ai: structured outputs"),
-    Profile(provider="sglang", server="sglang", caps=_GRAMMAR, source="docs.sglang.ai: structured outputs"),
-    Profile(provider="llamacpp", server="llamacpp", source="llama.cpp tools/server/README.md",
-            caps=Capabilities(native=True, json_mode=True, native_dialect="grammar")),
-    Profile(provider="ollama", server="ollama", caps=_GRAMMAR, source="docs.ollama.com: structured outputs"),
+    # Self-hosted servers: constrained decoding, each with its own compiler's dialect (guardrail.schema.dialects).
+    Profile(provider="vllm", server="vllm", source="docs.vllm.ai: structured outputs; dialect: " + VLLM.source,
+            caps=Capabilities(native=True, tool=True, json_mode=True, native_dialect="vllm")),
+    Profile(provider="sglang", server="sglang", source="docs.sglang.ai: structured outputs; dialect: " + SGLANG.source,
+            caps=Capabilities(native=True, tool=True, json_mode=True, native_dialect="sglang")),
+    Profile(provider="llamacpp", server="llamacpp", source="llama.cpp tools/server/README.md; dialect: " +
+            LLAMACPP.source, caps=Capabilities(native=True, json_mode=True, native_dialect="llamacpp")),
+    Profile(provider="ollama", server="ollama", source="docs.ollama.com: structured outputs (format: a JSON schema, "
+            "compiled by llama.cpp's converter); dialect: " + LLAMACPP.source,
+            caps=Capabilities(native=True, tool=True, json_mode=True, native_dialect="llamacpp")),
 )
 
 #: The self-hosted server kinds ``guardrail.wrap(client, server=...)`` takes, read off the rows.
