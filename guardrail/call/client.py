@@ -51,10 +51,18 @@ if TYPE_CHECKING:
     import anthropic
     import openai
 
-    from guardrail.call.client_types import AnthropicClient, AsyncAnthropicClient, AsyncOpenAIClient, OpenAIClient
+    from guardrail.call.client_types import (
+        AnthropicClient,
+        AsyncAnthropicClient,
+        AsyncOpenAIClient,
+        AsyncPlatformAnthropicClient,
+        OpenAIClient,
+        PlatformAnthropicClient,
+    )
 
     #: An already wrapped client, returned as it is.
-    W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient)
+    W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient, PlatformAnthropicClient,
+                AsyncPlatformAnthropicClient)
 
 __all__ = ["AsyncStructuredMethod", "StructuredMethod", "WrappedClient", "structured_method", "unwrap", "wrap"]
 
@@ -185,6 +193,14 @@ def wrap(client: anthropic.AsyncAnthropic, *, server: str | None = None, setting
 def wrap(client: anthropic.Anthropic, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None) -> AnthropicClient: ...
 @overload
+def wrap(client: anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex, *, server: str | None = None,
+         settings: Settings | None = None, retry: RetryPolicy | None = None,
+         cache: Cache | None = None) -> AsyncPlatformAnthropicClient: ...
+@overload
+def wrap(client: anthropic.AnthropicBedrock | anthropic.AnthropicVertex, *, server: str | None = None,
+         settings: Settings | None = None, retry: RetryPolicy | None = None,
+         cache: Cache | None = None) -> PlatformAnthropicClient: ...
+@overload
 def wrap(client: W, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None) -> W: ...
 @overload
@@ -196,7 +212,9 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
 
     Args:
         client: ``openai.OpenAI``/``AsyncOpenAI`` (also ``AzureOpenAI``, a subclass of your own, or any
-            OpenAI-compatible server via ``base_url``) or ``anthropic.Anthropic``/``AsyncAnthropic``. An already
+            OpenAI-compatible server via ``base_url``: a hosted provider is recognised by the URL's host) or
+            ``anthropic.Anthropic``/``AsyncAnthropic`` (also ``AnthropicBedrock``/``AnthropicVertex`` and their
+            async classes: Claude on Amazon Bedrock and Vertex AI). An already
             wrapped client is returned as it is (with ``cache=``: the same client wrapped alike with that cache).
         server: for an OpenAI-compatible self-hosted server, its kind (``"vllm"``, ``"sglang"``,
             ``"llamacpp"``, ``"ollama"``), so its own constrained-decoding fields are sent.
