@@ -80,6 +80,14 @@ def test_native_mode_on_the_platform_wire(emu: Emulator, platform: str) -> None:
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
+def test_the_platforms_price_is_the_cost(emu: Emulator, platform: str) -> None:
+    """genai-prices prices Claude at each platform (Bedrock's model ids under "aws", Vertex's under "google")."""
+    emu.script(reply.answer(GOOD, usage=(1000, 100)))
+    result = create(emu, platform)
+    assert result.cost_usd is not None and result.cost_usd > 0
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
 def test_a_model_without_structured_outputs_starts_at_a_forced_tool(emu: Emulator, platform: str) -> None:
     emu.script(reply.answer(GOOD))
     result = create(emu, platform, model=OLDER[platform])
