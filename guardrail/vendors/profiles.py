@@ -87,6 +87,7 @@ _ANTHROPIC_STRICT = Capabilities(native=True, tool=True, strict_tool=True, nativ
 #: Forced tools without strict mode: what Claude offers where structured outputs are not (yet) served.
 _ANTHROPIC_TOOL = Capabilities(tool=True, native_dialect="anthropic_strict", temperature=False)
 _TOOL_JSON = Capabilities(tool=True, json_mode=True)
+_DOCS_AZURE = "learn.microsoft.com/azure/ai-foundry/openai/how-to/structured-outputs"
 _DOCS_BEDROCK = ("docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-structured-outputs.html (InvokeModel "
                  "on bedrock-runtime: output_config.format and strict tools for Claude Sonnet 4.5, Haiku 4.5, "
                  "Opus 4.5, Opus 4.6; platform.claude.com structured-outputs adds Sonnet 4.6)")
@@ -105,11 +106,16 @@ PROFILES: tuple[Profile, ...] = (
                               native_dialect="openai_strict", temperature=False)),
     Profile(provider="openai", caps=_OPENAI_STRICT, source=_DOCS_OPENAI, hosts=("api.openai.com",)),
     # Azure OpenAI (an openai.AzureOpenAI client, or openai.OpenAI at an Azure host's /openai/v1): deployment
-    # names are the customer's, so one row; the same strict subset as OpenAI's. An api-version older than
-    # 2024-08-01-preview refuses json_schema with a 400 about response_format, which walks down.
-    Profile(provider="azure.ai.openai", caps=_OPENAI_STRICT,
-            hosts=(".openai.azure.com", ".services.ai.azure.com", ".cognitiveservices.azure.com"),
-            source="learn.microsoft.com/azure/ai-foundry/openai/how-to/structured-outputs"),
+    # names are the customer's; one named like its model gets that model's row, any other the strict one (the
+    # same subset as OpenAI's). An api-version older than 2024-08-01-preview refuses json_schema with a 400
+    # about response_format, which walks down.
+    Profile(provider="azure.ai.openai", models=r"(gpt-35|gpt-3\.5|gpt-4-|gpt-4$|gpt-4-turbo)", source=_DOCS_AZURE,
+            caps=Capabilities(tool=True, json_mode=True, native_dialect="openai_strict")),
+    Profile(provider="azure.ai.openai", models=r"(o1|o3|o4|gpt-5)", source=_DOCS_AZURE,
+            caps=Capabilities(native=True, tool=True, strict_tool=True, json_mode=True,
+                              native_dialect="openai_strict", temperature=False)),
+    Profile(provider="azure.ai.openai", caps=_OPENAI_STRICT, source=_DOCS_AZURE,
+            hosts=(".openai.azure.com", ".services.ai.azure.com", ".cognitiveservices.azure.com")),
     # Hosted OpenAI-compatible providers, chosen by the base URL's host.
     Profile(provider="groq", models=r"openai/gpt-oss", caps=_OPENAI_STRICT,
             source="console.groq.com/docs/structured-outputs (strict: true, constrained decoding, on select "

@@ -13,7 +13,7 @@ from support.hosted import hosted_client
 
 import guardrail
 from guardrail.testing import Emulator, RecordedRequest, reply
-from guardrail.vendors.profiles import OPENAI_COMPATIBLE, PROFILES, provider_for_host
+from guardrail.vendors.profiles import OPENAI_COMPATIBLE, PROFILES, capabilities, provider_for_host
 
 GOOD = '{"city": "Lyon", "people": 3}'
 MESSAGES = [{"role": "user", "content": "Where and how many?"}]
@@ -99,6 +99,11 @@ def test_async_client_presenting_as_a_provider(emu: Emulator) -> None:
 def test_hosts(host: str, provider: str | None) -> None:
     """Hosts match exactly, or by a suffix the row writes with a leading dot; loopback is read as before."""
     assert provider_for_host(host) == provider
+
+
+def test_an_azure_deployment_named_like_a_reasoning_model_gets_its_row() -> None:
+    assert not capabilities("azure.ai.openai", "o3-mini").temperature
+    assert capabilities("azure.ai.openai", "my-deployment").native
 
 
 def test_every_hosted_row_says_where_its_facts_came_from() -> None:
