@@ -86,7 +86,8 @@ ANTHROPIC: Final = StrictRules(
     scalar_enums=True,
 )
 
-#: What self-hosted grammar decoders (xgrammar, llama.cpp, Ollama) compile; the rest is kept but not relied on.
+#: What the generic ``grammar`` dialect (guardrail's local llguidance backend) compiles; the rest is kept but not
+#: relied on. Each self-hosted server has its own table below (:data:`GRAMMARS`).
 GRAMMAR_ENFORCED: Final = frozenset({
     "type", "required", "enum", "const", "anyOf", "oneOf", "$ref", "prefixItems", "additionalProperties",
     "minItems", "maxItems", "pattern", "minLength", "maxLength", "minimum", "maximum", "format",

@@ -1,8 +1,10 @@
 """Reporting on a schema that is sent unchanged: the grammar and advisory dialects.
 
-Self-hosted grammar decoders (xgrammar in vLLM/SGLang, llama.cpp, Ollama) compile most of JSON Schema
-themselves, and an advisory schema is only shown to the model. Nothing is rewritten; the report lists,
-per constraint, whether the decoder enforces it or guardrail must check it after parsing. Every
+Grammar decoders (guardrail's local llguidance backend; on self-hosted servers xgrammar in vLLM/SGLang, with
+guidance behind vLLM's, and llama.cpp's converter, also Ollama's) compile much of JSON Schema themselves, each
+its own part (:data:`~guardrail.schema.dialects.GRAMMARS`), and an advisory schema is only shown to the model.
+Nothing is rewritten; the report lists, per constraint, whether the decoder enforces it or guardrail must check
+it after parsing. Every
 subschema is listed once at its place in the document; ``$ref`` targets outside the usual positions
 (``#/some/where``) are listed too.
 """
