@@ -87,6 +87,8 @@ _ANTHROPIC_STRICT = Capabilities(native=True, tool=True, strict_tool=True, nativ
 #: Forced tools without strict mode: what Claude offers where structured outputs are not (yet) served.
 _ANTHROPIC_TOOL = Capabilities(tool=True, native_dialect="anthropic_strict", temperature=False)
 _TOOL_JSON = Capabilities(tool=True, json_mode=True)
+#: An OpenAI-style json_schema response format, constrained (no strict tools): OpenAI's subset is what is sent.
+_JSON_SCHEMA = Capabilities(native=True, tool=True, json_mode=True, native_dialect="openai_strict")
 _DOCS_AZURE = "learn.microsoft.com/azure/ai-foundry/openai/how-to/structured-outputs"
 _DOCS_BEDROCK = ("docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-structured-outputs.html (InvokeModel "
                  "on bedrock-runtime: output_config.format and strict tools for Claude Sonnet 4.5, Haiku 4.5, "
@@ -126,16 +128,14 @@ PROFILES: tuple[Profile, ...] = (
     Profile(provider="together", caps=_TOOL_JSON, hosts=("api.together.xyz", "api.together.ai"),
             source="docs.together.ai/docs/json-mode and function-calling (JSON mode and tools on listed models; "
                    "its schema form is not OpenAI's strict one, so no native row)"),
-    Profile(provider="fireworks", caps=Capabilities(native=True, tool=True, json_mode=True,
-                                                    native_dialect="openai_strict"),
+    Profile(provider="fireworks", caps=_JSON_SCHEMA,
             hosts=("api.fireworks.ai",),
             source="docs.fireworks.ai/structured-responses/structured-response-formatting (response_format "
                    "json_schema enforced during generation; json_object)"),
     Profile(provider="deepseek", caps=_TOOL_JSON, hosts=("api.deepseek.com",),
             source="api-docs.deepseek.com/guides/json_mode (json_object only) and guides/function_calling "
                    "(strict tools only on the /beta base URL: not assumed)"),
-    Profile(provider="mistral_ai", caps=Capabilities(native=True, tool=True, json_mode=True,
-                                                     native_dialect="openai_strict"),
+    Profile(provider="mistral_ai", caps=_JSON_SCHEMA,
             hosts=("api.mistral.ai",),
             source="docs.mistral.ai/capabilities/structured-output/custom_structured_output (json_schema for "
                    "all models since 2025-01-28) and json_mode"),
@@ -144,8 +144,7 @@ PROFILES: tuple[Profile, ...] = (
     Profile(provider="openrouter", caps=_TOOL_JSON, hosts=("openrouter.ai",),
             source="openrouter.ai/docs/api-reference/overview (json_object and tools, per model: a 400 walks "
                    "down)"),
-    Profile(provider="x_ai", caps=Capabilities(native=True, tool=True, json_mode=True,
-                                               native_dialect="openai_strict"),
+    Profile(provider="x_ai", caps=_JSON_SCHEMA,
             hosts=("api.x.ai",),
             source="docs.x.ai/docs/guides/structured-outputs (response_format json_schema, grok-2-1212 and later)"),
     Profile(provider=OPENAI_COMPATIBLE, caps=Capabilities(json_mode=True),
