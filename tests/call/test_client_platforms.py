@@ -212,3 +212,18 @@ def test_the_emulator_refuses_a_body_not_in_the_platforms_shape(emu: Emulator) -
         raw.post("/model/m/invoke", body={"model": "m", "max_tokens": 5, "messages": MESSAGES,
                                           "anthropic_version": "bedrock-2023-05-31"}, cast_to=object)
     assert "extraneous key [model]" in str(caught.value) and len(emu.requests) == 1
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_beta_messages_and_raw_responses_on_a_platform(emu: Emulator, platform: str) -> None:
+    """``beta.messages`` (betas travel as the ``anthropic_beta`` body field on Bedrock), and the raw flavor."""
+    client = guardrail.wrap(raw_client(emu, platform), retry=FAST)
+    emu.script(reply.answer(GOOD), reply.answer(GOOD))
+    result = client.beta.messages.create_with_result(model=NATIVE[platform], max_tokens=256, messages=MESSAGES,
+                                                     response_model=Invoice, betas=["context-1m-2025-08-07"])
+    assert result.value.number == "INV-7" and result.provider == PROVIDER[platform]
+    if platform == "bedrock":
+        assert emu.requests[0].body["anthropic_beta"] == ["context-1m-2025-08-07"]
+    raw = client.messages.with_raw_response.create(model=NATIVE[platform], max_tokens=256, messages=MESSAGES,
+                                                   response_model=Invoice)
+    assert raw.parse() == result.value
