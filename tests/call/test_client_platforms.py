@@ -117,19 +117,21 @@ def test_vertex_without_the_structured_outputs_policy_walks_down_to_the_prompt(e
     assert emu.requests[1].mode_fields["strict_tools"] == ["Invoice"] and not emu.requests[2].tools
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_truncation_raises_the_limit_once(emu: Emulator, platform: str) -> None:
+def test_truncation_raises_the_limit_once(emu: Emulator, platform: str, stream: bool) -> None:
     emu.script(reply.truncated('{"number": "IN'), reply.answer(GOOD))
-    result = create(emu, platform, max_tokens=40)
+    result = create(emu, platform, max_tokens=40, stream=stream)
     assert result.value.number == "INV-7"
-    assert [r.max_tokens for r in emu.requests] == [40, 80]
+    assert [r.max_tokens for r in emu.requests] == [40, 80] and emu.requests[0].stream == stream
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_a_refusal_is_an_answer(emu: Emulator, platform: str) -> None:
+def test_a_refusal_is_an_answer(emu: Emulator, platform: str, stream: bool) -> None:
     emu.script(reply.refusal("I won't read that."))
     with pytest.raises(guardrail.Refused) as caught:
-        create(emu, platform)
+        create(emu, platform, stream=stream)
     assert "won't" in caught.value.refusal and len(emu.requests) == 1
 
 
