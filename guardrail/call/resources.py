@@ -85,11 +85,18 @@ def _made(key: tuple[Any, ...], make: Callable[[], type]) -> type:
 def sdk_member(sdk_class: type, name: str, instance: Any) -> Any:
     """The SDK's member ``name`` of ``instance`` (an object of ``sdk_class`` or of guardrail's subclass of it),
     made by the SDK's own (cached) property function and stored nowhere: not in the instance's ``__dict__``, which
-    for a client is the SDK client's own."""
-    member = inspect.getattr_static(sdk_class, name)
+    for a client is the SDK client's own. A client that sets its resources in ``__init__`` instead (anthropic's
+    ``AnthropicBedrock`` and ``AnthropicVertex``) has them in that ``__dict__``: that object is returned."""
+    try:
+        member = inspect.getattr_static(sdk_class, name)
+    except AttributeError:
+        member = None
     function = getattr(member, "func", None) or getattr(member, "fget", None)
-    if function is None:  # pragma: no cover - every SDK resource and twin is a (cached) property
-        raise TypeError(f"{sdk_class.__qualname__}.{name} is not a property")
+    if function is None:
+        own = getattr(instance, "__dict__", None) or {}
+        if name in own:
+            return own[name]
+        raise TypeError(f"{sdk_class.__qualname__}.{name} is not a property")  # pragma: no cover
     return function(instance)
 
 
@@ -105,12 +112,13 @@ def sdk_member_class(sdk_class: type, name: str, instance: Any) -> type:
     return found
 
 
-def has_member(sdk_class: type, name: str) -> bool:
-    """Whether the SDK class has a member ``name`` (beta namespaces and twins vary between SDK versions)."""
+def has_member(sdk_class: type, name: str, instance: Any = None) -> bool:
+    """Whether the SDK class has a member ``name`` (beta namespaces and twins vary between SDK versions), or
+    ``instance`` has it as its own attribute (a client that sets its resources in ``__init__``)."""
     try:
         inspect.getattr_static(sdk_class, name)
     except AttributeError:
-        return False
+        return name in (getattr(instance, "__dict__", None) or {})
     return True
 
 

@@ -30,7 +30,11 @@ __all__ = ["AZURE_OPENAI", "available", "usd", "usd_per_token"]
 AZURE_OPENAI = "azure.ai.openai"
 
 #: ``gen_ai.provider.name`` -> the genai-prices provider id (names not listed have no price).
-PROVIDERS = {"openai": "openai", "anthropic": "anthropic", AZURE_OPENAI: "azure"}
+PROVIDERS = {"openai": "openai", "anthropic": "anthropic", AZURE_OPENAI: "azure",
+             # Claude on the cloud platforms, and the hosted OpenAI-compatible providers (guardrail.vendors.profiles)
+             "aws.bedrock": "aws", "gcp.vertex_ai": "google", "groq": "groq", "together": "together",
+             "fireworks": "fireworks", "deepseek": "deepseek", "mistral_ai": "mistral", "openrouter": "openrouter",
+             "x_ai": "x-ai"}
 
 
 @functools.cache

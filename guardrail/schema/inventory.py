@@ -1,8 +1,10 @@
 """Reporting on a schema that is sent unchanged: the grammar and advisory dialects.
 
-Self-hosted grammar decoders (xgrammar in vLLM/SGLang, llama.cpp, Ollama) compile most of JSON Schema
-themselves, and an advisory schema is only shown to the model. Nothing is rewritten; the report lists,
-per constraint, whether the decoder enforces it or guardrail must check it after parsing. Every
+Grammar decoders (guardrail's local llguidance backend; on self-hosted servers xgrammar in vLLM/SGLang, with
+guidance behind vLLM's, and llama.cpp's converter, also Ollama's) compile much of JSON Schema themselves, each
+its own part (:data:`~guardrail.schema.dialects.GRAMMARS`), and an advisory schema is only shown to the model.
+Nothing is rewritten; the report lists, per constraint, whether the decoder enforces it or guardrail must check
+it after parsing. Every
 subschema is listed once at its place in the document; ``$ref`` targets outside the usual positions
 (``#/some/where``) are listed too.
 """
@@ -12,16 +14,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from guardrail.schema.dialects import CONSTRAINTS, DYNAMIC_REFS, GRAMMAR_ENFORCED, GRAMMAR_FORMATS
+from guardrail.schema.dialects import (
+    BOUNDS,
+    CONSTRAINTS,
+    DYNAMIC_REFS,
+    GRAMMAR_ENFORCED,
+    GRAMMAR_FORMATS,
+    GRAMMARS,
+    GrammarRules,
+)
 from guardrail.schema.refs import RefIndex
 from guardrail.schema.report import ReportBuilder
 from guardrail.schema.tree import walk
 
 
 def inventory(schema: Mapping[str, Any], report: ReportBuilder) -> None:
-    """Add one entry per constraint keyword of ``schema`` to ``report`` (dialect ``grammar`` or ``advisory``)."""
+    """Add one entry per constraint keyword of ``schema`` to ``report`` (dialect ``grammar``, a self-hosted
+    server's (:data:`~guardrail.schema.dialects.GRAMMARS`) or ``advisory``)."""
     refs = RefIndex(schema)
-    grammar = report.dialect == "grammar"
+    server = GRAMMARS.get(report.dialect)
+    grammar = report.dialect == "grammar" or server is not None
     seen: set[str] = set()
     pending: list[tuple[Mapping[str, Any], str]] = [(schema, "")]
     while pending:
@@ -40,6 +52,8 @@ def inventory(schema: Mapping[str, Any], report: ReportBuilder) -> None:
                             pending.append(target)
                         _reference(report, path, val, target is not None and refs.recursive(target[1]),
                                    target is None, grammar)
+                    elif server is not None:
+                        _server(report, path, kw, val, node, server)
                     elif grammar:
                         _grammar(report, path, kw, val)
                     else:
@@ -71,3 +85,26 @@ def _grammar(report: ReportBuilder, path: str, kw: str, val: Any) -> None:
     else:
         report.add(path, kw, "post_validated", "kept, not relied on")
 
+
+
+def _server(report: ReportBuilder, path: str, kw: str, val: Any, node: Mapping[str, Any], rules: GrammarRules) -> None:
+    """One keyword as a self-hosted server's compiler treats it: enforced only where it is compiled."""
+    if kw in DYNAMIC_REFS:
+        report.add(path, kw, "rejected", "dynamic references cannot be followed")
+    elif kw not in rules.enforced:
+        report.add(path, kw, "post_validated", f"not compiled by {rules.name}")
+    elif kw == "format":
+        if isinstance(val, str) and val in rules.formats:
+            report.add(path, kw, "enforced", val)
+        else:
+            report.add(path, kw, "post_validated", f"format {str(val)[:40]!r}: not compiled by {rules.name}")
+    elif kw in BOUNDS and rules.integer_bounds_only and node.get("type") != "integer":
+        report.add(path, kw, "post_validated", f"{rules.name} compiles bounds for integers only")
+    elif kw == "pattern" and rules.anchored_patterns and not (
+            isinstance(val, str) and val.startswith("^") and val.endswith("$")):
+        report.add(path, kw, "post_validated", f"{rules.name} compiles a pattern only when written ^...$")
+    elif kw in ("minLength", "maxLength") and not rules.lengths_beside_pattern and (
+            "pattern" in node or "format" in node):
+        report.add(path, kw, "post_validated", f"{rules.name} drops a string's lengths beside its pattern/format")
+    else:
+        report.add(path, kw, "enforced", "")

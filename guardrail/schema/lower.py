@@ -7,8 +7,10 @@ Before a structured-output request is sent, the schema pydantic generates must f
   ``additionalProperties: false`` everywhere, no ``oneOf``/``allOf``/defaults, recursion allowed.
 - ``anthropic_strict``: Anthropic ``output_config.format`` json_schema and strict tools. Object root,
   ``additionalProperties: false``, optional properties allowed, no recursion, no numeric/length bounds.
-- ``grammar``: self-hosted constrained decoders (vLLM/SGLang xgrammar, llama.cpp, Ollama). Sent unchanged,
-  any root.
+- ``grammar``: a constrained decoder compiling (nearly) full JSON Schema (guardrail's local llguidance backend).
+  Sent unchanged, any root.
+- ``vllm``, ``sglang``, ``llamacpp`` (llama.cpp's server and Ollama): self-hosted servers' compilers, sent
+  unchanged, any root; the report says enforced only what each compiles (:data:`~guardrail.schema.dialects.GRAMMARS`).
 - ``advisory``: the schema is only shown to the model (a prompt, a non-strict tool). Sent unchanged
   (a non-object root is wrapped on request); everything is checked after parsing.
 
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from guardrail.errors import ConfigError, UsageError
-from guardrail.schema.dialects import ANTHROPIC, OPENAI
+from guardrail.schema.dialects import ANTHROPIC, GRAMMARS, OPENAI
 from guardrail.schema.inventory import inventory
 from guardrail.schema.limits import anthropic_limits, openai_limits
 from guardrail.schema.refs import RefIndex, root_def_name
@@ -82,7 +84,7 @@ def lower(schema: Mapping[str, Any], dialect: Dialect, *, wrap_key: str = "resul
     if depth > MAX_DEPTH and dialect != "advisory":
         report.add("", "limits", "rejected", f"schema nested {depth} containers deep (max {MAX_DEPTH})")
         return Lowered(copy_json(schema), report.build(), None, False)
-    if dialect in ("grammar", "advisory"):
+    if dialect in ("grammar", "advisory") or dialect in GRAMMARS:
         inventory(schema, report)
         out: dict[str, Any] = copy_json(schema)
         wrapped = None

@@ -32,10 +32,15 @@ _SPEND_MARKERS = ("insufficient_quota", "spend_limit", "billing", "credit_balanc
 #: Codes (OpenAI) and message phrases (both) of a 400 that rejects the structured-output schema.
 _SCHEMA_CODES = frozenset({"invalid_json_schema", "invalid_function_parameters", "invalid_schema"})
 _SCHEMA_PHRASES = ("json schema", "json_schema", "input_schema", "schema is too complex", "invalid schema",
-                   "output_config.format", "response_format", "'strict'", "strict mode")
+                   "output_config.format", "response_format", "'strict'", "strict mode",
+                   "strict: extra inputs")  # a platform without strict tools (Vertex AI, Bedrock) refusing the field
 #: Error types/codes of an error event inside a stream that a new request may not meet.
 _RETRYABLE_STREAM_TYPES = frozenset({"server_error", "overloaded_error", "api_error", "rate_limit_error",
                                      "rate_limit_exceeded", "timeout", "internal_error", "service_unavailable"})
+#: Amazon Bedrock's exceptions inside a response stream that a new request may not meet (members of
+#: bedrock-runtime's ``ResponseStream``; the anthropic SDK raises them as an error event with status 200).
+_BEDROCK_STREAM_RETRYABLE = frozenset({"internalServerException", "serviceUnavailableException",
+                                       "throttlingException", "modelTimeoutException"})
 #: The transport errors (a request that never got a whole answer: refused or dropped connections, timeouts),
 #: as (module, class) of each SDK and of the HTTP client under them. A class is looked up only in a module that
 #: is already imported: an error can only come from a module that is loaded.
@@ -119,7 +124,8 @@ def classify(error: BaseException) -> Failure | None:
         code, etype, message = _error_fields(body, error)
         headers = _headers(error)
         markers = " ".join(x for x in (code, etype) if x).lower()
-        if etype == "overloaded_error" or (status == 200 and etype in {"api_error", "overloaded_error"}):
+        if etype == "overloaded_error" or (status == 200 and etype in {"api_error", "overloaded_error"}) or \
+                (status == 200 and etype in _BEDROCK_STREAM_RETRYABLE):
             # Anthropic reports an overload that arrives mid-stream as a 200 with an error event.
             return Failure("retryable", status, code or etype, message, retry_after(headers), error, shown)
         if any(m in markers for m in _SPEND_MARKERS):
