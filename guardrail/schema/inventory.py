@@ -18,8 +18,12 @@ from guardrail.schema.report import ReportBuilder
 from guardrail.schema.tree import walk
 
 
-def inventory(schema: Mapping[str, Any], report: ReportBuilder) -> None:
-    """Add one entry per constraint keyword of ``schema`` to ``report`` (dialect ``grammar`` or ``advisory``)."""
+def inventory(schema: Mapping[str, Any], report: ReportBuilder) -> dict[str, list[str]]:
+    """Add one entry per constraint keyword of ``schema`` to ``report`` (dialect ``grammar`` or ``advisory``).
+
+    Returns, per subschema pointer, the keywords a grammar decoder is sent but does not enforce (in
+    document order; empty for ``advisory``, whose schema is shown to the model keyword by keyword)."""
+    unenforced: dict[str, list[str]] = {}
     refs = RefIndex(schema)
     grammar = report.dialect == "grammar"
     seen: set[str] = set()
@@ -41,9 +45,11 @@ def inventory(schema: Mapping[str, Any], report: ReportBuilder) -> None:
                         _reference(report, path, val, target is not None and refs.recursive(target[1]),
                                    target is None, grammar)
                     elif grammar:
-                        _grammar(report, path, kw, val)
+                        if not _grammar(report, path, kw, val):
+                            unenforced.setdefault(path, []).append(kw)
                     else:
                         report.add(path, kw, "post_validated", "")
+    return unenforced
 
 
 def _reference(report: ReportBuilder, path: str, ref: Any, recursive: bool, missing: bool, grammar: bool) -> None:
@@ -58,16 +64,19 @@ def _reference(report: ReportBuilder, path: str, ref: Any, recursive: bool, miss
         report.add(path, "$ref", "post_validated", "recursive reference" if recursive else "")
 
 
-def _grammar(report: ReportBuilder, path: str, kw: str, val: Any) -> None:
+def _grammar(report: ReportBuilder, path: str, kw: str, val: Any) -> bool:
+    """Report one keyword for a grammar decoder; whether the decoder enforces it."""
     if kw in DYNAMIC_REFS:
         report.add(path, kw, "rejected", "dynamic references cannot be followed")
     elif kw == "format":
         if isinstance(val, str) and val in GRAMMAR_FORMATS:
             report.add(path, kw, "enforced", val)
-        else:
-            report.add(path, kw, "post_validated", f"format {str(val)[:40]!r}: kept, not relied on")
+            return True
+        report.add(path, kw, "post_validated", f"format {str(val)[:40]!r}: kept, not relied on")
     elif kw in GRAMMAR_ENFORCED:
         report.add(path, kw, "enforced", "")
+        return True
     else:
         report.add(path, kw, "post_validated", "kept, not relied on")
+    return False
 

@@ -33,13 +33,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from guardrail.errors import ConfigError, UsageError
+from guardrail.schema.describe import merge_description, restate
 from guardrail.schema.dialects import ANTHROPIC, OPENAI
 from guardrail.schema.inventory import inventory
 from guardrail.schema.limits import anthropic_limits, openai_limits
 from guardrail.schema.refs import RefIndex, root_def_name
 from guardrail.schema.report import DIALECTS, CompileEntry, CompileReport, Dialect, ReportBuilder
 from guardrail.schema.strict import StrictLowerer
-from guardrail.schema.tree import DEF_CONTAINERS, copy_json, measure, walk
+from guardrail.schema.tree import DEF_CONTAINERS, at_pointer, copy_json, measure, walk
 
 __all__ = ["MAX_DEPTH", "CompileEntry", "CompileReport", "Dialect", "Lowered", "lower"]
 
@@ -83,8 +84,9 @@ def lower(schema: Mapping[str, Any], dialect: Dialect, *, wrap_key: str = "resul
         report.add("", "limits", "rejected", f"schema nested {depth} containers deep (max {MAX_DEPTH})")
         return Lowered(copy_json(schema), report.build(), None, False)
     if dialect in ("grammar", "advisory"):
-        inventory(schema, report)
+        unenforced = inventory(schema, report)
         out: dict[str, Any] = copy_json(schema)
+        _describe_in_place(schema, out, unenforced, report)
         wrapped = None
         if dialect == "advisory" and wrap_root:
             out, wrapped = _object_root(out, wrap_key, report)
@@ -106,6 +108,24 @@ def _strict(schema: Mapping[str, Any], dialect: Dialect, wrap_key: str, report: 
     for problem in (openai_limits if openai else anthropic_limits)(body):
         report.add("", "limits", "rejected", problem)
     return Lowered(body, report.build(), wrapped, lowerer.made_required)
+
+
+def _describe_in_place(schema: Mapping[str, Any], out: dict[str, Any], unenforced: dict[str, list[str]],
+                       report: ReportBuilder) -> None:
+    """Grammar: the schema is sent whole, but the keywords the decoder does not enforce are also restated in
+    words in the description of their node (``out`` is a copy of ``schema``, so the pointers are the same)."""
+    for path in sorted(unenforced):
+        node, target = at_pointer(schema, path), at_pointer(out, path)
+        if not isinstance(node, Mapping) or not isinstance(target, dict):
+            continue
+        phrases = restate(node, unenforced[path])
+        text = merge_description(node.get("description"), [p for p, _ in phrases])
+        if text is None:
+            continue
+        target["description"] = text
+        for phrase, keywords in phrases:
+            for kw in keywords:
+                report.describe(path, kw, phrase)
 
 
 def _is_object(node: Mapping[str, Any]) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from guardrail.schema.describe import DESCRIBED, merge_description, restate
 from guardrail.schema.dialects import (
     CONSTRAINTS,
     DYNAMIC_REFS,
@@ -185,6 +186,7 @@ class StrictLowerer:
                 self.report.add(where, kw, "enforced")
             else:
                 self.report.add(where, kw, "post_validated", "not supported in this dialect: removed")
+        self._describe(flat, out)
         if "object" in types:
             self._object(flat, out)
         if "array" in types:
@@ -192,6 +194,18 @@ class StrictLowerer:
         for kw in _UNION_KWS:
             if kw in node:
                 self._union(flat, kw, out)
+
+    def _describe(self, flat: Flat, out: dict[str, Any]) -> None:
+        """Restate in ``out``'s description, in words, each keyword of the node this dialect removed."""
+        dropped = [kw for kw in flat.node if kw in DESCRIBED and kw not in out]
+        phrases = restate(flat.node, dropped, flat.also)
+        text = merge_description(out.get("description"), [p for p, _ in phrases])
+        if text is None:
+            return
+        out["description"] = text
+        for phrase, keywords in phrases:
+            for kw in keywords:
+                self.report.describe(flat.site.of(kw), kw, phrase)
 
     def _types(self, flat: Flat, out: dict[str, Any]) -> set[str] | None:
         """Copy or infer ``type``; the set of types the node admits, or None when rejected."""
