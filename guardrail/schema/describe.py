@@ -131,13 +131,15 @@ def restate(node: Mapping[str, Any], keywords: Iterable[str],
 
 def merge_description(given: Any, phrases: Sequence[str]) -> str | None:
     """The description with ``phrases`` added: ``"<given> (<p1>; <p2>)"``, or the phrases alone (first letter
-    capitalised) when there is no description; ``None`` when there is nothing to add. ``given`` is kept whole."""
+    capitalised) when there is no description (or a blank one, kept in front); ``None`` when there is nothing to
+    add. ``given`` is kept whole, as the prefix."""
     if not phrases:
         return None
     words = "; ".join(phrases)
     if isinstance(given, str) and given.strip():
         return f"{given} ({words})"
-    return words[:1].upper() + words[1:]
+    blank = given if isinstance(given, str) else ""  # kept too: the user's text is always the prefix
+    return blank + words[:1].upper() + words[1:]
 
 
 # -- the parts -------------------------------------------------------------------------------------------

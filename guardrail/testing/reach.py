@@ -101,7 +101,7 @@ def reach(constraint: Constraint, carried: list[tuple[Mapping[str, Any], bool]],
     for schema, shown in carried:
         root = _unwrap(schema, constraint.location)
         for node in locate(schema, (*root, *constraint.location)):
-            if constraint.keyword in node and _same(node[constraint.keyword], constraint.value):
+            if constraint.keyword in node and _same(constraint.keyword, node[constraint.keyword], constraint.value):
                 if shown:
                     return "keyword"
                 if constraint.keyword in decoder_enforces or (
@@ -118,11 +118,9 @@ def said_in_words(constraint: Constraint, description: Any) -> bool:
         return False
     text, kw, value = description.lower(), constraint.keyword, constraint.value
     number = re.escape(json.dumps(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+    if kw in _BOUNDS and number:
+        return _bound_said(text, kw, float(value))
     cues: dict[str, str] = {
-        "minimum": rf"(at least|from) {number}\b",
-        "maximum": rf"(at most {number}\b|from \S+ to {number}\b)",
-        "exclusiveMinimum": rf"greater than {number}\b",
-        "exclusiveMaximum": rf"less than {number}\b",
         "multipleOf": rf"multiple of {number}\b",
         "minLength": rf"(at least {number} char|{number} to \d+ char|exactly {number} char)",
         "maxLength": rf"(at most {number} char|\d+ to {number} char|exactly {number} char)",
@@ -144,6 +142,31 @@ def said_in_words(constraint: Constraint, description: Any) -> bool:
     if kw in ("enum", "const"):
         values = value if kw == "enum" and isinstance(value, list) else [value]
         return all(json.dumps(v, ensure_ascii=False).lower() in text for v in values)
+    return False
+
+
+_BOUNDS: Final = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_NUMBER: Final = r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
+
+
+def _bound_said(text: str, keyword: str, value: float) -> bool:
+    """A bound is said when the words state it or a tighter one (``less than 0`` says ``maximum: 0``)."""
+    said: list[tuple[str, float]] = []
+    for word, number in re.findall(rf"(at least|greater than|at most|less than|from|to) {_NUMBER}\b", text):
+        said.append((word, float(number)))
+    for word, bound in said:
+        if keyword == "minimum" and ((word in ("at least", "from") and bound >= value)
+                                     or (word == "greater than" and bound >= value)):
+            return True
+        if keyword == "exclusiveMinimum" and ((word == "greater than" and bound >= value)
+                                              or (word in ("at least", "from") and bound > value)):
+            return True
+        if keyword == "maximum" and ((word in ("at most", "to") and bound <= value)
+                                     or (word == "less than" and bound <= value)):
+            return True
+        if keyword == "exclusiveMaximum" and ((word == "less than" and bound <= value)
+                                              or (word in ("at most", "to") and bound < value)):
+            return True
     return False
 
 
@@ -202,5 +225,8 @@ def _dicts(value: Any) -> Iterator[Mapping[str, Any]]:
             stack.extend(node)
 
 
-def _same(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+def _same(keyword: str, sent: Any, given: Any) -> bool:
+    """The sent value says the given one; an ``enum`` may have gained a ``null`` (optional made nullable)."""
+    if keyword == "enum" and isinstance(sent, list) and isinstance(given, list) and None not in given:
+        sent = [v for v in sent if v is not None]
+    return json.dumps(sent, sort_keys=True) == json.dumps(given, sort_keys=True)
