@@ -43,7 +43,8 @@ def test_wording_of_each_kind() -> None:
     assert words({"const": "x"}) == ['exactly "x"']
     assert words({"dependentRequired": {"a": ["b"]}}) == ['if "a" is given, so is "b"']
     assert words({"not": {"const": 0}}) == ['does not match {"const":0}']
-    assert words({"contains": {"type": "integer"}, "minContains": 2}) == ['at least 2 items matching {"type":"integer"}']
+    assert words({"contains": {"type": "integer"}, "minContains": 2}) == [
+        'at least 2 items matching {"type":"integer"}']
     assert words({"if": {"const": 1}, "then": {"minimum": 0}}, "if", "then") == [
         'if it matches {"const":1}, it matches {"minimum":0}']
     # only the keywords asked for are said: an enforced minimum beside a dropped exclusiveMaximum
