@@ -19,10 +19,12 @@ exclusivity and tuple positions are rewritten, see the compile report).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-__all__ = ["DESCRIBED", "FORMAT_WORDS", "merge_description", "restate"]
+from guardrail.schema.report import ReportBuilder
+
+__all__ = ["DESCRIBED", "FORMAT_WORDS", "describe_into", "merge_description", "restate"]
 
 #: Keywords that have words; a dialect that drops one of them restates it in the node's description.
 DESCRIBED: Final = frozenset({
@@ -127,6 +129,21 @@ def restate(node: Mapping[str, Any], keywords: Iterable[str],
     if said & {"if", "then", "else"} and "if" in node:
         add(_conditional(node), "if", "then", "else")
     return out
+
+
+def describe_into(out: dict[str, Any], node: Mapping[str, Any], keywords: Iterable[str], report: ReportBuilder,
+                  where: str | Callable[[str], str], also: Mapping[str, Sequence[Any]] | None = None) -> None:
+    """Restate ``keywords`` of ``node`` in the description of ``out`` (the node as sent; its description, if any,
+    is the user's) and record the words in ``report`` at the keyword's original pointer: ``where``, or
+    ``where(keyword)`` for a merged node whose keywords came from several places."""
+    phrases = restate(node, keywords, also)
+    text = merge_description(out.get("description"), [p for p, _ in phrases])
+    if text is None:
+        return
+    out["description"] = text
+    for phrase, said in phrases:
+        for kw in said:
+            report.describe(where if isinstance(where, str) else where(kw), kw, phrase)
 
 
 def merge_description(given: Any, phrases: Sequence[str]) -> str | None:

@@ -7,13 +7,15 @@ Before a structured-output request is sent, the schema pydantic generates must f
   ``additionalProperties: false`` everywhere, no ``oneOf``/``allOf``/defaults, recursion allowed.
 - ``anthropic_strict``: Anthropic ``output_config.format`` json_schema and strict tools. Object root,
   ``additionalProperties: false``, optional properties allowed, no recursion, no numeric/length bounds.
-- ``grammar``: self-hosted constrained decoders (vLLM/SGLang xgrammar, llama.cpp, Ollama). Sent unchanged,
-  any root.
+- ``grammar``: self-hosted constrained decoders (vLLM/SGLang xgrammar, llama.cpp, Ollama). Sent unchanged
+  (but for the words restating what the decoder does not enforce), any root.
 - ``advisory``: the schema is only shown to the model (a prompt, a non-strict tool). Sent unchanged
   (a non-object root is wrapped on request); everything is checked after parsing.
 
 :class:`CompileReport` lists every constraint keyword with what happened to it, so nothing is dropped
-silently. guardrail always validates the parsed output with pydantic against the ORIGINAL type, so
+silently. A keyword the dialect does not enforce (removed by a strict dialect, ignored by a grammar decoder)
+is also restated in words in the ``description`` of its node (:mod:`guardrail.schema.describe`), so the model
+hears of it before its first answer; the report's ``described`` holds the words. guardrail always validates the parsed output with pydantic against the ORIGINAL type, so
 every removed constraint ("post_validated") is still checked; a "rejected" one means the mode cannot be
 used for this contract and the caller must fall back to a weaker mode.
 
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from guardrail.errors import ConfigError, UsageError
-from guardrail.schema.describe import merge_description, restate
+from guardrail.schema.describe import describe_into
 from guardrail.schema.dialects import ANTHROPIC, OPENAI
 from guardrail.schema.inventory import inventory
 from guardrail.schema.limits import anthropic_limits, openai_limits
@@ -116,16 +118,8 @@ def _describe_in_place(schema: Mapping[str, Any], out: dict[str, Any], unenforce
     words in the description of their node (``out`` is a copy of ``schema``, so the pointers are the same)."""
     for path in sorted(unenforced):
         node, target = at_pointer(schema, path), at_pointer(out, path)
-        if not isinstance(node, Mapping) or not isinstance(target, dict):
-            continue
-        phrases = restate(node, unenforced[path])
-        text = merge_description(node.get("description"), [p for p, _ in phrases])
-        if text is None:
-            continue
-        target["description"] = text
-        for phrase, keywords in phrases:
-            for kw in keywords:
-                report.describe(path, kw, phrase)
+        if isinstance(node, Mapping) and isinstance(target, dict):
+            describe_into(target, node, unenforced[path], report, path)
 
 
 def _is_object(node: Mapping[str, Any]) -> bool:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from guardrail.schema.describe import DESCRIBED, merge_description, restate
+from guardrail.schema.describe import DESCRIBED, describe_into
 from guardrail.schema.dialects import (
     CONSTRAINTS,
     DYNAMIC_REFS,
@@ -198,14 +198,7 @@ class StrictLowerer:
     def _describe(self, flat: Flat, out: dict[str, Any]) -> None:
         """Restate in ``out``'s description, in words, each keyword of the node this dialect removed."""
         dropped = [kw for kw in flat.node if kw in DESCRIBED and kw not in out]
-        phrases = restate(flat.node, dropped, flat.also)
-        text = merge_description(out.get("description"), [p for p, _ in phrases])
-        if text is None:
-            return
-        out["description"] = text
-        for phrase, keywords in phrases:
-            for kw in keywords:
-                self.report.describe(flat.site.of(kw), kw, phrase)
+        describe_into(out, flat.node, dropped, self.report, flat.site.of, flat.also)
 
     def _types(self, flat: Flat, out: dict[str, Any]) -> set[str] | None:
         """Copy or infer ``type``; the set of types the node admits, or None when rejected."""
