@@ -73,6 +73,9 @@ FORMAT_WORDS: Final[Mapping[str, str]] = {
 }
 
 _NOUNS: Final = {"integer": "an integer", "number": "a number"}
+#: Tuple keywords (2020-12 ``prefixItems``, draft 4's list-form ``items``): said where a strict dialect sends the
+#: items as one ``anyOf`` and so loses their order (the caller passes them only then).
+_TUPLES: Final = ("prefixItems", "items")
 
 
 def restate(node: Mapping[str, Any], keywords: Iterable[str],
@@ -84,7 +87,7 @@ def restate(node: Mapping[str, Any], keywords: Iterable[str],
     values of a keyword that several merged members gave differently (each one applies). Keywords outside
     :data:`DESCRIBED`, and values of an unexpected form, are skipped.
     """
-    said = frozenset(k for k in keywords if k in DESCRIBED and k in node)
+    said = frozenset(k for k in keywords if (k in DESCRIBED or k in _TUPLES) and k in node)
     extra = also or {}
     out: list[tuple[str, frozenset[str]]] = []
 
@@ -113,6 +116,9 @@ def restate(node: Mapping[str, Any], keywords: Iterable[str],
                          for v in values("pattern")), "pattern")
     if "format" in said:
         add(" and ".join(w for w in (_format(v) for v in values("format")) if w), "format")
+    for kw in _TUPLES:
+        if kw in said and isinstance(node[kw], (list, tuple)):
+            add("items in this order: " + ", ".join(_json(_plain(s)) for s in node[kw]), kw)
     add(_count(node, said, "minItems", "maxItems", "item", "items"), "minItems", "maxItems")
     if "uniqueItems" in said and node["uniqueItems"] is True:
         add("no duplicate items", "uniqueItems")
@@ -247,6 +253,13 @@ def _conditional(node: Mapping[str, Any]) -> str:
     if other is not None:
         return f"if it does not match {cond}, it matches {other}"
     return ""
+
+
+def _plain(schema: Any) -> Any:
+    """A tuple member as said: its annotations (``title``, ``description``) left out, the constraints kept."""
+    if isinstance(schema, Mapping):
+        return {k: v for k, v in schema.items() if k not in ("title", "description")}
+    return schema
 
 
 def _format(value: Any) -> str:

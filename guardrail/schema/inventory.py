@@ -37,6 +37,8 @@ def inventory(schema: Mapping[str, Any], report: ReportBuilder) -> dict[str, lis
             for kw, val in node.items():
                 if kw == "items" and isinstance(val, (list, tuple)):
                     report.add(path, "items", "post_validated", "draft-4 tuple form: not relied on")
+                    if grammar:
+                        unenforced.setdefault(path, []).append("items")
                 elif kw in CONSTRAINTS:
                     if kw == "$ref":
                         target = refs.resolve(val)

@@ -15,9 +15,10 @@ Before a structured-output request is sent, the schema pydantic generates must f
 :class:`CompileReport` lists every constraint keyword with what happened to it, so nothing is dropped
 silently. A keyword the dialect does not enforce (removed by a strict dialect, ignored by a grammar decoder)
 is also restated in words in the ``description`` of its node (:mod:`guardrail.schema.describe`), so the model
-hears of it before its first answer; the report's ``described`` holds the words. guardrail always validates the parsed output with pydantic against the ORIGINAL type, so
-every removed constraint ("post_validated") is still checked; a "rejected" one means the mode cannot be
-used for this contract and the caller must fall back to a weaker mode.
+hears of it before its first answer; the report's ``described`` holds the words. guardrail always
+validates the parsed output with pydantic against the ORIGINAL type, so every removed constraint
+("post_validated") is still checked; a "rejected" one means the mode cannot be used for this contract and the
+caller must fall back to a weaker mode.
 
 Input safety: :func:`lower` is pure (no I/O, the input is never mutated, equal inputs give equal
 outputs) and never recurses on the schema: walks use explicit stacks, ``$ref`` cycles are detected and

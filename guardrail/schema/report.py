@@ -124,9 +124,10 @@ class ReportBuilder:
     def build(self) -> CompileReport:
         """The report, entries sorted by path then keyword (stable, so equal inputs give equal reports).
 
-        A keyword is ``described`` only where the vendor does not enforce it (``post_validated``)."""
+        A keyword is ``described`` only where the vendor does not enforce it, or not all of it: ``post_validated``,
+        or ``lowered`` (a tuple sent as one ``anyOf`` of its items, whose order is then said in words)."""
         entries = tuple(sorted(
             (replace(e, described=self._described.get((e.path, e.keyword), ""))
-             if e.action == "post_validated" else e for e in self._entries.values()),
+             if e.action in ("post_validated", "lowered") else e for e in self._entries.values()),
             key=lambda e: (e.path, e.keyword)))
         return CompileReport(self.dialect, entries, not any(e.action == "rejected" for e in entries))

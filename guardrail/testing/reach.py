@@ -30,7 +30,7 @@ __all__ = ["MEASURED", "Constraint", "Reach", "carried_schemas", "constraints", 
 #: The constraint keywords measured (``type``/``required`` are structure every mode carries).
 MEASURED: Final = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
                    "maxLength", "pattern", "format", "minItems", "maxItems", "uniqueItems", "minProperties",
-                   "maxProperties", "enum", "const")
+                   "maxProperties", "enum", "const", "prefixItems")
 Reach = Literal["keyword", "enforced", "words", "missing"]
 _PROMPT_MARK: Final = "It must match this JSON Schema:"
 _UNIONS: Final = ("anyOf", "oneOf", "allOf")
@@ -107,6 +107,9 @@ def reach(constraint: Constraint, carried: list[tuple[Mapping[str, Any], bool]],
                 if constraint.keyword in decoder_enforces or (
                         constraint.keyword == "format" and f"format:{constraint.value}" in decoder_enforces):
                     best = "enforced"
+            if shown and constraint.keyword == "prefixItems" and _one_item_schema(constraint.value) and isinstance(
+                    node.get("items"), Mapping):
+                return "keyword"  # a tuple of one item schema: sent as items of that schema, no order to tell
             if shown and said_in_words(constraint, node.get("description")) and best == "missing":
                 best = "words"
     return best
@@ -139,9 +142,15 @@ def said_in_words(constraint: Constraint, description: Any) -> bool:
                  "uuid": "uuid", "uri": "uri", "ipv4": "ipv4", "ipv6": "ipv6", "hostname": "host name",
                  "duration": "duration"}
         return isinstance(value, str) and words.get(value, value) in text
-    if kw in ("enum", "const"):
-        values = value if kw == "enum" and isinstance(value, list) else [value]
-        return all(json.dumps(v, ensure_ascii=False).lower() in text for v in values)
+    if kw == "prefixItems" and isinstance(value, list):  # the order of a tuple's items
+        members = [{k: v for k, v in m.items() if k not in ("title", "description")} if isinstance(m, dict) else m
+                   for m in value]
+        return "order" in text and all(json.dumps(m, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+                                       .lower() in text for m in members)
+    if kw == "enum" and isinstance(value, list):
+        return ("one of " + ", ".join(_compact(v) for v in value)).lower() in text
+    if kw == "const":
+        return re.search(rf"exactly {re.escape(_compact(value).lower())}(?=$|[;)]| and )", text) is not None
     return False
 
 
@@ -225,8 +234,28 @@ def _dicts(value: Any) -> Iterator[Mapping[str, Any]]:
             stack.extend(node)
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _one_item_schema(members: Any) -> bool:
+    plain = {json.dumps({k: v for k, v in m.items() if k not in ("title", "description")}, sort_keys=True)
+             if isinstance(m, Mapping) else json.dumps(m) for m in members} if isinstance(members, list) else set()
+    return len(plain) == 1
+
+
 def _same(keyword: str, sent: Any, given: Any) -> bool:
     """The sent value says the given one; an ``enum`` may have gained a ``null`` (optional made nullable)."""
     if keyword == "enum" and isinstance(sent, list) and isinstance(given, list) and None not in given:
         sent = [v for v in sent if v is not None]
+    if keyword == "prefixItems":  # subschemas: their descriptions may have gained words
+        sent, given = _undescribed(sent), _undescribed(given)
     return json.dumps(sent, sort_keys=True) == json.dumps(given, sort_keys=True)
+
+
+def _undescribed(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _undescribed(v) for k, v in value.items() if k != "description"}
+    if isinstance(value, list):
+        return [_undescribed(v) for v in value]
+    return value

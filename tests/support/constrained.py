@@ -1,10 +1,10 @@
 """Contracts with many kinds of constraints, and a valid answer for each: what the constraint-reach measurement
 (``tests/vendors/test_constraints_reach.py``, ``bench/constraints_reach.py``) asks every vendor and mode for.
 
-:class:`Order` is a pydantic contract (bounds, exclusive bounds, lengths, counts, patterns, formats, a multipleOf,
-uniqueItems, an Optional field, a nested model and a list of models kept in ``$defs``); :data:`SETTINGS` is a JSON
-Schema contract with what pydantic types do not produce (``const``, ``minProperties``/``maxProperties``, exclusive
-bounds on both sides, a ``$ref`` to a constrained string).
+:class:`Order` is a pydantic contract (bounds, exclusive bounds, lengths, counts, patterns, formats, a
+multipleOf, uniqueItems, an Optional field, a tuple, a nested model and a list of models kept in ``$defs``);
+:data:`SETTINGS` is a JSON Schema contract with what pydantic types do not produce (``const``,
+``minProperties``/``maxProperties``, exclusive bounds on both sides, a ``$ref`` to a constrained string).
 """
 
 from __future__ import annotations
@@ -50,13 +50,15 @@ class Order(BaseModel):
     lines: list[Line] = Field(min_length=1, max_length=20)
     address: Address
     channel: Literal["email", "phone"]
+    parcel: tuple[int, str]  # weight in grams, size class: a tuple of different items
 
 
 ORDER_ANSWER = ('{"urgency": 3, "title": "Late parcel", "ref": "12345678-1234-5678-1234-567812345678", '
                 '"due": "2026-12-24", "placed": "2026-12-01T10:00:00Z", "discount": 0.5, "step": 1.5, '
                 '"tags": ["a", "b"], "labels": ["x"], "score": null, "note": null, '
                 '"lines": [{"sku": "ABC-1", "qty": 2, "unit_price": 9.5}], '
-                '"address": {"postcode": "1234", "country": "NO"}, "channel": "email"}')
+                '"address": {"postcode": "1234", "country": "NO"}, "channel": "email", '
+                '"parcel": [1200, "M"]}')
 
 SETTINGS: dict[str, Any] = {
     "title": "Settings",
