@@ -70,8 +70,8 @@ from guardrail.vendors.base import Completion, Endpoint, Exchange
 from guardrail.vendors.failures import Failure, classify
 from guardrail.vendors.plans import Plan
 
-__all__ = ["DEADLINE", "Accept", "Ask", "Call", "Retry", "Send", "Sleep", "Tried", "attempt_loop", "iterate_async",
-           "iterate_sync", "run_async", "run_sync"]
+__all__ = ["DEADLINE", "Accept", "Answer", "Ask", "Call", "Retry", "Send", "Sleep", "Tried", "attempt_loop",
+           "iterate_async", "iterate_sync", "run_async", "run_sync"]
 
 log = get_logger("guardrail")
 
@@ -140,6 +140,17 @@ class Tried:
     seconds: float
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An answer the loop read as a whole, as a recorder keeps it for replay: the text validated (a field
+    re-ask's reply merged into the previous answer), the key a non-object root was wrapped under, and whether
+    absent optional fields were read as null (the plan's ``absent_as_null``)."""
+
+    text: str
+    wrapped: str | None
+    absent_as_null: bool
+
+
 # -- what an attempt asks, and the verdict on its answer ---------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class FieldsAsked:
@@ -192,15 +203,22 @@ def attempt_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop:
     """
     run = _Run(call, trace_id, provider or call.endpoint.provider)
     ask = Ask(0, None, [], call.endpoint.max_tokens(call.kwargs), call.endpoint.temperature(call.kwargs))
-    while True:
-        send, max_tokens = run.request(ask)
-        tried = yield from _tries(call, send)
-        verdict = run.judge(ask, tried, max_tokens)
-        if isinstance(verdict, Accept):
-            return result_from(run.outcome(ask), verdict.value)
-        if verdict.counted and run.model_attempts >= call.settings.max_attempts:
-            raise verdict.gave_up(verdict.reason, outcome=run.outcome(ask))
-        ask = verdict.ask
+    try:
+        while True:
+            send, max_tokens = run.request(ask)
+            tried = yield from _tries(call, send)
+            verdict = run.judge(ask, tried, max_tokens)
+            if isinstance(verdict, Accept):
+                result = result_from(run.outcome(ask), verdict.value)
+                break
+            if verdict.counted and run.model_attempts >= call.settings.max_attempts:
+                raise verdict.gave_up(verdict.reason, outcome=run.outcome(ask))
+            ask = verdict.ask
+    except CallError as error:  # every typed end: recorded (when recording) with the attempts that led to it
+        run.recorded(error.outcome, error)
+        raise
+    run.recorded(result, None)
+    return result
 
 
 def _tries(call: Call, send: Send) -> Generator[Effect, Reply, Tried]:
@@ -269,6 +287,9 @@ class _Run:
         self.usage = Usage()
         self.model_attempts = 0
         self.may_lower_temperature = call.prepared.caps.temperature and not call.prepared.thinking
+        #: The answers read as a whole, by attempt number, kept only when the call is recorded (a replay corpus,
+        #: :mod:`guardrail.replay`): a field re-ask's answer is the merged whole that was validated.
+        self.answers: dict[int, Answer] | None = {} if call.options.recorder is not None else None
 
     def plan(self, ask: Ask) -> Plan:
         """The plan an attempt sends: the field re-ask's, else the call's current one."""
@@ -399,12 +420,16 @@ class _Run:
                 part = self.read(done.text, asked.reask.model, asked.plan)
                 if part.error is None:
                     fixes = tuple(part.fixes)
-                    report = self.read(merged_text(asked.reask, part.unwrap()), output_type, plan)
+                    merged = merged_text(asked.reask, part.unwrap())
+                    self.keep(attempt, merged, plan)
+                    report = self.read(merged, output_type, plan)
                 else:  # not the fields alone: maybe the whole answer again, else ask for the fields again
+                    self.keep(attempt, done.text, plan)
                     report = self.read(done.text, output_type, plan)
                     if report.error is not None:
                         return self.invalid(ask, done, attempt, part, asked.plan, asked)
             else:
+                self.keep(attempt, done.text, plan)
                 report = self.read(done.text, self.call.prepared.answer_type(plan), plan)
         if report.error is not None:
             return self.invalid(ask, done, attempt, report, plan, None)
@@ -475,6 +500,16 @@ class _Run:
         return Ask(ask.plan_index, fields, [Exchange(done, feedback)], ask.max_tokens, temperature, ask.raised_limit)
 
     # -- the record ----------------------------------------------------------------------------------------------
+    def keep(self, attempt: Attempt, text: str | None, plan: Plan) -> None:
+        """Keep the text read as the attempt's whole answer, when the call is recorded."""
+        if self.answers is not None:
+            self.answers[attempt.number] = Answer(text or "", plan.wrapped, plan.absent_as_null)
+
+    def recorded(self, outcome: Outcome, error: CallError | None) -> None:
+        """Hand the finished call to its recorder, if it has one (a recorder never fails the call)."""
+        if self.answers is not None and self.call.options.recorder is not None:
+            self.call.options.recorder.record_call(self.call, outcome, error, self.answers)
+
     def record(self, attempt: Attempt, **changes: Any) -> None:
         attempt = _replace(attempt, **changes)
         self.attempts.append(attempt)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from guardrail.call.cache import Cache
     from guardrail.gates.semantic import Rule
     from guardrail.outcome import Budget
+    from guardrail.replay.record import Recorder
     from guardrail.vendors.base import Endpoint
     from guardrail.vendors.failures import Failure
 
@@ -170,6 +171,8 @@ class CallOptions:
             call's own deadline (:class:`RetryPolicy`) may end it sooner. Not a keyword.
         response_cache: the response cache to use instead of the client's (a chain's vendor tier passes its own,
             else the chain's); ``cache=False`` still turns caching off. Not a keyword.
+        recorder: where the call is recorded for replay (:mod:`guardrail.replay`), instead of the client's
+            ``wrap(record=...)``; the decorator and the chain pass their own. Not a keyword.
     """
 
     response_model: Any
@@ -183,6 +186,7 @@ class CallOptions:
     prompt_version: str | None = None
     deadline: float | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     response_cache: Cache | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
+    recorder: Recorder | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
 
     @staticmethod
     def take(kwargs: dict[str, Any], method: str = "create") -> CallOptions | None:
@@ -290,6 +294,8 @@ class ClientOptions:
     #: (endpoint, response_model, model, mode, thinking) -> what a call of that shape needs before it is sent,
     #: which depends on nothing else: a repeated call pays one lookup.
     prepared: dict[tuple[Any, ...], Prepared] = dataclasses.field(default_factory=dict)
+    #: Where structured calls are recorded for replay (``wrap(record=...)``, :mod:`guardrail.replay`), or None.
+    recorder: Recorder | None = None
 
     def for_client(self, origin: Any) -> ClientOptions:
         """The same options for another client object (a ``copy()``), with fresh caches."""

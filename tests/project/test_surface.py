@@ -240,6 +240,17 @@ PINNED: dict[str, list[str]] = {
         "parse",
         "parse_report",
     ],
+    "guardrail.replay": [
+        "JsonlRecorder",
+        "Judged",
+        "RecordTo",
+        "Recorder",
+        "ReplayReport",
+        "Replayed",
+        "judge_answer",
+        "read_records",
+        "replay",
+    ],
     "guardrail.schema": [
         "CompileEntry",
         "CompileReport",
