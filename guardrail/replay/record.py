@@ -196,8 +196,9 @@ def request_hash(call: Call) -> str | None:
 def contract_name(output_type: Any) -> str:
     """A readable name for a contract: ``module.QualifiedName`` for a class, the ``title`` of a JSON Schema
     document, else its ``repr`` (``list[myapp.Ticket]``)."""
-    if isinstance(output_type, Mapping):
-        title = output_type.get("title")
+    document = getattr(output_type, "schema", None) if type(output_type).__name__ == "JsonSchema" else output_type
+    if isinstance(document, Mapping):  # a JSON Schema document, or guardrail's JsonSchema of one
+        title = document.get("title")
         return str(title) if isinstance(title, str) else "json-schema"
     if isinstance(output_type, type):
         return f"{output_type.__module__}.{output_type.__qualname__}"

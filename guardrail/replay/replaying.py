@@ -169,7 +169,9 @@ def _replay_one(report: ReplayReport, line: int, record: dict[str, Any], contrac
     outcome = record["outcome"]
     was_ok = outcome.get("ok") is True
     before = outcome.get("value") if was_ok else outcome.get("kind") or outcome.get("error")
-    aliases = record.get("aliases") if isinstance(record.get("aliases"), dict) else None
+    aliases = record.get("aliases")
+    aliases = {key: name for key, name in aliases.items() if isinstance(name, str)} if isinstance(aliases, dict) \
+        else None
     context = record.get("context") if isinstance(record.get("context"), dict) else None
     judged: Judged | None = None
     for text, read in _answers(record["attempts"]):
