@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from guardrail.vendors.failures import Failure
 
 __all__ = ["CLIENT_TIMEOUT", "KEYWORDS", "CallOptions", "ClientOptions", "Prepared", "RetryPolicy", "Settings",
-           "deadline_at", "timeout_seconds"]
+           "deadline_at", "timeout_seconds", "wrapped_answer_type"]
 
 
 # -- what wrap() is given ------------------------------------------------------------------------------------
@@ -265,6 +265,12 @@ def _wrapped(output_type: Any, key: str) -> Any:
     """``{key: output_type}`` as a model (made once per contract and key, whatever the client)."""
     fields: dict[str, Any] = {key: (output_type, ...)}
     return pydantic.create_model("Wrapped", **fields)
+
+
+def wrapped_answer_type(output_type: Any, key: str) -> Any:
+    """What an answer is parsed as under a plan that wrapped a non-object root under ``key``: ``{key: output_type}``
+    as a model (a replay re-reads recorded answers so, :mod:`guardrail.replay`)."""
+    return _wrapped(output_type, key)
 
 
 #: Entries of :attr:`ClientOptions.prepared`; past it, new shapes of call are prepared each time (still cached below).

@@ -25,13 +25,14 @@ One record (format version :data:`RECORD_VERSION`), a JSON object:
                      ``model_config = ConfigDict(json_schema_extra={"version": "2"})``; a JSON Schema document: its
                      own ``"version"``); else ``null``
 ``aliases``/``rules``/``context``  the call's aliases, the names of its semantic rules, and its context (redacted)
-``attempts``         each attempt: ``number``, ``mode``, ``raw`` (the output as received, redacted), ``finish_reason``,
+``attempts``         each attempt: ``number``, ``mode``, ``raw`` (the output as received, redacted), ``finish`` (the
+                     vendor's finish reason),
                      ``error`` (its kind, or ``null``), ``fixes`` (their kinds), and ``answer`` when the loop read one
                      as a whole answer: ``{"text", "wrapped", "absent_as_null"}`` (``text`` is omitted when it is
                      ``raw``; a field re-ask's is the merged whole that was validated)
 ``outcome``          ``{"ok": true, "value": ...}`` (the value as JSON, redacted) or ``{"ok": false, "error": class
                      name, "kind": its kind, "message": redacted}``
-``vendor_calls``, ``usage``, ``trace_id``  as on the :class:`~guardrail.outcome.Outcome`
+``vendor_calls``, ``trace_id``  as on the :class:`~guardrail.outcome.Outcome`; ``tokens``: ``{"input", "output"}``
 ===================  ================================================================================================
 
 Redaction is the audit log's (:func:`guardrail.observe.redact.redact`): secret-looking strings (API keys, bearer
@@ -147,7 +148,7 @@ def record_of(call: Call, outcome: Outcome, error: CallError | None, answers: Ma
     for attempt in outcome.attempts:
         entry: dict[str, Any] = {"number": attempt.number, "mode": attempt.mode,
                                  "raw": None if attempt.raw is None else redact_text(attempt.raw),
-                                 "finish_reason": attempt.finish_reason, "error": attempt.error_kind,
+                                 "finish": attempt.finish_reason, "error": attempt.error_kind,
                                  "fixes": [fix.kind for fix in attempt.fixes]}
         answer = answers.get(attempt.number)
         if answer is not None:
@@ -176,7 +177,7 @@ def record_of(call: Call, outcome: Outcome, error: CallError | None, answers: Ma
         "context": redact(to_jsonable_python(dict(options.context), fallback=repr)) if options.context else None,
         "mode": outcome.mode, "attempts": attempts, "outcome": ended,
         "vendor_calls": outcome.vendor_calls,
-        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
         "trace_id": outcome.trace_id,
     }
 

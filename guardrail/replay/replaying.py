@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guardrail.call.options import _wrapped
+from guardrail.call.options import wrapped_answer_type
 from guardrail.contract import Contract, compile_contract, validation_context
 from guardrail.errors import GuardrailError
 from guardrail.gates.semantic import Rule, evaluate
@@ -223,7 +223,7 @@ def judge_answer(text: str, output_type: Any, *, wrapped: Any = None, absent_as_
     key = wrapped if isinstance(wrapped, str) and wrapped else None
     try:
         with validation_context(context):
-            answer_type = output_type if key is None else _wrapped(output_type, key)
+            answer_type = output_type if key is None else wrapped_answer_type(output_type, key)
             report = parse_report(text, answer_type, aliases=aliases,
                                   stages=ABSENT_AS_NULL_STAGES if absent_as_null else None)
             if report.error is not None:
