@@ -5,7 +5,9 @@ output-token limit and temperature, the budget, the transport retries and their 
 (refusal, truncation, the parse layer, the semantic rules), the feedback turn, and the record of every attempt.
 It yields two effects, :class:`Send` (one HTTP try with these SDK keywords) and :class:`Sleep` (the wait before
 a transport retry), and is sent back what came of each: the try's :class:`~guardrail.vendors.base.Completion`,
-or the exception it ended with (``None`` after a sleep). It returns the :class:`~guardrail.Result` or raises a
+or the exception it ended with (``None`` after a sleep). A recorded call (``wrap(client, record=...)``) yields
+one :class:`Record` more when it ends, value or typed end: the call, every attempt and the answers it read, for
+its recorder (:mod:`guardrail.replay`). It returns the :class:`~guardrail.Result` or raises a
 :class:`~guardrail.errors.CallError`.
 
 Per attempt (an :class:`Ask` says what it asks)::
@@ -35,7 +37,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
 from contextlib import aclosing, closing
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guardrail.call.http import send_async, send_sync
 from guardrail.call.options import CallOptions, Prepared, RetryPolicy, Settings
@@ -70,8 +72,11 @@ from guardrail.vendors.base import Completion, Endpoint, Exchange
 from guardrail.vendors.failures import Failure, classify
 from guardrail.vendors.plans import Plan
 
-__all__ = ["DEADLINE", "Accept", "Answer", "Ask", "Call", "Retry", "Send", "Sleep", "Tried", "attempt_loop",
-           "iterate_async", "iterate_sync", "run_async", "run_sync"]
+if TYPE_CHECKING:
+    from guardrail.replay.record import Recorder
+
+__all__ = ["DEADLINE", "Accept", "Answer", "Ask", "Call", "Record", "Retry", "Send", "Sleep", "Tried",
+           "attempt_loop", "iterate_async", "iterate_sync", "run_async", "run_sync"]
 
 log = get_logger("guardrail")
 
@@ -124,8 +129,25 @@ class Sleep:
     seconds: float
 
 
-Effect = Send | Sleep
-#: What a driver sends back: a :class:`Send`'s completion or the exception its try ended with; ``None`` after a sleep.
+@dataclass(slots=True)
+class Record:
+    """Effect: hand the finished call (its outcome, its typed end if any, the answers read as a whole) to its
+    recorder (:mod:`guardrail.replay`); made only for a recorded call. Recording writes, so the driver does it:
+    the sync one in its thread, the async one in a worker thread (:meth:`perform`, which never raises)."""
+
+    recorder: Recorder
+    call: Call
+    outcome: Outcome
+    error: CallError | None
+    answers: Mapping[int, Answer]
+
+    def perform(self) -> None:
+        self.recorder.record_call(self.call, self.outcome, self.error, self.answers)
+
+
+Effect = Send | Sleep | Record
+#: What a driver sends back: a :class:`Send`'s completion or the exception its try ended with; ``None`` after a
+#: sleep or a record.
 Reply = Completion | Exception | None
 Loop = Generator[Effect, Reply, Result[Any]]
 
@@ -215,9 +237,11 @@ def attempt_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop:
                 raise verdict.gave_up(verdict.reason, outcome=run.outcome(ask))
             ask = verdict.ask
     except CallError as error:  # every typed end: recorded (when recording) with the attempts that led to it
-        run.recorded(error.outcome, error)
+        if run.answers is not None:
+            yield run.recording(error.outcome, error)
         raise
-    run.recorded(result, None)
+    if run.answers is not None:
+        yield run.recording(result, None)
     return result
 
 
@@ -505,10 +529,10 @@ class _Run:
         if self.answers is not None:
             self.answers[attempt.number] = Answer(text or "", plan.wrapped, plan.absent_as_null)
 
-    def recorded(self, outcome: Outcome, error: CallError | None) -> None:
-        """Hand the finished call to its recorder, if it has one (a recorder never fails the call)."""
-        if self.answers is not None and self.call.options.recorder is not None:
-            self.call.options.recorder.record_call(self.call, outcome, error, self.answers)
+    def recording(self, outcome: Outcome, error: CallError | None) -> Record:
+        """The effect that hands the finished call to its recorder (only made when the call is recorded)."""
+        assert self.answers is not None and self.call.options.recorder is not None
+        return Record(self.call.options.recorder, self.call, outcome, error, self.answers)
 
     def record(self, attempt: Attempt, **changes: Any) -> None:
         attempt = _replace(attempt, **changes)
@@ -584,6 +608,10 @@ def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool) -> G
                 time.sleep(effect.seconds)
                 reply = None
                 continue
+            if isinstance(effect, Record):
+                effect.perform()
+                reply = None
+                continue
             try:
                 show = _previewer(effect, previews)
                 with report.request(effect.kwargs, first=effect.tries == 1) as sent, closing(send_sync(
@@ -614,6 +642,10 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, pr
                 break
             if isinstance(effect, Sleep):
                 await asyncio.sleep(effect.seconds)
+                reply = None
+                continue
+            if isinstance(effect, Record):
+                await asyncio.to_thread(effect.perform)
                 reply = None
                 continue
             try:

@@ -1,11 +1,12 @@
 """Recording structured calls for replay: one JSON record per call, secrets redacted, off by default.
 
 ``guardrail.wrap(client, record="calls.jsonl")`` (or ``@structured(record=...)``, ``Chain(..., record=...)``)
-hands every structured call, once it has ended, to a :class:`Recorder`. The attempt loop calls it at the one place
-where every attempt and the outcome are known (:func:`guardrail.call.engine.attempt_loop`), for sync and async
-calls alike. A recorder never fails the call: a write that fails is logged (``guardrail.record_failed``) and the
-call goes on. Calls answered from the response cache are not recorded (no model output came with them), nor are
-streamed previews (the streamed call itself is).
+hands every structured call, once it has ended, to a :class:`Recorder`. The attempt loop hands it over at its one
+exit, where every attempt and the outcome are known (:func:`guardrail.call.engine.attempt_loop` yields a
+:class:`~guardrail.call.engine.Record` effect), for sync and async calls alike; the driver performs the write (the
+async driver in a worker thread, so the event loop never waits on a file). A recorder never fails the call: a
+write that fails is logged (``guardrail.record_failed``) and the call goes on. Calls answered from the response
+cache are not recorded (no model output came with them), nor are streamed previews (the streamed call itself is).
 
 One record (format version :data:`RECORD_VERSION`), a JSON object:
 

@@ -284,3 +284,23 @@ def test_several_threads_append_whole_lines(emu: Emulator, recording: Path) -> N
 def test_record_takes_a_path_or_a_recorder_only(emu: Emulator) -> None:
     with pytest.raises(guardrail.GuardrailError, match="record="):
         guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="test"), record=42)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_streamed_call_is_recorded_once_with_its_whole_answer(emu: Emulator, recording: Path,
+                                                              is_async: bool) -> None:
+    client = openai_client(emu, recording, is_async=is_async)
+    emu.script(reply.answer(ticket(3)))
+    kwargs: dict[str, Any] = {"model": "gpt-4o", "messages": MESSAGES, "response_model": Ticket, "stream": True}
+    if is_async:
+        async def go() -> Any:
+            async with client.chat.completions.create_partial(**kwargs) as items:
+                return [item async for item in items][-1]
+
+        last = asyncio.run(go())
+    else:
+        with client.chat.completions.create_partial(**kwargs) as items:
+            last = list(items)[-1]
+    assert last.urgency == 3
+    (record,) = records(recording)
+    assert [a["raw"] for a in record["attempts"]] == [ticket(3)] and record["outcome"]["ok"] is True
