@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from guardrail.cli import checks, demo, emulator, replay, schema
+from guardrail.cli import checks, demo, emulator, evaluate, replay, schema
 from guardrail.cli.common import (
     DISTRIBUTION,
     EXIT_BROKEN_PIPE,
@@ -32,6 +32,7 @@ examples:
   guardrail policy check policies/                 or one file: guardrail policy check policies/refund.toml
   guardrail rules check fallbacks/ --contract ticket_triage=myapp.models:Ticket
   guardrail replay calls.jsonl --contract myapp.models:TicketV2   re-read recorded answers (a CI gate)
+  guardrail eval cases.jsonl --contract myapp.models:Ticket --model gpt-4o-mini --modes native,json --json out.json
 
 exit status: 0 all good; 1 invalid input or a failed check; 2 usage error; 130 interrupted (Ctrl-C).
 Run 'guardrail COMMAND --help' for a command's options.
@@ -74,6 +75,7 @@ def build_parser() -> Parser:
     checks.register_policy(commands)
     checks.register_rules(commands)
     replay.register(commands)
+    evaluate.register(commands)
     return parser
 
 

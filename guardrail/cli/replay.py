@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
     recording = Path(args.recording)
     if not recording.is_file():
         raise CommandError(f"{args.recording}: {'is a directory' if recording.is_dir() else 'does not exist'}")
-    contract = _contract(args.contract)
-    rules = _rules(args.rules)
+    contract = load_contract(args.contract)
+    rules = load_rules(args.rules)
     try:
         report = replay(recording, contract, rules=rules, keep=args.keep)
     except OSError as error:
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if over else 0
 
 
-def _contract(text: str) -> Any:
+def load_contract(text: str) -> Any:
     """The contract ``--contract`` names: ``MODULE:Type``, or a JSON Schema file."""
     if ":" not in text or text.endswith(".json"):
         path = Path(text)
@@ -114,7 +114,7 @@ def _contract(text: str) -> Any:
         return contract_type(text)
 
 
-def _rules(targets: Sequence[str]) -> tuple[Any, ...]:
+def load_rules(targets: Sequence[str]) -> tuple[Any, ...]:
     """Every rule the ``--rules`` targets name (each a Rule or a sequence of them)."""
     from guardrail.gates.semantic import Rule
 

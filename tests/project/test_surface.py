@@ -188,6 +188,17 @@ PINNED: dict[str, list[str]] = {
         "VendorError",
         "VendorUnavailable",
     ],
+    "guardrail.evals": [
+        "AUTO",
+        "Case",
+        "CaseResult",
+        "build_report",
+        "figures",
+        "load_cases",
+        "parse_cases",
+        "read_state",
+        "run_matrix",
+    ],
     "guardrail.gates": [
         "Rule",
         "Verdict",
