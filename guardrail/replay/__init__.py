@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from guardrail._lazy import namespace
 
 if TYPE_CHECKING:
-    from guardrail.replay.record import JsonlRecorder, Recorder, RecordTo
+    from guardrail.replay.record import JsonlRecorder, Recorder, RecordTo, StoreRecorder
     from guardrail.replay.replaying import Judged, Replayed, ReplayReport, judge_answer, read_records, replay
 
 _NAMES: dict[str, str] = {
@@ -24,6 +24,7 @@ _NAMES: dict[str, str] = {
     "RecordTo": "guardrail.replay.record",
     "Replayed": "guardrail.replay.replaying",
     "ReplayReport": "guardrail.replay.replaying",
+    "StoreRecorder": "guardrail.replay.record",
     "judge_answer": "guardrail.replay.replaying",
     "read_records": "guardrail.replay.replaying",
     "replay": "guardrail.replay.replaying",
@@ -36,6 +37,7 @@ __all__ = [
     "Recorder",
     "ReplayReport",
     "Replayed",
+    "StoreRecorder",
     "judge_answer",
     "read_records",
     "replay",

@@ -48,7 +48,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
@@ -64,9 +64,10 @@ if TYPE_CHECKING:
     from guardrail.contract import Contract
     from guardrail.errors import CallError
     from guardrail.outcome import Outcome
+    from guardrail.store.base import Store
 
-__all__ = ["RECORD_VERSION", "JsonlRecorder", "RecordTo", "Recorder", "contract_name", "record_of", "recorder_for",
-           "request_hash", "schema_version", "value_json"]
+__all__ = ["RECORD_VERSION", "JsonlRecorder", "RecordTo", "Recorder", "StoreRecorder", "contract_name", "record_of",
+           "recorder_for", "request_hash", "schema_version", "value_json"]
 
 log = get_logger("guardrail")
 
@@ -127,17 +128,64 @@ class JsonlRecorder(Recorder):
         return f"JsonlRecorder({str(self.path)!r})"
 
 
-#: What ``record=`` accepts: a JSONL file path or a :class:`Recorder`.
-RecordTo: TypeAlias = "str | os.PathLike[str] | Recorder"
+class StoreRecorder(Recorder):
+    """Records into a :mod:`guardrail.store` store (``SQLiteStore``, ``RedisStore``, ``MemoryStore``), so several
+    processes and hosts share one recording.
+
+    Each record is one entry, ``{prefix}{name}:{n}``, numbered by the store's atomic counter ``{prefix}{name}:n``
+    and kept ``ttl`` seconds (30 days by default). :meth:`lines` reads them back in order, one at a time (as the
+    lines of a JSONL recording, for :func:`~guardrail.replay.replay`); entries that expired are left out.
+    """
+
+    #: The counter lives far longer than any entry: numbers are never reused while entries live.
+    COUNTER_WINDOW = 10 * 365 * 86400.0
+    _LIMIT = float(2**53)
+
+    def __init__(self, store: Any, *, name: str = "default", ttl: float = 30 * 86400.0,
+                 prefix: str = "guardrail-record:") -> None:
+        self.store, self.name, self.ttl, self.prefix = store, name, ttl, prefix
+
+    def _key(self, suffix: str) -> str:
+        return f"{self.prefix}{self.name}:{suffix}"
+
+    def write(self, record: dict[str, Any]) -> None:
+        _, number = self.store.add_within_limit(self._key("n"), 1, self._LIMIT, self.COUNTER_WINDOW)
+        self.store.put_if_absent(self._key(str(int(number))), json.dumps(record, ensure_ascii=False,
+                                                                         separators=(",", ":"), default=str), self.ttl)
+
+    def count(self) -> int:
+        """How many records were written (expired ones included)."""
+        _, total = self.store.add_within_limit(self._key("n"), 0, self._LIMIT, self.COUNTER_WINDOW)
+        return int(total)
+
+    def lines(self) -> Iterator[str]:
+        """The records still held, in the order they were written, as JSON lines."""
+        for number in range(1, self.count() + 1):
+            text = self.store.get(self._key(str(number)))
+            if text is not None:
+                yield text
+
+    def __repr__(self) -> str:
+        return f"StoreRecorder({type(self.store).__name__}, name={self.name!r})"
+
+
+#: What ``record=`` accepts: a JSONL file path, a :mod:`guardrail.store` store or a :class:`Recorder`.
+RecordTo: TypeAlias = "str | os.PathLike[str] | Store | Recorder"
 
 
 def recorder_for(record: RecordTo) -> Recorder:
-    """The recorder ``record=`` names: a :class:`Recorder` as it is, a path as a :class:`JsonlRecorder`."""
+    """The recorder ``record=`` names: a :class:`Recorder` as it is, a path as a :class:`JsonlRecorder`, a store
+    as a :class:`StoreRecorder`."""
+    from guardrail.store.base import Store
+
     if isinstance(record, Recorder):
         return record
     if isinstance(record, (str, os.PathLike)):
         return JsonlRecorder(record)
-    raise ConfigError(f"record= takes a JSONL file path or a guardrail.replay.Recorder, not {type(record).__name__}")
+    if isinstance(record, Store):
+        return StoreRecorder(record)
+    raise ConfigError(f"record= takes a JSONL file path, a guardrail store or a guardrail.replay.Recorder, not "
+                      f"{type(record).__name__}")
 
 
 # -- one record ----------------------------------------------------------------------------------------------------

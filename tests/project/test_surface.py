@@ -258,6 +258,7 @@ PINNED: dict[str, list[str]] = {
         "Recorder",
         "ReplayReport",
         "Replayed",
+        "StoreRecorder",
         "judge_answer",
         "read_records",
         "replay",

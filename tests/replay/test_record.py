@@ -304,3 +304,41 @@ def test_a_streamed_call_is_recorded_once_with_its_whole_answer(emu: Emulator, r
     assert last.urgency == 3
     (record,) = records(recording)
     assert [a["raw"] for a in record["attempts"]] == [ticket(3)] and record["outcome"]["ok"] is True
+
+
+def _record_three(emu: Emulator, record: Any) -> None:
+    client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="test"), retry=FAST, record=record)
+    emu.script(reply.answer(ticket(1)), reply.answer(ticket(4)), reply.answer(ticket(5)))
+    for n in range(3):
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": f"case {n}"}],
+                                       response_model=Ticket)
+
+
+def test_a_sqlite_store_holds_a_recording_several_writers_share(emu: Emulator, tmp_path: Path) -> None:
+    from support.replay_contracts import Tight
+
+    from guardrail.replay import StoreRecorder, replay
+    from guardrail.store import SQLiteStore
+
+    path = tmp_path / "records.db"
+    _record_three(emu, SQLiteStore(path))  # record=store: a StoreRecorder with the default name
+    _record_three(emu, StoreRecorder(SQLiteStore(path)))  # another writer on the same file
+    reader = StoreRecorder(SQLiteStore(path))
+    assert reader.count() == 6
+    lines = list(reader.lines())
+    assert [json.loads(line)["outcome"]["value"]["urgency"] for line in lines] == [1, 4, 5, 1, 4, 5]
+    report = replay(reader.lines(), Tight)
+    assert (report.records, report.still_valid, report.regressions) == (6, 2, 4)
+
+
+def test_a_redis_store_holds_a_recording(emu: Emulator, redis_url: str) -> None:
+    from support.replay_contracts import Tight
+
+    from guardrail.replay import StoreRecorder, replay
+    from guardrail.store import RedisStore
+
+    recorder = StoreRecorder(RedisStore(redis_url), name=f"test-{id(emu)}")
+    _record_three(emu, recorder)
+    assert recorder.count() == 3
+    report = replay(recorder.lines(), Tight)
+    assert (report.records, report.regressions) == (3, 2)
