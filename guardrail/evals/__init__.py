@@ -15,7 +15,7 @@ from guardrail._lazy import namespace
 
 if TYPE_CHECKING:
     from guardrail.evals.cases import Case, load_cases, parse_cases
-    from guardrail.evals.report import build_report, figures
+    from guardrail.evals.report import build_report, figures, suggestions
     from guardrail.evals.run import AUTO, CaseResult, read_state, run_matrix
 
 _NAMES: dict[str, str] = {
@@ -28,6 +28,7 @@ _NAMES: dict[str, str] = {
     "parse_cases": "guardrail.evals.cases",
     "read_state": "guardrail.evals.run",
     "run_matrix": "guardrail.evals.run",
+    "suggestions": "guardrail.evals.report",
 }
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "parse_cases",
     "read_state",
     "run_matrix",
+    "suggestions",
 ]
 
 __getattr__, __dir__ = namespace(__name__, globals(), _NAMES)

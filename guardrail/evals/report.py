@@ -22,6 +22,9 @@ Per run (one entry of ``"runs"``), and again per slice under ``"slices"``:
                          ``field_accuracy`` the share right per top-level field (a failed case is wrong everywhere);
                          both ``null`` without expected values
 =======================  ===========================================================================================
+
+Over every run, ``"suggestions"``: the drifted field names the parse layer renamed (case drift), most frequent
+first, as a ready ``aliases=`` table, and per repair kind how many answers carried it and how many were accepted.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any
 
 from guardrail.evals.run import CaseResult
 
-__all__ = ["build_report", "figures"]
+__all__ = ["build_report", "figures", "suggestions"]
 
 
 def figures(results: Sequence[CaseResult]) -> dict[str, Any]:
@@ -81,9 +84,28 @@ def _percentile(ordered: Sequence[float], share: float) -> float | None:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
+def suggestions(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """What the fixes suggest, over every run: the drifted field names seen, most frequent first, as a ready alias
+    table (``aliases=``), and per repair kind how many answers carried it and how many of those were accepted."""
+    renamed: Counter[tuple[str, str]] = Counter()
+    repairs: dict[str, list[int]] = {}
+    for result in results:
+        renamed.update((before, after) for before, after in result.renames)
+        for kind, (answers, accepted) in result.repairs.items():
+            seen = repairs.setdefault(kind, [0, 0])
+            seen[0] += answers
+            seen[1] += accepted
+    ranked = sorted(renamed.items(), key=lambda item: (-item[1], item[0]))
+    return {"aliases": {before: after for (before, after), _ in ranked},
+            "drifted_names": [{"from": before, "to": after, "seen": seen} for (before, after), seen in ranked],
+            "repairs": {kind: {"answers": answers, "accepted": accepted, "rate": accepted / answers}
+                        for kind, (answers, accepted) in sorted(repairs.items())}}
+
+
 def build_report(results: Sequence[CaseResult], **about: Any) -> dict[str, Any]:
     """The JSON report: ``about`` (contract, cases file, prompt version...), then one entry per mode x model run in
-    ``"runs"``, each with its figures and ``"slices"`` (the same figures per slice, when the cases have slices)."""
+    ``"runs"``, each with its figures and ``"slices"`` (the same figures per slice, when the cases have slices),
+    and ``"suggestions"`` drawn from the fixes (:func:`suggestions`)."""
     runs: dict[tuple[str, str], list[CaseResult]] = {}
     for result in results:
         runs.setdefault((result.mode, result.model), []).append(result)
@@ -95,4 +117,4 @@ def build_report(results: Sequence[CaseResult], **about: Any) -> dict[str, Any]:
                 slices.setdefault(result.slice, []).append(result)
         entries.append({"mode": mode, "model": model, **figures(found),
                         "slices": {name: figures(part) for name, part in sorted(slices.items())}})
-    return {**about, "runs": entries}
+    return {**about, "runs": entries, "suggestions": suggestions(results)}

@@ -64,6 +64,10 @@ class CaseResult:
     exact: bool | None = None
     fields: dict[str, bool] | None = None
     value: Any = None
+    #: Drifted field names the parse layer renamed (``[before, after]``, case drift only: aliases are already
+    #: known), and per fix kind ``[answers carrying it, of which accepted]``, over every attempt.
+    renames: list[list[str]] = field(default_factory=list)
+    repairs: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -81,9 +85,16 @@ def judge_case(case: Case, mode: str, model: str, contract: Any, outcome: Outcom
     attempts = outcome.attempts if outcome is not None else ()
     answered = [a for a in attempts if a.raw is not None or a.finish_reason is not None]
     rejections: Counter[str] = Counter()
+    renames: list[list[str]] = []
+    repairs: dict[str, list[int]] = {}
     for attempt in attempts:
         if isinstance(attempt.error, SemanticViolation):
             rejections.update(attempt.error.rules)
+        for kind in {fix.kind for fix in attempt.fixes if fix.kind != "null_as_absent"}:
+            seen = repairs.setdefault(kind, [0, 0])
+            seen[0] += 1
+            seen[1] += 1 if attempt.error is None else 0
+        renames.extend([str(fix.before), str(fix.after)] for fix in attempt.fixes if fix.kind == "case_drift")
     failure = None
     data = None
     if error is not None:
@@ -111,7 +122,7 @@ def judge_case(case: Case, mode: str, model: str, contract: Any, outcome: Outcom
                       usage.input_tokens if usage else 0, usage.output_tokens if usage else 0,
                       outcome.cost_usd if outcome is not None else 0.0,
                       outcome.seconds if outcome is not None else 0.0, dict(rejections),
-                      error is None and _empty(data), exact, fields, redact(data))
+                      error is None and _empty(data), exact, fields, redact(data), renames, repairs)
 
 
 def _empty(data: Any) -> bool:

@@ -53,6 +53,10 @@ def test_the_report_counts_exactly_what_was_scripted(scripted: Emulator, tmp_pat
     for entry in report["runs"]:
         check_run(entry)
     assert sum(entry["vendor_calls"] for entry in report["runs"]) == len(scripted.requests) == 4 * 13
+    hints = report["suggestions"]
+    assert hints["aliases"] == {"Summary": "summary"}
+    assert hints["drifted_names"] == [{"from": "Summary", "to": "summary", "seen": 4}]
+    assert hints["repairs"]["case_drift"] == {"answers": 4, "accepted": 4, "rate": 1.0}
     assert len(read_state(tmp_path / "state.jsonl")) == 32
 
 

@@ -198,6 +198,7 @@ PINNED: dict[str, list[str]] = {
         "parse_cases",
         "read_state",
         "run_matrix",
+        "suggestions",
     ],
     "guardrail.gates": [
         "Rule",

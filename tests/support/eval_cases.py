@@ -6,7 +6,7 @@ Eight cases in two slices; each answer carries usage (10 input, 5 output tokens)
 case  slice  answers, in order                                           outcome           requests
 ====  =====  ==========================================================  ================  ========
 c1    a      clean JSON                                                  clean             1
-c2    a      fenced JSON with a trailing comma                           locally_repaired  1
+c2    a      fenced JSON, a trailing comma, ``Summary`` for ``summary``   locally_repaired  1
 c3    a      urgency 9 (refused by the contract), then a valid ticket    reasked           2
 c4    a      urgency 9, three times                                      failed: gave_up   3
 c5    b      a refusal                                                   failed: Refused   1
@@ -58,7 +58,7 @@ def _ticket(urgency: int | None, summary: str, tags: list[str] | None = None) ->
 
 ANSWERS: dict[str, list[Reply]] = {
     "c1": [_answer(_ticket(2, "refund"))],
-    "c2": [reply.answer('Here:\n```json\n{"urgency": 3, "summary": "late", "tags": [],}\n```', usage=USAGE)],
+    "c2": [reply.answer('Here:\n```json\n{"urgency": 3, "Summary": "late", "tags": [],}\n```', usage=USAGE)],
     "c3": [_answer(_ticket(9, "broken")), _answer(_ticket(4, "broken"))],
     "c4": [_answer(_ticket(9, "x"))] * 3,
     "c5": [reply.refusal("I can't help with that.", usage=USAGE)],
