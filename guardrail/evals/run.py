@@ -90,16 +90,16 @@ def judge_case(case: Case, mode: str, model: str, contract: Any, outcome: Outcom
     for attempt in attempts:
         if isinstance(attempt.error, SemanticViolation):
             rejections.update(attempt.error.rules)
-        for kind in {fix.kind for fix in attempt.fixes if fix.kind != "null_as_absent"}:
-            seen = repairs.setdefault(kind, [0, 0])
+        for repair in {fix.kind for fix in attempt.fixes if fix.kind != "null_as_absent"}:
+            seen = repairs.setdefault(repair, [0, 0])
             seen[0] += 1
             seen[1] += 1 if attempt.error is None else 0
         renames.extend([str(fix.before), str(fix.after)] for fix in attempt.fixes if fix.kind == "case_drift")
     failure = None
     data = None
     if error is not None:
-        kind = getattr(error, "kind", None)
-        failure = kind if isinstance(kind, str) else type(error).__name__
+        named = getattr(error, "kind", None)
+        failure = named if isinstance(named, str) else type(error).__name__
         result = "failed"
     else:
         data = value_json(compile_contract(contract), value)
