@@ -234,9 +234,13 @@ def _run_all(items: Iterable[Any], workers: int, work: Callable[[Any], CaseResul
                 over, running = _settle(running)
                 for future in over:
                     finished(future.result())
-        except BaseException:  # Ctrl-C or a bug: cancel what has not started, keep what finished
+        except BaseException:  # Ctrl-C or a bug: cancel what has not started, let the calls in flight finish
             for future in running:
                 future.cancel()
+            over, _ = wait(running)
+            for future in over:  # their requests were sent: keep their results, so a resumed run skips them
+                if not future.cancelled() and future.exception() is None:
+                    finished(future.result())
             raise
 
 

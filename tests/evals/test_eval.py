@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import openai
 import pytest
 from support.eval_cases import CASES, RULES, RUN, SLICES, Extract, Script
+from support.waiting import until
 
 import guardrail
 from guardrail.errors import CommandError
@@ -117,3 +119,34 @@ def test_a_missing_cases_file_is_one_line(tmp_path: Path) -> None:
     usage = subprocess.run([sys.executable, "-m", "guardrail.cli", "eval", "cases.jsonl", "--contract", "a:B",
                             "--model", "m", "--resume"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert usage.returncode == 2 and "--resume needs the state file" in usage.stderr
+
+
+def test_ctrl_c_keeps_what_was_done_and_resume_runs_only_the_rest(scripted: Emulator, cases_file: Path,
+                                                                   tmp_path: Path) -> None:
+    scripted.latency = 0.2  # each request takes a while, so the run is still going when it is interrupted
+    out, state = tmp_path / "report.json", tmp_path / "report.json.cases.jsonl"
+    environ = {**os.environ, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": scripted.openai_base_url,
+               "GUARDRAIL_VENDOR": "openai"}
+    command = [sys.executable, "-m", "guardrail.cli", "eval", str(cases_file), "--contract",
+               "support.eval_cases:Extract", "--rules", "support.eval_cases:RULES", "--model", "gpt-4o",
+               "--modes", "native", "--concurrency", "1", "--json", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=TESTS,
+                               env=environ)
+    try:
+        until(lambda: state.exists() and len(state.read_text(encoding="utf-8").splitlines()) >= 2,
+                 "two cases finished")
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr
+    kept = read_state(state)
+    assert 2 <= len(kept) < 8 and not out.exists()
+    sent = len(scripted.requests)
+    assert sent == sum(result.vendor_calls for result in kept)  # the case in flight finished and was kept
+    done = subprocess.run([*command, "--resume"], capture_output=True, text=True, cwd=TESTS, env=environ,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads(out.read_text(encoding="utf-8"))["runs"]
+    check_run(entry)
+    assert len(scripted.requests) == 13  # every case sent once, across the two runs
