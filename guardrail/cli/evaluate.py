@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from guardrail.cli.common import target
+from guardrail.cli.common import at_least, target
 from guardrail.errors import CommandError, CommandLineError
 
 DESCRIPTION = """\
@@ -51,8 +51,8 @@ def register(commands: Any) -> None:
     parser.add_argument("--rules", action="append", default=[], type=target, metavar="MODULE:attr",
                         help="semantic rules every answer must meet: a Rule or a list of them (repeatable)")
     parser.add_argument("--prompt-version", default=None, metavar="V", help="recorded with each call")
-    parser.add_argument("--max-tokens", type=_positive, default=None, metavar="N", help="output-token limit")
-    parser.add_argument("--concurrency", type=_positive, default=4, metavar="N", help="calls at a time (default 4)")
+    parser.add_argument("--max-tokens", type=at_least(1), default=None, metavar="N", help="output-token limit")
+    parser.add_argument("--concurrency", type=at_least(1), default=4, metavar="N", help="calls at a time (default 4)")
     parser.add_argument("--json", metavar="OUT", default=None, help="write the JSON report to OUT ('-': stdout)")
     parser.add_argument("--state", metavar="PATH", default=None,
                         help="where finished cases are appended (default: OUT.cases.jsonl with --json OUT)")
@@ -66,16 +66,6 @@ def _modes(text: str) -> list[str]:
     if wrong or not found:
         raise argparse.ArgumentTypeError(f"unknown mode {wrong[0] if wrong else text!r}; use {', '.join(MODES)}")
     return list(dict.fromkeys(found))
-
-
-def _positive(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{number} is less than 1")
-    return number
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from guardrail.cli.common import import_target, importable_cwd, target
+from guardrail.cli.common import at_least, import_target, importable_cwd, target
 from guardrail.errors import CommandError
 
 DESCRIPTION = """\
@@ -42,21 +42,11 @@ def register(commands: Any) -> None:
     parser.add_argument("--rules", action="append", default=[], type=target, metavar="MODULE:attr",
                         help="semantic rules to hold the answers to: a Rule or a list of them (repeatable)")
     parser.add_argument("--json", metavar="OUT", default=None, help="write the JSON report to OUT ('-': stdout)")
-    parser.add_argument("--max-regressions", type=_count, default=0, metavar="N",
+    parser.add_argument("--max-regressions", type=at_least(0), default=0, metavar="N",
                         help="exit 1 only when there are more regressions than this (default 0)")
-    parser.add_argument("--keep", type=_count, default=100, metavar="N",
+    parser.add_argument("--keep", type=at_least(0), default=100, metavar="N",
                         help="records of each kind of change kept in the JSON report (default 100)")
     parser.set_defaults(run=run, prog=parser.prog)
-
-
-def _count(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"{number} is negative")
-    return number
 
 
 def run(args: argparse.Namespace) -> int:

@@ -84,7 +84,7 @@ def test_a_json_schema_file_is_a_contract(recorded: Path, tmp_path: Path) -> Non
     (["--contract", "support.replay_contracts:ticket"], 1, "not a type"),
     (["--contract", "support.replay_contracts:Ticket", "--rules", "support.replay_contracts:Ticket"], 1,
      "is not a guardrail Rule"),
-    (["--contract", "support.replay_contracts:Ticket", "--max-regressions", "-1"], 2, "is negative"),
+    (["--contract", "support.replay_contracts:Ticket", "--max-regressions", "-1"], 2, "-1 is less than 0"),
     (["--contract", "support.replay_contracts:Ticket", "--rules", "nocolon"], 2, "expected MODULE:Type"),
     ([], 2, "--contract"),
 ])
