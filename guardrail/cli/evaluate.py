@@ -54,6 +54,8 @@ def register(commands: Any) -> None:
     parser.add_argument("--max-tokens", type=at_least(1), default=None, metavar="N", help="output-token limit")
     parser.add_argument("--concurrency", type=at_least(1), default=4, metavar="N", help="calls at a time (default 4)")
     parser.add_argument("--json", metavar="OUT", default=None, help="write the JSON report to OUT ('-': stdout)")
+    parser.add_argument("--html", metavar="OUT.html", default=None,
+                        help="write the report as one self-contained HTML page (charts, worst cases)")
     parser.add_argument("--state", metavar="PATH", default=None,
                         help="where finished cases are appended (default: OUT.cases.jsonl with --json OUT)")
     parser.add_argument("--resume", action="store_true", help="keep the state file's results; run only the rest")
@@ -94,16 +96,24 @@ def run(args: argparse.Namespace) -> int:
     report = build_report(results, contract=contract_name(contract), cases=str(args.cases),
                           prompt_version=args.prompt_version, state=state)
     text = json.dumps(report, ensure_ascii=False, indent=2)
+    if args.html is not None:
+        from guardrail.evals.html import render_html
+
+        _write(args.html, render_html(report, results))
     if args.json == "-":
         print(text)
         return 0
     _print(report)
     if args.json is not None:
-        try:
-            Path(args.json).write_text(text + "\n", encoding="utf-8")
-        except OSError as error:
-            raise CommandError(f"{args.json}: cannot be written: {error.strerror or error}") from None
+        _write(args.json, text + "\n")
     return 0
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise CommandError(f"{path}: cannot be written: {error.strerror or error}") from None
 
 
 def _client(vendor: str | None) -> Any:

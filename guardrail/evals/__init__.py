@@ -15,6 +15,7 @@ from guardrail._lazy import namespace
 
 if TYPE_CHECKING:
     from guardrail.evals.cases import Case, load_cases, parse_cases
+    from guardrail.evals.html import render_html
     from guardrail.evals.report import build_report, figures, suggestions
     from guardrail.evals.run import AUTO, CaseResult, read_state, run_matrix
 
@@ -27,6 +28,7 @@ _NAMES: dict[str, str] = {
     "load_cases": "guardrail.evals.cases",
     "parse_cases": "guardrail.evals.cases",
     "read_state": "guardrail.evals.run",
+    "render_html": "guardrail.evals.html",
     "run_matrix": "guardrail.evals.run",
     "suggestions": "guardrail.evals.report",
 }
@@ -40,6 +42,7 @@ __all__ = [
     "load_cases",
     "parse_cases",
     "read_state",
+    "render_html",
     "run_matrix",
     "suggestions",
 ]

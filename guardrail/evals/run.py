@@ -26,7 +26,7 @@ from guardrail.contract import compile_contract
 from guardrail.errors import CallError, GuardrailError, SemanticViolation, UsageError
 from guardrail.evals.cases import Case
 from guardrail.gates.semantic import Rule
-from guardrail.observe.redact import redact
+from guardrail.observe.redact import redact, redact_text
 from guardrail.outcome import Outcome, Result
 from guardrail.replay.record import value_json
 from guardrail.vendors.openai_chat import split_messages
@@ -68,6 +68,8 @@ class CaseResult:
     #: known), and per fix kind ``[answers carrying it, of which accepted]``, over every attempt.
     renames: list[list[str]] = field(default_factory=list)
     repairs: dict[str, list[int]] = field(default_factory=dict)
+    #: The last raw output received (secrets redacted, at most :data:`RAW_CHARS` characters), for the worst cases.
+    raw: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -122,7 +124,16 @@ def judge_case(case: Case, mode: str, model: str, contract: Any, outcome: Outcom
                       usage.input_tokens if usage else 0, usage.output_tokens if usage else 0,
                       outcome.cost_usd if outcome is not None else 0.0,
                       outcome.seconds if outcome is not None else 0.0, dict(rejections),
-                      error is None and _empty(data), exact, fields, redact(data), renames, repairs)
+                      error is None and _empty(data), exact, fields, redact(data), renames, repairs,
+                      _clip(outcome.raw if outcome is not None else None))
+
+
+#: Characters of the last raw output a case result keeps.
+RAW_CHARS = 2000
+
+
+def _clip(raw: str | None) -> str | None:
+    return None if raw is None else redact_text(raw[:RAW_CHARS])
 
 
 def _empty(data: Any) -> bool:

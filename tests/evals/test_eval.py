@@ -86,7 +86,8 @@ def test_the_command_writes_the_report(scripted: Emulator, cases_file: Path, tmp
                "GUARDRAIL_VENDOR": "openai"}
     done = subprocess.run([sys.executable, "-m", "guardrail.cli", "eval", str(cases_file),
                            "--contract", "support.eval_cases:Extract", "--rules", "support.eval_cases:RULES",
-                           "--model", "gpt-4o", "--modes", "native,json", "--concurrency", "2", "--json", str(out)],
+                           "--model", "gpt-4o", "--modes", "native,json", "--concurrency", "2", "--json", str(out),
+                           "--html", str(tmp_path / "report.html")],
                           capture_output=True, text=True, cwd=TESTS, env=environ, timeout=300)
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text(encoding="utf-8"))
@@ -96,6 +97,7 @@ def test_the_command_writes_the_report(scripted: Emulator, cases_file: Path, tmp
     assert sum(entry["vendor_calls"] for entry in report["runs"]) == len(scripted.requests) == 26
     assert "native" in done.stdout and "gpt-4o" in done.stdout
     assert len(read_state(f"{out}.cases.jsonl")) == 16
+    assert (tmp_path / "report.html").read_text(encoding="utf-8").count("<svg") == 4
 
 
 @pytest.mark.parametrize(("lines", "message"), [

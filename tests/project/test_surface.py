@@ -197,6 +197,7 @@ PINNED: dict[str, list[str]] = {
         "load_cases",
         "parse_cases",
         "read_state",
+        "render_html",
         "run_matrix",
         "suggestions",
     ],
