@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from guardrail.cli.common import at_least, target
-from guardrail.errors import CommandError, CommandLineError
+from guardrail.errors import CommandError, CommandLineError, GuardrailError
 
 DESCRIPTION = """\
 Run every case of CASES.jsonl (one {"messages": [...], "id"?, "slice"?, "expected"?} per line) under every mode
@@ -123,7 +123,13 @@ def _client(vendor: str | None) -> Any:
     environ = dict(os.environ)
     if vendor is not None:
         environ["GUARDRAIL_VENDOR"] = vendor
-    client = Config.from_env(environ).client
+    try:
+        client = Config.from_env(environ).client
+    except (GuardrailError, ImportError):
+        raise
+    except Exception as error:  # the SDK refusing to build a client (no API key...): one line, not a traceback
+        raise CommandError(f"cannot make the {environ.get('GUARDRAIL_VENDOR') or 'vendor'} client: "
+                           f"{type(error).__name__}: {error}") from None
     if client is None:
         raise CommandError("no vendor configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY (and *_BASE_URL for a "
                            "compatible server or the emulator), or pass --vendor")

@@ -108,15 +108,15 @@ class JsonlRecorder(Recorder):
         self.path = Path(path)
         if self.path.is_dir():
             raise ConfigError(f"record={str(path)!r} is a directory; give a file path (it is appended to)")
-        key = str(self.path.resolve())
+        self._target = self.path.resolve()  # a relative path means the working directory of now, not of later
         with self._guard:
-            self._lock = self._locks.setdefault(key, threading.Lock())
+            self._lock = self._locks.setdefault(str(self._target), threading.Lock())
 
     def write(self, record: dict[str, Any]) -> None:
         data = (json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode(
             "utf-8", "surrogatepass")
         with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(self._target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 view = memoryview(data)
                 while view:

@@ -152,3 +152,12 @@ def test_ctrl_c_keeps_what_was_done_and_resume_runs_only_the_rest(scripted: Emul
     (entry,) = json.loads(out.read_text(encoding="utf-8"))["runs"]
     check_run(entry)
     assert len(scripted.requests) == 13  # every case sent once, across the two runs
+
+
+def test_a_client_the_sdk_refuses_to_make_is_one_line(cases_file: Path) -> None:
+    environ = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
+    done = subprocess.run([sys.executable, "-m", "guardrail.cli", "eval", str(cases_file), "--contract",
+                           "support.eval_cases:Extract", "--model", "m", "--vendor", "openai"], capture_output=True,
+                          text=True, cwd=TESTS, env=environ, timeout=120)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "cannot make the openai client" in done.stderr
