@@ -32,7 +32,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import aclosing, closing
 from dataclasses import dataclass
 from typing import Any
@@ -71,7 +72,7 @@ from guardrail.vendors.failures import Failure, classify
 from guardrail.vendors.plans import Plan
 
 __all__ = ["DEADLINE", "Accept", "Ask", "Call", "Retry", "Send", "Sleep", "Tried", "attempt_loop", "iterate_async",
-           "iterate_sync", "run_async", "run_sync"]
+           "iterate_sync", "replayed", "run_async", "run_sync"]
 
 log = get_logger("guardrail")
 
@@ -201,6 +202,28 @@ def attempt_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop:
         if verdict.counted and run.model_attempts >= call.settings.max_attempts:
             raise verdict.gave_up(verdict.reason, outcome=run.outcome(ask))
         ask = verdict.ask
+
+
+def replayed(loop: Loop, replies: Sequence[Completion | Exception]) -> Loop:
+    """``loop`` with its first tries answered by ``replies`` (what earlier tries came to, in order): it yields only
+    the effects after them. The loop decides only from what it is sent, so the same replies bring it back to the
+    same point, with the same record: how a batch job (:mod:`guardrail.batch`) carries a call across rounds and
+    processes without keeping the loop itself. A :class:`Sleep` met while replies remain is skipped (its wait
+    was waited, or a batch round stood for it)."""
+    pending = deque(replies)
+    reply: Reply = None
+    while True:
+        try:
+            effect = loop.send(reply)
+        except StopIteration as end:
+            result: Result[Any] = end.value
+            return result
+        if isinstance(effect, Sleep) and pending:
+            reply = None
+        elif isinstance(effect, Send) and pending:
+            reply = pending.popleft()
+        else:
+            reply = yield effect
 
 
 def _tries(call: Call, send: Send) -> Generator[Effect, Reply, Tried]:
@@ -532,11 +555,15 @@ def _previewer(send: Send, previews: bool) -> Previewer | None:
     return Previewer(send.attempt, send.wrapped) if previews and send.stream else None
 
 
-def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool) -> Generator[Item, None, None]:
+def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool,
+                 replies: Sequence[Completion | Exception] = ()) -> Generator[Item, None, None]:
     """Run the call with a synchronous SDK ``method``: previews of a streamed answer while it arrives (when
-    ``previews``), then the result, its last item."""
+    ``previews``), then the result, its last item. With ``replies`` the call goes on from where they left it
+    (:func:`replayed`): a batch item re-asked live."""
     with _report(call, method) as report:
         loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        if replies:
+            loop = replayed(loop, replies)
         reply: Reply = None
         while True:
             try:
@@ -597,9 +624,11 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, pr
     yield result
 
 
-def run_sync(call: Call, method: Callable[..., Any]) -> Result[Any]:
-    """Run the call with a synchronous SDK method; return the result."""
-    with closing(iterate_sync(call, method, previews=False)) as items:
+def run_sync(call: Call, method: Callable[..., Any], *, replies: Sequence[Completion | Exception] = ()
+             ) -> Result[Any]:
+    """Run the call with a synchronous SDK method (going on after ``replies``, see :func:`iterate_sync`); return
+    the result."""
+    with closing(iterate_sync(call, method, previews=False, replies=replies)) as items:
         return _only(next(items))
 
 

@@ -5,7 +5,8 @@ loop, error classes, SSE decoding, stream helpers), so a test that passes agains
 code works with the SDK as shipped. It uses only the standard library.
 
 Routes (with or without the ``/v1`` prefix): ``POST /v1/chat/completions`` (OpenAI Chat Completions),
-``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages`` (Anthropic Messages). Each request is
+``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages`` (Anthropic Messages), and the batch APIs
+(OpenAI files and batches, Anthropic message batches: :mod:`guardrail.testing.wire_batches`). Each request is
 recorded, checked (``check_schemas``), then answered by the next scripted behaviour, else the responder,
 else an HTTP 500 saying the script is exhausted.
 """
@@ -21,7 +22,9 @@ from guardrail.errors import NotReady
 from guardrail.testing.behaviours import Reply
 from guardrail.testing.ledger import EXHAUSTED, Ledger, Responder
 from guardrail.testing.recording import RecordedRequest
-from guardrail.testing.server import Handler, Server
+from guardrail.testing.server import Handler, Server, render
+from guardrail.testing.wire_batches import BatchBook
+from guardrail.testing.wire_errors import check_request
 
 __all__ = ["EXHAUSTED", "Emulator", "Responder"]
 
@@ -44,6 +47,10 @@ class Emulator:
         self, latency: float = 0.0, check_schemas: bool = True, *, host: str = "127.0.0.1", port: int = 0
     ) -> None:
         self._ledger = Ledger(latency, check_schemas)
+        ledger = self._ledger
+        self._ledger.batches = BatchBook(ledger.record, ledger.next,
+                                         lambda request: check_request(request) if ledger.check_schemas else None)
+        self._ledger.batches.render = render
         self._host = host
         self._port = port
         self._server: Server | None = None
@@ -138,6 +145,13 @@ class Emulator:
     def script(self, *behaviours: Reply) -> None:
         """Append behaviours to the FIFO queue; each incoming request (any endpoint) consumes one."""
         self._ledger.script(behaviours)
+
+    @property
+    def batches(self) -> BatchBook:
+        """The batch APIs' state and the test's controls over it (:class:`~guardrail.testing.wire_batches.BatchBook`:
+        ``hold()``, ``expire()``, ``ids()``)."""
+        assert self._ledger.batches is not None
+        return self._ledger.batches
 
     @property
     def pending(self) -> int:

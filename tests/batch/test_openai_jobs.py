@@ -1,0 +1,129 @@
+"""OpenAI batch jobs end to end: the real openai SDK uploads, creates, polls and reads the emulator's batch API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.batch_jobs import GOOD, KINDS, USAGE, Ticket, reasked, requests
+
+import guardrail
+import guardrail.batch
+from guardrail.errors import BatchItemFailed, BatchJobError, GaveUp, UsageError, VendorError
+from guardrail.outcome import Usage
+from guardrail.testing import Emulator
+
+
+def collect(job: guardrail.batch.Job) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for custom_id, outcome in job.results(poll_interval=0):
+        assert custom_id not in seen, f"{custom_id} yielded twice"
+        seen[custom_id] = outcome
+    return seen
+
+
+def batch_items(emu: Emulator) -> list[tuple[str, str]]:
+    """(vendor batch id, custom_id) of every item the emulator answered in a batch, in order."""
+    return [(r.headers["x-batch-id"], r.headers["x-custom-id"]) for r in emu.requests if "x-batch-id" in r.headers]
+
+
+def test_mixed_job_is_validated_and_only_failed_items_are_asked_again(batch_emu, openai_client, store):
+    job = guardrail.batch.submit(openai_client, requests(12), response_model=Ticket, store=store, live_threshold=0)
+    out = collect(job)
+    assert sorted(out) == sorted(r["custom_id"] for r in requests(12))
+    for custom_id, outcome in out.items():
+        kind = custom_id.split("-")[0]
+        if kind in ("good", "repairable", "bad", "flaky"):
+            assert isinstance(outcome, guardrail.Result), (custom_id, outcome)
+            assert outcome.value == Ticket.model_validate_json(GOOD)
+        if kind == "repairable":
+            assert outcome.fixes and len(outcome.attempts) == 1
+        if kind == "hopeless":
+            assert isinstance(outcome, GaveUp) and len(outcome.outcome.attempts) == 3
+        if kind == "failed":
+            assert isinstance(outcome, VendorError) and outcome.status == 400
+    rounds: dict[str, list[str]] = {}
+    for batch_id, custom_id in batch_items(batch_emu):
+        rounds.setdefault(batch_id, []).append(custom_id)
+    first, *again = rounds.values()
+    assert len(first) == 12
+    # round 1 asks only the items that failed validation (bad, hopeless) or got a retryable error (flaky)
+    assert sorted(again[0]) == sorted(c for c in first if c.split("-")[0] in ("bad", "hopeless", "flaky"))
+    assert sorted(again[1]) == sorted(c for c in first if c.startswith("hopeless"))
+    assert len(again) == 2  # three attempts for hopeless: max_attempts
+
+
+def test_reasks_carry_the_live_loops_feedback_and_usage_adds_up(batch_emu, openai_client, store):
+    job = guardrail.batch.submit(openai_client, requests(3, ("bad",)), response_model=Ticket, store=store,
+                                 live_threshold=0)
+    out = collect(job)
+    followups = [r for r in batch_emu.requests if reasked(r)]
+    assert len(followups) == 3
+    assert all("priority" in r.conversation_text for r in followups)  # the feedback names the missing field
+    for outcome in out.values():
+        assert [a.usage for a in outcome.attempts] == [Usage(*USAGE), Usage(*USAGE)]
+        assert outcome.usage == Usage(2 * USAGE[0], 2 * USAGE[1])
+        assert outcome.attempts[0].error is not None and outcome.attempts[1].error is None
+
+
+def test_few_failed_items_are_asked_again_live(batch_emu, openai_client, store):
+    job = guardrail.batch.submit(openai_client, requests(6, ("good", "bad")), response_model=Ticket, store=store,
+                                 live_threshold=5)
+    out = collect(job)
+    assert all(isinstance(o, guardrail.Result) for o in out.values())
+    live = [r for r in batch_emu.requests if "x-batch-id" not in r.headers]
+    assert len(live) == 3 and all(reasked(r) for r in live)
+    assert len({b for b, _ in batch_items(batch_emu)}) == 1  # no follow-up batch
+    assert out["bad-1"].usage == Usage(2 * USAGE[0], 2 * USAGE[1])
+
+
+def test_expired_and_canceled_items_are_typed_errors(batch_emu, openai_client, store):
+    job = guardrail.batch.submit(openai_client, requests(4, ("good",)), response_model=Ticket, store=store)
+    batch_emu.batches.expire(after=1)
+    out = collect(job)
+    assert isinstance(out["good-0"], guardrail.Result)
+    for custom_id in ("good-1", "good-2", "good-3"):
+        assert isinstance(out[custom_id], BatchItemFailed) and out[custom_id].reason == "expired"
+
+    job = guardrail.batch.submit(openai_client, requests(2, ("good",)), response_model=Ticket, store=store)
+    job.cancel()
+    out = collect(job)
+    assert {type(o) for o in out.values()} == {BatchItemFailed} and {o.reason for o in out.values()} == {"canceled"}
+
+
+def test_status_moves_through_the_vendor_states(batch_emu, openai_client, store):
+    job = guardrail.batch.submit(openai_client, requests(2, ("good",)), response_model=Ticket, store=store)
+    seen = []
+    while not (status := job.status()).ended:
+        seen.append(status.batches[0].status)
+    seen.append(status.batches[0].status)
+    assert seen == ["in_progress", "finalizing", "completed"]
+    assert (status.total, status.done, status.errored) == (2, 2, 0)
+
+
+def test_wait_times_out_with_a_typed_error(batch_emu, openai_client, store):
+    batch_emu.batches.hold()
+    job = guardrail.batch.submit(openai_client, requests(1, ("good",)), response_model=Ticket, store=store)
+    with pytest.raises(BatchJobError, match="has not ended"):
+        job.wait(poll_interval=0.01, timeout=0.05)
+
+
+def test_requests_are_checked_before_anything_is_sent(batch_emu, openai_client, store):
+    with pytest.raises(UsageError, match="custom_id"):
+        guardrail.batch.submit(openai_client, [{"model": "m", "messages": []}], response_model=Ticket, store=store)
+    twice = requests(1, ("good",)) * 2
+    with pytest.raises(UsageError, match="twice"):
+        guardrail.batch.submit(openai_client, twice, response_model=Ticket, store=store)
+    with pytest.raises(UsageError, match="response_format"):
+        guardrail.batch.submit(openai_client, [{**requests(1)[0], "response_format": {"type": "json_object"}}],
+                               response_model=Ticket, store=store)
+    assert batch_items(batch_emu) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_wrapped_client_batches_the_same(batch_emu, openai_client, store, kind):
+    wrapped = guardrail.wrap(openai_client)
+    job = guardrail.batch.submit(wrapped, requests(1, (kind,)), response_model=Ticket, store=store,
+                                 live_threshold=0)
+    (_, outcome), = collect(job).items()
+    assert isinstance(outcome, guardrail.Result) == (kind not in ("hopeless", "failed"))
