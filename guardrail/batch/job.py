@@ -258,6 +258,7 @@ def submit(client: Any, requests: Iterable[Mapping[str, Any]], *, response_model
     job = Job(wrapped, records, record, calls, vendor)
     spool = Spool(vendor, job._raw, {"guardrail_job": job_id, "round": "0"},
                   lambda batch_id: records.change_job(lambda saved: saved.rounds[0].append(batch_id)))
+    total = 0
     try:
         for request in requests:
             kwargs = dict(request)
@@ -271,11 +272,16 @@ def submit(client: Any, requests: Iterable[Mapping[str, Any]], *, response_model
             records.add_item(custom_id, ItemRecord(kwargs))
             spool.add(custom_id, run.send.kwargs)
             run.close()
+            total += 1
     except BaseException:
         spool.discard()
         raise
     spool.close()
-    job.record = records.job()
+
+    def count(saved: JobRecord) -> None:
+        saved.total = total
+
+    job.record = records.change_job(count)
     return job
 
 

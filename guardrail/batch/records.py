@@ -61,7 +61,8 @@ def reply_from_json(data: Mapping[str, Any]) -> Reply:
 @dataclass(slots=True)
 class JobRecord:
     """A job: its vendor (``sdk``, ``api``), the contract (``model``: ``module:qualname`` when importable, and
-    ``schema_hash``), the options written down, and ``rounds``: the vendor batch ids of each round, in order."""
+    ``schema_hash``), the options written down, ``rounds``: the vendor batch ids of each round, in order, and
+    ``total``: its items."""
 
     job_id: str
     sdk: str
@@ -72,6 +73,8 @@ class JobRecord:
     live_threshold: int
     rounds: list[list[str]] = field(default_factory=list)
     created: float = 0.0
+    #: Items in the job (known once every request is written).
+    total: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
