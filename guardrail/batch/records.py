@@ -73,8 +73,9 @@ class JobRecord:
     live_threshold: int
     rounds: list[list[str]] = field(default_factory=list)
     created: float = 0.0
-    #: Items in the job (known once every request is written).
+    #: Items in the job, and whether every request was sent (both known once the submission is done).
     total: int = 0
+    complete: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))

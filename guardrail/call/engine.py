@@ -591,11 +591,13 @@ def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool,
     yield result
 
 
-async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, previews: bool
-                        ) -> AsyncGenerator[Item, None]:
+async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, previews: bool,
+                        replies: Sequence[Completion | Exception] = ()) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
     with _report(call, method) as report:
         loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        if replies:
+            loop = replayed(loop, replies)
         reply: Reply = None
         while True:
             try:
@@ -632,10 +634,11 @@ def run_sync(call: Call, method: Callable[..., Any], *, replies: Sequence[Comple
         return _only(next(items))
 
 
-async def run_async(call: Call, method: Callable[..., Awaitable[Any]]) -> Result[Any]:
-    """Run the call with an asynchronous SDK method; return the result. The driver is closed before returning,
-    so the call's span ends here, in the caller's context."""
-    async with aclosing(iterate_async(call, method, previews=False)) as items:
+async def run_async(call: Call, method: Callable[..., Awaitable[Any]], *,
+                    replies: Sequence[Completion | Exception] = ()) -> Result[Any]:
+    """Run the call with an asynchronous SDK method (going on after ``replies``); return the result. The driver
+    is closed before returning, so the call's span ends here, in the caller's context."""
+    async with aclosing(iterate_async(call, method, previews=False, replies=replies)) as items:
         return _only(await anext(items))
 
 

@@ -8,6 +8,7 @@ SQLite file, or a ``redis://`` URL), so ``status`` and ``collect`` need only the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator
@@ -200,13 +201,13 @@ def run_status(args: argparse.Namespace) -> int:
         status = job.status()
     if args.json:
         print(json.dumps({"job": status.job_id, "round": status.round, "ended": status.ended, "total": status.total,
-                          "done": status.done, "errored": status.errored, "items": job.record.total,
+                          "done": status.done, "errored": status.errored, "items": job.total,
                           "batches": [{"id": s.id, "status": s.status, "total": s.total, "done": s.done,
                                        "errored": s.errored} for s in status.batches]}))
         return EXIT_OK
     state = "ended" if status.ended else "running"
     print(f"{status.job_id}: round {status.round} {state}, {status.done}/{status.total} done, {status.errored} "
-          f"errored ({job.record.total} items in the job)")
+          f"errored ({job.total} items in the job)")
     for batch in status.batches:
         print(f"  {batch.id}: {batch.status} {batch.done}/{batch.total}")
     return EXIT_OK
@@ -218,7 +219,7 @@ def run_collect(args: argparse.Namespace) -> int:
     failed = written = 0
     with _store(args.store) as store:
         job = _resume(args, store)
-        bar, total = _progress("collecting"), job.record.total or None
+        bar, total = _progress("collecting"), job.total or None
         out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8")  # noqa: SIM115
         try:
             with bar:
@@ -246,6 +247,6 @@ def _line(custom_id: str, outcome: Any) -> dict[str, Any]:
     if isinstance(outcome, Result):
         value = TypeAdapter(Any).dump_python(outcome.value, mode="json")
         return {"custom_id": custom_id, "value": value, "attempts": len(outcome.attempts),
-                "usage": {"input_tokens": outcome.usage.input_tokens, "output_tokens": outcome.usage.output_tokens}}
+                "usage": dataclasses.asdict(outcome.usage)}
     return {"custom_id": custom_id, "error": type(outcome).__name__, "message": " ".join(str(outcome).split()),
             "attempts": len(outcome.outcome.attempts)}

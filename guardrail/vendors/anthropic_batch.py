@@ -15,7 +15,7 @@ live call would be.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,36 +41,58 @@ class AnthropicBatch(BatchApi):
         return dumps({"custom_id": custom_id, "params": request_body(kwargs)}) + b"\n"
 
     def submit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str:
-        with lines.open("rb") as handle:
-            requests = [json.loads(raw) for raw in handle if raw.strip()]
-        return str(client.messages.batches.create(requests=requests).id)
+        return str(client.messages.batches.create(requests=_requests(lines)).id)
+
+    async def asubmit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str:
+        return str((await client.messages.batches.create(requests=_requests(lines))).id)
 
     def state(self, client: Any, batch_id: str) -> BatchState:
-        batch = client.messages.batches.retrieve(batch_id)
-        counts = batch.request_counts
-        errored = counts.errored + counts.canceled + counts.expired
-        done = counts.succeeded + errored
-        return BatchState(batch.id, batch.processing_status, batch.processing_status == "ended",
-                          done + counts.processing, done, errored)
+        return _state(client.messages.batches.retrieve(batch_id))
+
+    async def astate(self, client: Any, batch_id: str) -> BatchState:
+        return _state(await client.messages.batches.retrieve(batch_id))
 
     def results(self, client: Any, batch_id: str) -> Iterator[tuple[str, Any]]:
         for line in client.messages.batches.results(batch_id):
-            result = line.result
-            kind = getattr(result, "type", None)
-            if kind == "succeeded":
-                yield line.custom_id, result.message
-            elif kind == "errored":
-                body = result.error.to_dict() if hasattr(result.error, "to_dict") else dict(result.error)
-                inner = body.get("error") or {}
-                etype = str(inner.get("type") or "api_error")
-                yield line.custom_id, ItemError(str(inner.get("message") or etype), reason="errored",
-                                                status=_STATUS.get(etype), body=body)
-            else:
-                reason: ItemReason = "expired" if kind == "expired" else "canceled"
-                message = f"the item was not run: the batch {'expired' if reason == 'expired' else 'was canceled'}"
-                yield line.custom_id, ItemError(message, reason=reason, status=None,
-                                                body={"type": "error", "error": {"type": f"batch_{reason}",
-                                                                                 "message": message}})
+            yield _item(line)
+
+    async def aresults(self, client: Any, batch_id: str) -> AsyncIterator[tuple[str, Any]]:
+        async for line in await client.messages.batches.results(batch_id):
+            yield _item(line)
 
     def cancel(self, client: Any, batch_id: str) -> None:
         client.messages.batches.cancel(batch_id)
+
+    async def acancel(self, client: Any, batch_id: str) -> None:
+        await client.messages.batches.cancel(batch_id)
+
+
+def _requests(lines: Path) -> list[Any]:
+    """The requests of one chunk (the chunk is what a request body holds: at most ``max_items``)."""
+    with lines.open("rb") as handle:
+        return [json.loads(raw) for raw in handle if raw.strip()]
+
+
+def _state(batch: Any) -> BatchState:
+    counts = batch.request_counts
+    errored = counts.errored + counts.canceled + counts.expired
+    done = counts.succeeded + errored
+    return BatchState(batch.id, batch.processing_status, batch.processing_status == "ended",
+                      done + counts.processing, done, errored)
+
+
+def _item(line: Any) -> tuple[str, Any]:
+    result = line.result
+    kind = getattr(result, "type", None)
+    if kind == "succeeded":
+        return line.custom_id, result.message
+    if kind == "errored":
+        body = result.error.to_dict() if hasattr(result.error, "to_dict") else dict(result.error)
+        inner = body.get("error") or {}
+        etype = str(inner.get("type") or "api_error")
+        return line.custom_id, ItemError(str(inner.get("message") or etype), reason="errored",
+                                         status=_STATUS.get(etype), body=body)
+    reason: ItemReason = "expired" if kind == "expired" else "canceled"
+    message = f"the item was not run: the batch {'expired' if reason == 'expired' else 'was canceled'}"
+    return line.custom_id, ItemError(message, reason=reason, status=None,
+                                     body={"type": "error", "error": {"type": f"batch_{reason}", "message": message}})

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -108,6 +108,19 @@ class BatchApi(ABC):
     @abstractmethod
     def cancel(self, client: Any, batch_id: str) -> None:
         """Ask the vendor to stop the batch (items not yet run end as canceled)."""
+
+    # the same with the SDK's async client (each the twin of the method above)
+    @abstractmethod
+    async def asubmit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str: ...
+
+    @abstractmethod
+    async def astate(self, client: Any, batch_id: str) -> BatchState: ...
+
+    @abstractmethod
+    def aresults(self, client: Any, batch_id: str) -> AsyncIterator[tuple[str, Any]]: ...
+
+    @abstractmethod
+    async def acancel(self, client: Any, batch_id: str) -> None: ...
 
 
 #: SDK keywords that shape the HTTP request rather than its body: a batch line has nowhere to carry them.

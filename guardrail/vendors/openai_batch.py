@@ -12,7 +12,7 @@ Statuses: ``validating``, ``in_progress``, ``finalizing``, ``completed``, and th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from guardrail.vendors.batches import BatchApi, BatchState, ItemError, ItemReaso
 
 __all__ = ["OpenAIBatch"]
 
-#: The batch endpoint URL and the SDK's response type of each API.
+#: The batch endpoint URL of each API.
 _URLS = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}
 _ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 _NEVER_RAN: dict[str, ItemReason] = {"batch_expired": "expired", "batch_cancelled": "canceled"}
@@ -43,27 +43,40 @@ class OpenAIBatch(BatchApi):
     def submit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str:
         with lines.open("rb") as handle:  # an open file: the SDK streams it instead of reading it whole
             uploaded = client.files.create(file=(lines.name, handle, "application/jsonl"), purpose="batch")
-        batch = client.batches.create(input_file_id=uploaded.id, endpoint=self.url, completion_window="24h",
-                                      metadata=dict(metadata) or None)
-        return str(batch.id)
+        return str(client.batches.create(**self._create(uploaded.id, metadata)).id)
+
+    async def asubmit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str:
+        with lines.open("rb") as handle:
+            uploaded = await client.files.create(file=(lines.name, handle, "application/jsonl"), purpose="batch")
+        return str((await client.batches.create(**self._create(uploaded.id, metadata))).id)
+
+    def _create(self, file_id: str, metadata: Mapping[str, str]) -> dict[str, Any]:
+        return {"input_file_id": file_id, "endpoint": self.url, "completion_window": "24h",
+                "metadata": dict(metadata) or None}
 
     def state(self, client: Any, batch_id: str) -> BatchState:
-        batch = client.batches.retrieve(batch_id)
-        counts = batch.request_counts
-        total, done, errored = (counts.total, counts.completed + counts.failed, counts.failed) if counts else (0, 0, 0)
-        errors = [error.message for error in (batch.errors.data or ())] if batch.errors else []
-        return BatchState(batch.id, batch.status, batch.status in _ENDED, total, done, errored,
-                          failed=batch.status == "failed", message="; ".join(str(e) for e in errors if e))
+        return _state(client.batches.retrieve(batch_id))
+
+    async def astate(self, client: Any, batch_id: str) -> BatchState:
+        return _state(await client.batches.retrieve(batch_id))
 
     def results(self, client: Any, batch_id: str) -> Iterator[tuple[str, Any]]:
         batch = client.batches.retrieve(batch_id)
         for file_id in (batch.output_file_id, batch.error_file_id):
-            if not file_id:
-                continue
-            with client.files.with_streaming_response.content(file_id) as response:
-                for raw in response.iter_lines():
-                    if raw.strip():
-                        yield self._item(json.loads(raw))
+            if file_id:
+                with client.files.with_streaming_response.content(file_id) as response:
+                    for raw in response.iter_lines():
+                        if raw.strip():
+                            yield self._item(json.loads(raw))
+
+    async def aresults(self, client: Any, batch_id: str) -> AsyncIterator[tuple[str, Any]]:
+        batch = await client.batches.retrieve(batch_id)
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                async with client.files.with_streaming_response.content(file_id) as response:
+                    async for raw in response.iter_lines():
+                        if raw.strip():
+                            yield self._item(json.loads(raw))
 
     def _item(self, line: Mapping[str, Any]) -> tuple[str, Any]:
         custom_id = str(line.get("custom_id"))
@@ -83,6 +96,17 @@ class OpenAIBatch(BatchApi):
 
     def cancel(self, client: Any, batch_id: str) -> None:
         client.batches.cancel(batch_id)
+
+    async def acancel(self, client: Any, batch_id: str) -> None:
+        await client.batches.cancel(batch_id)
+
+
+def _state(batch: Any) -> BatchState:
+    counts = batch.request_counts
+    total, done, errored = (counts.total, counts.completed + counts.failed, counts.failed) if counts else (0, 0, 0)
+    errors = [error.message for error in (batch.errors.data or ())] if batch.errors else []
+    return BatchState(batch.id, batch.status, batch.status in _ENDED, total, done, errored,
+                      failed=batch.status == "failed", message="; ".join(str(e) for e in errors if e))
 
 
 def _response_type(api: str) -> Any:

@@ -80,4 +80,4 @@ def test_a_huge_round_is_split_into_chunks(batch_emu, anthropic_client, store, m
     out = collect(job)
     assert len(out) == 10 and all(isinstance(o, guardrail.Result) for o in out.values())
     assert [len(r) for r in rounds_of(batch_emu)] == [4, 4, 2]
-    assert len(job.record.rounds[0]) == 3
+    assert len(job.status().batches) == 3
