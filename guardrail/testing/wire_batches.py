@@ -202,11 +202,11 @@ class BatchBook:
             self._process(batch, batch.expire_after, "expired")
             batch.status = "expired"
             batch.stamps["expired_at"] = now()
-        elif self._held:
-            return
         elif batch.status == "validating":
             batch.status = "in_progress"
             batch.stamps["in_progress_at"] = now()
+        elif self._held:  # held: in progress until released
+            return
         elif batch.status == "in_progress":
             batch.status = "finalizing"
             batch.stamps["finalizing_at"] = now()

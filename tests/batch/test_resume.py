@@ -89,3 +89,44 @@ def test_resume_checks_the_job_and_the_contract(batch_emu, openai_client, store)
 
     with pytest.raises(ConfigError, match="not the contract"):
         guardrail.batch.resume(openai_client, job.id, store=store, response_model=Other)
+
+
+def test_a_stop_while_the_follow_up_round_is_sent_loses_no_item(batch_emu, openai_client, store, monkeypatch):
+    from guardrail.vendors.openai_batch import OpenAIBatch
+
+    job = guardrail.batch.submit(openai_client, requests(12, ("bad",)), response_model=Ticket, store=store,
+                                 live_threshold=0)
+    monkeypatch.setattr(OpenAIBatch, "max_items", 5)  # the follow-up round: three files, 5 + 5 + 2 items
+    real_submit, sent = OpenAIBatch.submit, []
+
+    def submit_then_stop(self: OpenAIBatch, client: Any, lines: Any, **kwargs: Any) -> str:
+        if len(sent) == 1:
+            raise KeyboardInterrupt  # the process is stopped after the first file became a batch
+        sent.append(real_submit(self, client, lines, **kwargs))
+        return sent[-1]
+
+    monkeypatch.setattr(OpenAIBatch, "submit", submit_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        for _ in job.results(poll_interval=0):
+            pass
+    monkeypatch.setattr(OpenAIBatch, "submit", real_submit)
+
+    again = guardrail.batch.resume(fresh_openai(batch_emu), job.id, store=SQLiteStore(store.path))
+    out = dict(again.results(poll_interval=0))
+    assert sorted(out) == sorted(r["custom_id"] for r in requests(12, ("bad",)))
+    assert all(isinstance(o, guardrail.Result) and len(o.attempts) == 2 for o in out.values())
+    follow_up = Counter(custom_id for batch, custom_id in asked(batch_emu) if batch != batch_emu.batches.ids()[0])
+    assert set(follow_up.values()) == {1}  # each item asked once more: the 5 sent before the stop are not resent
+
+
+def test_a_submission_stopped_midway_is_not_read_as_a_whole_job(batch_emu, openai_client, store):
+    def requests_then_stop() -> Any:
+        yield from requests(3)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        guardrail.batch.submit(openai_client, requests_then_stop(), response_model=Ticket, store=store,
+                               job_id="half")
+    job = guardrail.batch.resume(openai_client, "half", store=store)
+    with pytest.raises(BatchJobError, match="did not finish"):
+        list(job.results(poll_interval=0))
