@@ -94,9 +94,10 @@ class ItemRecord:
     replies: list[tuple[int, Reply]] = field(default_factory=list)
 
     def to_json(self) -> str:
+        # ASCII: a model's text may hold lone surrogates (JSON escapes allow them), which no store could encode
         return json.dumps({"kwargs": self.kwargs, "round": self.round,
                            "replies": [[r, reply_to_json(reply)] for r, reply in self.replies]},
-                          ensure_ascii=False, separators=(",", ":"))
+                          separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> ItemRecord:

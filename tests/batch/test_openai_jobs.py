@@ -11,7 +11,7 @@ import guardrail
 import guardrail.batch
 from guardrail.errors import BatchItemFailed, BatchJobError, GaveUp, UsageError, VendorError
 from guardrail.outcome import Usage
-from guardrail.testing import Emulator
+from guardrail.testing import Emulator, reply
 
 
 def collect(job: guardrail.batch.Job) -> dict[str, Any]:
@@ -127,3 +127,23 @@ def test_a_wrapped_client_batches_the_same(batch_emu, openai_client, store, kind
                                  live_threshold=0)
     (_, outcome), = collect(job).items()
     assert isinstance(outcome, guardrail.Result) == (kind not in ("hopeless", "failed"))
+
+
+def test_answers_are_held_to_the_rules_and_a_broken_rule_is_asked_again(batch_emu, openai_client, store):
+    from guardrail.gates.semantic import member_of
+
+    def model(request: Any) -> Any:
+        title = "printer on fire" if reasked(request) else "made up"
+        return reply.answer(f'{{"title": "{title}", "priority": 2}}', usage=USAGE)
+
+    batch_emu.responder = model
+    job = guardrail.batch.submit(openai_client, requests(2, ("good",)), response_model=Ticket, store=store,
+                                 rules=[member_of("title", "titles")], context={"titles": ["printer on fire"]},
+                                 live_threshold=0)
+    out = collect(job)
+    for outcome in out.values():
+        assert outcome.value.title == "printer on fire" and len(outcome.attempts) == 2
+        assert outcome.attempts[0].error_kind == "semantic_violation"
+    resumed = guardrail.batch.resume(openai_client, job.id, store=store, rules=[member_of("title", "titles")],
+                                     context={"titles": ["printer on fire"]})
+    assert {c: o.value for c, o in collect(resumed).items()} == {c: o.value for c, o in out.items()}
