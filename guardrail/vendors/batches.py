@@ -144,5 +144,6 @@ def request_body(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def dumps(value: Any) -> bytes:
-    """Compact JSON of one line (no newline)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    """Compact JSON of one line (no newline), in ASCII: a re-ask replays the model's text, which may hold lone
+    surrogates (JSON escapes allow them) that UTF-8 cannot carry."""
+    return json.dumps(value, separators=(",", ":")).encode()

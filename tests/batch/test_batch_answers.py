@@ -45,3 +45,17 @@ def test_any_answer_ends_as_a_valid_value_or_a_typed_error(emu: Emulator, openai
         else:
             assert isinstance(outcome, CallError)
             assert len(outcome.outcome.attempts) <= 2
+
+
+def test_an_answer_with_a_lone_surrogate_is_asked_again_in_a_batch(emu: Emulator, openai_client) -> None:
+    def model(request: RecordedRequest) -> Reply:
+        if "previous answer" in request.conversation_text:
+            return reply.answer('{"title": "fixed", "priority": 1}')
+        return reply.answer('{"title": "\ud800 broken"}')  # a lone surrogate: JSON escapes can carry one
+
+    emu.responder = model
+    items = [{"custom_id": "a", "model": "gpt-4o-mini", "messages": [{"role": "user", "content": "t"}]}]
+    job = guardrail.batch.submit(openai_client, items, response_model=Ticket, store=MemoryStore(), live_threshold=0)
+    (outcome,) = dict(job.results(poll_interval=0)).values()
+    assert isinstance(outcome, guardrail.Result) and outcome.value.title == "fixed"
+    assert "\ud800" in (outcome.attempts[0].raw or "")
