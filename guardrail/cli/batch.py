@@ -128,9 +128,9 @@ def _client(vendor: str) -> Any:
         raise CommandError(str(error)) from None
 
 
-def _count_lines(path: Path) -> int:
+def _count_lines(path: Path, name: str) -> int:
     with path.open(encoding="utf-8") as source:
-        return sum(1 for line in source if line.strip())
+        return sum(1 for _ in _lines(source, name))  # every line checked before anything is sent
 
 
 def _progress(what: str) -> Any:
@@ -143,6 +143,13 @@ def _progress(what: str) -> Any:
 
 
 def _lines(source: IO[str], name: str) -> Iterator[dict[str, Any]]:
+    try:
+        yield from _requests(source, name)
+    except UnicodeDecodeError as error:
+        raise CommandError(f"{name}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
+def _requests(source: IO[str], name: str) -> Iterator[dict[str, Any]]:
     for number, line in enumerate(source, start=1):
         if not line.strip():
             continue
@@ -168,7 +175,7 @@ def run_submit(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {}
     if args.live_threshold is not None:
         extra["live_threshold"] = args.live_threshold
-    total = None if args.requests == "-" else _count_lines(Path(args.requests))
+    total = None if args.requests == "-" else _count_lines(Path(args.requests), args.requests)
     bar = _progress("writing requests")
     with _store(args.store) as store, bar, (sys.stdin if args.requests == "-"
                                             else open(args.requests, encoding="utf-8")) as source:
@@ -225,7 +232,7 @@ def run_collect(args: argparse.Namespace) -> int:
             with bar:
                 task = bar.add_task("collect", total=total)
                 for custom_id, outcome in job.results(poll_interval=args.poll_interval, timeout=args.timeout):
-                    out.write(json.dumps(_line(custom_id, outcome), ensure_ascii=False) + "\n")
+                    out.write(json.dumps(_line(custom_id, outcome)) + "\n")  # ASCII: a value may hold anything
                     written += 1
                     failed += not isinstance(outcome, Result)
                     bar.advance(task)

@@ -88,3 +88,8 @@ def test_errors_are_one_line(emu: Emulator, tmp_path: Path) -> None:
     done = guardrail(emu, "submit", str(tmp_path / "broken.jsonl"), "--contract", "support.batch_jobs:Ticket",
                      "--store", db)
     assert done.returncode == 1 and "broken.jsonl:1: not JSON" in done.stderr
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"custom_id": "caf\xe9"}\n')
+    done = guardrail(emu, "submit", str(tmp_path / "latin1.jsonl"), "--contract", "support.batch_jobs:Ticket",
+                     "--store", db)
+    assert done.returncode == 1 and "not UTF-8" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not [r for r in emu.requests if "x-batch-id" in r.headers]  # nothing was sent
