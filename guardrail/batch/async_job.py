@@ -10,7 +10,8 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from guardrail.batch.core import LIVE_THRESHOLD, JobCore, JobStatus, Outcome, Submission, open_job, reopen_job
+from guardrail.batch.core import LIVE_THRESHOLD, JobCore, JobStatus, Submission, open_job, reopen_job
+from guardrail.batch.items import ItemOutcome
 from guardrail.batch.records import JOB_TTL
 from guardrail.call.engine import run_async
 from guardrail.errors import CallError
@@ -58,7 +59,7 @@ class AsyncJob:
             await self._core.api.acancel(self._core.raw, batch_id)
 
     async def results(self, *, poll_interval: float = 30.0, timeout: float | None = None
-                      ) -> AsyncIterator[tuple[str, Outcome]]:
+                      ) -> AsyncIterator[tuple[str, ItemOutcome]]:
         """Each item's ``(custom_id, outcome)`` as it is settled (see :meth:`Job.results
         <guardrail.batch.Job.results>`)."""
         core, number = self._core, 0
@@ -85,7 +86,7 @@ class AsyncJob:
                 round_.close()
             number += 1
 
-    async def _live(self, ids: Iterable[str]) -> AsyncIterator[tuple[str, Outcome]]:
+    async def _live(self, ids: Iterable[str]) -> AsyncIterator[tuple[str, ItemOutcome]]:
         for custom_id in ids:
             found = self._core.live_call(custom_id)
             if found is None:

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from guardrail.batch.items import Calls, ItemRun, read_answer
+from guardrail.batch.items import Calls, ItemOutcome, ItemRun, read_answer
 from guardrail.batch.records import JOB_TTL, ItemRecord, JobRecord, Records
 from guardrail.batch.spool import Spool
 from guardrail.call.client import WrappedClient, unwrap, wrap
 from guardrail.contract import compile_contract
 from guardrail.errors import BatchJobError, CallError, ConfigError, UsageError
-from guardrail.outcome import Budget, Result
+from guardrail.outcome import Budget
 from guardrail.store.base import Store
 from guardrail.vendors.batches import BatchApi, BatchState
 from guardrail.vendors.registry import batch_api
@@ -37,8 +37,6 @@ __all__ = ["LIVE_THRESHOLD", "JobCore", "JobStatus", "Round", "Submission", "ope
 
 #: Re-ask the items that failed validation live, instead of in a follow-up batch, when at most this many did.
 LIVE_THRESHOLD = 10
-#: An item's outcome: its validated result, or the typed error a live call would end with.
-Outcome = Result[Any] | CallError
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +133,7 @@ class Round:
         self._again: IO[str] | None = self._pending.open("w", encoding="utf-8")
         self.count = 0
 
-    def settle(self, custom_id: str, answer: Any) -> Outcome | None:
+    def settle(self, custom_id: str, answer: Any) -> ItemOutcome | None:
         """One result line: the item's outcome, or ``None`` when it is not settled by it (asked again: noted for
         :meth:`finish`; not this job's item; or already asked in a later round the job recorded)."""
         records, round_ = self.core.records, self.round

@@ -27,10 +27,10 @@ from guardrail.vendors.base import Completion
 from guardrail.vendors.batches import ItemError
 from guardrail.vendors.failures import BadResponse
 
-__all__ = ["Calls", "ItemRun", "read_answer"]
+__all__ = ["Calls", "ItemOutcome", "ItemRun", "read_answer"]
 
-#: Outcomes of an item: its validated result, or the typed error a live call would end with.
-Outcome = Result[Any] | CallError
+#: The outcome of an item: its validated result, or the typed error a live call would end with.
+ItemOutcome = Result[Any] | CallError
 
 
 class Calls:
@@ -59,7 +59,7 @@ class ItemRun:
     def __init__(self, call: Call, replies: Sequence[Completion | ItemError | BadResponse], custom_id: str) -> None:
         self.call, self.custom_id = call, custom_id
         self.send: Send | None = None
-        self.value: Outcome | None = None
+        self.value: ItemOutcome | None = None
         self._loop = replayed(attempt_loop(call), list(replies))
         self._advance(None)
 

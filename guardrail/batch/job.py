@@ -29,7 +29,8 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from guardrail.batch.core import LIVE_THRESHOLD, JobCore, JobStatus, Outcome, Submission, open_job, reopen_job
+from guardrail.batch.core import LIVE_THRESHOLD, JobCore, JobStatus, Submission, open_job, reopen_job
+from guardrail.batch.items import ItemOutcome
 from guardrail.batch.records import JOB_TTL
 from guardrail.call.engine import run_sync
 from guardrail.errors import CallError
@@ -78,7 +79,7 @@ class Job:
             self._core.api.cancel(self._core.raw, batch_id)
 
     def results(self, *, poll_interval: float = 30.0, timeout: float | None = None
-                ) -> Iterator[tuple[str, Outcome]]:
+                ) -> Iterator[tuple[str, ItemOutcome]]:
         """Each item's ``(custom_id, outcome)`` as it is settled, in the vendor's order: the validated
         :class:`~guardrail.Result`, or the :class:`~guardrail.errors.CallError` a live call would raise
         (:class:`~guardrail.errors.BatchItemFailed` for an item the vendor never ran). Items asked again are
@@ -107,7 +108,7 @@ class Job:
                 round_.close()
             number += 1
 
-    def _live(self, ids: Iterable[str]) -> Iterator[tuple[str, Outcome]]:
+    def _live(self, ids: Iterable[str]) -> Iterator[tuple[str, ItemOutcome]]:
         """Ask these items again now, each as a live call going on from its replies so far."""
         for custom_id in ids:
             found = self._core.live_call(custom_id)
