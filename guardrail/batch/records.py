@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from guardrail.errors import BatchJobError, StoreError, UsageError
@@ -35,11 +35,15 @@ JOB_TTL = 30 * 86400.0
 #: One reply an item got: an answer, the item's error, or an answer that is not in the API's shape.
 Reply = Completion | ItemError | BadResponse
 _TRIES = 50
+_COMPLETION = tuple(field.name for field in fields(Completion))
+_USAGE = tuple(field.name for field in fields(Usage))
 
 
 def reply_to_json(reply: Reply) -> dict[str, Any]:
-    if isinstance(reply, Completion):
-        return {"completion": {**asdict(reply), "usage": asdict(reply.usage)}}
+    if isinstance(reply, Completion):  # field by field: dataclasses.asdict deep-copies, at 10x the cost
+        data = {name: getattr(reply, name) for name in _COMPLETION}
+        data["usage"] = {name: getattr(reply.usage, name) for name in _USAGE}
+        return {"completion": data}
     if isinstance(reply, ItemError):
         return {"error": reply.to_json()}
     return {"bad": {"message": str(reply), "status": reply.status, "content_type": reply.content_type,
