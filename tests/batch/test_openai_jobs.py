@@ -147,3 +147,24 @@ def test_answers_are_held_to_the_rules_and_a_broken_rule_is_asked_again(batch_em
     resumed = guardrail.batch.resume(openai_client, job.id, store=store, rules=[member_of("title", "titles")],
                                      context={"titles": ["printer on fire"]})
     assert {c: o.value for c, o in collect(resumed).items()} == {c: o.value for c, o in out.items()}
+
+
+def test_results_are_read_as_a_stream(batch_emu, openai_client, store):
+    from guardrail.batch.records import Records
+
+    job = guardrail.batch.submit(openai_client, requests(20, ("good",)), response_model=Ticket, store=store)
+    results = job.results(poll_interval=0)
+    first, _ = next(results)
+    records = Records(store, job.id)
+    answered = [n for n in range(20) if records.item(f"good-{n}")[1].replies]  # type: ignore[index]
+    assert answered == [int(first.split("-")[1])]  # one line read, one item recorded: nothing read ahead
+    assert len(list(results)) == 19
+
+
+def test_cost_adds_up_across_rounds(batch_emu, openai_client, store):
+    job = guardrail.batch.submit(openai_client, requests(2, ("good", "bad")), response_model=Ticket, store=store,
+                                 live_threshold=0)
+    out = collect(job)
+    once, twice = out["good-0"].cost_usd, out["bad-1"].cost_usd
+    assert once is not None and once > 0
+    assert twice == pytest.approx(2 * once)  # the same usage per answer, two answers
