@@ -168,3 +168,14 @@ def test_cost_adds_up_across_rounds(batch_emu, openai_client, store):
     once, twice = out["good-0"].cost_usd, out["bad-1"].cost_usd
     assert once is not None and once > 0
     assert twice == pytest.approx(2 * once)  # the same usage per answer, two answers
+
+
+def test_the_responses_api_batches_too(batch_emu, openai_client, store):
+    items = [{"custom_id": r["custom_id"], "model": "gpt-4o-mini", "input": r["messages"][0]["content"]}
+             for r in requests(4, ("good", "bad"))]
+    job = guardrail.batch.submit(openai_client, items, response_model=Ticket, store=store, api="responses",
+                                 live_threshold=0)
+    out = collect(job)
+    assert all(isinstance(o, guardrail.Result) for o in out.values())
+    assert [len(o.attempts) for o in out.values()] == [1, 1, 2, 2]
+    assert {r.api for r in batch_emu.requests} == {"responses"}
