@@ -26,8 +26,8 @@ from guardrail.contract import compile_contract
 from guardrail.errors import BatchJobError, CallError, ConfigError, UsageError
 from guardrail.outcome import Budget
 from guardrail.store.base import Store
+from guardrail.vendors.batch_apis import batch_api
 from guardrail.vendors.batches import BatchApi, BatchState
-from guardrail.vendors.registry import batch_api
 
 if TYPE_CHECKING:
     from guardrail.gates.semantic import Rule
@@ -283,7 +283,7 @@ def open_job(client: Any, *, response_model: Any, store: Store, asynchronous: bo
     options = {"mode": mode, "max_attempts": max_attempts, "aliases": dict(aliases) if aliases else None}
     calls = Calls(wrapped, api, {**options, "response_model": response_model, "rules": rules, "context": context,
                                  "budget": budget})
-    vendor = batch_api(wrapped._guardrail.kind, calls.endpoint.api)
+    vendor = _batch_api(wrapped, calls.endpoint.api)
     job_id = job_id or f"gbatch_{uuid.uuid4().hex}"
     records = Records(store, job_id, ttl)
     record = JobRecord(job_id, vendor.sdk, vendor.api, _reference(response_model),
@@ -306,7 +306,17 @@ def reopen_job(client: Any, job_id: str, *, store: Store, asynchronous: bool, re
         raise UsageError(f"batch job {job_id} runs on {record.sdk}; resume it with a {record.sdk} client")
     calls = Calls(wrapped, record.api, {**record.options, "response_model": model, "rules": rules,
                                         "context": context, "budget": budget})
-    return JobCore(wrapped, records, record, calls, batch_api(record.sdk, record.api))
+    return JobCore(wrapped, records, record, calls, _batch_api(wrapped, record.api))
+
+
+def _batch_api(client: WrappedClient, api: str) -> BatchApi:
+    """The vendor's batch API for this client's ``api`` requests; a :class:`ConfigError` for a client that does
+    not reach it."""
+    found = batch_api(client._guardrail.kind, api)
+    if not found.serves(unwrap(client)):
+        raise ConfigError(f"guardrail.batch does not run on {type(unwrap(client)).__name__} clients: their "
+                          f"platform's batch service is not the {found.sdk} batch API")
+    return found
 
 
 def _check_kind(client: WrappedClient, asynchronous: bool) -> None:

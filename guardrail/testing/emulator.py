@@ -5,8 +5,7 @@ loop, error classes, SSE decoding, stream helpers), so a test that passes agains
 code works with the SDK as shipped. It uses only the standard library.
 
 Routes (with or without the ``/v1`` prefix): ``POST /v1/chat/completions`` (OpenAI Chat Completions),
-``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages`` (Anthropic Messages), and the batch APIs
-(OpenAI files and batches, Anthropic message batches: :mod:`guardrail.testing.wire_batches`). Each request is
+``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages`` (Anthropic Messages). Each request is
 recorded, checked (``check_schemas``), then answered by the next scripted behaviour, else the responder,
 else an HTTP 500 saying the script is exhausted.
 """
@@ -148,8 +147,9 @@ class Emulator:
 
     @property
     def batches(self) -> BatchBook:
-        """The batch APIs' state and the test's controls over it (:class:`~guardrail.testing.wire_batches.BatchBook`:
-        ``hold()``, ``expire()``, ``ids()``)."""
+        """The batch APIs the emulator serves too (OpenAI files and batches, Anthropic message batches:
+        :mod:`guardrail.testing.wire_batches`), their state and the test's controls over it
+        (:class:`~guardrail.testing.wire_batches.BatchBook`: ``hold()``, ``expire()``, ``ids()``)."""
         assert self._ledger.batches is not None
         return self._ledger.batches
 

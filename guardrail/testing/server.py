@@ -20,13 +20,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from guardrail.testing import wire_batches
 from guardrail.testing.behaviours import Reply, error
 from guardrail.testing.ledger import Ledger
 from guardrail.testing.recording import Api, RecordedRequest
 from guardrail.testing.rendering import Output, new_id, resolve
 from guardrail.testing.wire_anthropic import messages_body, messages_stream
-from guardrail.testing.wire_batches import ROUTE as BATCH_ROUTE
-from guardrail.testing.wire_batches import Answer
 from guardrail.testing.wire_chat import chat_body, chat_stream
 from guardrail.testing.wire_errors import check_request, error_answer
 from guardrail.testing.wire_responses import responses_body, responses_stream
@@ -122,7 +121,7 @@ class Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         route = path[3:] if path.startswith("/v1/") else path
         book = self.server.ledger.batches
-        if book is None or not BATCH_ROUTE.match(route):
+        if book is None or not wire_batches.ROUTE.match(route):
             return False
         headers = {name.lower(): value for name, value in self.headers.items()}
         answer = book.handle(method, route, headers, self._read_body() if raw is None else raw)
@@ -212,7 +211,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _send_answer(self, answer: Answer) -> None:
+    def _send_answer(self, answer: wire_batches.Answer) -> None:
         """A batch route's answer: its JSON, or a file streamed from disk with its length announced."""
         if answer.path is None:
             self._send(answer.status, answer.content_type, json.dumps(answer.body).encode(), [], None)

@@ -37,6 +37,11 @@ class AnthropicBatch(BatchApi):
     max_items = 10_000
     max_bytes = 64 * 1024 * 1024
 
+    def serves(self, client: Any) -> bool:
+        import anthropic
+
+        return isinstance(client, (anthropic.Anthropic, anthropic.AsyncAnthropic))
+
     def line(self, custom_id: str, kwargs: Mapping[str, Any]) -> bytes:
         return dumps({"custom_id": custom_id, "params": request_body(kwargs)}) + b"\n"
 

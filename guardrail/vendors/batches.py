@@ -9,7 +9,8 @@ line at a time (:meth:`BatchApi.results`). Everything above it (:mod:`guardrail.
 A result is the vendor's response object for the item, read by the endpoint exactly as a live answer is, or an
 :class:`ItemError`: the item's own failure, shaped like an SDK error (``status_code``, ``body``) so that
 :func:`~guardrail.vendors.failures.classify` sorts it as it sorts a live call's (retryable, schema rejected,
-fatal). Adding a vendor's batch API adds a subclass and a row of :data:`guardrail.vendors.registry.BATCH_APIS`.
+fatal). Adding a vendor's batch API adds a subclass and a row of
+:data:`guardrail.vendors.batch_apis.BATCH_APIS`.
 """
 
 from __future__ import annotations
@@ -87,6 +88,12 @@ class BatchApi(ABC):
     api: str = ""
     max_items: int = 50_000
     max_bytes: int = 190 * 1024 * 1024
+
+    @abstractmethod
+    def serves(self, client: Any) -> bool:
+        """Whether ``client`` (the SDK's own, unwrapped) reaches this batch API: the vendor's first-party
+        clients do; a cloud platform's class of the same SDK (Azure OpenAI, Claude on Bedrock or Vertex AI)
+        has a batch service of its own, not this one."""
 
     @abstractmethod
     def line(self, custom_id: str, kwargs: Mapping[str, Any]) -> bytes:

@@ -37,6 +37,12 @@ class OpenAIBatch(BatchApi):
         self.api = api
         self.url = _URLS[api]
 
+    def serves(self, client: Any) -> bool:
+        import openai
+
+        return isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)) and \
+            not isinstance(client, (openai.AzureOpenAI, openai.AsyncAzureOpenAI))
+
     def line(self, custom_id: str, kwargs: Mapping[str, Any]) -> bytes:
         return dumps({"custom_id": custom_id, "method": "POST", "url": self.url, "body": request_body(kwargs)}) + b"\n"
 

@@ -10,21 +10,16 @@ of any vendor's response. Adding a vendor adds a row here (see docs/vendors.md, 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from guardrail.errors import ConfigError
-from guardrail.vendors.anthropic_batch import AnthropicBatch
 from guardrail.vendors.anthropic_messages import Messages
 from guardrail.vendors.base import Endpoint, ToolCall
-from guardrail.vendors.batches import BatchApi
-from guardrail.vendors.openai_batch import OpenAIBatch
 from guardrail.vendors.openai_chat import ChatCompletions
 from guardrail.vendors.openai_responses import Responses
 
-__all__ = ["BATCH_APIS", "ENDPOINTS", "SDKS", "Sdk", "batch_api", "endpoint_for", "endpoint_named", "endpoints_for",
-           "sdk_of", "tool_calls_of"]
+__all__ = ["ENDPOINTS", "SDKS", "Sdk", "endpoint_for", "endpoint_named", "endpoints_for", "sdk_of", "tool_calls_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,25 +83,3 @@ def endpoint_named(api: str) -> Endpoint:
 def tool_calls_of(response: Any) -> list[ToolCall]:
     """Every tool call in a non-streamed response of any endpoint (each reads only its own API's shape)."""
     return [call for cls in ENDPOINTS for call in cls().tool_calls(response)]
-
-
-def batch_api(sdk: str, api: str) -> BatchApi:
-    """The batch API that batches ``api`` requests for clients of ``sdk`` (a row of :data:`BATCH_APIS`); a
-    :class:`~guardrail.errors.ConfigError` when that vendor has none for that API."""
-    for make in BATCH_APIS:
-        found = make(api)
-        if found is not None and found.sdk == sdk:
-            return found
-    raise ConfigError(f"no batch API for {sdk} {api!r} requests")
-
-
-def _openai_batch(api: str) -> BatchApi | None:
-    return OpenAIBatch(api) if api in ("chat", "responses") else None
-
-
-def _anthropic_batch(api: str) -> BatchApi | None:
-    return AnthropicBatch() if api == "messages" else None
-
-
-#: The vendors' batch APIs: each row makes the batch API for an endpoint's ``api`` (``None``: not its API).
-BATCH_APIS: tuple[Callable[[str], BatchApi | None], ...] = (_openai_batch, _anthropic_batch)
