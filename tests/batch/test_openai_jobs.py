@@ -179,3 +179,13 @@ def test_the_responses_api_batches_too(batch_emu, openai_client, store):
     assert all(isinstance(o, guardrail.Result) for o in out.values())
     assert [len(o.attempts) for o in out.values()] == [1, 1, 2, 2]
     assert {r.api for r in batch_emu.requests} == {"responses"}
+
+
+def test_a_platform_client_with_a_batch_service_of_its_own_is_refused(batch_emu, store):
+    import openai
+
+    from guardrail.errors import ConfigError
+
+    azure = openai.AzureOpenAI(azure_endpoint=batch_emu.base_url, api_key="k", api_version="2024-10-21")
+    with pytest.raises(ConfigError, match="AzureOpenAI"):
+        guardrail.batch.submit(azure, requests(1), response_model=Ticket, store=store)
