@@ -63,6 +63,7 @@ class AsyncJob:
         """Each item's ``(custom_id, outcome)`` as it is settled (see :meth:`Job.results
         <guardrail.batch.Job.results>`)."""
         core, number = self._core, 0
+        core.check_complete()
         while True:
             await self.wait(poll_interval=poll_interval, timeout=timeout)
             round_ = core.round(number)

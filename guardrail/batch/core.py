@@ -103,11 +103,16 @@ class JobCore:
     def metadata(self, round_: int) -> dict[str, str]:
         return {"guardrail_job": self.id, "round": str(round_)}
 
-    def round(self, round_: int) -> Round:
+    def check_complete(self) -> None:
+        """A :class:`BatchJobError` for a job whose submission stopped before every request was sent (its items
+        would never all come back)."""
         self.record = self.records.job()
         if not self.record.complete:
             raise BatchJobError(f"the submission of batch job {self.id} did not finish (stopped while its requests "
                                 "were sent): submit the requests again as a new job", job_id=self.id)
+
+    def round(self, round_: int) -> Round:
+        self.record = self.records.job()
         return Round(self, round_, len(self.record.rounds) - 1)
 
     def live_call(self, custom_id: str) -> tuple[Any, Any, list[Any]] | None:

@@ -86,6 +86,7 @@ class Job:
         yielded once their re-ask settles them, after waiting for the follow-up round (``poll_interval`` and
         ``timeout`` as for :meth:`wait`, per round)."""
         core, number = self._core, 0
+        core.check_complete()
         while True:
             self.wait(poll_interval=poll_interval, timeout=timeout)
             round_ = core.round(number)
