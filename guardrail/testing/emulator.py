@@ -45,11 +45,10 @@ class Emulator:
     def __init__(
         self, latency: float = 0.0, check_schemas: bool = True, *, host: str = "127.0.0.1", port: int = 0
     ) -> None:
-        self._ledger = Ledger(latency, check_schemas)
-        ledger = self._ledger
-        self._ledger.batches = BatchBook(ledger.record, ledger.next,
-                                         lambda request: check_request(request) if ledger.check_schemas else None)
-        self._ledger.batches.render = render
+        ledger = self._ledger = Ledger(latency, check_schemas)
+        ledger.batches = BatchBook(ledger.record, ledger.next,
+                                   lambda request: check_request(request) if ledger.check_schemas else None)
+        ledger.batches.render = render
         self._host = host
         self._port = port
         self._server: Server | None = None
