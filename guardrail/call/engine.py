@@ -34,7 +34,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import aclosing, closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
     from guardrail.replay.record import Recorder
 
 __all__ = ["DEADLINE", "Accept", "Answer", "Ask", "Call", "Record", "Retry", "Send", "Sleep", "Tried",
-           "attempt_loop", "iterate_async", "iterate_sync", "run_async", "run_sync"]
+           "attempt_loop", "iterate_async", "iterate_sync", "replayed", "run_async", "run_sync"]
 
 log = get_logger("guardrail")
 
@@ -243,6 +244,28 @@ def attempt_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop:
     if run.answers is not None:
         yield run.recording(result, None)
     return result
+
+
+def replayed(loop: Loop, replies: Sequence[Completion | Exception]) -> Loop:
+    """``loop`` with its first tries answered by ``replies`` (what earlier tries came to, in order): it yields only
+    the effects after them. The loop decides only from what it is sent, so the same replies bring it back to the
+    same point, with the same record: how a batch job (:mod:`guardrail.batch`) carries a call across rounds and
+    processes without keeping the loop itself. A :class:`Sleep` met while replies remain is skipped (its wait
+    was waited, or a batch round stood for it)."""
+    pending = deque(replies)
+    reply: Reply = None
+    while True:
+        try:
+            effect = loop.send(reply)
+        except StopIteration as end:
+            result: Result[Any] = end.value
+            return result
+        if isinstance(effect, Sleep) and pending:
+            reply = None
+        elif isinstance(effect, Send) and pending:
+            reply = pending.popleft()
+        else:
+            reply = yield effect
 
 
 def _tries(call: Call, send: Send) -> Generator[Effect, Reply, Tried]:
@@ -591,11 +614,15 @@ def _previewer(send: Send, previews: bool) -> Previewer | None:
     return Previewer(send.attempt, send.wrapped) if previews and send.stream else None
 
 
-def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool) -> Generator[Item, None, None]:
+def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool,
+                 replies: Sequence[Completion | Exception] = ()) -> Generator[Item, None, None]:
     """Run the call with a synchronous SDK ``method``: previews of a streamed answer while it arrives (when
-    ``previews``), then the result, its last item."""
+    ``previews``), then the result, its last item. With ``replies`` the call goes on from where they left it
+    (:func:`replayed`): a batch item re-asked live."""
     with _report(call, method) as report:
         loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        if replies:
+            loop = replayed(loop, replies)
         reply: Reply = None
         while True:
             try:
@@ -627,11 +654,13 @@ def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool) -> G
     yield result
 
 
-async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, previews: bool
-                        ) -> AsyncGenerator[Item, None]:
+async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, previews: bool,
+                        replies: Sequence[Completion | Exception] = ()) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
     with _report(call, method) as report:
         loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        if replies:
+            loop = replayed(loop, replies)
         reply: Reply = None
         while True:
             try:
@@ -664,16 +693,19 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, pr
     yield result
 
 
-def run_sync(call: Call, method: Callable[..., Any]) -> Result[Any]:
-    """Run the call with a synchronous SDK method; return the result."""
-    with closing(iterate_sync(call, method, previews=False)) as items:
+def run_sync(call: Call, method: Callable[..., Any], *, replies: Sequence[Completion | Exception] = ()
+             ) -> Result[Any]:
+    """Run the call with a synchronous SDK method (going on after ``replies``, see :func:`iterate_sync`); return
+    the result."""
+    with closing(iterate_sync(call, method, previews=False, replies=replies)) as items:
         return _only(next(items))
 
 
-async def run_async(call: Call, method: Callable[..., Awaitable[Any]]) -> Result[Any]:
-    """Run the call with an asynchronous SDK method; return the result. The driver is closed before returning,
-    so the call's span ends here, in the caller's context."""
-    async with aclosing(iterate_async(call, method, previews=False)) as items:
+async def run_async(call: Call, method: Callable[..., Awaitable[Any]], *,
+                    replies: Sequence[Completion | Exception] = ()) -> Result[Any]:
+    """Run the call with an asynchronous SDK method (going on after ``replies``); return the result. The driver
+    is closed before returning, so the call's span ends here, in the caller's context."""
+    async with aclosing(iterate_async(call, method, previews=False, replies=replies)) as items:
         return _only(await anext(items))
 
 
