@@ -34,6 +34,7 @@ from guardrail.call.options import ClientOptions, RetryPolicy, Settings
 from guardrail.call.resources import (
     FLAVORS,
     has_member,
+    made,
     resource_class,
     same_signature,
     sdk_dir,
@@ -113,8 +114,14 @@ def _make_client_class(sdk_class: type, paths: Mapping[str, type[Endpoint]], asy
     namespace: dict[str, Any] = {"__module__": __name__, "__qualname__": sdk_class.__qualname__,
                                  "_guardrail_sdk": sdk_class, "__dir__": sdk_dir}
     for name, node in tree.items():
-        namespace[name] = _member(name, lambda client, sdk, name=name, node=node: resource_class(
-            sdk_member_class(sdk, name, client), node, asynchronous)(client))
+        namespace[name] = _member(name, lambda client, sdk, name=name, node=node: _resource(client, sdk, name, node,
+                                                                                           asynchronous))
+    async_member = _async_member(sdk_class) if not asynchronous else None
+    if async_member is not None:  # the async client the sync one holds (google-genai's client.aio), wrapped alike
+        namespace[async_member] = _member(async_member, lambda client, sdk: _twin(
+            sdk_member(sdk, async_member, client), client._guardrail))
+    if has_member(sdk_class, "__del__"):  # the SDK closes the connection there: only the wrapped client may
+        namespace["__del__"] = _keep_open
     for flavor in FLAVORS:
         if has_member(sdk_class, flavor):
             namespace[flavor] = _member(flavor, lambda client, sdk, flavor=flavor: twin_class(
@@ -123,6 +130,26 @@ def _make_client_class(sdk_class: type, paths: Mapping[str, type[Endpoint]], asy
         if has_member(sdk_class, name):
             namespace[name] = same_signature(WrappedClient.copy, sdk_class, getattr(sdk_class, name), name)
     return type(sdk_class.__name__, (WrappedClient, sdk_class), namespace)
+
+
+def _resource(client: Any, sdk: type, name: str, node: Any, asynchronous: bool) -> Any:
+    """guardrail's resource at the client's member ``name``: the SDK's member, seen through guardrail's class."""
+    sdk_object = sdk_member(sdk, name, client)
+    return made(resource_class(type(sdk_object), node, asynchronous), sdk_object, client)
+
+
+def _keep_open(self: Any) -> None:
+    """A wrapped client going away leaves the connection open: it is the wrapped SDK client's (which it keeps
+    alive), and that one closes it when it goes (google-genai's ``Client.__del__`` closes its HTTP client)."""
+
+
+def _async_member(sdk_class: type) -> str | None:
+    """The member of a sync client of this class that holds its async twin (``aio``), if its SDK has one."""
+    for sdk in SDKS:
+        if sdk.async_member and has_member(sdk_class, sdk.async_member) and sdk_class.__module__.startswith(
+                sdk.module):
+            return sdk.async_member
+    return None
 
 
 def _member(name: str, make: Any) -> property:
@@ -215,6 +242,11 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     return _view(client, _options(client, server, settings, retry, cache))
 
 
+def _twin(client: Any, like: ClientOptions) -> Any:
+    """``client`` (the async twin a sync client holds) wrapped with the settings of ``like``."""
+    return _view(client, _options(client, like.server, like.settings, like.retry, like.cache))
+
+
 def _options(client: Any, server: str | None, settings: Settings | None, retry: RetryPolicy | None,
              cache: Cache | None) -> ClientOptions:
     kind, is_async = client_kind(client)
@@ -226,7 +258,7 @@ def _options(client: Any, server: str | None, settings: Settings | None, retry: 
     for endpoint in endpoints_for(kind, server):
         found = tuple(path for path in endpoint.paths if paths.get(path) is type(endpoint))
         if found:
-            endpoints[endpoint] = found
+            endpoints[endpoint.flavored(client)] = found
     return ClientOptions(kind, is_async, server, settings or Settings(), retry or RetryPolicy(), cache, endpoints,
                          origin=client)
 

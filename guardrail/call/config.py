@@ -27,7 +27,7 @@ from guardrail.errors import ConfigError
 from guardrail.outcome import Budget
 from guardrail.vendors.profiles import Mode
 
-Api = Literal["chat", "responses", "messages"]
+Api = Literal["chat", "responses", "messages", "gemini"]
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-Dialect = Literal["openai_strict", "anthropic_strict", "grammar", "advisory"]
+Dialect = Literal["openai_strict", "anthropic_strict", "gemini", "grammar", "advisory"]
 Action = Literal["enforced", "lowered", "post_validated", "rejected"]
 
 DIALECTS: Final[frozenset[str]] = frozenset(get_args(Dialect))

@@ -27,6 +27,7 @@ from guardrail.testing.rendering import Output, new_id, resolve
 from guardrail.testing.wire_anthropic import messages_body, messages_stream
 from guardrail.testing.wire_chat import chat_body, chat_stream
 from guardrail.testing.wire_errors import check_request, error_answer
+from guardrail.testing.wire_gemini import GEMINI_PATH, gemini_body, gemini_stream
 from guardrail.testing.wire_responses import responses_body, responses_stream
 
 __all__ = ["Handler", "Server"]
@@ -35,23 +36,29 @@ __all__ = ["Handler", "Server"]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Wire:
-    """One API the emulator speaks: its route, and its wire module's writers of a JSON answer and of an event
-    stream (``failure``: the ``stream_error`` behaviour that ends the stream early, else ``None``)."""
+    """One API the emulator speaks: its route (or, where the path holds the model, the pattern its paths match),
+    and its wire module's writers of a JSON answer and of an event stream, given the behaviour answered
+    (``failure``: the ``stream_error`` behaviour that ends the stream early, else ``None``)."""
 
-    route: str
-    body: Callable[[Output, RecordedRequest], dict[str, Any]]
-    stream: Callable[[Output, RecordedRequest, Reply | None], list[bytes]]
+    route: str | re.Pattern[str]
+    body: Callable[[Output, RecordedRequest, Reply], dict[str, Any]]
+    stream: Callable[[Output, RecordedRequest, Reply, Reply | None], list[bytes]]
 
 
 #: Every API the emulator serves, one row per wire module.
 _WIRES: dict[Api, _Wire] = {
-    "chat": _Wire("/chat/completions", lambda out, request: chat_body(out), chat_stream),
-    "responses": _Wire("/responses", lambda out, request: responses_body(request, out),
-                       lambda out, request, failure: responses_stream(request, out, failure)),
-    "messages": _Wire("/messages", lambda out, request: messages_body(out),
-                      lambda out, request, failure: messages_stream(out, failure)),
+    "chat": _Wire("/chat/completions", lambda out, request, reply: chat_body(out),
+                  lambda out, request, reply, failure: chat_stream(out, request, failure)),
+    "responses": _Wire("/responses", lambda out, request, reply: responses_body(request, out),
+                       lambda out, request, reply, failure: responses_stream(request, out, failure)),
+    "messages": _Wire("/messages", lambda out, request, reply: messages_body(out),
+                      lambda out, request, reply, failure: messages_stream(out, failure)),
+    "gemini": _Wire(GEMINI_PATH, lambda out, request, reply: gemini_body(out, reply),
+                    lambda out, request, reply, failure: gemini_stream(out, reply, failure)),
 }
-_ROUTES: dict[str, Api] = {wire.route: api for api, wire in _WIRES.items()}
+_ROUTES: dict[str, Api] = {wire.route: api for api, wire in _WIRES.items() if isinstance(wire.route, str)}
+_PATTERNS: list[tuple[re.Pattern[str], Api]] = [(wire.route, api) for api, wire in _WIRES.items()
+                                                if not isinstance(wire.route, str)]
 #: The deployment prefix of Azure OpenAI paths (``openai.AzureOpenAI`` puts the model's deployment in the path).
 _AZURE_DEPLOYMENT = re.compile(r"^(?:/openai)?/deployments/[^/]+(?=/)")
 
@@ -117,7 +124,7 @@ class Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         route = path[3:] if path.startswith("/v1/") else path
         route = _AZURE_DEPLOYMENT.sub("", route)  # Azure OpenAI: /openai/deployments/NAME/chat/completions
-        api = _ROUTES.get(route.rstrip("/"))
+        api = _ROUTES.get(route.rstrip("/")) or next((api for pattern, api in _PATTERNS if pattern.match(path)), None)
         raw = self._read_body()
         if api is None:
             self._send_json(404, {"error": {"message": f"no route for POST {path}", "type": "not_found"}}, [])
@@ -166,7 +173,7 @@ class Handler(BaseHTTPRequestHandler):
             ledger.bill(out.input_tokens, out.output_tokens)
         wire = _WIRES[request.api]
         if request.stream:
-            frames = wire.stream(out, request, failure)
+            frames = wire.stream(out, request, behaviour, failure)
             if behaviour.kind == "malformed_event":
                 line = behaviour.line
                 if request.api == "messages" and not line.startswith("event:"):
@@ -175,7 +182,7 @@ class Handler(BaseHTTPRequestHandler):
                 frames = [*frames[:middle], line.encode() + b"\n\n", *frames[middle:]]
             self._send_stream(frames, request, behaviour)
             return
-        body = wire.body(out, request)
+        body = wire.body(out, request, behaviour)
         self._send(200, "application/json", json.dumps(body).encode(), _id_headers(request), behaviour)
 
     # -- I/O -------------------------------------------------------------------------------------------
@@ -285,5 +292,6 @@ def _peer_closed(connection: socket.socket) -> bool:
 
 
 def _id_headers(request: RecordedRequest) -> list[tuple[str, str]]:
-    name = "request-id" if request.api == "messages" else "x-request-id"
+    name = "request-id" if request.api == "messages" else "x-goog-request-id" if request.api == "gemini" \
+        else "x-request-id"
     return [(name, new_id("req_"))]

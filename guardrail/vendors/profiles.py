@@ -71,6 +71,14 @@ _OPENAI_STRICT = Capabilities(native=True, tool=True, strict_tool=True, json_mod
 _GRAMMAR = Capabilities(native=True, tool=True, json_mode=True, native_dialect="grammar")
 _DOCS_OPENAI = "platform.openai.com/docs/guides/structured-outputs"
 _DOCS_ANTHROPIC = "docs.anthropic.com/en/docs/build-with-claude/structured-outputs"
+#: Gemini: native JSON Schema output, forced function calling (mode ANY, one allowed function), a JSON mime type;
+#: function parameters are not a strict subset, so tool mode is advisory. Gemini 3 models are meant to run at
+#: their default temperature (1.0; lower values may loop), so repairs do not lower it.
+_GEMINI = Capabilities(native=True, tool=True, json_mode=True, native_dialect="gemini")
+_DOCS_GEMINI = ("ai.google.dev/gemini-api/docs/structured-output, /function-calling (mode ANY, "
+                "allowed_function_names), /gemini-3 (keep temperature at 1.0)")
+_DOCS_VERTEX = ("cloud.google.com/vertex-ai/generative-ai/docs/multimodal/control-generated-output, "
+                "/multimodal/function-calling (the same generateContent API as the Gemini API)")
 
 PROFILES: tuple[Profile, ...] = (
     Profile(provider="openai", models=r"(gpt-3\.5|gpt-4-|gpt-4$|gpt-4-turbo)", source=_DOCS_OPENAI,
@@ -85,6 +93,13 @@ PROFILES: tuple[Profile, ...] = (
     Profile(provider="anthropic", source=_DOCS_ANTHROPIC,
             caps=Capabilities(native=True, tool=True, strict_tool=True, native_dialect="anthropic_strict",
                               temperature=False)),
+    # google-genai: the Gemini API and Vertex AI (a vertexai=True client) serve the same models and request.
+    Profile(provider="gcp.gemini", models=r"(models/)?gemini-3", source=_DOCS_GEMINI,
+            caps=Capabilities(native=True, tool=True, json_mode=True, native_dialect="gemini", temperature=False)),
+    Profile(provider="gcp.gemini", models=r"(models/)?gemini-", caps=_GEMINI, source=_DOCS_GEMINI),
+    Profile(provider="gcp.vertex_ai", models=r"(.*/)?gemini-3", source=_DOCS_VERTEX,
+            caps=Capabilities(native=True, tool=True, json_mode=True, native_dialect="gemini", temperature=False)),
+    Profile(provider="gcp.vertex_ai", models=r"(.*/)?gemini-", caps=_GEMINI, source=_DOCS_VERTEX),
     # Self-hosted servers: constrained decoding compiled from (nearly) full JSON Schema.
     Profile(provider="vllm", server="vllm", caps=_GRAMMAR, source="docs.vllm.ai: structured outputs"),
     Profile(provider="sglang", server="sglang", caps=_GRAMMAR, source="docs.sglang.ai: structured outputs"),

@@ -9,6 +9,7 @@ of any vendor's response. Adding a vendor adds a row here (see docs/vendors.md, 
 
 from __future__ import annotations
 
+import importlib
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from guardrail.errors import ConfigError
 from guardrail.vendors.anthropic_messages import Messages
 from guardrail.vendors.base import Endpoint, ToolCall
+from guardrail.vendors.gemini import Gemini
 from guardrail.vendors.openai_chat import ChatCompletions
 from guardrail.vendors.openai_responses import Responses
 
@@ -24,18 +26,23 @@ __all__ = ["ENDPOINTS", "SDKS", "Sdk", "endpoint_for", "endpoint_named", "endpoi
 
 @dataclass(frozen=True, slots=True)
 class Sdk:
-    """One vendor SDK: its module and its sync and async client classes (names, so nothing is imported)."""
+    """One vendor SDK: its module and its sync and async client classes (names, so nothing is imported; a dotted
+    name is looked up from the module: ``"client.AsyncClient"``). ``async_member`` names the member of a sync
+    client that holds its async twin, where the SDK makes the async client that way (google-genai's
+    ``client.aio``): a wrapped sync client's member is that client, wrapped alike."""
 
     module: str
     sync_client: str
     async_client: str
+    async_member: str | None = None
 
 
 #: The SDKs ``guardrail.wrap`` accepts, in the order clients are matched.
-SDKS: tuple[Sdk, ...] = (Sdk("openai", "OpenAI", "AsyncOpenAI"), Sdk("anthropic", "Anthropic", "AsyncAnthropic"))
+SDKS: tuple[Sdk, ...] = (Sdk("openai", "OpenAI", "AsyncOpenAI"), Sdk("anthropic", "Anthropic", "AsyncAnthropic"),
+                         Sdk("google.genai", "Client", "client.AsyncClient", async_member="aio"))
 
 #: Every endpoint; per SDK, the first is the client's default API.
-ENDPOINTS: tuple[type[Endpoint], ...] = (ChatCompletions, Responses, Messages)
+ENDPOINTS: tuple[type[Endpoint], ...] = (ChatCompletions, Responses, Messages, Gemini)
 
 
 def sdk_of(client: Any, *, load: bool = True) -> tuple[str, bool] | None:
@@ -47,16 +54,23 @@ def sdk_of(client: Any, *, load: bool = True) -> tuple[str, bool] | None:
         module = sys.modules.get(sdk.module)
         if module is None and load:
             try:
-                module = __import__(sdk.module)
+                module = importlib.import_module(sdk.module)
             except ImportError:
                 module = None
         if module is None:
             continue
-        if isinstance(client, getattr(module, sdk.async_client)):
+        if isinstance(client, _class(module, sdk.async_client)):
             return sdk.module, True
-        if isinstance(client, getattr(module, sdk.sync_client)):
+        if isinstance(client, _class(module, sdk.sync_client)):
             return sdk.module, False
     return None
+
+
+def _class(module: Any, name: str) -> type:
+    found: Any = module
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found  # type: ignore[no-any-return]
 
 
 def endpoints_for(sdk: str, server: str | None = None) -> list[Endpoint]:
@@ -71,7 +85,7 @@ def endpoint_for(endpoints: list[Endpoint], api: str | None) -> Endpoint:
 
 
 def endpoint_named(api: str) -> Endpoint:
-    """A fresh endpoint for an API name (``"chat"``, ``"responses"``, ``"messages"``); a
+    """A fresh endpoint for an API name (``"chat"``, ``"responses"``, ``"messages"``, ``"gemini"``); a
     :class:`~guardrail.errors.ConfigError` for any other name."""
     for cls in ENDPOINTS:
         if cls.api == api:
