@@ -30,7 +30,9 @@ __all__ = ["AZURE_OPENAI", "available", "usd", "usd_per_token"]
 AZURE_OPENAI = "azure.ai.openai"
 
 #: ``gen_ai.provider.name`` -> the genai-prices provider id (names not listed have no price).
-PROVIDERS = {"openai": "openai", "anthropic": "anthropic", AZURE_OPENAI: "azure"}
+PROVIDERS = {"openai": "openai", "anthropic": "anthropic", AZURE_OPENAI: "azure",
+             # the Gemini API and Vertex AI: genai-prices has one table for Google's models
+             "gcp.gemini": "google", "gcp.vertex_ai": "google"}
 
 
 @functools.cache
