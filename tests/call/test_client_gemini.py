@@ -1,4 +1,4 @@
-"""``guardrail.wrap(google.genai.Client(...))``: Gemini natively, through the real google-genai SDK against the emulator.
+"""``guardrail.wrap(google.genai.Client(...))``: Gemini natively, through the real google-genai SDK and the emulator.
 
 Sync (``client.models``) and async (``client.aio.models``), on the Gemini API's paths and on Vertex AI's
 (``vertexai=True``): the four modes, repairs with feedback in Gemini's ``contents`` turns, truncation, safety
@@ -121,6 +121,18 @@ def test_tool_json_and_prompt_modes(emu: Emulator, is_async: bool) -> None:
     assert result.value == PRINTER_TICKET and result.fixes
     sent = emu.requests[-1]
     assert sent.output_format is None and not sent.tools and "JSON Schema" in sent.system
+
+
+def test_a_vertex_client_with_project_and_location(emu: Emulator) -> None:
+    from google.oauth2.credentials import Credentials
+
+    raw = genai.Client(vertexai=True, project="acme", location="europe-west4", credentials=Credentials(token="t"),
+                       http_options=types.HttpOptions(base_url=emu.gemini_base_url))
+    client = guardrail.wrap(raw)
+    emu.script(reply.answer(PRINTER_GOOD))
+    result = client.models.generate_content_with_result(model=MODEL, contents=CONTENTS, response_model=Ticket)
+    assert result.value == PRINTER_TICKET and result.mode == "native" and result.provider == "gcp.vertex_ai"
+    assert "/projects/acme/locations/europe-west4/publishers/google/models/" in emu.requests[-1].path
 
 
 def test_the_callers_config_is_kept_and_the_system_instruction_extended(emu: Emulator) -> None:
