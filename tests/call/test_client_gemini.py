@@ -445,3 +445,34 @@ def test_any_valid_ticket_round_trips_through_the_gemini_wire(ticket: Ticket, mo
         else:
             value = items.value
         assert value == ticket
+
+
+# -- the decorator and the environment -------------------------------------------------------------------------
+def test_the_decorator_asks_gemini_through_a_wrapped_client(emu: Emulator) -> None:
+    client = wrapped(emu)
+
+    @guardrail.structured(client=client, async_client=client.aio, model=MODEL)
+    def triage(report: str) -> Ticket:
+        """File a ticket for: {report}"""
+
+    @guardrail.structured(client=client, async_client=client.aio, model=MODEL)
+    async def triage_later(report: str) -> Ticket:
+        """File a ticket for: {report}"""
+
+    emu.script(reply.answer(PRINTER_GOOD), reply.answer(PRINTER_GOOD))
+    assert triage("the printer is on fire") == PRINTER_TICKET
+    assert asyncio.run(triage_later("the printer is on fire")) == PRINTER_TICKET
+    sent = emu.requests[-1]
+    assert "File a ticket" in sent.system and "the printer is on fire" in sent.conversation_text
+
+
+def test_gemini_from_the_environment(emu: Emulator) -> None:
+    from guardrail.call.config import Config
+
+    config = Config.from_env({"GEMINI_API_KEY": "k", "GUARDRAIL_BASE_URL": emu.gemini_base_url})
+    assert isinstance(config.client, genai.Client) and isinstance(config.async_client, genai.client.AsyncClient)
+    assert config.model == "gemini-2.5-flash"
+    emu.script(reply.answer(PRINTER_GOOD))
+    client = guardrail.wrap(config.client)
+    assert client.models.generate_content(model=config.model, contents=CONTENTS,
+                                          response_model=Ticket) == PRINTER_TICKET
