@@ -476,3 +476,24 @@ def test_gemini_from_the_environment(emu: Emulator) -> None:
     client = guardrail.wrap(config.client)
     assert client.models.generate_content(model=config.model, contents=CONTENTS,
                                           response_model=Ticket) == PRINTER_TICKET
+
+
+@pytest.mark.parametrize("is_async", MODES)
+def test_the_deadline_ends_an_answer_that_trickles_in(emu: Emulator, is_async: bool) -> None:
+    client = wrapped(emu, retry=guardrail.RetryPolicy(deadline=0.5, initial_wait=0.01))
+    emu.script(reply.answer(PRINTER_GOOD).trickled(0.1, 4))
+    with pytest.raises(guardrail.errors.DeadlineExceeded):
+        ask(client, is_async)
+
+
+def test_the_response_cache_answers_a_repeated_call(emu: Emulator) -> None:
+    from guardrail.call.cache import Cache
+    from guardrail.store import MemoryStore
+
+    client = guardrail.wrap(sdk(emu), cache=Cache(MemoryStore()))
+    emu.script(reply.answer(PRINTER_GOOD))
+    config = types.GenerateContentConfig(temperature=0.2)
+    first, again = (client.models.generate_content_with_result(model=MODEL, contents=CONTENTS, config=config,
+                                                               response_model=Ticket) for _ in range(2))
+    assert (first.cached, again.cached) == (False, True) and again.value == PRINTER_TICKET
+    assert len(emu.requests) == 1
