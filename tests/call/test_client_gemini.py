@@ -263,6 +263,25 @@ def test_server_errors_and_dropped_connections_are_retried(emu: Emulator, is_asy
         ask(client, is_async)
 
 
+FAULTS = [pytest.param(reply.malformed_event(PRINTER_GOOD), id="malformed-event"),
+          pytest.param(reply.html_page(502), id="html-502"), pytest.param(reply.html_page(200), id="html-200"),
+          pytest.param(reply.not_json(), id="not-json"), pytest.param(reply.cut(PRINTER_GOOD), id="cut"),
+          pytest.param(reply.timeout(0.2, reply.answer(PRINTER_GOOD)), id="stall"),
+          pytest.param(reply.overloaded(), id="overloaded")]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_spoiled_answer_is_retried(emu: Emulator, fault: Any, stream: bool) -> None:
+    client = wrapped(emu)
+    emu.script(fault, reply.answer(PRINTER_GOOD))
+    if stream:
+        *_, value = client.models.generate_content_stream(model=MODEL, contents=CONTENTS, response_model=Ticket)
+    else:
+        value = client.models.generate_content(model=MODEL, contents=CONTENTS, response_model=Ticket)
+    assert value == PRINTER_TICKET
+
+
 def test_a_rate_limit_waits_what_the_server_asks(emu: Emulator) -> None:
     retry = RecordingRetry(max_tries=2, initial_wait=0.01, max_wait=0.05, deadline=10)
     client = wrapped(emu, retry=retry)
