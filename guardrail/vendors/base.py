@@ -331,6 +331,19 @@ def feedback_message(feedback: str) -> str:
     return f"Your previous answer could not be used.\n{feedback}"
 
 
+def replayed_arguments(done: Completion, note: str, what: str) -> tuple[dict[str, Any], str]:
+    """The forced tool's arguments as the object an API takes back in a replayed call, and the feedback ``note``
+    to send with it. Arguments that are not a JSON object (which such an API cannot take back) are replayed as
+    ``{}``, and the note shows the model what it wrote (``what``: the API's word for them, ``"tool input"``)."""
+    try:
+        given: Any = json.loads(done.text or "{}")
+    except ValueError:
+        given = None
+    if isinstance(given, dict):
+        return given, note
+    return {}, f"Your {what} was not a JSON object; it was:\n{done.text}\n{note}"
+
+
 def as_text(value: Any) -> str:
     """Tool arguments as JSON text, whether the SDK gave a string (OpenAI) or a parsed object (Anthropic)."""
     if isinstance(value, str):

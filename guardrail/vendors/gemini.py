@@ -16,7 +16,6 @@ Nothing here imports the SDK: requests are built as the plain dicts the SDK acce
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -35,6 +34,7 @@ from guardrail.vendors.base import (
     count,
     feedback_message,
     instruction,
+    replayed_arguments,
 )
 from guardrail.vendors.plans import Plan
 
@@ -270,13 +270,7 @@ def _replay(exchange: Exchange) -> list[dict[str, Any]]:
     done = exchange.completion
     note = feedback_message(exchange.feedback)
     if done.tool_call_id:
-        try:
-            given: Any = json.loads(done.text or "{}")
-        except ValueError:
-            given = None
-        if not isinstance(given, dict):  # the API only takes an object here; show the model what it wrote
-            note = f"Your function call arguments were not a JSON object; they were:\n{done.text}\n{note}"
-            given = {}
+        given, note = replayed_arguments(done, note, "function call input")
         name = done.tool_name or ""
         call = {"function_call": {"name": name, "args": given}}
         result = {"function_response": {"name": name, "response": {"error": note}}}
