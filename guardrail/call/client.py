@@ -50,12 +50,22 @@ from guardrail.vendors.registry import SDKS, endpoint_for, endpoints_for, sdk_of
 
 if TYPE_CHECKING:
     import anthropic
+    import google.genai
+    import google.genai.client
     import openai
 
-    from guardrail.call.client_types import AnthropicClient, AsyncAnthropicClient, AsyncOpenAIClient, OpenAIClient
+    from guardrail.call.client_types import (
+        AnthropicClient,
+        AsyncAnthropicClient,
+        AsyncGeminiClient,
+        AsyncOpenAIClient,
+        GeminiClient,
+        OpenAIClient,
+    )
 
     #: An already wrapped client, returned as it is.
-    W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient)
+    W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient, GeminiClient,
+                AsyncGeminiClient)
 
 __all__ = ["AsyncStructuredMethod", "StructuredMethod", "WrappedClient", "structured_method", "unwrap", "wrap"]
 
@@ -206,6 +216,12 @@ def wrap(client: anthropic.AsyncAnthropic, *, server: str | None = None, setting
 @overload
 def wrap(client: anthropic.Anthropic, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None) -> AnthropicClient: ...
+@overload
+def wrap(client: google.genai.Client, *, server: str | None = None, settings: Settings | None = None,
+         retry: RetryPolicy | None = None, cache: Cache | None = None) -> GeminiClient: ...
+@overload
+def wrap(client: google.genai.client.AsyncClient, *, server: str | None = None, settings: Settings | None = None,
+         retry: RetryPolicy | None = None, cache: Cache | None = None) -> AsyncGeminiClient: ...
 @overload
 def wrap(client: W, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None) -> W: ...
