@@ -70,7 +70,8 @@ class Reply:
         name: the tool name for ``tool_call`` (``None``: the forced tool, else ``"output"``).
         usage: ``(input_tokens, output_tokens)`` to report instead of the estimate.
         status, error_type, code, message, param, variant: the HTTP error to answer with (``kind == "error"``), or
-            the error event of ``stream_error``.
+            the error event of ``stream_error``; for a :func:`refusal`, ``code`` is Gemini's finish (or block)
+            reason and ``variant`` ``"prompt_blocked"`` a blocked prompt.
         headers: extra response headers, as ``(name, value)`` pairs.
         seconds: how long ``timeout`` stalls.
         then: what ``timeout`` does after the stall (``None``: close the connection).

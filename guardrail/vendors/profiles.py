@@ -94,9 +94,14 @@ PROFILES: tuple[Profile, ...] = (
             caps=Capabilities(native=True, tool=True, strict_tool=True, native_dialect="anthropic_strict",
                               temperature=False)),
     # google-genai: the Gemini API and Vertex AI (a vertexai=True client) serve the same models and request.
+    # before 2.5: no JSON Schema output documented (forced functions and the JSON mime type only)
+    Profile(provider="gcp.gemini", models=r"(models/)?gemini-(1\.|2\.0)", source=_DOCS_GEMINI,
+            caps=Capabilities(tool=True, json_mode=True, native_dialect="gemini")),
     Profile(provider="gcp.gemini", models=r"(models/)?gemini-3", source=_DOCS_GEMINI,
             caps=Capabilities(native=True, tool=True, json_mode=True, native_dialect="gemini", temperature=False)),
     Profile(provider="gcp.gemini", models=r"(models/)?gemini-", caps=_GEMINI, source=_DOCS_GEMINI),
+    Profile(provider="gcp.vertex_ai", models=r"(.*/)?gemini-(1\.|2\.0)", source=_DOCS_VERTEX,
+            caps=Capabilities(tool=True, json_mode=True, native_dialect="gemini")),
     Profile(provider="gcp.vertex_ai", models=r"(.*/)?gemini-3", source=_DOCS_VERTEX,
             caps=Capabilities(native=True, tool=True, json_mode=True, native_dialect="gemini", temperature=False)),
     Profile(provider="gcp.vertex_ai", models=r"(.*/)?gemini-", caps=_GEMINI, source=_DOCS_VERTEX),
