@@ -516,3 +516,9 @@ def test_the_response_cache_answers_a_repeated_call(emu: Emulator) -> None:
                                                                response_model=Ticket) for _ in range(2))
     assert (first.cached, again.cached) == (False, True) and again.value == PRINTER_TICKET
     assert len(emu.requests) == 1
+
+
+def test_the_pytest_plugins_gemini_client(guardrail_emulator: Emulator, guardrail_gemini: genai.Client) -> None:
+    client = guardrail.wrap(guardrail_gemini)
+    guardrail_emulator.script(reply.answer(PRINTER_GOOD))
+    assert client.models.generate_content(model=MODEL, contents=CONTENTS, response_model=Ticket) == PRINTER_TICKET
