@@ -13,8 +13,8 @@ Fixtures:
 - ``guardrail_gemini``: ``google.genai.Client`` pointed at it (its ``.aio`` is the async client).
 
 The clients use ``api_key="test"``, ``max_retries=0`` (a test scripts every attempt itself; google-genai retries
-nothing unless asked) and a :data:`CLIENT_TIMEOUT` second timeout. A client fixture whose SDK is not installed skips the test, saying
-which extra to install.
+nothing unless asked) and a :data:`CLIENT_TIMEOUT` second timeout. A client fixture whose SDK is not installed skips
+the test, saying which extra to install.
 """
 
 from __future__ import annotations
