@@ -16,6 +16,7 @@ Nothing here imports the SDK: requests are built as the plain dicts the SDK acce
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -54,6 +55,12 @@ _FINISH: dict[str, Finish] = {
     **dict.fromkeys(("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
                      "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "LANGUAGE", "MODEL_ARMOR"), "content_filter"),
 }
+
+
+#: Gemini 3 refuses a replayed function call without the thought signature it came with (a 400); the answer's own
+#: signature is not kept, so the replay carries the sentinel Google documents for a call it did not make
+#: (ai.google.dev/gemini-api/docs/thought-signatures), as the bytes the SDK sends as that very string.
+_SKIP_SIGNATURE = base64.urlsafe_b64decode("skip_thought_signature_validator")
 
 
 class Gemini(Endpoint):
@@ -272,7 +279,7 @@ def _replay(exchange: Exchange) -> list[dict[str, Any]]:
     if done.tool_call_id:
         given, note = replayed_arguments(done, note, "function call input")
         name = done.tool_name or ""
-        call = {"function_call": {"name": name, "args": given}}
+        call = {"function_call": {"name": name, "args": given}, "thought_signature": _SKIP_SIGNATURE}
         result = {"function_response": {"name": name, "response": {"error": note}}}
         return [_turn("model", call), _turn("user", result)]
     return [_turn("model", {"text": done.text or "(empty)"}), _turn("user", {"text": note})]
