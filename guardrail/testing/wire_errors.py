@@ -166,12 +166,7 @@ def check_request(request: RecordedRequest) -> Reply | None:
     """
     fmt = request.output_format or {}
     if request.api == "gemini":
-        schema = fmt.get("schema")
-        problems = gemini_schema_problems(schema) if isinstance(schema, dict) else []
-        if problems:
-            message = "* GenerateContentRequest.generation_config.response_json_schema: " + "; ".join(problems)
-            return _reject(message, code=None, param=None)
-        return None
+        return _gemini_check(request, fmt)
     if request.api == "messages":
         schemas: list[tuple[str, Any]] = []
         if fmt.get("type") == "json_schema":
@@ -209,6 +204,27 @@ def check_request(request: RecordedRequest) -> Reply | None:
         if request.api == "chat":
             return _reject(_CHAT_JSON_MODE, code=None, param="messages")
         return _reject(_RESPONSES_JSON_MODE, code=None, param="input")
+    return None
+
+
+def _gemini_check(request: RecordedRequest, fmt: dict[str, Any]) -> Reply | None:
+    """Gemini's 400s: a ``response_json_schema`` outside the documented keywords, and (Gemini 3) a replayed
+    function call without its thought signature (a model turn's ``functionCall`` part must carry
+    ``thoughtSignature`` back, Gemini's thought-signature docs)."""
+    schema = fmt.get("schema")
+    problems = gemini_schema_problems(schema) if isinstance(schema, dict) else []
+    if problems:
+        message = "* GenerateContentRequest.generation_config.response_json_schema: " + "; ".join(problems)
+        return _reject(message, code=None, param=None)
+    if not (request.model or "").startswith("gemini-3"):
+        return None
+    for index, turn in enumerate(request.body.get("contents") or []):
+        parts = turn.get("parts") if isinstance(turn, dict) and turn.get("role") == "model" else None
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, dict) and ("functionCall" in part or "function_call" in part) and not (
+                    part.get("thoughtSignature") or part.get("thought_signature")):
+                return _reject(f"Function call is missing a thought_signature in functionCall parts (content "
+                               f"{index}). This is required for tools to work correctly.", code=None, param=None)
     return None
 
 

@@ -180,6 +180,19 @@ def test_a_repair_in_tool_mode_replays_the_function_call_and_its_response(emu: E
     assert response["name"] == "Ticket" and "greater than or equal to 1" in response["response"]["error"]
 
 
+def test_gemini_3_refuses_a_replayed_call_without_a_signature_and_guardrail_sends_one(emu: Emulator) -> None:
+    raw = sdk(emu)
+    turns: list[Any] = [{"role": "user", "parts": [{"text": CONTENTS}]},
+                        {"role": "model", "parts": [{"function_call": {"name": "Ticket", "args": {}}}]},
+                        {"role": "user", "parts": [{"function_response": {"name": "Ticket", "response": {}}}]}]
+    with pytest.raises(genai_errors.ClientError, match="thought_signature"):
+        raw.models.generate_content(model="gemini-3-flash-preview", contents=turns)
+    emu.script(reply.tool_call({"title": "Printer on fire", "priority": 0}), reply.answer(PRINTER_GOOD))
+    client = guardrail.wrap(raw)
+    assert client.models.generate_content(model="gemini-3-flash-preview", contents=CONTENTS, response_model=Ticket,
+                                          mode="tool") == PRINTER_TICKET
+
+
 def test_a_malformed_function_call_is_asked_again(emu: Emulator) -> None:
     client = wrapped(emu)
     emu.script(reply.tool_call("{not json"), reply.answer(PRINTER_GOOD))  # the API answers MALFORMED_FUNCTION_CALL
