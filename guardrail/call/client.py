@@ -1,4 +1,4 @@
-"""``guardrail.wrap(client)``: the official OpenAI/Anthropic client, with ``response_model=`` added.
+"""``guardrail.wrap(client)``: the official OpenAI/Anthropic/Gemini client, with ``response_model=`` added.
 
 The wrapped client *is* the SDK client: an instance of a subclass of the client's own class (as ``AzureOpenAI``
 subclasses ``OpenAI``) that shares the client's state, so ``isinstance``, ``with``/``async with``, attribute
@@ -230,11 +230,12 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
          retry: RetryPolicy | None = None, cache: Cache | None = None) -> Any: ...
 def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None) -> Any:
-    """Wrap an official ``openai`` (sync or async) or ``anthropic`` (sync or async) client.
+    """Wrap an official ``openai`` (sync or async), ``anthropic`` (sync or async) or ``google.genai`` client.
 
     Args:
         client: ``openai.OpenAI``/``AsyncOpenAI`` (also ``AzureOpenAI``, a subclass of your own, or any
-            OpenAI-compatible server via ``base_url``) or ``anthropic.Anthropic``/``AsyncAnthropic``. An already
+            OpenAI-compatible server via ``base_url``), ``anthropic.Anthropic``/``AsyncAnthropic`` or
+            ``google.genai.Client`` (its ``client.aio`` is wrapped alike; ``client.aio`` alone wraps too). An already
             wrapped client is returned as it is (with ``cache=``: the same client wrapped alike with that cache).
         server: for an OpenAI-compatible self-hosted server, its kind (``"vllm"``, ``"sglang"``,
             ``"llamacpp"``, ``"ollama"``), so its own constrained-decoding fields are sent.
@@ -248,8 +249,10 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
         The same client, seen through a subclass of its class (it shares the client's state; see the module
         docstring): ``chat.completions.create`` and ``responses.create`` (OpenAI) or ``messages.create``
         (Anthropic), and the same under ``beta`` and ``with_raw_response``, accept ``response_model=`` and
-        friends, and each has ``create_with_result`` and ``create_partial`` twins. Type checkers see one protocol
-        per client class (:mod:`guardrail.call.client_types`).
+        friends, and each has ``create_with_result`` and ``create_partial`` twins; Gemini's ``models`` keeps its
+        own names (``generate_content``, ``generate_content_with_result``, ``generate_content_stream``: the
+        endpoint's :class:`~guardrail.vendors.base.Methods`). Type checkers see one protocol per client class
+        (:mod:`guardrail.call.client_types`).
     """
     if isinstance(client, WrappedClient):  # as it is; given a cache, the same client wrapped alike with it
         return client if cache is None else _view(client, client._guardrail.with_cache(cache))
