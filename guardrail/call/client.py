@@ -92,7 +92,7 @@ class WrappedClient:
 
     @property
     def vendor(self) -> str:
-        """The SDK this client comes from: ``"openai"`` or ``"anthropic"``."""
+        """The SDK this client comes from: ``"openai"``, ``"anthropic"`` or ``"google.genai"``."""
         return self._guardrail.kind
 
     def copy(self, *args: Any, **kwargs: Any) -> Any:
