@@ -46,7 +46,7 @@ from guardrail.call.resources import (
 from guardrail.errors import ConfigError, UsageError
 from guardrail.vendors.base import Endpoint
 from guardrail.vendors.profiles import SERVER_KINDS
-from guardrail.vendors.registry import SDKS, endpoint_for, endpoints_for, sdk_of
+from guardrail.vendors.registry import SDKS, endpoint_for, endpoints_for, provider_of, sdk_of
 
 if TYPE_CHECKING:
     import anthropic
@@ -59,13 +59,15 @@ if TYPE_CHECKING:
         AsyncAnthropicClient,
         AsyncGeminiClient,
         AsyncOpenAIClient,
+        AsyncPlatformAnthropicClient,
         GeminiClient,
         OpenAIClient,
+        PlatformAnthropicClient,
     )
 
     #: An already wrapped client, returned as it is.
-    W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient, GeminiClient,
-                AsyncGeminiClient)
+    W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient, PlatformAnthropicClient,
+                AsyncPlatformAnthropicClient, GeminiClient, AsyncGeminiClient)
 
 __all__ = ["AsyncStructuredMethod", "StructuredMethod", "WrappedClient", "structured_method", "unwrap", "wrap"]
 
@@ -173,8 +175,13 @@ def _member(name: str, make: Any) -> property:
             found = resources.setdefault(name, make(self, type(self)._guardrail_sdk))
         return found
 
+    def assign(self: WrappedClient, value: Any) -> None:
+        """A client that sets its resources in ``__init__`` (anthropic's Bedrock and Vertex clients, whose
+        ``copy()`` makes an instance of this class) keeps them where the SDK does: in its ``__dict__``."""
+        self.__dict__[name] = value
+
     member.__name__ = member.__qualname__ = name
-    return property(member, doc=f"The SDK's ``{name}``, with ``response_model=`` on its structured resources.")
+    return property(member, assign, doc=f"The SDK's ``{name}``, with ``response_model=`` on its structured resources.")
 
 
 _PATHS: dict[tuple[type, str, str | None], dict[str, type[Endpoint]]] = {}
@@ -196,7 +203,7 @@ def _has_path(sdk_class: type, instance: Any, path: str) -> bool:
     """Whether this SDK version has the resource at ``path`` (beta namespaces come and go between versions),
     asked of the SDK's members, which are made on the way and stored nowhere."""
     for name in path.split("."):
-        if not has_member(sdk_class, name):
+        if not has_member(sdk_class, name, instance):
             return False
         instance = sdk_member(sdk_class, name, instance)
         sdk_class = type(instance)
@@ -217,6 +224,14 @@ def wrap(client: anthropic.AsyncAnthropic, *, server: str | None = None, setting
 def wrap(client: anthropic.Anthropic, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None) -> AnthropicClient: ...
 @overload
+def wrap(client: anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex, *, server: str | None = None,
+         settings: Settings | None = None, retry: RetryPolicy | None = None,
+         cache: Cache | None = None) -> AsyncPlatformAnthropicClient: ...
+@overload
+def wrap(client: anthropic.AnthropicBedrock | anthropic.AnthropicVertex, *, server: str | None = None,
+         settings: Settings | None = None, retry: RetryPolicy | None = None,
+         cache: Cache | None = None) -> PlatformAnthropicClient: ...
+@overload
 def wrap(client: google.genai.Client, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None) -> GeminiClient: ...
 @overload
@@ -234,8 +249,10 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
 
     Args:
         client: ``openai.OpenAI``/``AsyncOpenAI`` (also ``AzureOpenAI``, a subclass of your own, or any
-            OpenAI-compatible server via ``base_url``), ``anthropic.Anthropic``/``AsyncAnthropic`` or
-            ``google.genai.Client`` (its ``client.aio`` is wrapped alike; ``client.aio`` alone wraps too). An already
+            OpenAI-compatible server via ``base_url``: a hosted provider is recognised by the URL's host),
+            ``anthropic.Anthropic``/``AsyncAnthropic`` (also ``AnthropicBedrock``/``AnthropicVertex`` and their
+            async classes: Claude on Amazon Bedrock and Vertex AI) or ``google.genai.Client`` (its ``client.aio`` is
+            wrapped alike; ``client.aio`` alone wraps too). An already
             wrapped client is returned as it is (with ``cache=``: the same client wrapped alike with that cache).
         server: for an OpenAI-compatible self-hosted server, its kind (``"vllm"``, ``"sglang"``,
             ``"llamacpp"``, ``"ollama"``), so its own constrained-decoding fields are sent.
@@ -274,7 +291,7 @@ def _options(client: Any, server: str | None, settings: Settings | None, retry: 
     sdk_class = getattr(type(client), "_guardrail_sdk", type(client))
     paths = _paths(_plain(client, sdk_class), kind, server)
     endpoints: dict[Endpoint, tuple[str, ...]] = {}
-    for endpoint in endpoints_for(kind, server):
+    for endpoint in endpoints_for(kind, server, provider_of(client, server)):
         found = tuple(path for path in endpoint.paths if paths.get(path) is type(endpoint))
         if found:
             endpoints[endpoint.flavored(client)] = found

@@ -137,6 +137,26 @@ class AsyncAnthropicClient(AnthropicResources[AsyncStructuredMethod], Protocol):
     def copy(self, **options: Any) -> AsyncAnthropicClient: ...
 
 
+class PlatformAnthropicClient(AnthropicResources[StructuredMethod], Protocol):
+    """``guardrail.wrap(anthropic.AnthropicBedrock(...))`` or ``AnthropicVertex(...)``: as :class:`AnthropicClient`,
+    less the client-level ``with_raw_response``/``with_streaming_response``, which the platform clients do not
+    have (each resource has its own: ``client.messages.with_raw_response``)."""
+
+    @property
+    def vendor(self) -> str: ...
+    def with_options(self, **options: Any) -> PlatformAnthropicClient: ...
+    def copy(self, **options: Any) -> PlatformAnthropicClient: ...
+
+
+class AsyncPlatformAnthropicClient(AnthropicResources[AsyncStructuredMethod], Protocol):
+    """``guardrail.wrap(anthropic.AsyncAnthropicBedrock(...))`` or ``AsyncAnthropicVertex(...)``."""
+
+    @property
+    def vendor(self) -> str: ...
+    def with_options(self, **options: Any) -> AsyncPlatformAnthropicClient: ...
+    def copy(self, **options: Any) -> AsyncPlatformAnthropicClient: ...
+
+
 class GeminiModels(Protocol):
     """``client.models`` of a wrapped ``google.genai.Client``: Gemini's method names, guardrail's keywords."""
 

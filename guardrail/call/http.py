@@ -44,6 +44,8 @@ __all__ = ["HEAD_BYTES", "Reading", "Show", "deadline_passed", "send_async", "se
 Show = Callable[[Accumulator], Partial | None]
 #: What an adapter or the SDK raises on data that is not in the API's shape.
 _SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+#: The media types of a stream: SSE, and Amazon Bedrock's AWS event stream (``application/vnd.amazon.eventstream``).
+_STREAM_MEDIA = ("event-stream", "vnd.amazon.eventstream")
 #: Bytes of a wrong-content-type body read for its snippet (the rest is never read).
 HEAD_BYTES = 4096
 
@@ -89,7 +91,7 @@ class Reading:
         if not self.content_type:
             return False
         media = self.content_type.split(";")[0].strip().lower()
-        return "event-stream" not in media if self.stream else not media.endswith("json")
+        return not any(kind in media for kind in _STREAM_MEDIA) if self.stream else not media.endswith("json")
 
     def wrong_type_error(self, head: bytes) -> BadResponse:
         """The error for a wrong content type, with ``head`` (the body's first bytes) as its snippet."""

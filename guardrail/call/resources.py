@@ -85,11 +85,18 @@ def _made(key: tuple[Any, ...], make: Callable[[], type]) -> type:
 def sdk_member(sdk_class: type, name: str, instance: Any) -> Any:
     """The SDK's member ``name`` of ``instance`` (an object of ``sdk_class`` or of guardrail's subclass of it),
     made by the SDK's own (cached) property function and stored nowhere: not in the instance's ``__dict__``, which
-    for a client is the SDK client's own."""
-    member = inspect.getattr_static(sdk_class, name)
+    for a client is the SDK client's own. A client that sets its resources in ``__init__`` instead (anthropic's
+    ``AnthropicBedrock`` and ``AnthropicVertex``) has them in that ``__dict__``: that object is returned."""
+    try:
+        member = inspect.getattr_static(sdk_class, name)
+    except AttributeError:
+        member = None
     function = getattr(member, "func", None) or getattr(member, "fget", None)
-    if function is None:  # pragma: no cover - every SDK resource and twin is a (cached) property
-        raise TypeError(f"{sdk_class.__qualname__}.{name} is not a property")
+    if function is None:
+        own = getattr(instance, "__dict__", None) or {}
+        if name in own:
+            return own[name]
+        raise TypeError(f"{sdk_class.__qualname__}.{name} is not a property")  # pragma: no cover
     return function(instance)
 
 
@@ -105,12 +112,13 @@ def sdk_member_class(sdk_class: type, name: str, instance: Any) -> type:
     return found
 
 
-def has_member(sdk_class: type, name: str) -> bool:
-    """Whether the SDK class has a member ``name`` (beta namespaces and twins vary between SDK versions)."""
+def has_member(sdk_class: type, name: str, instance: Any = None) -> bool:
+    """Whether the SDK class has a member ``name`` (beta namespaces and twins vary between SDK versions), or
+    ``instance`` has it as its own attribute (a client that sets its resources in ``__init__``)."""
     try:
         inspect.getattr_static(sdk_class, name)
     except AttributeError:
-        return False
+        return name in (getattr(instance, "__dict__", None) or {})
     return True
 
 
@@ -176,11 +184,23 @@ _ABSENT = property(_absent)
 
 
 def made(cls: type, sdk_object: Any, client: Any) -> Any:
-    """An object of ``cls`` (guardrail's subclass of ``sdk_object``'s class) sharing ``sdk_object``'s state: the
-    SDK's member as the SDK made it (a fresh resource on the client, or one the client keeps), seen through
-    guardrail's class, which knows the wrapped ``client`` its structured calls belong to."""
+    """An object of ``cls`` (guardrail's subclass of ``sdk_object``'s class) with ``sdk_object``'s state: the
+    SDK's member as the SDK made it (a fresh resource on the client, or one the client keeps: google-genai's
+    ``client.models``, the resources anthropic's platform clients set in ``__init__``), seen through guardrail's
+    class, which knows the wrapped ``client`` its structured calls belong to.
+
+    The state is a shallow copy (the same HTTP client, options and API client objects), so nothing guardrail's
+    class caches on its object (its ``with_raw_response`` twins, its namespaces' members) lands on the SDK's own
+    object, and a twin the SDK cached there is not taken for guardrail's. A member that points at the client it
+    came from (``_client``) points at the wrapped one, the same client."""
+    own = {name for name, member in vars(cls).items() if isinstance(member, functools.cached_property)}
+    state = {name: value for name, value in vars(sdk_object).items() if name not in own}
+    given = state.get("_client")
+    if given is not None and given is not client and getattr(given, "__dict__", None) is getattr(client, "__dict__",
+                                                                                                   None):
+        state["_client"] = client
     found: Any = object.__new__(cls)
-    found.__dict__ = sdk_object.__dict__
+    found.__dict__ = state
     found._guardrail_client = client
     return found
 

@@ -88,9 +88,10 @@ def _print_table(payload: dict[str, Any], report: Any) -> None:
     console.print_json(json.dumps(payload["schema"], ensure_ascii=False))
     table = Table(title=f"CompileReport ({report.dialect}): "
                   f"{'ok' if report.ok else 'REJECTED - this mode cannot carry the contract'}")
-    for column in ("path", "keyword", "action", "detail"):
+    for column in ("path", "keyword", "action", "detail", "described"):
         table.add_column(column, overflow="fold")
     colours = {"enforced": "green", "lowered": "yellow", "post_validated": "cyan", "rejected": "red"}
     for entry in report.entries:
-        table.add_row(entry.path or "/", entry.keyword, f"[{colours[entry.action]}]{entry.action}[/]", entry.detail)
+        table.add_row(entry.path or "/", entry.keyword, f"[{colours[entry.action]}]{entry.action}[/]", entry.detail,
+                      entry.described)
     console.print(table)

@@ -104,12 +104,74 @@ GEMINI: Final = StrictRules(
     scalar_enums=True,
 )
 
-#: What self-hosted grammar decoders (xgrammar, llama.cpp, Ollama) compile; the rest is kept but not relied on.
+#: What the generic ``grammar`` dialect (guardrail's local llguidance backend) compiles; the rest is kept but not
+#: relied on. Each self-hosted server has its own table below (:data:`GRAMMARS`).
 GRAMMAR_ENFORCED: Final = frozenset({
     "type", "required", "enum", "const", "anyOf", "oneOf", "$ref", "prefixItems", "additionalProperties",
     "minItems", "maxItems", "pattern", "minLength", "maxLength", "minimum", "maximum", "format",
 })
 GRAMMAR_FORMATS: Final = frozenset({"date", "date-time", "time", "email", "uuid", "ipv4", "ipv6"})
+
+
+@dataclass(frozen=True)
+class GrammarRules:
+    """What one self-hosted server's JSON-schema compiler enforces (the schema is sent unchanged; the report says,
+    keyword by keyword, whether the server's decoder holds the model to it or guardrail checks it afterwards).
+
+    Attributes:
+        name: the dialect.
+        enforced: keywords the compiler turns into the grammar.
+        formats: ``format`` values it compiles.
+        integer_bounds_only: ``minimum``/``maximum``/``exclusive*`` hold for ``"type": "integer"`` only.
+        anchored_patterns: a ``pattern`` is compiled only when written ``^...$``.
+        lengths_beside_pattern: ``minLength``/``maxLength`` still hold on a string that also has a ``pattern`` or
+            ``format`` (xgrammar compiles the pattern and drops the lengths).
+        source: where the facts came from.
+    """
+
+    name: str
+    enforced: frozenset[str]
+    formats: frozenset[str]
+    integer_bounds_only: bool = False
+    anchored_patterns: bool = False
+    lengths_beside_pattern: bool = True
+    source: str = ""
+
+
+_STRUCTURE: Final = frozenset({"type", "required", "enum", "const", "anyOf", "oneOf", "$ref", "additionalProperties"})
+#: The numeric bounds (llama.cpp compiles them for integers only).
+BOUNDS: Final = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+#: xgrammar's string formats (vLLM's STRING_SUPPORTED_FORMATS, from xgrammar's json_schema_converter.cc).
+_XGRAMMAR_FORMATS: Final = frozenset({
+    "email", "date", "time", "date-time", "duration", "ipv4", "ipv6", "hostname", "uuid", "uri", "uri-reference",
+    "uri-template", "json-pointer", "relative-json-pointer",
+})
+_XGRAMMAR: Final = _STRUCTURE | BOUNDS | {"prefixItems", "minItems", "maxItems", "pattern", "minLength", "maxLength",
+                                           "format"}
+
+#: SGLang: xgrammar (its default grammar backend), no fallback.
+SGLANG: Final = GrammarRules(
+    name="sglang", enforced=_XGRAMMAR, formats=_XGRAMMAR_FORMATS, lengths_beside_pattern=False,
+    source="docs.sglang.ai structured outputs (xgrammar default backend); xgrammar json_schema_converter.cc: "
+           "multipleOf, uniqueItems, contains, patternProperties, propertyNames are not compiled, and a string's "
+           "lengths are dropped beside its pattern/format (vllm/v1/structured_output/backend_xgrammar.py notes it)")
+#: vLLM's default ``auto`` backend: xgrammar, and guidance (llguidance) for a schema xgrammar cannot hold, which
+#: then compiles multipleOf and a pattern together with lengths (checked against llguidance 1.9).
+VLLM: Final = GrammarRules(
+    name="vllm", enforced=_XGRAMMAR | {"multipleOf"}, formats=_XGRAMMAR_FORMATS,
+    source="docs.vllm.ai structured outputs; vllm/v1/structured_output/backend_xgrammar.py "
+           "has_xgrammar_unsupported_json_features (falls back to guidance); llguidance rejects uniqueItems, "
+           "contains, not (vLLM then answers 400 and the call walks down)")
+#: llama.cpp's json-schema-to-grammar converter, used by llama-server's ``json_schema`` and by Ollama's ``format``.
+LLAMACPP: Final = GrammarRules(
+    name="llamacpp", enforced=(_STRUCTURE | BOUNDS | {"minItems", "maxItems", "pattern", "minLength", "maxLength",
+                                                       "format"}),
+    formats=frozenset({"date", "time", "date-time", "uuid"}), integer_bounds_only=True, anchored_patterns=True,
+    source="llama.cpp grammars/README.md, JSON Schemas -> GBNF: bounds for integers only, patterns must be ^...$, "
+           "prefixItems broken, no uri/email formats, no uniqueItems/contains/not/if/patternProperties; Ollama "
+           "converts its format schema with the same code")
+#: The server dialects, by name.
+GRAMMARS: Final = {rules.name: rules for rules in (VLLM, SGLANG, LLAMACPP)}
 
 
 def unsupported_regex(pattern: str) -> str | None:

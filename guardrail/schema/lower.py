@@ -9,15 +9,21 @@ Before a structured-output request is sent, the schema pydantic generates must f
   ``additionalProperties: false``, optional properties allowed, no recursion, no numeric/length bounds.
 - ``gemini``: Gemini ``response_json_schema``. Object root, optional properties allowed, bounds on numbers and
   item counts kept, no string lengths/patterns, no recursion; ``const`` is sent as a one-value ``enum``.
-- ``grammar``: self-hosted constrained decoders (vLLM/SGLang xgrammar, llama.cpp, Ollama). Sent unchanged,
-  any root.
+- ``grammar``: a constrained decoder compiling (nearly) full JSON Schema (guardrail's local llguidance backend).
+  Sent unchanged (but for the words restating what the decoder does not enforce), any root.
+- ``vllm``, ``sglang``, ``llamacpp`` (llama.cpp's server and Ollama): self-hosted servers' compilers, sent
+  unchanged (but for those words), any root; the report says enforced only what each compiles
+  (:data:`~guardrail.schema.dialects.GRAMMARS`).
 - ``advisory``: the schema is only shown to the model (a prompt, a non-strict tool). Sent unchanged
   (a non-object root is wrapped on request); everything is checked after parsing.
 
 :class:`CompileReport` lists every constraint keyword with what happened to it, so nothing is dropped
-silently. guardrail always validates the parsed output with pydantic against the ORIGINAL type, so
-every removed constraint ("post_validated") is still checked; a "rejected" one means the mode cannot be
-used for this contract and the caller must fall back to a weaker mode.
+silently. A keyword the dialect does not enforce (removed by a strict dialect, ignored by a grammar decoder)
+is also restated in words in the ``description`` of its node (:mod:`guardrail.schema.describe`), so the model
+hears of it before its first answer; the report's ``described`` holds the words. guardrail always
+validates the parsed output with pydantic against the ORIGINAL type, so every removed constraint
+("post_validated") is still checked; a "rejected" one means the mode cannot be used for this contract and the
+caller must fall back to a weaker mode.
 
 Input safety: :func:`lower` is pure (no I/O, the input is never mutated, equal inputs give equal
 outputs) and never recurses on the schema: walks use explicit stacks, ``$ref`` cycles are detected and
@@ -35,13 +41,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from guardrail.errors import ConfigError, UsageError
-from guardrail.schema.dialects import ANTHROPIC, GEMINI, OPENAI
+from guardrail.schema.describe import describe_into
+from guardrail.schema.dialects import ANTHROPIC, GEMINI, GRAMMARS, OPENAI
 from guardrail.schema.inventory import inventory
 from guardrail.schema.limits import anthropic_limits, openai_limits
 from guardrail.schema.refs import RefIndex, root_def_name
 from guardrail.schema.report import DIALECTS, CompileEntry, CompileReport, Dialect, ReportBuilder
 from guardrail.schema.strict import StrictLowerer
-from guardrail.schema.tree import DEF_CONTAINERS, copy_json, measure, walk
+from guardrail.schema.tree import DEF_CONTAINERS, at_pointer, copy_json, measure, walk
 
 __all__ = ["MAX_DEPTH", "CompileEntry", "CompileReport", "Dialect", "Lowered", "lower"]
 
@@ -84,9 +91,10 @@ def lower(schema: Mapping[str, Any], dialect: Dialect, *, wrap_key: str = "resul
     if depth > MAX_DEPTH and dialect != "advisory":
         report.add("", "limits", "rejected", f"schema nested {depth} containers deep (max {MAX_DEPTH})")
         return Lowered(copy_json(schema), report.build(), None, False)
-    if dialect in ("grammar", "advisory"):
-        inventory(schema, report)
+    if dialect in ("grammar", "advisory") or dialect in GRAMMARS:
+        unenforced = inventory(schema, report)
         out: dict[str, Any] = copy_json(schema)
+        _describe_in_place(schema, out, unenforced, report)
         wrapped = None
         if dialect == "advisory" and wrap_root:
             out, wrapped = _object_root(out, wrap_key, report)
@@ -120,6 +128,16 @@ def _const_as_enum(body: dict[str, Any]) -> None:
         if isinstance(node, dict) and "const" in node:
             value = node.pop("const")
             node.setdefault("enum", [value])
+
+
+def _describe_in_place(schema: Mapping[str, Any], out: dict[str, Any], unenforced: dict[str, list[str]],
+                       report: ReportBuilder) -> None:
+    """Grammar: the schema is sent whole, but the keywords the decoder does not enforce are also restated in
+    words in the description of their node (``out`` is a copy of ``schema``, so the pointers are the same)."""
+    for path in sorted(unenforced):
+        node, target = at_pointer(schema, path), at_pointer(out, path)
+        if isinstance(node, Mapping) and isinstance(target, dict):
+            describe_into(target, node, unenforced[path], report, path)
 
 
 def _is_object(node: Mapping[str, Any]) -> bool:

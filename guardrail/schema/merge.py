@@ -59,6 +59,9 @@ class Flat:
     slots: dict[Slot, list[Part]]
     #: Constraints that stood beside the union were pushed into each branch.
     distributed: bool = False
+    #: Lenient keywords (removed, post-validated) that later members gave with other values: each applies,
+    #: and the words restating them (:mod:`guardrail.schema.describe`) say every one.
+    also: dict[str, list[Any]] = field(default_factory=dict)
 
 
 _LIST_KEYWORDS: Final = ("anyOf", "oneOf", "prefixItems")
@@ -80,11 +83,15 @@ def assemble(parts: list[Part], lenient: frozenset[str] = frozenset()) -> Flat |
     node: dict[str, Any] = {}
     origins: dict[str, str] = {}
     slots: dict[Slot, list[Part]] = {}
+    also: dict[str, list[Any]] = {}
     for schema, site in parts:
         for kw, val in schema.items():
             if kw in DEF_CONTAINERS:
                 continue
             where = site.of(kw)
+            if kw in lenient and kw in node:
+                _take_lenient(node, also, kw, val)
+                continue
             problem = _take(node, slots, kw, val, where, lenient)
             if problem:
                 return problem
@@ -93,7 +100,19 @@ def assemble(parts: list[Part], lenient: frozenset[str] = frozenset()) -> Flat |
     if reason:
         return Conflict(reason)
     base = parts[0][1].path if parts else ""
-    return Flat(node, Site(base, {k: v for k, v in origins.items() if v != base}), slots)
+    return Flat(node, Site(base, {k: v for k, v in origins.items() if v != base}), slots, also=also)
+
+
+def _take_lenient(node: dict[str, Any], also: dict[str, list[Any]], kw: str, val: Any) -> None:
+    """A second value of a keyword that will be removed: merged where that is exact (the tighter bound,
+    ``uniqueItems`` if any says so), else kept beside the first in ``also`` (both apply)."""
+    prev = node[kw]
+    if (kw in _TIGHTEST_MAX or kw in _TIGHTEST_MIN) and _is_number(prev) and _is_number(val):
+        node[kw] = max(prev, val) if kw in _TIGHTEST_MAX else min(prev, val)
+    elif kw == "uniqueItems" and isinstance(prev, bool) and isinstance(val, bool):
+        node[kw] = prev or val
+    elif not same_json(prev, val) and not any(same_json(v, val) for v in also.get(kw, ())):
+        also.setdefault(kw, []).append(val)
 
 
 def _take(node: dict[str, Any], slots: dict[Slot, list[Part]], kw: str, val: Any, where: str,

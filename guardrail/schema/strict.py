@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from guardrail.schema.describe import DESCRIBED, describe_into
 from guardrail.schema.dialects import (
     CONSTRAINTS,
     DYNAMIC_REFS,
@@ -185,6 +186,7 @@ class StrictLowerer:
                 self.report.add(where, kw, "enforced")
             else:
                 self.report.add(where, kw, "post_validated", "not supported in this dialect: removed")
+        self._describe(flat, out)
         if "object" in types:
             self._object(flat, out)
         if "array" in types:
@@ -192,6 +194,16 @@ class StrictLowerer:
         for kw in _UNION_KWS:
             if kw in node:
                 self._union(flat, kw, out)
+
+    def _describe(self, flat: Flat, out: dict[str, Any]) -> None:
+        """Restate in ``out``'s description, in words, each keyword of the node this dialect removed."""
+        node = flat.node
+        dropped = [kw for kw in node if kw in DESCRIBED and kw not in out]
+        tuple_kw = _tuple_keyword(node)
+        if tuple_kw is not None and len({canonical([s for s, _ in flat.slots[(tuple_kw, str(i))]])
+                                         for i in range(len(node[tuple_kw]))}) > 1:
+            dropped.append(tuple_kw)  # items of different schemas: sent as one anyOf, their order is lost
+        describe_into(out, node, dropped, self.report, flat.site.of, flat.also)
 
     def _types(self, flat: Flat, out: dict[str, Any]) -> set[str] | None:
         """Copy or infer ``type``; the set of types the node admits, or None when rejected."""
@@ -280,8 +292,7 @@ class StrictLowerer:
 
     def _array(self, flat: Flat, out: dict[str, Any]) -> None:
         node, site = flat.node, flat.site
-        tuple_kw = "prefixItems" if isinstance(node.get("prefixItems"), (list, tuple)) else (
-            "items" if isinstance(node.get("items"), (list, tuple)) else None)
+        tuple_kw = _tuple_keyword(node)
         if tuple_kw is None:
             if ("items", "") in flat.slots:
                 out["items"] = {}
@@ -330,6 +341,13 @@ class StrictLowerer:
 
 
 _MISSING: Final = object()
+
+
+def _tuple_keyword(node: Mapping[str, Any]) -> str | None:
+    """``prefixItems`` (or draft 4's list-form ``items``) when ``node`` is a tuple, else None."""
+    if isinstance(node.get("prefixItems"), (list, tuple)):
+        return "prefixItems"
+    return "items" if isinstance(node.get("items"), (list, tuple)) else None
 
 
 def _names(names: list[str], shown: int = 8) -> str:

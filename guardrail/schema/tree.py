@@ -39,6 +39,20 @@ def join(path: str, *tokens: object) -> str:
     return path + "".join("/" + escape(str(t)) for t in tokens)
 
 
+def at_pointer(doc: Any, pointer: str) -> Any:
+    """The value at a JSON Pointer made by :func:`join` (``""`` is ``doc``), or ``None`` when there is none."""
+    node = doc
+    for token in pointer.split("/")[1:] if pointer else ():
+        key = unescape(token)
+        if isinstance(node, Mapping):
+            node = node.get(key)
+        elif isinstance(node, (list, tuple)) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
+
+
 def measure(value: Any) -> int:
     """The container nesting depth of a JSON-like value (a scalar is 0, ``{}`` is 1).
 

@@ -4,8 +4,13 @@ Why a real server rather than a mocked transport: the official SDKs are exercise
 loop, error classes, SSE decoding, stream helpers), so a test that passes against the emulator says the
 code works with the SDK as shipped. It uses only the standard library.
 
-Routes (with or without the ``/v1`` prefix): ``POST /v1/chat/completions`` (OpenAI Chat Completions),
-``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages`` (Anthropic Messages). Each request is
+Routes (with or without the ``/v1`` prefix, or a hosted provider's prefix before it such as ``/openai/v1``):
+``POST /v1/chat/completions`` (OpenAI Chat Completions), ``POST /v1/responses`` (OpenAI Responses),
+``POST /v1/messages`` (Anthropic Messages), and Anthropic's Messages on the cloud platforms
+(:mod:`~guardrail.testing.wire_platforms`): Amazon Bedrock's ``POST /model/{model}/invoke`` and
+``/invoke-with-response-stream`` (point ``anthropic.AnthropicBedrock(base_url=emu.base_url, ...)`` here) and
+Vertex AI's ``.../publishers/anthropic/models/{model}:rawPredict`` and ``:streamRawPredict``
+(``anthropic.AnthropicVertex(base_url=emu.base_url + "/v1", ...)``). Each request is
 recorded, checked (``check_schemas``), then answered by the next scripted behaviour, else the responder,
 else an HTTP 500 saying the script is exhausted.
 """

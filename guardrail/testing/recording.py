@@ -85,28 +85,29 @@ class RecordedRequest:
         path: the request path, e.g. ``"/v1/chat/completions"``.
         headers: request headers with lower-case names.
         body: the parsed JSON body.
+        platform: the cloud platform serving the Messages API on this route (``"bedrock"``, ``"vertex"``), else
+            ``None``; there the model is named in the path (``path_model``), and on Bedrock the path asks for a
+            stream (``path_stream``).
     """
 
     api: Api
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    platform: str | None = None
+    path_model: str | None = None
+    path_stream: bool = False
 
     @property
     def model(self) -> str | None:
-        """The ``model`` the request named (Gemini: in the path)."""
-        if self.api == "gemini":
-            found = re.search(r"models/([^/:]+):", self.path)
-            return found.group(1) if found else None
-        value = self.body.get("model")
+        """The ``model`` the request named (in the body, or in the path on a cloud platform)."""
+        value = self.body.get("model", self.path_model)
         return value if isinstance(value, str) else None
 
     @property
     def stream(self) -> bool:
-        """Whether the request asked for an SSE stream (``"stream": true``; Gemini: ``:streamGenerateContent``)."""
-        if self.api == "gemini":
-            return self.path.endswith(":streamGenerateContent")
-        return self.body.get("stream") is True
+        """Whether the request asked for a stream (``"stream": true``, or a streaming platform path)."""
+        return self.body.get("stream") is True or self.path_stream
 
     @property
     def generation_config(self) -> dict[str, Any]:

@@ -24,10 +24,17 @@ from guardrail.testing.behaviours import Reply, error
 from guardrail.testing.ledger import Ledger
 from guardrail.testing.recording import Api, RecordedRequest
 from guardrail.testing.rendering import Output, new_id, resolve
-from guardrail.testing.wire_anthropic import messages_body, messages_stream
+from guardrail.testing.wire_anthropic import messages_body, messages_events, messages_stream
 from guardrail.testing.wire_chat import chat_body, chat_stream
 from guardrail.testing.wire_errors import check_request, error_answer
 from guardrail.testing.wire_gemini import GEMINI_PATH, gemini_body, gemini_stream
+from guardrail.testing.wire_platforms import (
+    EVENT_STREAM,
+    platform_error,
+    platform_problem,
+    platform_route,
+    platform_stream,
+)
 from guardrail.testing.wire_responses import responses_body, responses_stream
 
 __all__ = ["Handler", "Server"]
@@ -57,8 +64,6 @@ _WIRES: dict[Api, _Wire] = {
                     lambda out, request, reply, failure: gemini_stream(out, reply, failure)),
 }
 _ROUTES: dict[str, Api] = {wire.route: api for api, wire in _WIRES.items() if isinstance(wire.route, str)}
-_PATTERNS: list[tuple[re.Pattern[str], Api]] = [(wire.route, api) for api, wire in _WIRES.items()
-                                                if not isinstance(wire.route, str)]
 #: The deployment prefix of Azure OpenAI paths (``openai.AzureOpenAI`` puts the model's deployment in the path).
 _AZURE_DEPLOYMENT = re.compile(r"^(?:/openai)?/deployments/[^/]+(?=/)")
 
@@ -124,7 +129,15 @@ class Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         route = path[3:] if path.startswith("/v1/") else path
         route = _AZURE_DEPLOYMENT.sub("", route)  # Azure OpenAI: /openai/deployments/NAME/chat/completions
-        api = _ROUTES.get(route.rstrip("/")) or next((api for pattern, api in _PATTERNS if pattern.match(path)), None)
+        api = _ROUTES.get(route.rstrip("/"))
+        if api is None:  # a hosted provider's prefix before /v1 (/openai/v1, /inference/v1, /api/v1)
+            api = next((name for known, name in _ROUTES.items() if path.rstrip("/").endswith("/v1" + known)), None)
+        platform = platform_route(path)  # Anthropic on Bedrock / Vertex AI: the model in the path
+        if platform is not None:
+            api = "messages"
+        in_path = GEMINI_PATH.match(path)  # Gemini: the model and the method are in the path
+        if in_path is not None:
+            api = "gemini"
         raw = self._read_body()
         if api is None:
             self._send_json(404, {"error": {"message": f"no route for POST {path}", "type": "not_found"}}, [])
@@ -134,12 +147,19 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         headers = {name.lower(): value for name, value in self.headers.items()}
-        request = RecordedRequest(api=api, path=path, headers=headers, body=body if isinstance(body, dict) else {})
+        request = RecordedRequest(api=api, path=path, headers=headers, body=body if isinstance(body, dict) else {},
+                                  platform=None if platform is None else platform.platform,
+                                  path_model=platform.model if platform is not None else
+                                  in_path["model"] if in_path is not None else None,
+                                  path_stream=(platform is not None and platform.stream) or (
+                                      in_path is not None and in_path["method"] == "streamGenerateContent"))
         ledger.record(request)
         if not isinstance(body, dict):
             self._send_error(error(400, message="The request body is not a JSON object."), request)
             return
-        rejection = check_request(request) if ledger.check_schemas else None
+        rejection = platform_problem(request) if platform is not None else None
+        if rejection is None and ledger.check_schemas:
+            rejection = check_request(request)
         behaviour = rejection if rejection is not None else ledger.next(request)
         if ledger.sleep(ledger.latency + behaviour.delay):
             raise _Drop
@@ -172,6 +192,10 @@ class Handler(BaseHTTPRequestHandler):
         if failure is None:
             ledger.bill(out.input_tokens, out.output_tokens)
         wire = _WIRES[request.api]
+        if request.stream and request.platform == "bedrock":  # AWS event-stream framing around the same events
+            line = behaviour.line if behaviour.kind == "malformed_event" else None
+            self._send_stream(platform_stream(messages_events(out, failure), line), request, behaviour, EVENT_STREAM)
+            return
         if request.stream:
             frames = wire.stream(out, request, behaviour, failure)
             if behaviour.kind == "malformed_event":
@@ -202,6 +226,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send_error(self, behaviour: Reply, request: RecordedRequest) -> None:
         status, body, headers = error_answer(behaviour, request)
+        if request.platform is not None:
+            status, body, headers = platform_error(behaviour, request, status, body, headers)
         self._send(status, "application/json", json.dumps(body).encode(), headers, behaviour)
 
     def _send_json(self, status: int, body: dict[str, Any], headers: list[tuple[str, str]]) -> None:
@@ -219,10 +245,11 @@ class Handler(BaseHTTPRequestHandler):
         self._end_head(behaviour)
         self._deliver(payload, behaviour, chunked=False)
 
-    def _send_stream(self, frames: list[bytes], request: RecordedRequest, behaviour: Reply) -> None:
+    def _send_stream(self, frames: list[bytes], request: RecordedRequest, behaviour: Reply,
+                     content_type: str = "text/event-stream; charset=utf-8") -> None:
         self._answered = True
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("content-type", content_type)
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         for name, value in _id_headers(request):

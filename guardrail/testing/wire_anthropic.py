@@ -11,7 +11,7 @@ from typing import Any
 from guardrail.testing.behaviours import Reply
 from guardrail.testing.rendering import Output, new_id, pieces, sse
 
-__all__ = ["messages_body", "messages_stream", "tool_input"]
+__all__ = ["messages_body", "messages_events", "messages_stream", "tool_input"]
 
 
 def tool_input(arguments: str) -> Any:
@@ -82,13 +82,19 @@ def messages_body(out: Output) -> dict[str, Any]:
 def messages_stream(out: Output, failure: Reply | None = None) -> list[bytes]:
     """SSE frames from ``message_start`` to ``message_stop``; with ``failure``, the deltas are followed by
     ``event: error`` with ``{"type": "error", "error": {"type", "message"}}`` and the stream ends."""
-    frames: list[bytes] = []
+    return [sse(event, event=str(event["type"])) for event in messages_events(out, failure)]
+
+
+def messages_events(out: Output, failure: Reply | None = None) -> list[dict[str, Any]]:
+    """The stream's events as JSON objects (each with its ``type``), whatever framing carries them: SSE for the
+    first-party API and Vertex AI, AWS event-stream frames for Bedrock (:mod:`.wire_platforms`)."""
+    events: list[dict[str, Any]] = []
 
     def emit(kind: str, **fields: Any) -> None:
-        frames.append(sse({"type": kind, **fields}, event=kind))
+        events.append({"type": kind, **fields})
 
     emit("message_start", message=_message(out, [], None, min(1, out.output_tokens)))
-    frames.append(sse({"type": "ping"}, event="ping"))
+    emit("ping")
     if out.kind == "tool":
         block: dict[str, Any] = {"type": "tool_use", "id": new_id("toolu_"), "name": out.tool_name, "input": {}}
         emit("content_block_start", index=0, content_block=block)
@@ -101,10 +107,10 @@ def messages_stream(out: Output, failure: Reply | None = None) -> list[bytes]:
     if failure is not None:
         error = {"type": failure.error_type or "overloaded_error", "message": failure.message}
         emit("error", error=error)
-        return frames
+        return events
     emit("content_block_stop", index=0)
     delta = {"stop_reason": _stop_reason(out), "stop_sequence": None, "stop_details": _stop_details(out)}
     emit("message_delta", delta=delta, usage={"output_tokens": out.output_tokens,
                                               "output_tokens_details": {"thinking_tokens": out.reasoning_tokens}})
     emit("message_stop")
-    return frames
+    return events

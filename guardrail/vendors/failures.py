@@ -37,10 +37,15 @@ _SCHEMA_PHRASES = ("json schema", "json_schema", "input_schema", "schema is too 
                    "output_config.format", "response_format", "'strict'", "strict mode",
                    # Gemini: generation_config.response_json_schema / responseJsonSchema, function parameters
                    "responsejsonschema", "response_schema", "responseschema", "parametersjsonschema",
-                   "parameters_json_schema")
+                   "parameters_json_schema",
+                   "strict: extra inputs")  # a platform without strict tools (Vertex AI, Bedrock) refusing the field
 #: Error types/codes of an error event inside a stream that a new request may not meet.
 _RETRYABLE_STREAM_TYPES = frozenset({"server_error", "overloaded_error", "api_error", "rate_limit_error",
                                      "rate_limit_exceeded", "timeout", "internal_error", "service_unavailable"})
+#: Amazon Bedrock's exceptions inside a response stream that a new request may not meet (members of
+#: bedrock-runtime's ``ResponseStream``; the anthropic SDK raises them as an error event with status 200).
+_BEDROCK_STREAM_RETRYABLE = frozenset({"internalServerException", "serviceUnavailableException",
+                                       "throttlingException", "modelTimeoutException"})
 #: The transport errors (a request that never got a whole answer: refused or dropped connections, timeouts),
 #: as (module, class) of each SDK and of the HTTP client under them. A class is looked up only in a module that
 #: is already imported: an error can only come from a module that is loaded.
@@ -133,7 +138,8 @@ def classify(error: BaseException) -> Failure | None:
         if wait is None:
             wait = _retry_info(body)
         markers = " ".join(x for x in (code, etype) if x).lower()
-        if etype == "overloaded_error" or (status == 200 and etype in {"api_error", "overloaded_error"}):
+        if etype == "overloaded_error" or (status == 200 and etype in {"api_error", "overloaded_error"}) or \
+                (status == 200 and etype in _BEDROCK_STREAM_RETRYABLE):
             # Anthropic reports an overload that arrives mid-stream as a 200 with an error event.
             return Failure("retryable", status, code or etype, message, wait, error, shown)
         if any(m in markers for m in _SPEND_MARKERS):

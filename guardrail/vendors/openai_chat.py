@@ -97,6 +97,11 @@ class ChatCompletions(Endpoint):
             out.update(fields)
             if extra:
                 out["extra_body"] = {**(out.get("extra_body") or {}), **extra}
+            if self.server is not None:
+                # A grammar decoder constrains the tokens but never shows the schema to the model: without it in
+                # the prompt the model hears neither the field descriptions nor the constraints the decoder does
+                # not enforce (restated in words there). vLLM's structured-output guide recommends the same.
+                messages = _with_system(messages, instruction(plan))
         elif plan.mode == "tool":
             tool = self.tool_definition(plan.name, f"Report the {plan.name} result.", plan.schema, strict=plan.strict)
             out["tools"] = [*out.get("tools", ()), tool]

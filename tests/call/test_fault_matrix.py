@@ -1,7 +1,8 @@
 """Fault matrix against the emulator, through the real SDKs.
 
-Every combination of endpoint (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages), client (sync,
-async) and request (streamed, not) meets:
+Every combination of endpoint (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages, and Anthropic's API
+on Amazon Bedrock and Vertex AI through the SDK's platform clients), client (sync, async) and request (streamed,
+not) meets:
 
 - answers that are not in the API's shape: an HTML page with status 200 (and 502), a JSON content type over a
   body that is not JSON, JSON without the API's fields, a malformed SSE data line, a body cut off mid-way.
@@ -31,7 +32,7 @@ import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.calls import LooseTicket, endpoint_client, structured_call
+from support.calls import PLATFORM_MODELS, LooseTicket, endpoint_client, structured_call
 
 import guardrail
 from guardrail.call.options import RetryPolicy, timeout_seconds
@@ -75,7 +76,9 @@ def call(emu: Emulator, api: str, is_async: bool, stream: bool, retry: RetryPoli
     return structured_call(emu, api, is_async, stream, LooseTicket, retry=retry, timeout=timeout)
 
 
-COMBOS = list(itertools.product(APIS, (False, True), (False, True)))
+#: The per-call faults also meet Anthropic's API on Amazon Bedrock (AWS event stream) and Vertex AI.
+CALL_APIS = (*APIS, *PLATFORM_MODELS)
+COMBOS = list(itertools.product(CALL_APIS, (False, True), (False, True)))
 IDS = [f"{api}-{'async' if a else 'sync'}-{'stream' if s else 'plain'}" for api, a, s in COMBOS]
 
 
@@ -111,7 +114,7 @@ def test_a_retry_after_a_spoiled_answer_gets_the_value(emu: Emulator, api: str, 
     assert len(emu.requests) == 2
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", CALL_APIS)
 def test_a_404_html_page_is_a_vendor_error_with_its_snippet_and_no_retry(emu: Emulator, api: str) -> None:
     emu.script(reply.raw("<html><title>Not Found</title><body>wrong base_url</body></html>", status=404))
     with pytest.raises(VendorError) as caught:

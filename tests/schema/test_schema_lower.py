@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, TypeAdapter, confloat, conint, constr
 
 from guardrail.schema.lower import CompileEntry, CompileReport, Lowered, lower
+from guardrail.schema.tree import at_pointer
 
 STRICT = ("openai_strict", "anthropic_strict")
 DIALECTS = (*STRICT, "grammar", "advisory")
@@ -146,6 +147,19 @@ def check_report(lowered: Lowered) -> None:
     keys = [(e.path, e.keyword) for e in lowered.report.entries if e.keyword != "limits"]
     assert len(keys) == len(set(keys)), lowered.report.summary()
     assert lowered.report.ok == (not lowered.report.rejected)
+
+
+def without_added_descriptions(lowered: Lowered, original: dict[str, Any]) -> dict[str, Any]:
+    """A grammar lowering's schema with the words it added taken out again (each described node's description
+    put back as ``original`` has it): what must equal the original, since a grammar schema is sent whole."""
+    out = copy.deepcopy(lowered.schema)
+    for path in {e.path for e in lowered.report.described}:
+        node, before = at_pointer(out, path), at_pointer(original, path)
+        if "description" in before:
+            node["description"] = before["description"]
+        else:
+            del node["description"]
+    return out
 
 
 def _has_cycle(graph: dict[str, set[str]]) -> bool:
@@ -460,7 +474,8 @@ def test_unions_tuples_sets() -> None:
         assert props["either"]["anyOf"] == [{"type": "integer"}, {"type": "string"}]
         assert props["pair"]["items"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
         assert props["same"]["items"] == {"type": "integer"}
-        assert props["unique"] == {"title": "Unique", "type": "array", "items": {"type": "integer"}}
+        assert props["unique"] == {"title": "Unique", "type": "array", "items": {"type": "integer"},
+                                   "description": "No duplicate items"}  # uniqueItems restated in words
         by = {(e.path, e.keyword): e.action for e in lowered.report.entries}
         assert by[("/properties/pet", "oneOf")] == "lowered"
         assert by[("/properties/pet", "discriminator")] == "post_validated"
@@ -550,7 +565,10 @@ def test_bounds_and_formats_per_dialect() -> None:
 def test_grammar_and_advisory_send_the_schema_unchanged() -> None:
     schema = _schema(Owner)
     grammar = lower(schema, "grammar")
-    assert grammar.schema == schema and grammar.schema is not schema and grammar.report.ok
+    # unchanged but for the words restating what the decoder does not enforce (uniqueItems)
+    assert grammar.schema["properties"]["unique"]["description"] == "No duplicate items"
+    assert without_added_descriptions(grammar, schema) == schema and grammar.schema is not schema
+    assert grammar.report.ok
     assert grammar.report.lowered == () and not grammar.absent_as_null
     advisory = lower(schema, "advisory")
     assert advisory.schema == schema and advisory.report.ok
@@ -622,8 +640,9 @@ def test_union_siblings_are_distributed_and_contradicting_branches_dropped() -> 
     lowered = lower(schema, "openai_strict")
     assert lowered.report.ok, lowered.report.summary()
     branches = lowered.schema["properties"]["v"]["anyOf"]
-    assert branches[0] == {"type": "string", "pattern": "^a"}
-    assert branches[1] == {"type": "string", "enum": ["x", "ab"]}
+    said = "At most 9 characters"  # the distributed maxLength, restated in each branch
+    assert branches[0] == {"type": "string", "pattern": "^a", "description": said}
+    assert branches[1] == {"type": "string", "enum": ["x", "ab"], "description": said}
     assert branches[-1] == {"type": "null"}  # the nullable wrapper for an optional property
     assert any("dropped" in e.detail for e in lowered.report.entries)
 
@@ -703,7 +722,7 @@ def test_maskbench_lowers_in_every_dialect() -> None:
             if dialect in STRICT and lowered.report.ok:
                 assert strict_violations(lowered.schema, dialect) == [], (schema, lowered.report.summary())
             if dialect == "grammar":
-                assert lowered.schema == schema and lowered.wrapped is None
+                assert without_added_descriptions(lowered, schema) == schema and lowered.wrapped is None
         assert json.dumps(schema, sort_keys=True) == before
     print("MaskBench ok/rejected per dialect:", counts)
     total = len(schemas)

@@ -33,11 +33,25 @@ class RecordingRetry(RetryPolicy):
         return seconds
 
 
+#: Anthropic's Messages API on the cloud platforms (anthropic's AnthropicBedrock and AnthropicVertex clients), with
+#: a model each one serves structured outputs for: "APIs" of the fault matrix beside the three endpoints.
+PLATFORM_MODELS = {"bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "vertex": "claude-opus-4-6"}
+
+
 def endpoint_client(emu: Emulator, api: str, is_async: bool, timeout: float = 10.0) -> Any:
-    """The SDK client for ``api`` (``chat``/``responses``: OpenAI, ``messages``: Anthropic) pointed at ``emu``."""
+    """The SDK client for ``api`` (``chat``/``responses``: OpenAI, ``messages``: Anthropic, ``bedrock``/``vertex``:
+    Anthropic's platform clients, with made-up credentials) pointed at ``emu``."""
     import anthropic
     import openai
 
+    if api == "bedrock":
+        bedrock: Any = anthropic.AsyncAnthropicBedrock if is_async else anthropic.AnthropicBedrock
+        return bedrock(base_url=emu.base_url, aws_access_key="x", aws_secret_key="y", aws_region="us-east-1",
+                       timeout=timeout)
+    if api == "vertex":
+        vertex: Any = anthropic.AsyncAnthropicVertex if is_async else anthropic.AnthropicVertex
+        return vertex(base_url=emu.base_url + "/v1", region="us-east5", project_id="proj", access_token="x",
+                      timeout=timeout)
     if api == "messages":
         cls: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
         return cls(base_url=emu.anthropic_base_url, api_key="test", timeout=timeout)
@@ -47,8 +61,8 @@ def endpoint_client(emu: Emulator, api: str, is_async: bool, timeout: float = 10
 
 def endpoint_method(client: Any, api: str) -> tuple[Any, dict[str, Any]]:
     """The wrapped ``client``'s method for ``api`` and the SDK arguments of a small triage request."""
-    if api == "messages":
-        return client.messages, {"model": "claude-haiku-4-5", "max_tokens": 200,
+    if api in ("messages", *PLATFORM_MODELS):
+        return client.messages, {"model": PLATFORM_MODELS.get(api, "claude-haiku-4-5"), "max_tokens": 200,
                                  "messages": [{"role": "user", "content": "triage"}]}
     if api == "responses":
         return client.responses, {"model": "gpt-4o", "input": "triage"}

@@ -99,6 +99,24 @@ async def check_async_anthropic(raw: anthropic.AsyncAnthropic) -> None:
     print(ticket, result, raw_call)
 
 
+def check_platforms(bedrock: anthropic.AnthropicBedrock, vertex: anthropic.AnthropicVertex) -> None:
+    for client in (guardrail.wrap(bedrock), guardrail.wrap(vertex)):
+        ticket: Ticket = client.messages.create(model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES,
+                                                response_model=Ticket)
+        raw_call: RawStructured[Ticket] = client.messages.with_raw_response.create(
+            model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES, response_model=Ticket)
+        again: Ticket = client.with_options(timeout=30).messages.create(
+            model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES, response_model=Ticket)
+        print(ticket, raw_call, again)
+
+
+async def check_async_platforms(bedrock: anthropic.AsyncAnthropicBedrock) -> None:
+    client = guardrail.wrap(bedrock)
+    result: guardrail.Result[Ticket] = await client.messages.create_with_result(
+        model="claude-haiku-4-5", max_tokens=512, messages=MESSAGES, response_model=Ticket)
+    print(result)
+
+
 def check_type_expressions(raw: openai.OpenAI) -> None:
     """Type expressions that are not classes are accepted; what they give is typed as far as mypy can."""
     client = guardrail.wrap(raw)
