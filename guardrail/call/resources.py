@@ -176,11 +176,23 @@ _ABSENT = property(_absent)
 
 
 def made(cls: type, sdk_object: Any, client: Any) -> Any:
-    """An object of ``cls`` (guardrail's subclass of ``sdk_object``'s class) sharing ``sdk_object``'s state: the
-    SDK's member as the SDK made it (a fresh resource on the client, or one the client keeps), seen through
-    guardrail's class, which knows the wrapped ``client`` its structured calls belong to."""
+    """An object of ``cls`` (guardrail's subclass of ``sdk_object``'s class) with ``sdk_object``'s state: the
+    SDK's member as the SDK made it (a fresh resource on the client, or one the client keeps: google-genai's
+    ``client.models``, the resources anthropic's platform clients set in ``__init__``), seen through guardrail's
+    class, which knows the wrapped ``client`` its structured calls belong to.
+
+    The state is a shallow copy (the same HTTP client, options and API client objects), so nothing guardrail's
+    class caches on its object (its ``with_raw_response`` twins, its namespaces' members) lands on the SDK's own
+    object, and a twin the SDK cached there is not taken for guardrail's. A member that points at the client it
+    came from (``_client``) points at the wrapped one, the same client."""
+    own = {name for name, member in vars(cls).items() if isinstance(member, functools.cached_property)}
+    state = {name: value for name, value in vars(sdk_object).items() if name not in own}
+    given = state.get("_client")
+    if given is not None and given is not client and getattr(given, "__dict__", None) is getattr(client, "__dict__",
+                                                                                                   None):
+        state["_client"] = client
     found: Any = object.__new__(cls)
-    found.__dict__ = sdk_object.__dict__
+    found.__dict__ = state
     found._guardrail_client = client
     return found
 
