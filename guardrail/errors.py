@@ -28,6 +28,8 @@ against the classes, both ways::
     │   │   │                     API's shape) ran out of tries or of time (.status, .code, .snippet)
     │   │   └── DeadlineExceeded  the call's wall-clock deadline passed; the request in flight was cut off
     │   ├── Declined              the answer is a typed non-answer (status refused/unknown...) (.status, .value)
+    │   ├── BatchItemFailed       a batch job's item the vendor never ran: the batch expired or was canceled
+    │   │                         (.reason, .custom_id)
     │   └── GaveUp                every attempt's output failed the contract (.errors: one per attempt)
     │       ├── OutputTruncated   the output hit the token limit even after it was raised once
     │       ├── BudgetExceeded    another attempt would have passed the token or cost budget
@@ -73,6 +75,8 @@ against the classes, both ways::
     │                             decoding (.report)
     ├── DeadEnd                   no token is allowed at some step of constrained decoding (.state)
     ├── BatchFailed               some rows of LocalModel.generate_batch failed (.results, .traces)
+    ├── BatchJobError             a batch job cannot go on: unknown job, a vendor batch that failed, a wait that
+    │                             ran out of time (.job_id, .batch_id)
     └── CommandError              what a CLI subcommand prints as its one error line (.code: exit status 1)
         └── CommandLineError      the command line is malformed (exit status 2)
 
@@ -89,6 +93,8 @@ Internal control flow, never raised to a user (not GuardrailErrors, in no ``__al
     │                             retried, it ends as VendorUnavailable (its __cause__)
     ├── StreamError               [vendors.failures] an error event inside a stream (.body, an SDK error body);
     │                             classified like any vendor error
+    ├── ItemError                 [vendors.batches] one batch item's failure (.reason, .body, .status_code when
+    │                             the vendor gave one); fed to the item's attempt loop, classified like any vendor error
     └── Uncacheable               [call.cache_key] (also a ValueError) a request with no canonical JSON form; the
                                   response cache catches it and runs the call uncached
 
@@ -123,6 +129,8 @@ __all__ = [
     "AmbiguousError",
     "ApprovalRequired",
     "BatchFailed",
+    "BatchItemFailed",
+    "BatchJobError",
     "BudgetExceeded",
     "CallError",
     "ChainExhausted",
@@ -412,6 +420,18 @@ class Declined(CallError):
         super().__init__(f"the model did not answer: status {status!r}", outcome=outcome)
         self.status = status
         self.value = value
+
+
+class BatchItemFailed(CallError):
+    """An item of a batch job (:mod:`guardrail.batch`) that the vendor never ran: the batch expired before it
+    came to it (``reason`` ``"expired"``), it was canceled (``"canceled"``), or no result came for it
+    (``"missing"``). ``.outcome`` holds the item's earlier rounds, if any. Items the vendor answered with an error
+    end as a live call's would (:class:`VendorError`, :class:`VendorUnavailable`)."""
+
+    def __init__(self, message: str, *, reason: str, custom_id: str, outcome: Outcome) -> None:
+        super().__init__(message, outcome=outcome)
+        self.reason = reason
+        self.custom_id = custom_id
 
 
 class SemanticViolation(GuardrailError):
@@ -780,6 +800,17 @@ class BatchFailed(GuardrailError):
     @property
     def errors(self) -> dict[int, Exception]:
         return {i: r for i, r in enumerate(self.results) if isinstance(r, Exception)}
+
+
+class BatchJobError(GuardrailError):
+    """A batch job (:mod:`guardrail.batch`) cannot go on: its id is not in the store, a vendor batch of it failed
+    as a whole (its input refused), or waiting for it ran out of time. ``.batch_id`` is the vendor batch concerned,
+    when one is."""
+
+    def __init__(self, message: str, *, job_id: str, batch_id: str | None = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.batch_id = batch_id
 
 
 # -- the command line (guardrail.cli) ---------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ since guardrail retries transport failures itself; nothing is copied, so a clien
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
         OpenAIClient,
         PlatformAnthropicClient,
     )
+    from guardrail.replay.record import RecordTo
 
     #: An already wrapped client, returned as it is.
     W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient, PlatformAnthropicClient,
@@ -213,38 +215,47 @@ def _has_path(sdk_class: type, instance: Any, path: str) -> bool:
 # -- wrap -----------------------------------------------------------------------------------------------------
 @overload
 def wrap(client: openai.AsyncOpenAI, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None, cache: Cache | None = None) -> AsyncOpenAIClient: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None,
+         record: RecordTo | None = None) -> AsyncOpenAIClient: ...
 @overload
 def wrap(client: openai.OpenAI, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None, cache: Cache | None = None) -> OpenAIClient: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None,
+         record: RecordTo | None = None) -> OpenAIClient: ...
 @overload
 def wrap(client: anthropic.AsyncAnthropic, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None, cache: Cache | None = None) -> AsyncAnthropicClient: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None,
+         record: RecordTo | None = None) -> AsyncAnthropicClient: ...
 @overload
 def wrap(client: anthropic.Anthropic, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None, cache: Cache | None = None) -> AnthropicClient: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None,
+         record: RecordTo | None = None) -> AnthropicClient: ...
 @overload
 def wrap(client: anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex, *, server: str | None = None,
          settings: Settings | None = None, retry: RetryPolicy | None = None,
-         cache: Cache | None = None) -> AsyncPlatformAnthropicClient: ...
+         cache: Cache | None = None, record: RecordTo | None = None) -> AsyncPlatformAnthropicClient: ...
 @overload
 def wrap(client: anthropic.AnthropicBedrock | anthropic.AnthropicVertex, *, server: str | None = None,
          settings: Settings | None = None, retry: RetryPolicy | None = None,
-         cache: Cache | None = None) -> PlatformAnthropicClient: ...
+         cache: Cache | None = None, record: RecordTo | None = None) -> PlatformAnthropicClient: ...
 @overload
 def wrap(client: google.genai.Client, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None, cache: Cache | None = None) -> GeminiClient: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None,
+         record: RecordTo | None = None) -> GeminiClient: ...
 @overload
 def wrap(client: google.genai.client.AsyncClient, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None, cache: Cache | None = None) -> AsyncGeminiClient: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None,
+         record: RecordTo | None = None) -> AsyncGeminiClient: ...
 @overload
 def wrap(client: W, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None, cache: Cache | None = None) -> W: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None,
+         record: RecordTo | None = None) -> W: ...
 @overload
 def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None, cache: Cache | None = None) -> Any: ...
+         retry: RetryPolicy | None = None, cache: Cache | None = None,
+         record: RecordTo | None = None) -> Any: ...
 def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
-         retry: RetryPolicy | None = None, cache: Cache | None = None) -> Any:
+         retry: RetryPolicy | None = None, cache: Cache | None = None,
+         record: RecordTo | None = None) -> Any:
     """Wrap an official ``openai`` (sync or async), ``anthropic`` (sync or async) or ``google.genai`` client.
 
     Args:
@@ -261,6 +272,10 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
         cache: a response cache (:class:`~guardrail.call.cache.Cache`) structured calls go through: a repeated
             call is answered from it, concurrent identical calls send one request; a call opts out with
             ``cache=False`` and versions its prompt with ``prompt_version=``.
+        record: record every structured call for replay (off by default): a JSONL file path or a
+            :class:`~guardrail.replay.Recorder` (:mod:`guardrail.replay`, ``guardrail replay``). Each record holds
+            the request hash, prompt version, contract and schema version, every raw output and the outcome,
+            secrets redacted.
 
     Returns:
         The same client, seen through a subclass of its class (it shares the client's state; see the module
@@ -271,16 +286,27 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
         endpoint's :class:`~guardrail.vendors.base.Methods`). Type checkers see one protocol per client class
         (:mod:`guardrail.call.client_types`).
     """
+    recorder = None
+    if record is not None:
+        from guardrail.replay.record import recorder_for
+
+        recorder = recorder_for(record)
     if isinstance(client, WrappedClient):  # as it is; given a cache, the same client wrapped alike with it
-        return client if cache is None else _view(client, client._guardrail.with_cache(cache))
+        if cache is None and recorder is None:
+            return client
+        options = client._guardrail if cache is None else client._guardrail.with_cache(cache)
+        return _view(client, options if recorder is None else dataclasses.replace(options, recorder=recorder,
+                                                                                   resources={}))
     if server is not None and server not in SERVER_KINDS:
         raise ConfigError(f"unknown server kind {server!r}; expected one of {', '.join(SERVER_KINDS)}")
-    return _view(client, _options(client, server, settings, retry, cache))
+    options = _options(client, server, settings, retry, cache)
+    return _view(client, options if recorder is None else dataclasses.replace(options, recorder=recorder))
 
 
 def _twin(client: Any, like: ClientOptions) -> Any:
-    """``client`` (the async twin a sync client holds) wrapped with the settings of ``like``."""
-    return _view(client, _options(client, like.server, like.settings, like.retry, like.cache))
+    """``client`` (the async twin a sync client holds) wrapped with the settings of ``like`` (its recorder too)."""
+    options = _options(client, like.server, like.settings, like.retry, like.cache)
+    return _view(client, dataclasses.replace(options, recorder=like.recorder))
 
 
 def _options(client: Any, server: str | None, settings: Settings | None, retry: RetryPolicy | None,

@@ -49,6 +49,8 @@ class Config:
         policies: the directory of per-tool policy files (``policies`` if unset).
         chain: a :class:`~guardrail.chain.tiers.Chain` that decorated functions use instead of a single client.
         cache: a response cache (:class:`~guardrail.call.cache.Cache`) decorated functions' calls go through.
+        record: where decorated functions' calls are recorded for replay: a JSONL file path or a
+            :class:`~guardrail.replay.Recorder` (:mod:`guardrail.replay`); off when unset.
     """
 
     client: Any = None
@@ -67,6 +69,7 @@ class Config:
     policies: str | None = None
     chain: Any = None
     cache: Any = None
+    record: Any = None
 
     def merge(self, **overrides: Any) -> Config:
         """A copy with every override that is not ``None`` applied."""

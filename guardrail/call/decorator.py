@@ -175,7 +175,7 @@ class StructuredFunction(Generic[P, R]):
         context = self._context() if callable(self._context) else self._context
         options = CallOptions(self.output_type, aliases=config.aliases, max_attempts=config.max_attempts,
                               mode=config.mode, budget=config.budget, rules=self._rules, context=context,
-                              prompt_version=self._version)
+                              prompt_version=self._version, recorder=_recorder(config.record))
         method = structured_method(client, config.api)
         return method, options, {"model": config.model,
                                  **method.endpoint.prompt_request(system, user, max_tokens=config.max_tokens)}
@@ -188,6 +188,15 @@ class StructuredFunction(Generic[P, R]):
                                   self._context, output=self._output, version=self._version)
 
 
+def _recorder(record: Any) -> Any:
+    """The recorder ``record=`` (or the configuration's ``record``) names, or None."""
+    if record is None:
+        return None
+    from guardrail.replay.record import recorder_for
+
+    return recorder_for(record)
+
+
 @overload
 def structured(fn: Callable[P, R], /) -> StructuredFunction[P, R]: ...
 @overload
@@ -198,14 +207,16 @@ def structured(*, config: Config | None = None, client: Any = None, async_client
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
                chain: Any = None, output: Any = None, cache: Cache | bool | None = None,
-               version: str | None = None) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
+               version: str | None = None, record: Any = None
+               ) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
 def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
                model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
                aliases: Mapping[str, str] | None = None, max_attempts: int | None = None,
                budget: Budget | None = None, mode: Mode | None = None, max_tokens: int | None = None,
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, chain: Any = None,
-               output: Any = None, cache: Cache | bool | None = None, version: str | None = None) -> Any:
+               output: Any = None, cache: Cache | bool | None = None, version: str | None = None,
+               record: Any = None) -> Any:
     """Turn a typed function signature into a validated model call (see the module docstring).
 
     Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
@@ -215,13 +226,14 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
     ``output`` is the contract when the return annotation is not (a JSON Schema ``dict``, say).
     ``cache`` is the response cache (:class:`~guardrail.call.cache.Cache`; the configured one when unset, none
     with ``False``; with a ``chain``, its vendor tiers hold the caches and ``False`` turns them off for this
-    function) and ``version`` the prompt's version, part of the cache key.
+    function) and ``version`` the prompt's version, part of the cache key. ``record`` records every call for
+    replay (a JSONL file path or a :class:`~guardrail.replay.Recorder`; with a ``chain``, give it to the chain).
     """
     if cache is True:
         raise UsageError("cache= takes a guardrail Cache(...), False for none, or None for the configured one")
     overrides = {"client": client, "async_client": async_client, "model": model, "api": api, "aliases": aliases,
                  "max_attempts": max_attempts, "budget": budget, "mode": mode, "max_tokens": max_tokens,
-                 "chain": chain, "cache": cache}
+                 "chain": chain, "cache": cache, "record": _recorder(record)}
 
     def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
         return StructuredFunction(function, config, overrides, prompt, None, rules, context, output=output,

@@ -5,7 +5,9 @@ output-token limit and temperature, the budget, the transport retries and their 
 (refusal, truncation, the parse layer, the semantic rules), the feedback turn, and the record of every attempt.
 It yields two effects, :class:`Send` (one HTTP try with these SDK keywords) and :class:`Sleep` (the wait before
 a transport retry), and is sent back what came of each: the try's :class:`~guardrail.vendors.base.Completion`,
-or the exception it ended with (``None`` after a sleep). It returns the :class:`~guardrail.Result` or raises a
+or the exception it ended with (``None`` after a sleep). A recorded call (``wrap(client, record=...)``) yields
+one :class:`Record` more when it ends, value or typed end: the call, every attempt and the answers it read, for
+its recorder (:mod:`guardrail.replay`). It returns the :class:`~guardrail.Result` or raises a
 :class:`~guardrail.errors.CallError`.
 
 Per attempt (an :class:`Ask` says what it asks)::
@@ -32,10 +34,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import aclosing, closing
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guardrail.call.http import send_async, send_sync
 from guardrail.call.options import CallOptions, Prepared, RetryPolicy, Settings
@@ -70,8 +73,11 @@ from guardrail.vendors.base import Completion, Endpoint, Exchange
 from guardrail.vendors.failures import Failure, classify
 from guardrail.vendors.plans import Plan
 
-__all__ = ["DEADLINE", "Accept", "Ask", "Call", "Retry", "Send", "Sleep", "Tried", "attempt_loop", "iterate_async",
-           "iterate_sync", "run_async", "run_sync"]
+if TYPE_CHECKING:
+    from guardrail.replay.record import Recorder
+
+__all__ = ["DEADLINE", "Accept", "Answer", "Ask", "Call", "Record", "Retry", "Send", "Sleep", "Tried",
+           "attempt_loop", "iterate_async", "iterate_sync", "replayed", "run_async", "run_sync"]
 
 log = get_logger("guardrail")
 
@@ -124,8 +130,25 @@ class Sleep:
     seconds: float
 
 
-Effect = Send | Sleep
-#: What a driver sends back: a :class:`Send`'s completion or the exception its try ended with; ``None`` after a sleep.
+@dataclass(slots=True)
+class Record:
+    """Effect: hand the finished call (its outcome, its typed end if any, the answers read as a whole) to its
+    recorder (:mod:`guardrail.replay`); made only for a recorded call. Recording writes, so the driver does it:
+    the sync one in its thread, the async one in a worker thread (:meth:`perform`, which never raises)."""
+
+    recorder: Recorder
+    call: Call
+    outcome: Outcome
+    error: CallError | None
+    answers: Mapping[int, Answer]
+
+    def perform(self) -> None:
+        self.recorder.record_call(self.call, self.outcome, self.error, self.answers)
+
+
+Effect = Send | Sleep | Record
+#: What a driver sends back: a :class:`Send`'s completion or the exception its try ended with; ``None`` after a
+#: sleep or a record.
 Reply = Completion | Exception | None
 Loop = Generator[Effect, Reply, Result[Any]]
 
@@ -138,6 +161,17 @@ class Tried:
     failure: Failure | None
     calls: int
     seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An answer the loop read as a whole, as a recorder keeps it for replay: the text validated (a field
+    re-ask's reply merged into the previous answer), the key a non-object root was wrapped under, and whether
+    absent optional fields were read as null (the plan's ``absent_as_null``)."""
+
+    text: str
+    wrapped: str | None
+    absent_as_null: bool
 
 
 # -- what an attempt asks, and the verdict on its answer ---------------------------------------------------------------
@@ -192,15 +226,46 @@ def attempt_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop:
     """
     run = _Run(call, trace_id, provider or call.endpoint.provider)
     ask = Ask(0, None, [], call.endpoint.max_tokens(call.kwargs), call.endpoint.temperature(call.kwargs))
+    try:
+        while True:
+            send, max_tokens = run.request(ask)
+            tried = yield from _tries(call, send)
+            verdict = run.judge(ask, tried, max_tokens)
+            if isinstance(verdict, Accept):
+                result = result_from(run.outcome(ask), verdict.value)
+                break
+            if verdict.counted and run.model_attempts >= call.settings.max_attempts:
+                raise verdict.gave_up(verdict.reason, outcome=run.outcome(ask))
+            ask = verdict.ask
+    except CallError as error:  # every typed end: recorded (when recording) with the attempts that led to it
+        if run.answers is not None:
+            yield run.recording(error.outcome, error)
+        raise
+    if run.answers is not None:
+        yield run.recording(result, None)
+    return result
+
+
+def replayed(loop: Loop, replies: Sequence[Completion | Exception]) -> Loop:
+    """``loop`` with its first tries answered by ``replies`` (what earlier tries came to, in order): it yields only
+    the effects after them. The loop decides only from what it is sent, so the same replies bring it back to the
+    same point, with the same record: how a batch job (:mod:`guardrail.batch`) carries a call across rounds and
+    processes without keeping the loop itself. A :class:`Sleep` met while replies remain is skipped (its wait
+    was waited, or a batch round stood for it)."""
+    pending = deque(replies)
+    reply: Reply = None
     while True:
-        send, max_tokens = run.request(ask)
-        tried = yield from _tries(call, send)
-        verdict = run.judge(ask, tried, max_tokens)
-        if isinstance(verdict, Accept):
-            return result_from(run.outcome(ask), verdict.value)
-        if verdict.counted and run.model_attempts >= call.settings.max_attempts:
-            raise verdict.gave_up(verdict.reason, outcome=run.outcome(ask))
-        ask = verdict.ask
+        try:
+            effect = loop.send(reply)
+        except StopIteration as end:
+            result: Result[Any] = end.value
+            return result
+        if isinstance(effect, Sleep) and pending:
+            reply = None
+        elif isinstance(effect, Send) and pending:
+            reply = pending.popleft()
+        else:
+            reply = yield effect
 
 
 def _tries(call: Call, send: Send) -> Generator[Effect, Reply, Tried]:
@@ -269,6 +334,9 @@ class _Run:
         self.usage = Usage()
         self.model_attempts = 0
         self.may_lower_temperature = call.prepared.caps.temperature and not call.prepared.thinking
+        #: The answers read as a whole, by attempt number, kept only when the call is recorded (a replay corpus,
+        #: :mod:`guardrail.replay`): a field re-ask's answer is the merged whole that was validated.
+        self.answers: dict[int, Answer] | None = {} if call.options.recorder is not None else None
 
     def plan(self, ask: Ask) -> Plan:
         """The plan an attempt sends: the field re-ask's, else the call's current one."""
@@ -399,12 +467,16 @@ class _Run:
                 part = self.read(done.text, asked.reask.model, asked.plan)
                 if part.error is None:
                     fixes = tuple(part.fixes)
-                    report = self.read(merged_text(asked.reask, part.unwrap()), output_type, plan)
+                    merged = merged_text(asked.reask, part.unwrap())
+                    self.keep(attempt, merged, plan)
+                    report = self.read(merged, output_type, plan)
                 else:  # not the fields alone: maybe the whole answer again, else ask for the fields again
+                    self.keep(attempt, done.text, plan)
                     report = self.read(done.text, output_type, plan)
                     if report.error is not None:
                         return self.invalid(ask, done, attempt, part, asked.plan, asked)
             else:
+                self.keep(attempt, done.text, plan)
                 report = self.read(done.text, self.call.prepared.answer_type(plan), plan)
         if report.error is not None:
             return self.invalid(ask, done, attempt, report, plan, None)
@@ -475,6 +547,16 @@ class _Run:
         return Ask(ask.plan_index, fields, [Exchange(done, feedback)], ask.max_tokens, temperature, ask.raised_limit)
 
     # -- the record ----------------------------------------------------------------------------------------------
+    def keep(self, attempt: Attempt, text: str | None, plan: Plan) -> None:
+        """Keep the text read as the attempt's whole answer, when the call is recorded."""
+        if self.answers is not None:
+            self.answers[attempt.number] = Answer(text or "", plan.wrapped, plan.absent_as_null)
+
+    def recording(self, outcome: Outcome, error: CallError | None) -> Record:
+        """The effect that hands the finished call to its recorder (only made when the call is recorded)."""
+        assert self.answers is not None and self.call.options.recorder is not None
+        return Record(self.call.options.recorder, self.call, outcome, error, self.answers)
+
     def record(self, attempt: Attempt, **changes: Any) -> None:
         attempt = _replace(attempt, **changes)
         self.attempts.append(attempt)
@@ -532,11 +614,15 @@ def _previewer(send: Send, previews: bool) -> Previewer | None:
     return Previewer(send.attempt, send.wrapped) if previews and send.stream else None
 
 
-def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool) -> Generator[Item, None, None]:
+def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool,
+                 replies: Sequence[Completion | Exception] = ()) -> Generator[Item, None, None]:
     """Run the call with a synchronous SDK ``method``: previews of a streamed answer while it arrives (when
-    ``previews``), then the result, its last item."""
+    ``previews``), then the result, its last item. With ``replies`` the call goes on from where they left it
+    (:func:`replayed`): a batch item re-asked live."""
     with _report(call, method) as report:
         loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        if replies:
+            loop = replayed(loop, replies)
         reply: Reply = None
         while True:
             try:
@@ -547,6 +633,10 @@ def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool) -> G
                 break
             if isinstance(effect, Sleep):
                 time.sleep(effect.seconds)
+                reply = None
+                continue
+            if isinstance(effect, Record):
+                effect.perform()
                 reply = None
                 continue
             try:
@@ -564,11 +654,13 @@ def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool) -> G
     yield result
 
 
-async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, previews: bool
-                        ) -> AsyncGenerator[Item, None]:
+async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, previews: bool,
+                        replies: Sequence[Completion | Exception] = ()) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
     with _report(call, method) as report:
         loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        if replies:
+            loop = replayed(loop, replies)
         reply: Reply = None
         while True:
             try:
@@ -579,6 +671,10 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, pr
                 break
             if isinstance(effect, Sleep):
                 await asyncio.sleep(effect.seconds)
+                reply = None
+                continue
+            if isinstance(effect, Record):
+                await asyncio.to_thread(effect.perform)
                 reply = None
                 continue
             try:
@@ -597,16 +693,19 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, pr
     yield result
 
 
-def run_sync(call: Call, method: Callable[..., Any]) -> Result[Any]:
-    """Run the call with a synchronous SDK method; return the result."""
-    with closing(iterate_sync(call, method, previews=False)) as items:
+def run_sync(call: Call, method: Callable[..., Any], *, replies: Sequence[Completion | Exception] = ()
+             ) -> Result[Any]:
+    """Run the call with a synchronous SDK method (going on after ``replies``, see :func:`iterate_sync`); return
+    the result."""
+    with closing(iterate_sync(call, method, previews=False, replies=replies)) as items:
         return _only(next(items))
 
 
-async def run_async(call: Call, method: Callable[..., Awaitable[Any]]) -> Result[Any]:
-    """Run the call with an asynchronous SDK method; return the result. The driver is closed before returning,
-    so the call's span ends here, in the caller's context."""
-    async with aclosing(iterate_async(call, method, previews=False)) as items:
+async def run_async(call: Call, method: Callable[..., Awaitable[Any]], *,
+                    replies: Sequence[Completion | Exception] = ()) -> Result[Any]:
+    """Run the call with an asynchronous SDK method (going on after ``replies``); return the result. The driver
+    is closed before returning, so the call's span ends here, in the caller's context."""
+    async with aclosing(iterate_async(call, method, previews=False, replies=replies)) as items:
         return _only(await anext(items))
 
 

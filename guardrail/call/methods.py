@@ -129,6 +129,8 @@ class _Resource:
         timeout = timeout_seconds(endpoint.client_timeout(self._guardrail_client))
         given = timeout_seconds(kwargs.get("timeout"))
         deadline = deadline_at(client.retry, timeout if given is None else given, options.deadline)
+        if options.recorder is None and client.recorder is not None:  # the call's own recorder, else the client's
+            options = dataclasses.replace(options, recorder=client.recorder)
         return Call(endpoint, kwargs, prepared, options, settings, client.retry, deadline, timeout)
 
     def _guardrail_quiet(self) -> Any:

@@ -37,11 +37,12 @@ if TYPE_CHECKING:
     from guardrail.call.cache import Cache
     from guardrail.gates.semantic import Rule
     from guardrail.outcome import Budget
+    from guardrail.replay.record import Recorder
     from guardrail.vendors.base import Endpoint
     from guardrail.vendors.failures import Failure
 
 __all__ = ["CLIENT_TIMEOUT", "KEYWORDS", "CallOptions", "ClientOptions", "Prepared", "RetryPolicy", "Settings",
-           "deadline_at", "timeout_seconds"]
+           "deadline_at", "timeout_seconds", "wrapped_answer_type"]
 
 
 # -- what wrap() is given ------------------------------------------------------------------------------------
@@ -170,6 +171,8 @@ class CallOptions:
             call's own deadline (:class:`RetryPolicy`) may end it sooner. Not a keyword.
         response_cache: the response cache to use instead of the client's (a chain's vendor tier passes its own,
             else the chain's); ``cache=False`` still turns caching off. Not a keyword.
+        recorder: where the call is recorded for replay (:mod:`guardrail.replay`), instead of the client's
+            ``wrap(record=...)``; the decorator and the chain pass their own. Not a keyword.
     """
 
     response_model: Any
@@ -183,6 +186,7 @@ class CallOptions:
     prompt_version: str | None = None
     deadline: float | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     response_cache: Cache | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
+    recorder: Recorder | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
 
     @staticmethod
     def take(kwargs: dict[str, Any], method: str = "create") -> CallOptions | None:
@@ -263,6 +267,12 @@ def _wrapped(output_type: Any, key: str) -> Any:
     return pydantic.create_model("Wrapped", **fields)
 
 
+def wrapped_answer_type(output_type: Any, key: str) -> Any:
+    """What an answer is parsed as under a plan that wrapped a non-object root under ``key``: ``{key: output_type}``
+    as a model (a replay re-reads recorded answers so, :mod:`guardrail.replay`)."""
+    return _wrapped(output_type, key)
+
+
 #: Entries of :attr:`ClientOptions.prepared`; past it, new shapes of call are prepared each time (still cached below).
 _PREPARED_SIZE = 256
 
@@ -290,6 +300,8 @@ class ClientOptions:
     #: (endpoint, response_model, model, mode, thinking) -> what a call of that shape needs before it is sent,
     #: which depends on nothing else: a repeated call pays one lookup.
     prepared: dict[tuple[Any, ...], Prepared] = dataclasses.field(default_factory=dict)
+    #: Where structured calls are recorded for replay (``wrap(record=...)``, :mod:`guardrail.replay`), or None.
+    recorder: Recorder | None = None
 
     def for_client(self, origin: Any) -> ClientOptions:
         """The same options for another client object (a ``copy()``), with fresh caches."""

@@ -289,6 +289,9 @@ class Chain:
     budget: Budget | None = None
     #: A response cache for the vendor tiers that have none of their own (``vendor(..., cache=...)``).
     cache: Cache | None = None
+    #: Where the vendor tiers' calls are recorded for replay (a JSONL file path or a
+    #: :class:`~guardrail.replay.Recorder`, :mod:`guardrail.replay`); off when unset.
+    record: Any = None
 
     def __post_init__(self) -> None:
         # a LocalModel may stand in the list as itself: it becomes a default local tier
@@ -302,8 +305,13 @@ class Chain:
             from guardrail.schema.jsonschema_contract import as_output_type
 
             output_type = as_output_type(output_type)
+        recorder = None
+        if self.record is not None:
+            from guardrail.replay.record import recorder_for
+
+            recorder = recorder_for(self.record)
         options = CallOptions(output_type, rules=(*self.rules, *rules), context=dict(context or {}), cache=cache,
-                              prompt_version=prompt_version, response_cache=self.cache)
+                              prompt_version=prompt_version, response_cache=self.cache, recorder=recorder)
         return Request(system, user, dict(inputs or {}), options)
 
     def _from_messages(self, output_type: Any, messages: Sequence[Mapping[str, Any]],

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from guardrail.cli import checks, demo, emulator, schema
+from guardrail.cli import batch, checks, demo, emulator, evaluate, replay, schema
 from guardrail.cli.common import (
     DISTRIBUTION,
     EXIT_BROKEN_PIPE,
@@ -31,6 +31,9 @@ examples:
   guardrail emulator --port 8080                   point OPENAI_BASE_URL / ANTHROPIC_BASE_URL at it
   guardrail policy check policies/                 or one file: guardrail policy check policies/refund.toml
   guardrail rules check fallbacks/ --contract ticket_triage=myapp.models:Ticket
+  guardrail replay calls.jsonl --contract myapp.models:TicketV2   re-read recorded answers (a CI gate)
+  guardrail eval cases.jsonl --contract myapp.models:Ticket --model gpt-4o-mini --modes native,json --json out.json
+  guardrail batch submit requests.jsonl --contract myapp.models:Ticket --store jobs.db
 
 exit status: 0 all good; 1 invalid input or a failed check; 2 usage error; 130 interrupted (Ctrl-C).
 Run 'guardrail COMMAND --help' for a command's options.
@@ -72,6 +75,9 @@ def build_parser() -> Parser:
     emulator.register(commands)
     checks.register_policy(commands)
     checks.register_rules(commands)
+    replay.register(commands)
+    evaluate.register(commands)
+    batch.register(commands)
     return parser
 
 

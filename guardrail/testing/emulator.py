@@ -26,7 +26,9 @@ from guardrail.errors import NotReady
 from guardrail.testing.behaviours import Reply
 from guardrail.testing.ledger import EXHAUSTED, Ledger, Responder
 from guardrail.testing.recording import RecordedRequest
-from guardrail.testing.server import Handler, Server
+from guardrail.testing.server import Handler, Server, render
+from guardrail.testing.wire_batches import BatchBook
+from guardrail.testing.wire_errors import check_request
 
 __all__ = ["EXHAUSTED", "Emulator", "Responder"]
 
@@ -50,7 +52,10 @@ class Emulator:
     def __init__(
         self, latency: float = 0.0, check_schemas: bool = True, *, host: str = "127.0.0.1", port: int = 0
     ) -> None:
-        self._ledger = Ledger(latency, check_schemas)
+        ledger = self._ledger = Ledger(latency, check_schemas)
+        ledger.batches = BatchBook(ledger.record, ledger.next,
+                                   lambda request: check_request(request) if ledger.check_schemas else None)
+        ledger.batches.render = render
         self._host = host
         self._port = port
         self._server: Server | None = None
@@ -151,6 +156,14 @@ class Emulator:
     def script(self, *behaviours: Reply) -> None:
         """Append behaviours to the FIFO queue; each incoming request (any endpoint) consumes one."""
         self._ledger.script(behaviours)
+
+    @property
+    def batches(self) -> BatchBook:
+        """The batch APIs the emulator serves too (OpenAI files and batches, Anthropic message batches:
+        :mod:`guardrail.testing.wire_batches`), their state and the test's controls over it
+        (:class:`~guardrail.testing.wire_batches.BatchBook`: ``hold()``, ``expire()``, ``ids()``)."""
+        assert self._ledger.batches is not None
+        return self._ledger.batches
 
     @property
     def pending(self) -> int:

@@ -12,10 +12,14 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from guardrail.errors import UsageError
 from guardrail.testing.behaviours import Reply, error
 from guardrail.testing.recording import RecordedRequest
+
+if TYPE_CHECKING:
+    from guardrail.testing.wire_batches import BatchBook
 
 __all__ = ["EXHAUSTED", "Ledger", "Responder"]
 
@@ -45,6 +49,8 @@ class Ledger:
         self._connections: set[socket.socket] = set()
         self._closed_early = 0
         self._closed_early_changed = threading.Condition(self._lock)
+        #: The batch APIs' files and batches (set by the ``Emulator``).
+        self.batches: BatchBook | None = None
 
     # -- the test's side ---------------------------------------------------------------------------------
     def script(self, behaviours: tuple[Reply, ...]) -> None:
@@ -93,6 +99,8 @@ class Ledger:
             self._billed = [0, 0]
             self._closed_early = 0
             self.responder = None
+        if self.batches is not None:
+            self.batches.reset()
 
     # -- the handler's side ------------------------------------------------------------------------------
     def record(self, request: RecordedRequest) -> None:

@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from guardrail.testing import wire_batches
 from guardrail.testing.behaviours import Reply, error
 from guardrail.testing.ledger import Ledger
 from guardrail.testing.recording import Api, RecordedRequest
@@ -37,7 +38,7 @@ from guardrail.testing.wire_platforms import (
 )
 from guardrail.testing.wire_responses import responses_body, responses_stream
 
-__all__ = ["Handler", "Server"]
+__all__ = ["Handler", "Server", "render"]
 
 
 
@@ -108,11 +109,14 @@ class Handler(BaseHTTPRequestHandler):
         """Silent: tests read ``emu.requests``, not a log."""
 
     def do_GET(self) -> None:
-        self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}}, [])
+        if not self._serve_batches("GET", b""):
+            self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}}, [])
 
     def do_POST(self) -> None:
         self._answered = False
         try:
+            if self._serve_batches("POST", None):
+                return
             self._serve_post()
         except (_Drop, OSError):
             self._abort()
@@ -124,6 +128,20 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(500, {"error": {"message": message, "type": "server_error"}}, [])
 
     # -- steps -----------------------------------------------------------------------------------------
+    def _serve_batches(self, method: str, raw: bytes | None) -> bool:
+        """Answer a batch route (:mod:`.wire_batches`); ``False`` when the path is not one (nothing was read)."""
+        path = urlsplit(self.path).path
+        route = path[3:] if path.startswith("/v1/") else path
+        book = self.server.ledger.batches
+        if book is None or not wire_batches.ROUTE.match(route):
+            return False
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        answer = book.handle(method, route, headers, self._read_body() if raw is None else raw)
+        if answer is None:
+            return False
+        self._send_answer(answer)
+        return True
+
     def _serve_post(self) -> None:
         ledger = self.server.ledger
         path = urlsplit(self.path).path
@@ -224,6 +242,20 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length else b""
 
+    def _send_answer(self, answer: wire_batches.Answer) -> None:
+        """A batch route's answer: its JSON, or a file streamed from disk with its length announced."""
+        if answer.path is None:
+            self._send(answer.status, answer.content_type, json.dumps(answer.body).encode(), [], None)
+            return
+        self._answered = True
+        self.send_response(answer.status)
+        self.send_header("content-type", answer.content_type)
+        self.send_header("content-length", str(answer.path.stat().st_size))
+        self.end_headers()
+        with answer.path.open("rb") as source:
+            while chunk := source.read(1 << 16):
+                self.wfile.write(chunk)
+
     def _send_error(self, behaviour: Reply, request: RecordedRequest) -> None:
         status, body, headers = error_answer(behaviour, request)
         if request.platform is not None:
@@ -307,6 +339,20 @@ class Handler(BaseHTTPRequestHandler):
 
 
 _REASONS = {529: "Overloaded"}
+#: Behaviours that are an answer (the others are faults: a batch item gets an error 500 for them).
+_CONTENT = frozenset({"answer", "text", "tool_call", "truncated", "refusal"})
+
+
+def render(behaviour: Reply, request: RecordedRequest) -> tuple[int, dict[str, Any]]:
+    """A behaviour's answer to ``request`` as (status, JSON body), as a batch item gets it: an answer in the API's
+    shape, an error behaviour's error, and an error 500 for a transport fault (no connection to drop there)."""
+    if behaviour.kind == "error":
+        status, body, _ = error_answer(behaviour, request)
+        return status, body
+    if behaviour.kind not in _CONTENT:
+        status, body, _ = error_answer(Reply(kind="error", status=500, variant="server_error"), request)
+        return status, body
+    return 200, _WIRES[request.api].body(resolve(behaviour, request), request, behaviour)
 
 
 def _peer_closed(connection: socket.socket) -> bool:

@@ -38,6 +38,10 @@ WIRE_KEYS_ALLOWED = {
         "a value of guardrail's own guardrail.refusal.source attribute (a refusal vs the content filter)",
     ("guardrail/call/decorator.py", "max_tokens"):
         "guardrail's own @structured(max_tokens=) keyword, merged by name into Config.max_tokens",
+    ("guardrail/evals/report.py", "input_tokens"):
+        "a field of guardrail eval's own JSON report (the GenAI conventions' name for the tokens billed)",
+    ("guardrail/evals/report.py", "output_tokens"):
+        "a field of guardrail eval's own JSON report (the GenAI conventions' name for the tokens billed)",
 }
 
 

@@ -1,0 +1,158 @@
+"""``guardrail eval CASES.jsonl --contract MODULE:Type --model MODEL``: the experiment matrix over your cases.
+
+Every case runs under every ``--modes`` x ``--model``, ``--concurrency`` at a time, through the client the
+environment configures (so the emulator, any compatible server or the real vendors); the report says, per run and
+per slice, how many cases were valid, repaired locally, re-asked or failed, what they cost and how long they took,
+and how the values compare with the cases' expected ones (:mod:`guardrail.evals`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from guardrail.cli.common import at_least, target
+from guardrail.errors import CommandError, CommandLineError, GuardrailError
+
+DESCRIPTION = """\
+Run every case of CASES.jsonl (one {"messages": [...], "id"?, "slice"?, "expected"?} per line) under every mode
+and model, and report per run and per slice: valid, locally_repaired, reasked, failed (by kind), vendor_calls,
+tokens, cost_usd, latency p50/p99, semantic rejections by rule, empty-but-valid values, and exact-match and
+per-field accuracy against "expected". The client comes from the environment (OPENAI_API_KEY / ANTHROPIC_API_KEY,
+OPENAI_BASE_URL / ANTHROPIC_BASE_URL, GUARDRAIL_VENDOR). Each finished case is appended to a state file
+(--state, or OUT.cases.jsonl with --json OUT), so a run stopped with Ctrl-C keeps its results and --resume runs
+only the rest.
+
+exit status: 0 the report was made; 1 the cases, contract or client cannot be used; 2 usage error;
+130 interrupted (the state file keeps what was done).
+"""
+
+MODES = ("auto", "native", "tool", "json", "prompt")
+
+
+def register(commands: Any) -> None:
+    """Add ``eval`` to the subcommands."""
+    parser = commands.add_parser("eval", help="run your cases under each mode x model and report (an experiment)",
+                                 description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", metavar="CASES.jsonl", help="one case per line")
+    parser.add_argument("--contract", required=True, metavar="MODULE:Type",
+                        help="the contract, e.g. myapp.models:Ticket, or a JSON Schema file")
+    parser.add_argument("--model", action="append", required=True, metavar="MODEL", help="a model (repeatable)")
+    parser.add_argument("--vendor", choices=("openai", "anthropic"), default=None,
+                        help="the vendor SDK (default: GUARDRAIL_VENDOR, else whichever API key is set)")
+    parser.add_argument("--api", choices=("chat", "responses", "messages"), default=None,
+                        help="the API to call (default: the client's own)")
+    parser.add_argument("--modes", type=_modes, default=["auto"], metavar="MODE,...",
+                        help=f"modes to compare, from {', '.join(MODES)} (default: auto, guardrail's choice)")
+    parser.add_argument("--rules", action="append", default=[], type=target, metavar="MODULE:attr",
+                        help="semantic rules every answer must meet: a Rule or a list of them (repeatable)")
+    parser.add_argument("--prompt-version", default=None, metavar="V", help="recorded with each call")
+    parser.add_argument("--max-tokens", type=at_least(1), default=None, metavar="N", help="output-token limit")
+    parser.add_argument("--concurrency", type=at_least(1), default=4, metavar="N", help="calls at a time (default 4)")
+    parser.add_argument("--json", metavar="OUT", default=None, help="write the JSON report to OUT ('-': stdout)")
+    parser.add_argument("--html", metavar="OUT.html", default=None,
+                        help="write the report as one self-contained HTML page (charts, worst cases)")
+    parser.add_argument("--state", metavar="PATH", default=None,
+                        help="where finished cases are appended (default: OUT.cases.jsonl with --json OUT)")
+    parser.add_argument("--resume", action="store_true", help="keep the state file's results; run only the rest")
+    parser.set_defaults(run=run, prog=parser.prog)
+
+
+def _modes(text: str) -> list[str]:
+    found = [part.strip() for part in text.split(",") if part.strip()]
+    wrong = [mode for mode in found if mode not in MODES]
+    if wrong or not found:
+        raise argparse.ArgumentTypeError(f"unknown mode {wrong[0] if wrong else text!r}; use {', '.join(MODES)}")
+    return list(dict.fromkeys(found))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the matrix and write the report."""
+    from guardrail.cli.replay import load_contract, load_rules
+    from guardrail.evals.cases import load_cases
+    from guardrail.evals.report import build_report
+    from guardrail.evals.run import run_matrix
+    from guardrail.replay.record import contract_name
+
+    state = args.state or (f"{args.json}.cases.jsonl" if args.json not in (None, "-") else None)
+    if args.resume and state is None:
+        raise CommandLineError("--resume needs the state file: give --state PATH or --json OUT")
+    cases = load_cases(args.cases)
+    contract = load_contract(args.contract)
+    rules = load_rules(args.rules)
+    client = _client(args.vendor)
+    if state is not None and not args.resume and Path(state).exists():
+        Path(state).unlink()  # a fresh run starts a fresh state file
+    show = _progress if sys.stderr.isatty() else None
+    results = run_matrix(client, cases, contract, models=args.model, modes=args.modes, api=args.api, rules=rules,
+                         prompt_version=args.prompt_version, max_tokens=args.max_tokens,
+                         concurrency=args.concurrency, state=state, resume=args.resume, progress=show)
+    if show is not None:
+        print(file=sys.stderr)
+    report = build_report(results, contract=contract_name(contract), cases=str(args.cases),
+                          prompt_version=args.prompt_version, state=state)
+    text = json.dumps(report, ensure_ascii=False, indent=2)
+    if args.html is not None:
+        from guardrail.evals.html import render_html
+
+        _write(args.html, render_html(report, results))
+    if args.json == "-":
+        print(text)
+        return 0
+    _print(report)
+    if args.json is not None:
+        _write(args.json, text + "\n")
+    return 0
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise CommandError(f"{path}: cannot be written: {error.strerror or error}") from None
+
+
+def _client(vendor: str | None) -> Any:
+    """The sync SDK client the environment configures (``vendor`` overrides ``GUARDRAIL_VENDOR``)."""
+    from guardrail.call.config import Config
+
+    environ = dict(os.environ)
+    if vendor is not None:
+        environ["GUARDRAIL_VENDOR"] = vendor
+    try:
+        client = Config.from_env(environ).client
+    except (GuardrailError, ImportError):
+        raise
+    except Exception as error:  # the SDK refusing to build a client (no API key...): one line, not a traceback
+        raise CommandError(f"cannot make the {environ.get('GUARDRAIL_VENDOR') or 'vendor'} client: "
+                           f"{type(error).__name__}: {error}") from None
+    if client is None:
+        raise CommandError("no vendor configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY (and *_BASE_URL for a "
+                           "compatible server or the emulator), or pass --vendor")
+    return client
+
+
+def _progress(done: int, total: int) -> None:
+    print(f"\rguardrail eval: {done}/{total} cases", end="", file=sys.stderr, flush=True)
+
+
+def _print(report: dict[str, Any]) -> None:
+    columns = ("mode", "model", "cases", "valid", "locally_repaired", "reasked", "failed", "vendor_calls",
+               "latency_p50_s", "exact_match")
+    rows = [[_cell(run.get(name)) for name in columns] for run in report["runs"]]
+    widths = [max(len(name), *(len(row[i]) for row in rows)) for i, name in enumerate(columns)]
+    print("  ".join(name.ljust(width) for name, width in zip(columns, widths, strict=True)))
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)

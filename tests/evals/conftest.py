@@ -1,0 +1,30 @@
+"""Tests of ``guardrail.evals`` and ``guardrail eval``: the experiment matrix run end to end through the real openai
+SDK against the vendor emulator, whose answers are scripted per case so every count in the report is known in
+advance.
+
+Shared here: ``scripted`` (an emulator whose responder answers each case's n-th request of each run as
+``tests/support/eval_cases.py`` says) and ``cases_file`` (those cases as a CASES.jsonl file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.eval_cases import CASES, Script
+
+from guardrail.testing import Emulator
+
+
+@pytest.fixture
+def scripted(emu: Emulator) -> Emulator:
+    """The test's emulator, answering each case by its script (any order, any concurrency)."""
+    emu.responder = Script()
+    return emu
+
+
+@pytest.fixture
+def cases_file(tmp_path: Path) -> Path:
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(case + "\n" for case in CASES), encoding="utf-8")
+    return path
