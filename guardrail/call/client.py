@@ -1,4 +1,4 @@
-"""``guardrail.wrap(client)``: the official OpenAI/Anthropic client, with ``response_model=`` added.
+"""``guardrail.wrap(client)``: the official OpenAI/Anthropic/Gemini client, with ``response_model=`` added.
 
 The wrapped client *is* the SDK client: an instance of a subclass of the client's own class (as ``AzureOpenAI``
 subclasses ``OpenAI``) that shares the client's state, so ``isinstance``, ``with``/``async with``, attribute
@@ -35,6 +35,7 @@ from guardrail.call.options import ClientOptions, RetryPolicy, Settings
 from guardrail.call.resources import (
     FLAVORS,
     has_member,
+    made,
     resource_class,
     same_signature,
     sdk_dir,
@@ -50,13 +51,17 @@ from guardrail.vendors.registry import SDKS, endpoint_for, endpoints_for, provid
 
 if TYPE_CHECKING:
     import anthropic
+    import google.genai
+    import google.genai.client
     import openai
 
     from guardrail.call.client_types import (
         AnthropicClient,
         AsyncAnthropicClient,
+        AsyncGeminiClient,
         AsyncOpenAIClient,
         AsyncPlatformAnthropicClient,
+        GeminiClient,
         OpenAIClient,
         PlatformAnthropicClient,
     )
@@ -64,7 +69,7 @@ if TYPE_CHECKING:
 
     #: An already wrapped client, returned as it is.
     W = TypeVar("W", OpenAIClient, AsyncOpenAIClient, AnthropicClient, AsyncAnthropicClient, PlatformAnthropicClient,
-                AsyncPlatformAnthropicClient)
+                AsyncPlatformAnthropicClient, GeminiClient, AsyncGeminiClient)
 
 __all__ = ["AsyncStructuredMethod", "StructuredMethod", "WrappedClient", "structured_method", "unwrap", "wrap"]
 
@@ -91,7 +96,7 @@ class WrappedClient:
 
     @property
     def vendor(self) -> str:
-        """The SDK this client comes from: ``"openai"`` or ``"anthropic"``."""
+        """The SDK this client comes from: ``"openai"``, ``"anthropic"`` or ``"google.genai"``."""
         return self._guardrail.kind
 
     def copy(self, *args: Any, **kwargs: Any) -> Any:
@@ -123,8 +128,14 @@ def _make_client_class(sdk_class: type, paths: Mapping[str, type[Endpoint]], asy
     namespace: dict[str, Any] = {"__module__": __name__, "__qualname__": sdk_class.__qualname__,
                                  "_guardrail_sdk": sdk_class, "__dir__": sdk_dir}
     for name, node in tree.items():
-        namespace[name] = _member(name, lambda client, sdk, name=name, node=node: resource_class(
-            sdk_member_class(sdk, name, client), node, asynchronous)(client))
+        namespace[name] = _member(name, lambda client, sdk, name=name, node=node: _resource(client, sdk, name, node,
+                                                                                           asynchronous))
+    async_member = _async_member(sdk_class) if not asynchronous else None
+    if async_member is not None:  # the async client the sync one holds (google-genai's client.aio), wrapped alike
+        namespace[async_member] = _member(async_member, lambda client, sdk: _twin(
+            sdk_member(sdk, async_member, client), client._guardrail))
+    if has_member(sdk_class, "__del__"):  # the SDK closes the connection there: only the wrapped client may
+        namespace["__del__"] = _keep_open
     for flavor in FLAVORS:
         if has_member(sdk_class, flavor):
             namespace[flavor] = _member(flavor, lambda client, sdk, flavor=flavor: twin_class(
@@ -133,6 +144,26 @@ def _make_client_class(sdk_class: type, paths: Mapping[str, type[Endpoint]], asy
         if has_member(sdk_class, name):
             namespace[name] = same_signature(WrappedClient.copy, sdk_class, getattr(sdk_class, name), name)
     return type(sdk_class.__name__, (WrappedClient, sdk_class), namespace)
+
+
+def _resource(client: Any, sdk: type, name: str, node: Any, asynchronous: bool) -> Any:
+    """guardrail's resource at the client's member ``name``: the SDK's member, seen through guardrail's class."""
+    sdk_object = sdk_member(sdk, name, client)
+    return made(resource_class(type(sdk_object), node, asynchronous), sdk_object, client)
+
+
+def _keep_open(self: Any) -> None:
+    """A wrapped client going away leaves the connection open: it is the wrapped SDK client's (which it keeps
+    alive), and that one closes it when it goes (google-genai's ``Client.__del__`` closes its HTTP client)."""
+
+
+def _async_member(sdk_class: type) -> str | None:
+    """The member of a sync client of this class that holds its async twin (``aio``), if its SDK has one."""
+    for sdk in SDKS:
+        if sdk.async_member and has_member(sdk_class, sdk.async_member) and sdk_class.__module__.startswith(
+                sdk.module):
+            return sdk.async_member
+    return None
 
 
 def _member(name: str, make: Any) -> property:
@@ -207,6 +238,14 @@ def wrap(client: anthropic.AnthropicBedrock | anthropic.AnthropicVertex, *, serv
          settings: Settings | None = None, retry: RetryPolicy | None = None,
          cache: Cache | None = None, record: RecordTo | None = None) -> PlatformAnthropicClient: ...
 @overload
+def wrap(client: google.genai.Client, *, server: str | None = None, settings: Settings | None = None,
+         retry: RetryPolicy | None = None, cache: Cache | None = None,
+         record: RecordTo | None = None) -> GeminiClient: ...
+@overload
+def wrap(client: google.genai.client.AsyncClient, *, server: str | None = None, settings: Settings | None = None,
+         retry: RetryPolicy | None = None, cache: Cache | None = None,
+         record: RecordTo | None = None) -> AsyncGeminiClient: ...
+@overload
 def wrap(client: W, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None,
          record: RecordTo | None = None) -> W: ...
@@ -217,13 +256,14 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
 def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None,
          record: RecordTo | None = None) -> Any:
-    """Wrap an official ``openai`` (sync or async) or ``anthropic`` (sync or async) client.
+    """Wrap an official ``openai`` (sync or async), ``anthropic`` (sync or async) or ``google.genai`` client.
 
     Args:
         client: ``openai.OpenAI``/``AsyncOpenAI`` (also ``AzureOpenAI``, a subclass of your own, or any
-            OpenAI-compatible server via ``base_url``: a hosted provider is recognised by the URL's host) or
+            OpenAI-compatible server via ``base_url``: a hosted provider is recognised by the URL's host),
             ``anthropic.Anthropic``/``AsyncAnthropic`` (also ``AnthropicBedrock``/``AnthropicVertex`` and their
-            async classes: Claude on Amazon Bedrock and Vertex AI). An already
+            async classes: Claude on Amazon Bedrock and Vertex AI) or ``google.genai.Client`` (its ``client.aio`` is
+            wrapped alike; ``client.aio`` alone wraps too). An already
             wrapped client is returned as it is (with ``cache=``: the same client wrapped alike with that cache).
         server: for an OpenAI-compatible self-hosted server, its kind (``"vllm"``, ``"sglang"``,
             ``"llamacpp"``, ``"ollama"``), so its own constrained-decoding fields are sent.
@@ -241,8 +281,10 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
         The same client, seen through a subclass of its class (it shares the client's state; see the module
         docstring): ``chat.completions.create`` and ``responses.create`` (OpenAI) or ``messages.create``
         (Anthropic), and the same under ``beta`` and ``with_raw_response``, accept ``response_model=`` and
-        friends, and each has ``create_with_result`` and ``create_partial`` twins. Type checkers see one protocol
-        per client class (:mod:`guardrail.call.client_types`).
+        friends, and each has ``create_with_result`` and ``create_partial`` twins; Gemini's ``models`` keeps its
+        own names (``generate_content``, ``generate_content_with_result``, ``generate_content_stream``: the
+        endpoint's :class:`~guardrail.vendors.base.Methods`). Type checkers see one protocol per client class
+        (:mod:`guardrail.call.client_types`).
     """
     recorder = None
     if record is not None:
@@ -261,6 +303,12 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
     return _view(client, options if recorder is None else dataclasses.replace(options, recorder=recorder))
 
 
+def _twin(client: Any, like: ClientOptions) -> Any:
+    """``client`` (the async twin a sync client holds) wrapped with the settings of ``like`` (its recorder too)."""
+    options = _options(client, like.server, like.settings, like.retry, like.cache)
+    return _view(client, dataclasses.replace(options, recorder=like.recorder))
+
+
 def _options(client: Any, server: str | None, settings: Settings | None, retry: RetryPolicy | None,
              cache: Cache | None) -> ClientOptions:
     kind, is_async = client_kind(client)
@@ -272,7 +320,7 @@ def _options(client: Any, server: str | None, settings: Settings | None, retry: 
     for endpoint in endpoints_for(kind, server, provider_of(client, server)):
         found = tuple(path for path in endpoint.paths if paths.get(path) is type(endpoint))
         if found:
-            endpoints[endpoint] = found
+            endpoints[endpoint.flavored(client)] = found
     return ClientOptions(kind, is_async, server, settings or Settings(), retry or RetryPolicy(), cache, endpoints,
                          origin=client)
 

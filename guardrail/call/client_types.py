@@ -16,7 +16,8 @@ holds, and every attribute a protocol types as ``Any`` is the SDK's own.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from guardrail.call.methods import (
     AsyncRawStructuredMethod,
@@ -25,9 +26,15 @@ from guardrail.call.methods import (
     StreamingResponseMethod,
     StructuredMethod,
 )
+from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
+from guardrail.outcome import Result
+
+if TYPE_CHECKING:
+    from guardrail.call.methods import TypeForm
 
 #: The method class at the leaves of a namespace (structured, raw-response or streaming-response flavor).
 M = TypeVar("M", covariant=True)
+T = TypeVar("T")
 
 
 class ChatNamespace(Protocol[M]):
@@ -148,3 +155,72 @@ class AsyncPlatformAnthropicClient(AnthropicResources[AsyncStructuredMethod], Pr
     def vendor(self) -> str: ...
     def with_options(self, **options: Any) -> AsyncPlatformAnthropicClient: ...
     def copy(self, **options: Any) -> AsyncPlatformAnthropicClient: ...
+
+
+class GeminiModels(Protocol):
+    """``client.models`` of a wrapped ``google.genai.Client``: Gemini's method names, guardrail's keywords."""
+
+    @overload
+    def generate_content(self, *, response_model: None = None, **kwargs: Any) -> Any: ...
+    @overload
+    def generate_content(self, *, response_model: type[T], **kwargs: Any) -> T: ...
+    @overload
+    def generate_content(self, *, response_model: TypeForm, **kwargs: Any) -> Any: ...
+    @overload
+    def generate_content_with_result(self, *, response_model: type[T], **kwargs: Any) -> Result[T]: ...
+    @overload
+    def generate_content_with_result(self, *, response_model: TypeForm, **kwargs: Any) -> Result[Any]: ...
+    @overload
+    def generate_content_stream(self, *, response_model: None = None, **kwargs: Any) -> Any: ...
+    @overload
+    def generate_content_stream(self, *, response_model: type[T], **kwargs: Any) -> StructuredStream[T]: ...
+    @overload
+    def generate_content_stream(self, *, response_model: TypeForm, **kwargs: Any) -> StructuredStream[Any]: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class AsyncGeminiModels(Protocol):
+    """``client.aio.models``: as :class:`GeminiModels`, each an awaitable (the stream too, as the SDK's is)."""
+
+    @overload
+    def generate_content(self, *, response_model: None = None, **kwargs: Any) -> Any: ...
+    @overload
+    def generate_content(self, *, response_model: type[T], **kwargs: Any) -> Coroutine[Any, Any, T]: ...
+    @overload
+    def generate_content(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, Any]: ...
+    @overload
+    def generate_content_with_result(self, *, response_model: type[T],
+                                     **kwargs: Any) -> Coroutine[Any, Any, Result[T]]: ...
+    @overload
+    def generate_content_with_result(self, *, response_model: TypeForm,
+                                     **kwargs: Any) -> Coroutine[Any, Any, Result[Any]]: ...
+    @overload
+    def generate_content_stream(self, *, response_model: None = None, **kwargs: Any) -> Any: ...
+    @overload
+    def generate_content_stream(self, *, response_model: type[T], **kwargs: Any) -> AsyncStructuredStream[T]: ...
+    @overload
+    def generate_content_stream(self, *, response_model: TypeForm,
+                                **kwargs: Any) -> AsyncStructuredStream[Any]: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class AsyncGeminiClient(Protocol):
+    """``guardrail.wrap(client.aio)``, and ``client.aio`` of a wrapped ``google.genai.Client``."""
+
+    @property
+    def vendor(self) -> str: ...
+    @property
+    def models(self) -> AsyncGeminiModels: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class GeminiClient(Protocol):
+    """``guardrail.wrap(google.genai.Client(...))``."""
+
+    @property
+    def vendor(self) -> str: ...
+    @property
+    def models(self) -> GeminiModels: ...
+    @property
+    def aio(self) -> AsyncGeminiClient: ...
+    def __getattr__(self, name: str) -> Any: ...

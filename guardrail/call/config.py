@@ -4,9 +4,10 @@
 function. Without ``configure``, the defaults come from the environment (:meth:`Config.from_env`):
 
 ======================  =====================================================================================
-``GUARDRAIL_VENDOR``    ``openai`` or ``anthropic`` (default: whichever of ``OPENAI_API_KEY`` /
-                        ``ANTHROPIC_API_KEY`` is set, OpenAI first)
-``GUARDRAIL_MODEL``     the model name (default: ``gpt-4o-mini`` / ``claude-haiku-4-5``)
+``GUARDRAIL_VENDOR``    ``openai``, ``anthropic`` or ``gemini`` (default: whichever of ``OPENAI_API_KEY`` /
+                        ``ANTHROPIC_API_KEY`` / ``GEMINI_API_KEY`` is set, in that order; Gemini's key may be
+                        ``GOOGLE_API_KEY`` too)
+``GUARDRAIL_MODEL``     the model name (default: ``gpt-4o-mini`` / ``claude-haiku-4-5`` / ``gemini-2.5-flash``)
 ``GUARDRAIL_BASE_URL``  an OpenAI-compatible server or a proxy (the SDK's own ``*_BASE_URL`` also works)
 ``GUARDRAIL_SERVER``    the self-hosted server kind: ``vllm``, ``sglang``, ``llamacpp``, ``ollama``
 ``GUARDRAIL_MAX_ATTEMPTS``, ``GUARDRAIL_MAX_TOKENS``  integers
@@ -27,8 +28,8 @@ from guardrail.errors import ConfigError
 from guardrail.outcome import Budget
 from guardrail.vendors.profiles import Mode
 
-Api = Literal["chat", "responses", "messages"]
-DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
+Api = Literal["chat", "responses", "messages", "gemini"]
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "gemini": "gemini-2.5-flash"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,8 @@ class Config:
         """Defaults read from the environment (see the module docstring); clients are created only if a vendor is."""
         env = os.environ if environ is None else environ
         vendor = env.get("GUARDRAIL_VENDOR") or ("openai" if env.get("OPENAI_API_KEY") else
-                                                 "anthropic" if env.get("ANTHROPIC_API_KEY") else None)
+                                                 "anthropic" if env.get("ANTHROPIC_API_KEY") else
+                                                 "gemini" if env.get("GEMINI_API_KEY") else None)
         base_url = env.get("GUARDRAIL_BASE_URL") or None
         config = cls(model=env.get("GUARDRAIL_MODEL") or DEFAULT_MODELS.get(vendor or ""),
                      server=env.get("GUARDRAIL_SERVER") or None,
@@ -95,8 +97,13 @@ class Config:
             key = env.get("ANTHROPIC_API_KEY")
             return config.merge(client=anthropic.Anthropic(api_key=key, base_url=base_url),
                                 async_client=anthropic.AsyncAnthropic(api_key=key, base_url=base_url))
+        if vendor == "gemini":  # the async client is the sync one's client.aio
+            genai = require("google.genai", "gemini", "GUARDRAIL_VENDOR=gemini")
+            key = env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY")
+            client = genai.Client(api_key=key, http_options={"base_url": base_url} if base_url else None)
+            return config.merge(client=client, async_client=client.aio)
         if vendor is not None:
-            raise ConfigError(f"GUARDRAIL_VENDOR must be 'openai' or 'anthropic', not {vendor!r}")
+            raise ConfigError(f"GUARDRAIL_VENDOR must be 'openai', 'anthropic' or 'gemini', not {vendor!r}")
         return config
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
 from typing import Any, TypeVar
@@ -184,7 +185,10 @@ class _Direct:
 
     def __enter__(self) -> _Direct:
         method, kwargs = self._call
-        self.value = method(**kwargs)
+        try:
+            self.value = method(**kwargs)
+        except json.JSONDecodeError as error:  # the SDK read the answer itself and could not (google-genai)
+            raise _unreadable(error) from error
         self.http_response = getattr(self.value, "response", None)
         if self._stream and hasattr(self.value, "__enter__"):
             self.value.__enter__()
@@ -197,6 +201,14 @@ class _Direct:
 
     def parse(self) -> Any:
         return self.value
+
+
+def _unreadable(error: json.JSONDecodeError) -> BadResponse:
+    """An SDK's own failure to read an answer body as JSON, where the SDK reads the body before returning (no
+    raw-response twin): a :class:`BadResponse` (retryable). Only a decode error: anything else the call raises
+    (the caller's own bad arguments, say) is not about the answer."""
+    return BadResponse(f"the response is not JSON: {error}", status=None, content_type=None, code="not_json",
+                       body=error.doc)
 
 
 class _AsyncDirect:
@@ -312,7 +324,10 @@ async def _open_async(method: Callable[..., Any], kwargs: dict[str, Any], stream
                       ) -> AsyncIterator[Any]:
     streaming = _raw_create(method, stream)
     if streaming is None:
-        value = await _within(method(**kwargs), deadline)
+        try:
+            value = await _within(method(**kwargs), deadline)
+        except json.JSONDecodeError as error:  # as in _Direct: the SDK could not read the answer it read itself
+            raise _unreadable(error) from error
         async with value if stream and hasattr(value, "__aenter__") else contextlib.nullcontext():
             yield _AsyncDirect(value)
         return

@@ -41,7 +41,7 @@ from guardrail.call.options import CallOptions, ClientOptions, deadline_at, time
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.errors import UnsupportedCall, UsageError
 from guardrail.outcome import Result
-from guardrail.vendors.base import Endpoint
+from guardrail.vendors.base import Endpoint, Methods
 
 if TYPE_CHECKING:
     from types import GenericAlias, UnionType
@@ -84,7 +84,8 @@ The other keywords are the SDK's, passed on. guardrail's keywords without ``resp
 class _Resource:
     """What the structured resources share: the SDK's own methods, the endpoint, and building a :class:`Call`."""
 
-    _client: Any  # the SDK resource's client: the wrapped client (or its view without SDK retries)
+    #: The wrapped client this resource belongs to (set on each object :mod:`guardrail.call.resources` makes).
+    _guardrail_client: Any
     #: The endpoint class this resource speaks (set on each class :mod:`guardrail.call.resources` makes).
     _guardrail_endpoint: ClassVar[type[Endpoint]]
 
@@ -92,9 +93,17 @@ class _Resource:
         """The SDK's own method ``name`` of this resource (the class after guardrail's in the MRO)."""
         return getattr(super(), name)
 
+    def _guardrail_plain(self, name: str, kwargs: dict[str, Any]) -> Any:
+        """A call of ``name`` without ``response_model``: the SDK's own method of that name where it has one,
+        else the ``TypeError`` of a missing argument."""
+        sdk = getattr(type(self), "_guardrail_sdk", None)
+        if not hasattr(sdk, name):
+            raise UsageError(f"{name}() missing 1 required keyword-only argument: 'response_model'")
+        return self._guardrail_super(name)(**kwargs)
+
     @property
     def _guardrail(self) -> ClientOptions:
-        options: ClientOptions = self._client._guardrail
+        options: ClientOptions = self._guardrail_client._guardrail
         return options
 
     @property
@@ -117,7 +126,7 @@ class _Resource:
         settings = client.settings
         if options.max_attempts is not None:
             settings = dataclasses.replace(settings, max_attempts=options.max_attempts)
-        timeout = timeout_seconds(self._client.timeout)
+        timeout = timeout_seconds(endpoint.client_timeout(self._guardrail_client))
         given = timeout_seconds(kwargs.get("timeout"))
         deadline = deadline_at(client.retry, timeout if given is None else given, options.deadline)
         if options.recorder is None and client.recorder is not None:  # the call's own recorder, else the client's
@@ -128,6 +137,10 @@ class _Resource:
         """The SDK's own resource of this class on the client's view without SDK retries: what structured calls
         send through (:func:`quiet_resource`)."""
         return quiet_resource(self, self._guardrail.resources)
+
+    def _guardrail_send(self) -> Callable[..., Any]:
+        """The SDK call each HTTP try of a structured call makes (the endpoint's sender on the quiet resource)."""
+        return self.endpoint.sender(self._guardrail_quiet())
 
     def _guardrail_cache(self, options: CallOptions) -> Cache | None:
         """The response cache for this call: the options' own (a chain's), else the wrapper's; none when the
@@ -141,6 +154,10 @@ class _Resource:
         if options is None:
             raise UsageError(f"{method}() missing 1 required keyword-only argument: 'response_model'")
         return options
+
+    @property
+    def _guardrail_methods(self) -> Methods:
+        return self._guardrail_endpoint.methods
 
     if TYPE_CHECKING:  # made per SDK class by guardrail.call.resources; typed here for the protocols
         @property
@@ -158,15 +175,15 @@ class StructuredMethod(_Resource):
     def create(self, *, response_model: TypeForm, **kwargs: Any) -> Any: ...
     def create(self, **kwargs: Any) -> Any:
         """The SDK's ``create``; with ``response_model`` it returns the validated value (see ``KEYWORDS_DOC``)."""
-        options = CallOptions.take(kwargs)
+        options = CallOptions.take(kwargs, self._guardrail_methods.value)
         if options is None:
-            return self._guardrail_super("create")(**kwargs)
+            return self._guardrail_super(self._guardrail_methods.value)(**kwargs)
         return self._guardrail_run(options, kwargs).value
 
     def _guardrail_run(self, options: CallOptions, kwargs: dict[str, Any]) -> Result[Any]:
         """The structured call: through the response cache when there is one, else straight to the loop."""
         call = self._guardrail_call(options, kwargs)
-        send = self._guardrail_quiet().create
+        send = self._guardrail_send()
         cache = self._guardrail_cache(options)
         if cache is None:
             return run_sync(call, send)
@@ -179,24 +196,29 @@ class StructuredMethod(_Resource):
     def create_with_result(self, **kwargs: Any) -> Result[Any]:
         """Like ``create`` with ``response_model``, but returns the :class:`~guardrail.Result` (value, attempts,
         usage, timing; ``cached`` says whether it came from the response cache)."""
-        return self._guardrail_run(self._guardrail_required(kwargs, "create_with_result"), kwargs)
+        return self._guardrail_run(self._guardrail_required(kwargs, self._guardrail_methods.result), kwargs)
 
     @overload
     def create_partial(self, *, response_model: type[T], **kwargs: Any) -> StructuredStream[T]: ...
     @overload
     def create_partial(self, *, response_model: TypeForm, **kwargs: Any) -> StructuredStream[Any]: ...
-    def create_partial(self, **kwargs: Any) -> StructuredStream[Any]:
+    def create_partial(self, **kwargs: Any) -> Any:
         """Stream: iterate :class:`~guardrail.outcome.Partial` previews as the answer arrives, then the validated value.
 
         After the loop the stream's ``.result`` holds the :class:`~guardrail.Result`. Previews are never
         validated; only the last item, the value, is. Streams do not use the response cache (``cache`` and
-        ``prompt_version`` are accepted so one set of keywords serves every method).
+        ``prompt_version`` are accepted so one set of keywords serves every method). Where the SDK has a method of
+        this name (Gemini's ``generate_content_stream``), a call without ``response_model`` is the SDK's.
         """
-        return self._guardrail_stream(self._guardrail_required(kwargs, "create_partial"), kwargs)
+        name = self._guardrail_methods.partial
+        options = CallOptions.take(kwargs, name)
+        if options is None:
+            return self._guardrail_plain(name, kwargs)
+        return self._guardrail_stream(options, kwargs)
 
     def _guardrail_stream(self, options: CallOptions, kwargs: dict[str, Any]) -> StructuredStream[Any]:
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
-        return StructuredStream(iterate_sync(call, self._guardrail_quiet().create, previews=True))
+        return StructuredStream(iterate_sync(call, self._guardrail_send(), previews=True))
 
     if TYPE_CHECKING:
         @property
@@ -214,9 +236,9 @@ class AsyncStructuredMethod(_Resource):
     def create(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, Any]: ...
     def create(self, **kwargs: Any) -> Any:
         """The SDK's ``create``; with ``response_model`` an awaitable of the validated value."""
-        options = CallOptions.take(kwargs)
+        options = CallOptions.take(kwargs, self._guardrail_methods.value)
         if options is None:
-            return self._guardrail_super("create")(**kwargs)
+            return self._guardrail_super(self._guardrail_methods.value)(**kwargs)
         return self._guardrail_value(self._guardrail_run(options, kwargs))
 
     async def _guardrail_value(self, running: Coroutine[Any, Any, Result[Any]]) -> Any:
@@ -226,7 +248,7 @@ class AsyncStructuredMethod(_Resource):
         """The structured call, as :meth:`StructuredMethod._guardrail_run` (the call is made now, so a mistake
         in it raises here, not when awaited)."""
         call = self._guardrail_call(options, kwargs)
-        send = self._guardrail_quiet().create
+        send = self._guardrail_send()
         cache = self._guardrail_cache(options)
         if cache is None:
             return run_async(call, send)
@@ -239,20 +261,25 @@ class AsyncStructuredMethod(_Resource):
     def create_with_result(self, *, response_model: TypeForm, **kwargs: Any) -> Coroutine[Any, Any, Result[Any]]: ...
     def create_with_result(self, **kwargs: Any) -> Coroutine[Any, Any, Result[Any]]:
         """Like ``create`` with ``response_model``, but an awaitable of the :class:`~guardrail.Result`."""
-        return self._guardrail_run(self._guardrail_required(kwargs, "create_with_result"), kwargs)
+        return self._guardrail_run(self._guardrail_required(kwargs, self._guardrail_methods.result), kwargs)
 
     @overload
     def create_partial(self, *, response_model: type[T], **kwargs: Any) -> AsyncStructuredStream[T]: ...
     @overload
     def create_partial(self, *, response_model: TypeForm, **kwargs: Any) -> AsyncStructuredStream[Any]: ...
-    def create_partial(self, **kwargs: Any) -> AsyncStructuredStream[Any]:
+    def create_partial(self, **kwargs: Any) -> Any:
         """Stream previews with ``async for``, then the validated value; ``.result`` after the loop (no cache, as
-        :meth:`StructuredMethod.create_partial`)."""
-        return self._guardrail_stream(self._guardrail_required(kwargs, "create_partial"), kwargs)
+        :meth:`StructuredMethod.create_partial`). The stream may be awaited first (``async for item in await
+        ...``), as the SDK's own stream method is (Gemini's ``generate_content_stream``)."""
+        name = self._guardrail_methods.partial
+        options = CallOptions.take(kwargs, name)
+        if options is None:
+            return self._guardrail_plain(name, kwargs)
+        return self._guardrail_stream(options, kwargs)
 
     def _guardrail_stream(self, options: CallOptions, kwargs: dict[str, Any]) -> AsyncStructuredStream[Any]:
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
-        return AsyncStructuredStream(iterate_async(call, self._guardrail_quiet().create, previews=True))
+        return AsyncStructuredStream(iterate_async(call, self._guardrail_send(), previews=True))
 
     if TYPE_CHECKING:
         @property
@@ -307,9 +334,21 @@ def quiet_resource(resource: Any, views: dict[str, Any]) -> Any:
     client's own store (its :class:`~guardrail.call.options.ClientOptions` ``resources``), so a view lives as long
     as the wrapper.
     """
+    client = getattr(resource, "_client", None)
+    if client is None or not hasattr(client, "max_retries"):
+        # an SDK whose client has no max_retries (google-genai: each request says how it is retried, and the
+        # endpoint's sender says "never"): the SDK's own resource on the same state
+        sdk = type(resource)._guardrail_sdk
+        key = f"_plain.{sdk.__module__}.{sdk.__qualname__}"
+        plain = views.get(key)
+        if plain is None:
+            plain = object.__new__(sdk)
+            plain.__dict__ = resource.__dict__
+            plain = views.setdefault(key, plain)
+        return plain
     view = views.get("_quiet")
     if view is None:
-        view = views.setdefault("_quiet", _view(resource._client))
+        view = views.setdefault("_quiet", _view(client))
     made: dict[type, Any] = view._guardrail_resources
     found = made.get(type(resource))
     if found is None:  # the SDK's own resource class: what is sent through it is the SDK's call, nothing more

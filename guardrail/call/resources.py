@@ -39,8 +39,8 @@ from guardrail.call.methods import (
 from guardrail.call.options import KEYWORDS, CallOptions
 from guardrail.vendors.base import Endpoint
 
-__all__ = ["FLAVORS", "Tree", "adopt", "has_member", "resource_class", "same_signature", "sdk_dir", "sdk_member",
-           "sdk_member_class", "tree_of", "twin_class"]
+__all__ = ["FLAVORS", "Tree", "adopt", "has_member", "made", "resource_class", "same_signature", "sdk_dir",
+           "sdk_member", "sdk_member_class", "tree_of", "twin_class"]
 
 #: A namespace's members on the way to structured resources: a member name, then its own tree, or at a structured
 #: resource the endpoint class it speaks.
@@ -153,24 +153,65 @@ def resource_class(sdk_class: type, node: Tree | type[Endpoint], asynchronous: b
 def _make_resource(sdk_class: type, node: Tree | type[Endpoint], asynchronous: bool) -> type:
     namespace: dict[str, Any] = {name: _flavor(name, node, asynchronous) for name in FLAVORS
                                  if has_member(sdk_class, name)}
+    namespace["__slots__"] = ("_guardrail_client",)
     if isinstance(node, Mapping):
         namespace.update({name: _child(name, child, asynchronous) for name, child in node.items()})
         return type(sdk_class.__name__, (sdk_class,), _named(sdk_class, namespace))
     mixin: Any = AsyncStructuredMethod if asynchronous else StructuredMethod
-    sdk_create = sdk_class.create  # type: ignore[attr-defined]
-    namespace["create"] = same_signature(mixin.create, sdk_class, sdk_create, "create", KEYWORDS_DOC)
-    for name in ("create_with_result", "create_partial"):
-        namespace[name] = adopt(getattr(mixin, name), sdk_class, sdk_create, name)
+    methods = node.methods
+    sdk_value = getattr(sdk_class, methods.value)
+    namespace[methods.value] = same_signature(mixin.create, sdk_class, sdk_value, methods.value, KEYWORDS_DOC)
+    namespace[methods.result] = adopt(mixin.create_with_result, sdk_class, sdk_value, methods.result)
+    if has_member(sdk_class, methods.partial):  # the SDK's own stream method too (Gemini's generate_content_stream)
+        namespace[methods.partial] = same_signature(mixin.create_partial, sdk_class,
+                                                    getattr(sdk_class, methods.partial), methods.partial,
+                                                    KEYWORDS_DOC)
+    else:
+        namespace[methods.partial] = adopt(mixin.create_partial, sdk_class, sdk_value, methods.partial)
+    for name in ("create", "create_with_result", "create_partial"):  # the mixin's names this SDK does not have
+        if name not in namespace and not has_member(sdk_class, name):
+            namespace[name] = _ABSENT
     namespace["_guardrail_endpoint"] = node
     return type(sdk_class.__name__, (mixin, sdk_class), _named(sdk_class, namespace))
+
+
+def _absent(self: Any) -> Any:
+    raise AttributeError("not a method of this SDK's resource")
+
+
+#: A mixin method an SDK's resource does not have under that name (Gemini's are ``generate_content``, ...).
+_ABSENT = property(_absent)
+
+
+def made(cls: type, sdk_object: Any, client: Any) -> Any:
+    """An object of ``cls`` (guardrail's subclass of ``sdk_object``'s class) with ``sdk_object``'s state: the
+    SDK's member as the SDK made it (a fresh resource on the client, or one the client keeps: google-genai's
+    ``client.models``, the resources anthropic's platform clients set in ``__init__``), seen through guardrail's
+    class, which knows the wrapped ``client`` its structured calls belong to.
+
+    The state is a shallow copy (the same HTTP client, options and API client objects), so nothing guardrail's
+    class caches on its object (its ``with_raw_response`` twins, its namespaces' members) lands on the SDK's own
+    object, and a twin the SDK cached there is not taken for guardrail's. A member that points at the client it
+    came from (``_client``) points at the wrapped one, the same client."""
+    own = {name for name, member in vars(cls).items() if isinstance(member, functools.cached_property)}
+    state = {name: value for name, value in vars(sdk_object).items() if name not in own}
+    given = state.get("_client")
+    if given is not None and given is not client and getattr(given, "__dict__", None) is getattr(client, "__dict__",
+                                                                                                   None):
+        state["_client"] = client
+    found: Any = object.__new__(cls)
+    found.__dict__ = state
+    found._guardrail_client = client
+    return found
 
 
 def _child(name: str, node: Tree | type[Endpoint], asynchronous: bool) -> functools.cached_property[Any]:
     """A namespace's member on the way: guardrail's class of the SDK's member, made on the same client."""
 
     def member(self: Any) -> Any:
-        sdk_class = sdk_member_class(type(self)._guardrail_sdk, name, self)
-        return resource_class(sdk_class, node, asynchronous)(self._client)
+        own = type(self)._guardrail_sdk
+        sdk_object = sdk_member(own, name, self)
+        return made(resource_class(type(sdk_object), node, asynchronous), sdk_object, self._guardrail_client)
 
     member.__name__ = member.__qualname__ = name
     return functools.cached_property(member)

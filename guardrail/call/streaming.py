@@ -142,6 +142,14 @@ class AsyncStructuredStream(_Stream[T]):
     async def __aenter__(self) -> AsyncStructuredStream[T]:
         return self
 
+    def __await__(self) -> Generator[Any, None, AsyncStructuredStream[T]]:
+        """Awaiting the stream gives the stream itself: an SDK whose stream method is a coroutine
+        (google-genai's ``await client.aio.models.generate_content_stream(...)``) is used the same way."""
+        return self._itself().__await__()
+
+    async def _itself(self) -> AsyncStructuredStream[T]:
+        return self
+
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.aclose()

@@ -31,6 +31,8 @@ AZURE_OPENAI = "azure.ai.openai"
 
 #: ``gen_ai.provider.name`` -> the genai-prices provider id (names not listed have no price).
 PROVIDERS = {"openai": "openai", "anthropic": "anthropic", AZURE_OPENAI: "azure",
+             # the Gemini API (genai-prices has one table for Google's models, Vertex AI's included)
+             "gcp.gemini": "google",
              # Claude on the cloud platforms, and the hosted OpenAI-compatible providers (guardrail.vendors.profiles)
              "aws.bedrock": "aws", "gcp.vertex_ai": "google", "groq": "groq", "together": "together",
              "fireworks": "fireworks", "deepseek": "deepseek", "mistral_ai": "mistral", "openrouter": "openrouter",

@@ -86,6 +86,24 @@ ANTHROPIC: Final = StrictRules(
     scalar_enums=True,
 )
 
+#: Gemini's ``response_json_schema`` (ai.google.dev/gemini-api/docs/structured-output, "JSON Schema support"):
+#: type (type lists and null too), title, description, enum, anyOf, $ref/$defs, properties, required,
+#: additionalProperties, items, prefixItems, minItems, maxItems, minimum, maximum, format date-time/date/time.
+#: Other keywords are ignored by the API (not enforced), so they are removed here and post-validated. Recursion
+#: and map-like objects are left to the tool and prompt modes (kept conservative: not verified against the API).
+GEMINI: Final = StrictRules(
+    name="gemini",
+    kept=frozenset({"type", "enum", "const", "minimum", "maximum", "minItems", "maxItems"}),
+    removed=_ALWAYS_REMOVED | {"pattern", "multipleOf", "exclusiveMinimum", "exclusiveMaximum"},
+    formats=frozenset({"date-time", "date", "time"}),
+    all_required=False,
+    keep_default=False,
+    recursion=False,
+    max_min_items=None,
+    simple_patterns=False,
+    scalar_enums=True,
+)
+
 #: What the generic ``grammar`` dialect (guardrail's local llguidance backend) compiles; the rest is kept but not
 #: relied on. Each self-hosted server has its own table below (:data:`GRAMMARS`).
 GRAMMAR_ENFORCED: Final = frozenset({

@@ -7,6 +7,8 @@ Before a structured-output request is sent, the schema pydantic generates must f
   ``additionalProperties: false`` everywhere, no ``oneOf``/``allOf``/defaults, recursion allowed.
 - ``anthropic_strict``: Anthropic ``output_config.format`` json_schema and strict tools. Object root,
   ``additionalProperties: false``, optional properties allowed, no recursion, no numeric/length bounds.
+- ``gemini``: Gemini ``response_json_schema``. Object root, optional properties allowed, bounds on numbers and
+  item counts kept, no string lengths/patterns, no recursion; ``const`` is sent as a one-value ``enum``.
 - ``grammar``: a constrained decoder compiling (nearly) full JSON Schema (guardrail's local llguidance backend).
   Sent unchanged (but for the words restating what the decoder does not enforce), any root.
 - ``vllm``, ``sglang``, ``llamacpp`` (llama.cpp's server and Ollama): self-hosted servers' compilers, sent
@@ -40,7 +42,7 @@ from typing import Any, Final
 
 from guardrail.errors import ConfigError, UsageError
 from guardrail.schema.describe import describe_into
-from guardrail.schema.dialects import ANTHROPIC, GRAMMARS, OPENAI
+from guardrail.schema.dialects import ANTHROPIC, GEMINI, GRAMMARS, OPENAI
 from guardrail.schema.inventory import inventory
 from guardrail.schema.limits import anthropic_limits, openai_limits
 from guardrail.schema.refs import RefIndex, root_def_name
@@ -102,7 +104,8 @@ def lower(schema: Mapping[str, Any], dialect: Dialect, *, wrap_key: str = "resul
 
 def _strict(schema: Mapping[str, Any], dialect: Dialect, wrap_key: str, report: ReportBuilder) -> Lowered:
     openai = dialect == "openai_strict"
-    lowerer = StrictLowerer(schema, OPENAI if openai else ANTHROPIC, report)
+    rules = OPENAI if openai else GEMINI if dialect == "gemini" else ANTHROPIC
+    lowerer = StrictLowerer(schema, rules, report)
     body = lowerer.run()
     wrapped = None
     if not _is_object(body):
@@ -111,9 +114,20 @@ def _strict(schema: Mapping[str, Any], dialect: Dialect, wrap_key: str, report: 
         report.add("", "root", "lowered", f"non-object root wrapped as {{{wrap_key!r}: ...}}; unwrap after parsing")
     if lowerer.defs:
         body["$defs"] = lowerer.defs
-    for problem in (openai_limits if openai else anthropic_limits)(body):
-        report.add("", "limits", "rejected", problem)
+    if rules is GEMINI:
+        _const_as_enum(body)
+    else:
+        for problem in (openai_limits if openai else anthropic_limits)(body):
+            report.add("", "limits", "rejected", problem)
     return Lowered(body, report.build(), wrapped, lowerer.made_required)
+
+
+def _const_as_enum(body: dict[str, Any]) -> None:
+    """Gemini's schema has ``enum`` and no ``const``: each ``const`` becomes a one-value ``enum`` (in place)."""
+    for node in [node for node, _ in walk(body, "")]:
+        if isinstance(node, dict) and "const" in node:
+            value = node.pop("const")
+            node.setdefault("enum", [value])
 
 
 def _describe_in_place(schema: Mapping[str, Any], out: dict[str, Any], unenforced: dict[str, list[str]],

@@ -18,7 +18,7 @@ from typing import Any, Final, Literal, get_args
 
 #: ``grammar`` is the generic constrained decoder (guardrail's local llguidance backend); ``vllm``, ``sglang`` and
 #: ``llamacpp`` (llama.cpp's server and Ollama, which share its converter) are what each self-hosted server compiles.
-Dialect = Literal["openai_strict", "anthropic_strict", "grammar", "advisory", "vllm", "sglang", "llamacpp"]
+Dialect = Literal["openai_strict", "anthropic_strict", "gemini", "grammar", "advisory", "vllm", "sglang", "llamacpp"]
 Action = Literal["enforced", "lowered", "post_validated", "rejected"]
 
 DIALECTS: Final[frozenset[str]] = frozenset(get_args(Dialect))

@@ -45,7 +45,8 @@ __all__ = [
 ReplyKind = Literal["answer", "text", "tool_call", "truncated", "refusal", "error", "timeout", "drop", "stream_error",
                     "raw", "malformed_event", "cut"]
 #: Error flavours the wire modules render per vendor (a plain ``error`` is rendered as given).
-ErrorVariant = Literal["plain", "schema_rejected", "rate_limited", "spend_limit", "server_error", "overloaded"]
+ErrorVariant = Literal["plain", "schema_rejected", "rate_limited", "spend_limit", "server_error", "overloaded",
+                       "prompt_blocked"]
 
 DEFAULT_REFUSAL = "I'm sorry, but I can't help with that."
 
@@ -69,7 +70,8 @@ class Reply:
         name: the tool name for ``tool_call`` (``None``: the forced tool, else ``"output"``).
         usage: ``(input_tokens, output_tokens)`` to report instead of the estimate.
         status, error_type, code, message, param, variant: the HTTP error to answer with (``kind == "error"``), or
-            the error event of ``stream_error``.
+            the error event of ``stream_error``; for a :func:`refusal`, ``code`` is Gemini's finish (or block)
+            reason and ``variant`` ``"prompt_blocked"`` a blocked prompt.
         headers: extra response headers, as ``(name, value)`` pairs.
         seconds: how long ``timeout`` stalls.
         then: what ``timeout`` does after the stall (``None``: close the connection).
@@ -237,11 +239,16 @@ def truncated(text: str, *, usage: tuple[int, int] | None = None) -> Reply:
     return Reply(kind="truncated", text=text, usage=_usage(usage))
 
 
-def refusal(text: str = DEFAULT_REFUSAL, *, usage: tuple[int, int] | None = None) -> Reply:
+def refusal(text: str = DEFAULT_REFUSAL, *, usage: tuple[int, int] | None = None, reason: str | None = None,
+            prompt: bool = False) -> Reply:
     """The model refuses: chat ``message.refusal`` (content null, finish_reason ``"stop"``); responses a
     message whose content item is ``{"type": "refusal", "refusal": text}``; Anthropic ``stop_reason
-    "refusal"`` with the text as a text block."""
-    return Reply(kind="refusal", text=text, usage=_usage(usage))
+    "refusal"`` with the text as a text block; Gemini a candidate without content whose ``finishReason`` is
+    ``reason`` (default ``"SAFETY"``; ``"RECITATION"``, ``"PROHIBITED_CONTENT"``, ...), or with ``prompt`` a
+    blocked prompt (``promptFeedback.blockReason`` = ``reason``, no candidates). The other vendors ignore
+    ``reason`` and ``prompt``."""
+    return Reply(kind="refusal", text=text, usage=_usage(usage), code=reason,
+                 variant="prompt_blocked" if prompt else "plain")
 
 
 def error(

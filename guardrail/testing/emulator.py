@@ -34,11 +34,13 @@ __all__ = ["EXHAUSTED", "Emulator", "Responder"]
 
 
 class Emulator:
-    """A loopback HTTP server speaking OpenAI Chat Completions, OpenAI Responses and Anthropic Messages.
+    """A loopback HTTP server speaking OpenAI Chat Completions, OpenAI Responses, Anthropic Messages and Gemini
+    ``generateContent``.
 
     Use it as a context manager (``with Emulator() as emu: ...``) or call :meth:`start` / :meth:`stop`.
-    Point the SDKs at :attr:`openai_base_url` and :attr:`anthropic_base_url`, then :meth:`script` what the
-    "model" does with each request (any endpoint consumes the next behaviour) or set :attr:`responder`.
+    Point the SDKs at :attr:`openai_base_url`, :attr:`anthropic_base_url` and :attr:`gemini_base_url`, then
+    :meth:`script` what the "model" does with each request (any endpoint consumes the next behaviour) or set
+    :attr:`responder`.
 
     Args:
         latency: seconds to wait before every answer (benchmarks); a behaviour's own ``delay`` adds to it.
@@ -142,6 +144,12 @@ class Emulator:
     @property
     def anthropic_base_url(self) -> str:
         """Base URL for ``anthropic.Anthropic(base_url=...)`` (the SDK adds ``/v1`` itself)."""
+        return self.base_url
+
+    @property
+    def gemini_base_url(self) -> str:
+        """Base URL for ``google.genai.Client(http_options=HttpOptions(base_url=...))`` (the SDK adds the API
+        version and the model's path itself; a ``vertexai=True`` client's Vertex AI paths are served too)."""
         return self.base_url
 
     # -- scripting and recording -----------------------------------------------------------------------

@@ -10,10 +10,11 @@ Fixtures:
 - ``guardrail_openai`` / ``guardrail_async_openai``: ``openai.OpenAI`` / ``AsyncOpenAI`` pointed at it.
 - ``guardrail_anthropic`` / ``guardrail_async_anthropic``: ``anthropic.Anthropic`` / ``AsyncAnthropic``
   pointed at it.
+- ``guardrail_gemini``: ``google.genai.Client`` pointed at it (its ``.aio`` is the async client).
 
-The clients use ``api_key="test"``, ``max_retries=0`` (a test scripts every attempt itself) and a
-:data:`CLIENT_TIMEOUT` second timeout. A client fixture whose SDK is not installed skips the test, saying
-which extra to install.
+The clients use ``api_key="test"``, ``max_retries=0`` (a test scripts every attempt itself; google-genai retries
+nothing unless asked) and a :data:`CLIENT_TIMEOUT` second timeout. A client fixture whose SDK is not installed skips
+the test, saying which extra to install.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pytest
 
 if TYPE_CHECKING:
     import anthropic
+    import google.genai
     import openai
 
     from guardrail.testing.emulator import Emulator
@@ -35,6 +37,7 @@ __all__ = [
     "guardrail_async_anthropic",
     "guardrail_async_openai",
     "guardrail_emulator",
+    "guardrail_gemini",
     "guardrail_openai",
 ]
 
@@ -90,3 +93,14 @@ def guardrail_async_anthropic(guardrail_emulator: Emulator) -> anthropic.AsyncAn
     """A real ``anthropic.AsyncAnthropic`` client talking to ``guardrail_emulator``."""
     client: anthropic.AsyncAnthropic = _client(guardrail_emulator, "anthropic", "AsyncAnthropic")
     return client
+
+
+@pytest.fixture
+def guardrail_gemini(guardrail_emulator: Emulator) -> Iterator[google.genai.Client]:
+    """A real ``google.genai.Client`` talking to ``guardrail_emulator`` (``client.aio`` for async calls)."""
+    genai = pytest.importorskip("google.genai", reason="google-genai is not installed: "
+                                "pip install 'guardrail-llm[gemini]'")
+    options = genai.types.HttpOptions(base_url=guardrail_emulator.gemini_base_url, timeout=int(CLIENT_TIMEOUT * 1000))
+    client: google.genai.Client = genai.Client(api_key="test", http_options=options)
+    yield client
+    client.close()

@@ -84,9 +84,12 @@ def carried_schemas(body: Mapping[str, Any], *, self_hosted: bool = False) -> li
         wrapped = node.get("json_schema") if node.get("type") == "json_schema" else None
         if isinstance(wrapped, Mapping) and isinstance(wrapped.get("schema"), Mapping):
             out.append((wrapped["schema"], not self_hosted))  # chat response_format
-        for key in ("parameters", "input_schema"):  # function tools (chat, Responses), Anthropic tools
+        for key in ("parameters", "input_schema", "parametersJsonSchema", "parameters_json_schema"):
+            # function tools (chat, Responses), Anthropic tools, Gemini function declarations
             if isinstance(node.get(key), Mapping) and isinstance(node.get("name"), str):
                 out.append((node[key], True))
+        if isinstance(node.get("responseJsonSchema"), Mapping):  # Gemini's generationConfig
+            out.append((node["responseJsonSchema"], True))
     if self_hosted:
         extra = [body.get("json_schema"), body.get("format"), (body.get("structured_outputs") or {}).get("json")]
         out.extend((s, False) for s in extra if isinstance(s, Mapping))
@@ -107,6 +110,8 @@ def reach(constraint: Constraint, carried: list[tuple[Mapping[str, Any], bool]],
                 if constraint.keyword in decoder_enforces or (
                         constraint.keyword == "format" and f"format:{constraint.value}" in decoder_enforces):
                     best = "enforced"
+            if shown and constraint.keyword == "const" and node.get("enum") == [constraint.value]:
+                return "keyword"  # a one-value enum says the same (Gemini's schema has enum, not const)
             if shown and constraint.keyword == "prefixItems" and _one_item_schema(constraint.value) and isinstance(
                     node.get("items"), Mapping):
                 return "keyword"  # a tuple of one item schema: sent as items of that schema, no order to tell

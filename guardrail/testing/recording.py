@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = ["Api", "RecordedRequest", "estimate_tokens", "text_of"]
 
-Api = Literal["chat", "responses", "messages"]
+Api = Literal["chat", "responses", "messages", "gemini"]
 
 
 def estimate_tokens(text: str) -> int:
@@ -52,6 +53,28 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _field(holder: Any, name: str) -> Any:
+    """A Gemini request field by its camelCase name, or by its snake_case one (the API reads both, and the
+    google-genai SDK sends a few, such as ``parameters_json_schema``, as it has them)."""
+    holder = _dict(holder)
+    if name in holder:
+        return holder[name]
+    return holder.get(re.sub(r"[A-Z]", lambda m: "_" + m.group().lower(), name))
+
+
+def _gemini_text(parts: Any) -> str:
+    """The text of a Gemini turn's parts: text parts, and what a ``functionResponse`` reports."""
+    texts: list[str] = []
+    for part in parts if isinstance(parts, list) else ():
+        if isinstance(_dict(part).get("text"), str):
+            texts.append(part["text"])
+        response = _dict(_field(part, "functionResponse")).get("response")
+        if isinstance(response, dict):
+            said = response.get("error", response.get("output", response))
+            texts.append(said if isinstance(said, str) else json.dumps(said))
+    return "\n".join(texts)
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request as the emulator received it (also rejected ones), with vendor-aware accessors.
@@ -87,6 +110,11 @@ class RecordedRequest:
         return self.body.get("stream") is True or self.path_stream
 
     @property
+    def generation_config(self) -> dict[str, Any]:
+        """Gemini's ``generationConfig`` (empty for the other APIs)."""
+        return _dict(_field(self.body, "generationConfig")) if self.api == "gemini" else {}
+
+    @property
     def max_tokens(self) -> int | None:
         """The output-token cap: chat ``max_completion_tokens`` or ``max_tokens``; responses
         ``max_output_tokens``; messages ``max_tokens``."""
@@ -94,6 +122,8 @@ class RecordedRequest:
             value = self.body.get("max_completion_tokens", self.body.get("max_tokens"))
         elif self.api == "responses":
             value = self.body.get("max_output_tokens")
+        elif self.api == "gemini":
+            value = _field(self.generation_config, "maxOutputTokens")
         else:
             value = self.body.get("max_tokens")
         return value if isinstance(value, int) else None
@@ -101,7 +131,7 @@ class RecordedRequest:
     @property
     def temperature(self) -> float | None:
         """The sampling ``temperature``, if the request set one."""
-        value = self.body.get("temperature")
+        value = self.generation_config.get("temperature") if self.api == "gemini" else self.body.get("temperature")
         return float(value) if isinstance(value, int | float) else None
 
     @property
@@ -111,7 +141,13 @@ class RecordedRequest:
         for tool in self.body.get("tools") or []:
             if not isinstance(tool, dict):
                 continue
-            if self.api == "chat":
+            if self.api == "gemini":  # a Tool holds function declarations (no strict flag)
+                for function in _field(tool, "functionDeclarations") or []:
+                    schema = _field(function, "parametersJsonSchema")
+                    found.append({"name": _dict(function).get("name"),
+                                  "schema": schema if schema is not None else _dict(function).get("parameters"),
+                                  "strict": None})
+            elif self.api == "chat":
                 if tool.get("type") != "function":
                     continue
                 function = _dict(tool.get("function"))
@@ -140,8 +176,15 @@ class RecordedRequest:
         Anthropic ``{"type": "tool", "name"}`` name it; ``"required"`` (OpenAI) or ``{"type": "any"}``
         (Anthropic) force it too when exactly one function tool is offered.
         """
-        choice = self.body.get("tool_choice")
         names: list[str] = [tool["name"] for tool in self.tools if isinstance(tool.get("name"), str)]
+        if self.api == "gemini":  # toolConfig.functionCallingConfig mode ANY, one allowed (or one offered) function
+            calling = _dict(_field(_field(self.body, "toolConfig"), "functionCallingConfig"))
+            allowed = _field(calling, "allowedFunctionNames")
+            allowed = allowed if isinstance(allowed, list) else names
+            if calling.get("mode") == "ANY" and len(allowed) == 1 and isinstance(allowed[0], str):
+                return str(allowed[0])
+            return None
+        choice = self.body.get("tool_choice")
         if isinstance(choice, dict):
             kind = choice.get("type")
             name: Any = None
@@ -160,6 +203,14 @@ class RecordedRequest:
     def output_format(self) -> dict[str, Any] | None:
         """The native structured-output format object: chat ``response_format``, responses ``text.format``,
         Anthropic ``output_config.format``; ``None`` when absent."""
+        if self.api == "gemini":  # responseMimeType JSON with a schema, or without one (JSON mode)
+            config = self.generation_config
+            if _field(config, "responseMimeType") != "application/json":
+                return None
+            schema = _field(config, "responseJsonSchema")
+            if schema is None:
+                schema = _field(config, "responseSchema")
+            return {"type": "json_object"} if schema is None else {"type": "json_schema", "schema": schema}
         if self.api == "chat":
             value = self.body.get("response_format")
         elif self.api == "responses":
@@ -221,6 +272,10 @@ class RecordedRequest:
         """System text: Anthropic ``system``, Responses ``instructions``, or chat system/developer messages."""
         if self.api == "messages":
             return text_of(self.body.get("system"))
+        if self.api == "gemini":
+            instruction = _field(self.body, "systemInstruction")
+            return _gemini_text(_dict(instruction).get("parts")) if isinstance(instruction, dict) \
+                else text_of(instruction)
         if self.api == "responses":
             return text_of(self.body.get("instructions"))
         return "\n".join(text_of(m.get("content")) for m in self.messages if m.get("role") in ("system", "developer"))
@@ -229,6 +284,10 @@ class RecordedRequest:
     def messages(self) -> list[dict[str, Any]]:
         """The conversation as a list of dicts: chat ``messages``, responses ``input`` (a string becomes one
         user message), Anthropic ``messages``. Items are the request's own dicts (do not mutate them)."""
+        if self.api == "gemini":  # contents as {"role": "user" | "assistant", "content": their text}
+            return [{"role": "assistant" if turn.get("role") == "model" else "user",
+                     "content": _gemini_text(turn.get("parts"))}
+                    for turn in self.body.get("contents") or [] if isinstance(turn, dict)]
         if self.api == "responses":
             value = self.body.get("input")
             if isinstance(value, str):

@@ -28,6 +28,7 @@ from guardrail.testing.rendering import Output, new_id, resolve
 from guardrail.testing.wire_anthropic import messages_body, messages_events, messages_stream
 from guardrail.testing.wire_chat import chat_body, chat_stream
 from guardrail.testing.wire_errors import check_request, error_answer
+from guardrail.testing.wire_gemini import GEMINI_PATH, gemini_body, gemini_stream
 from guardrail.testing.wire_platforms import (
     EVENT_STREAM,
     platform_error,
@@ -43,23 +44,27 @@ __all__ = ["Handler", "Server", "render"]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Wire:
-    """One API the emulator speaks: its route, and its wire module's writers of a JSON answer and of an event
-    stream (``failure``: the ``stream_error`` behaviour that ends the stream early, else ``None``)."""
+    """One API the emulator speaks: its route (or, where the path holds the model, the pattern its paths match),
+    and its wire module's writers of a JSON answer and of an event stream, given the behaviour answered
+    (``failure``: the ``stream_error`` behaviour that ends the stream early, else ``None``)."""
 
-    route: str
-    body: Callable[[Output, RecordedRequest], dict[str, Any]]
-    stream: Callable[[Output, RecordedRequest, Reply | None], list[bytes]]
+    route: str | re.Pattern[str]
+    body: Callable[[Output, RecordedRequest, Reply], dict[str, Any]]
+    stream: Callable[[Output, RecordedRequest, Reply, Reply | None], list[bytes]]
 
 
 #: Every API the emulator serves, one row per wire module.
 _WIRES: dict[Api, _Wire] = {
-    "chat": _Wire("/chat/completions", lambda out, request: chat_body(out), chat_stream),
-    "responses": _Wire("/responses", lambda out, request: responses_body(request, out),
-                       lambda out, request, failure: responses_stream(request, out, failure)),
-    "messages": _Wire("/messages", lambda out, request: messages_body(out),
-                      lambda out, request, failure: messages_stream(out, failure)),
+    "chat": _Wire("/chat/completions", lambda out, request, reply: chat_body(out),
+                  lambda out, request, reply, failure: chat_stream(out, request, failure)),
+    "responses": _Wire("/responses", lambda out, request, reply: responses_body(request, out),
+                       lambda out, request, reply, failure: responses_stream(request, out, failure)),
+    "messages": _Wire("/messages", lambda out, request, reply: messages_body(out),
+                      lambda out, request, reply, failure: messages_stream(out, failure)),
+    "gemini": _Wire(GEMINI_PATH, lambda out, request, reply: gemini_body(out, reply),
+                    lambda out, request, reply, failure: gemini_stream(out, reply, failure)),
 }
-_ROUTES: dict[str, Api] = {wire.route: api for api, wire in _WIRES.items()}
+_ROUTES: dict[str, Api] = {wire.route: api for api, wire in _WIRES.items() if isinstance(wire.route, str)}
 #: The deployment prefix of Azure OpenAI paths (``openai.AzureOpenAI`` puts the model's deployment in the path).
 _AZURE_DEPLOYMENT = re.compile(r"^(?:/openai)?/deployments/[^/]+(?=/)")
 
@@ -148,6 +153,9 @@ class Handler(BaseHTTPRequestHandler):
         platform = platform_route(path)  # Anthropic on Bedrock / Vertex AI: the model in the path
         if platform is not None:
             api = "messages"
+        in_path = GEMINI_PATH.match(path)  # Gemini: the model and the method are in the path
+        if in_path is not None:
+            api = "gemini"
         raw = self._read_body()
         if api is None:
             self._send_json(404, {"error": {"message": f"no route for POST {path}", "type": "not_found"}}, [])
@@ -159,8 +167,10 @@ class Handler(BaseHTTPRequestHandler):
         headers = {name.lower(): value for name, value in self.headers.items()}
         request = RecordedRequest(api=api, path=path, headers=headers, body=body if isinstance(body, dict) else {},
                                   platform=None if platform is None else platform.platform,
-                                  path_model=None if platform is None else platform.model,
-                                  path_stream=platform is not None and platform.stream)
+                                  path_model=platform.model if platform is not None else
+                                  in_path["model"] if in_path is not None else None,
+                                  path_stream=(platform is not None and platform.stream) or (
+                                      in_path is not None and in_path["method"] == "streamGenerateContent"))
         ledger.record(request)
         if not isinstance(body, dict):
             self._send_error(error(400, message="The request body is not a JSON object."), request)
@@ -205,7 +215,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send_stream(platform_stream(messages_events(out, failure), line), request, behaviour, EVENT_STREAM)
             return
         if request.stream:
-            frames = wire.stream(out, request, failure)
+            frames = wire.stream(out, request, behaviour, failure)
             if behaviour.kind == "malformed_event":
                 line = behaviour.line
                 if request.api == "messages" and not line.startswith("event:"):
@@ -214,7 +224,7 @@ class Handler(BaseHTTPRequestHandler):
                 frames = [*frames[:middle], line.encode() + b"\n\n", *frames[middle:]]
             self._send_stream(frames, request, behaviour)
             return
-        body = wire.body(out, request)
+        body = wire.body(out, request, behaviour)
         self._send(200, "application/json", json.dumps(body).encode(), _id_headers(request), behaviour)
 
     # -- I/O -------------------------------------------------------------------------------------------
@@ -342,7 +352,7 @@ def render(behaviour: Reply, request: RecordedRequest) -> tuple[int, dict[str, A
     if behaviour.kind not in _CONTENT:
         status, body, _ = error_answer(Reply(kind="error", status=500, variant="server_error"), request)
         return status, body
-    return 200, _WIRES[request.api].body(resolve(behaviour, request), request)
+    return 200, _WIRES[request.api].body(resolve(behaviour, request), request, behaviour)
 
 
 def _peer_closed(connection: socket.socket) -> bool:
@@ -355,5 +365,6 @@ def _peer_closed(connection: socket.socket) -> bool:
 
 
 def _id_headers(request: RecordedRequest) -> list[tuple[str, str]]:
-    name = "request-id" if request.api == "messages" else "x-request-id"
+    name = "request-id" if request.api == "messages" else "x-goog-request-id" if request.api == "gemini" \
+        else "x-request-id"
     return [(name, new_id("req_"))]

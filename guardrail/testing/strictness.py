@@ -20,6 +20,7 @@ __all__ = [
     "ANTHROPIC_FORMATS",
     "OPENAI_FORMATS",
     "anthropic_strict_problems",
+    "gemini_schema_problems",
     "openai_strict_problems",
 ]
 
@@ -52,6 +53,15 @@ _ANTHROPIC_FORBIDDEN = (
     "maxItems",
     "uniqueItems",
 )
+#: ``format`` values Gemini's ``response_json_schema`` takes on strings.
+GEMINI_FORMATS = frozenset({"date-time", "date", "time"})
+#: The keywords Gemini documents for ``response_json_schema`` (ai.google.dev/gemini-api/docs/structured-output,
+#: "JSON Schema support"); the emulator refuses the others, so guardrail is held to what is documented.
+GEMINI_KEYWORDS = frozenset({
+    "$id", "$defs", "$ref", "$anchor", "$schema", "type", "format", "title", "description", "enum", "items",
+    "prefixItems", "minItems", "maxItems", "minimum", "maximum", "anyOf", "oneOf", "properties",
+    "additionalProperties", "required", "propertyOrdering",
+})
 OPENAI_MAX_DEPTH = 10
 OPENAI_MAX_PROPERTIES = 5000
 OPENAI_MAX_ENUM_VALUES = 1000
@@ -313,4 +323,31 @@ def anthropic_strict_problems(schema: dict[str, Any]) -> list[str]:
         problems.append(
             f"#: {unions} properties with 'anyOf' or a type array exceed the limit of {ANTHROPIC_MAX_UNION_PROPERTIES}"
         )
+    return problems
+
+
+def gemini_schema_problems(schema: dict[str, Any]) -> list[str]:
+    """What the emulated Gemini refuses in a ``response_json_schema``; an empty list means it is accepted.
+
+    Rules (Gemini structured output, "JSON Schema support"): only the keywords of :data:`GEMINI_KEYWORDS`;
+    ``format`` only in :data:`GEMINI_FORMATS`; ``enum`` values strings or numbers; ``$ref`` must resolve
+    (to ``#`` or ``#/$defs/...``).
+    """
+    if not isinstance(schema, dict):
+        return ["#: the schema must be a JSON object"]
+    problems: list[str] = []
+    for path, node in _walk(schema):
+        for keyword in node:
+            if keyword not in GEMINI_KEYWORDS:
+                problems.append(f"{path}: '{keyword}' is not supported")
+        fmt = node.get("format")
+        if fmt is not None and fmt not in GEMINI_FORMATS:
+            problems.append(f"{path}: format {fmt!r} is not supported")
+        values = node.get("enum")
+        if isinstance(values, list) and not all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                                                for v in values):
+            problems.append(f"{path}: enum values must be strings or numbers")
+        ref = node.get("$ref")
+        if ref is not None and (not isinstance(ref, str) or _resolve(schema, ref) is None):
+            problems.append(f"{path}: $ref {ref!r} does not resolve")
     return problems

@@ -14,7 +14,8 @@ from typing import Any
 from guardrail.testing.behaviours import Reply
 from guardrail.testing.recording import RecordedRequest
 from guardrail.testing.rendering import new_id
-from guardrail.testing.strictness import anthropic_strict_problems, openai_strict_problems
+from guardrail.testing.strictness import anthropic_strict_problems, gemini_schema_problems, openai_strict_problems
+from guardrail.testing.wire_gemini import gemini_error
 
 __all__ = ["ErrorAnswer", "check_request", "error_answer", "openai_stream_error_type"]
 
@@ -110,9 +111,31 @@ def _anthropic_parts(reply: Reply, request: RecordedRequest) -> tuple[int, str, 
     return reply.status, reply.error_type or default, reply.code, reply.message
 
 
+def _gemini_parts(reply: Reply, request: RecordedRequest) -> tuple[int, str, list[dict[str, Any]] | None]:
+    """``(status, message, details)`` for the Gemini endpoint (Google's error shape)."""
+    if reply.variant == "schema_rejected":
+        where = "generation_config.response_json_schema" if request.output_format else \
+            "tools[0].function_declarations[0].parameters_json_schema"
+        return 400, reply.message or f"* GenerateContentRequest.{where}: the schema is not supported.", None
+    if reply.variant == "rate_limited":
+        wait = next((value for name, value in reply.headers if name == "retry-after"), None)
+        details = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{wait}s"}] if wait else None
+        return 429, "Resource has been exhausted (e.g. check quota).", details
+    if reply.variant == "spend_limit":
+        return 403, "Your project has been denied access: billing is disabled for this project.", None
+    if reply.variant == "server_error":
+        return reply.status, reply.message or "An internal error has occurred.", None
+    if reply.variant == "overloaded":
+        return 503, "The model is overloaded. Please try again later.", None
+    return reply.status, reply.message, None
+
+
 def error_answer(reply: Reply, request: RecordedRequest) -> ErrorAnswer:
     """The status, body and headers of an error behaviour on ``request``'s endpoint."""
     headers = list(reply.headers)
+    if request.api == "gemini":
+        status, message, details = _gemini_parts(reply, request)
+        return status, gemini_error(status, message, details), headers
     if request.api == "messages":
         status, kind, error_code, message = _anthropic_parts(reply, request)
         error: dict[str, Any] = {"type": kind, "message": message}
@@ -142,6 +165,8 @@ def check_request(request: RecordedRequest) -> Reply | None:
     OpenAI JSON mode (``json_object``) without the word "JSON" anywhere in the messages or instructions.
     """
     fmt = request.output_format or {}
+    if request.api == "gemini":
+        return _gemini_check(request, fmt)
     if request.api == "messages":
         schemas: list[tuple[str, Any]] = []
         if fmt.get("type") == "json_schema":
@@ -179,6 +204,27 @@ def check_request(request: RecordedRequest) -> Reply | None:
         if request.api == "chat":
             return _reject(_CHAT_JSON_MODE, code=None, param="messages")
         return _reject(_RESPONSES_JSON_MODE, code=None, param="input")
+    return None
+
+
+def _gemini_check(request: RecordedRequest, fmt: dict[str, Any]) -> Reply | None:
+    """Gemini's 400s: a ``response_json_schema`` outside the documented keywords, and (Gemini 3) a replayed
+    function call without its thought signature (a model turn's ``functionCall`` part must carry
+    ``thoughtSignature`` back, Gemini's thought-signature docs)."""
+    schema = fmt.get("schema")
+    problems = gemini_schema_problems(schema) if isinstance(schema, dict) else []
+    if problems:
+        message = "* GenerateContentRequest.generation_config.response_json_schema: " + "; ".join(problems)
+        return _reject(message, code=None, param=None)
+    if not (request.model or "").startswith("gemini-3"):
+        return None
+    for index, turn in enumerate(request.body.get("contents") or []):
+        parts = turn.get("parts") if isinstance(turn, dict) and turn.get("role") == "model" else None
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, dict) and ("functionCall" in part or "function_call" in part) and not (
+                    part.get("thoughtSignature") or part.get("thought_signature")):
+                return _reject(f"Function call is missing a thought_signature in functionCall parts (content "
+                               f"{index}). This is required for tools to work correctly.", code=None, param=None)
     return None
 
 

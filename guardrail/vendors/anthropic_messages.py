@@ -19,6 +19,7 @@ from guardrail.vendors.base import (
     count,
     feedback_message,
     instruction,
+    replayed_arguments,
     with_history,
 )
 from guardrail.vendors.plans import Plan
@@ -125,13 +126,7 @@ def _replay(exchange: Exchange) -> list[dict[str, Any]]:
     done = exchange.completion
     note = feedback_message(exchange.feedback)
     if done.tool_call_id:
-        try:
-            given: Any = json.loads(done.text or "{}")
-        except ValueError:
-            given = None
-        if not isinstance(given, dict):  # the API only takes an object here; show the model what it wrote
-            note = f"Your tool input was not a JSON object; it was:\n{done.text}\n{note}"
-            given = {}
+        given, note = replayed_arguments(done, note, "tool input")
         block = {"type": "tool_use", "id": done.tool_call_id, "name": done.tool_name or "", "input": given}
         result = {"type": "tool_result", "tool_use_id": done.tool_call_id, "content": note, "is_error": True}
         return [{"role": "assistant", "content": [block]}, {"role": "user", "content": [result]}]

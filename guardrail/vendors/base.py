@@ -153,6 +153,24 @@ class Accumulator(ABC):
         return self.answer().text()
 
 
+@dataclass(frozen=True, slots=True)
+class Methods:
+    """The method names of an endpoint's structured resources.
+
+    ``value``, ``result`` and ``partial`` are what a wrapped client's resource offers with ``response_model=``
+    (the validated value, the :class:`~guardrail.Result`, the stream of previews); where one is also an SDK
+    method (Gemini's ``generate_content_stream``), a call without ``response_model`` is the SDK's. ``send`` is
+    the SDK method a structured call sends through, ``send_stream`` the one for a streamed answer (``None``:
+    ``send`` with ``stream=True``).
+    """
+
+    value: str = "create"
+    result: str = "create_with_result"
+    partial: str = "create_partial"
+    send: str = "create"
+    send_stream: str | None = None
+
+
 class Endpoint(ABC):
     """The adapter contract for one wire format.
 
@@ -170,6 +188,8 @@ class Endpoint(ABC):
     #: The SDK resources (dotted paths from the client) whose ``create`` speaks this format; ``wrap`` replaces
     #: each one the installed SDK version has. The first is the main one (``beta`` twins follow).
     paths: tuple[str, ...] = ()
+    #: The method names of the structured resources (:class:`Methods`).
+    methods: Methods = Methods()
     #: Whether OpenAI-compatible self-hosted servers (``wrap(client, server=...)``) serve this API as well.
     self_hosted: bool = False
     #: The SDK keyword that carries the output-token limit on this endpoint.
@@ -224,6 +244,20 @@ class Endpoint(ABC):
     @abstractmethod
     def tool_calls(self, response: Any) -> list[ToolCall]:
         """Every tool call in a non-streamed SDK response of this API, in order (none for another API's)."""
+
+    def flavored(self, client: Any) -> Endpoint:
+        """This endpoint as ``client`` speaks it (a provider of its own, say); itself unless a flavour differs."""
+        return self
+
+    def client_timeout(self, client: Any) -> Any:
+        """The SDK client's own request timeout: seconds, or an httpx ``Timeout`` (``client.timeout``)."""
+        return getattr(client, "timeout", None)
+
+    def sender(self, resource: Any) -> Callable[..., Any]:
+        """The SDK call one HTTP try makes with the built keywords, on ``resource`` (the SDK's own resource,
+        without SDK retries): its :attr:`Methods.send` method, which takes ``stream=True`` for a stream."""
+        found: Callable[..., Any] = getattr(resource, self.methods.send)
+        return found
 
     def conflicts(self, kwargs: Mapping[str, Any]) -> list[str]:
         """The :attr:`reserved` fields the caller gave (sorted)."""
@@ -295,6 +329,19 @@ def with_history(out: dict[str, Any], key: str, turns: list[Any], history: list[
 def feedback_message(feedback: str) -> str:
     """The user turn that sends the model the list of what was wrong with its last answer."""
     return f"Your previous answer could not be used.\n{feedback}"
+
+
+def replayed_arguments(done: Completion, note: str, what: str) -> tuple[dict[str, Any], str]:
+    """The forced tool's arguments as the object an API takes back in a replayed call, and the feedback ``note``
+    to send with it. Arguments that are not a JSON object (which such an API cannot take back) are replayed as
+    ``{}``, and the note shows the model what it wrote (``what``: the API's word for them, ``"tool input"``)."""
+    try:
+        given: Any = json.loads(done.text or "{}")
+    except ValueError:
+        given = None
+    if isinstance(given, dict):
+        return given, note
+    return {}, f"Your {what} was not a JSON object; it was:\n{done.text}\n{note}"
 
 
 def as_text(value: Any) -> str:

@@ -1,7 +1,9 @@
 """Sorting a vendor SDK's exception into what guardrail does next: retry, change mode, or stop.
 
 Both official SDKs raise errors of the same shape (``status_code``, ``response`` with headers, ``body``),
-so this reads them by shape and needs neither SDK imported. Retryable: 408, 409, 429, 5xx, Anthropic's
+so this reads them by shape and needs neither SDK imported; google-genai's ``APIError`` carries the status as
+``code`` and the error JSON as ``details`` (it is recognised by class, looked up only once the SDK is loaded), and
+a Google ``RetryInfo`` detail counts as a requested wait. Retryable: 408, 409, 429, 5xx, Anthropic's
 529, timeouts, dropped connections, and an overload sent as an error event in the middle of a stream.
 Never retryable: other 4xx (bad request, auth, not found) and spend-limit/quota errors that waiting
 cannot fix. A 400 about the JSON schema is its own kind: the caller moves to the next mode.
@@ -33,6 +35,9 @@ _SPEND_MARKERS = ("insufficient_quota", "spend_limit", "billing", "credit_balanc
 _SCHEMA_CODES = frozenset({"invalid_json_schema", "invalid_function_parameters", "invalid_schema"})
 _SCHEMA_PHRASES = ("json schema", "json_schema", "input_schema", "schema is too complex", "invalid schema",
                    "output_config.format", "response_format", "'strict'", "strict mode",
+                   # Gemini: generation_config.response_json_schema / responseJsonSchema, function parameters
+                   "responsejsonschema", "response_schema", "responseschema", "parametersjsonschema",
+                   "parameters_json_schema",
                    "strict: extra inputs")  # a platform without strict tools (Vertex AI, Bedrock) refusing the field
 #: Error types/codes of an error event inside a stream that a new request may not meet.
 _RETRYABLE_STREAM_TYPES = frozenset({"server_error", "overloaded_error", "api_error", "rate_limit_error",
@@ -48,6 +53,9 @@ _TRANSPORT_CLASSES = (("openai", "APIConnectionError"), ("anthropic", "APIConnec
                       ("httpx2", "TransportError"), ("httpcore2", "NetworkError"), ("httpcore2", "TimeoutException"),
                       ("httpcore2", "RemoteProtocolError"))
 #: The errors of a connection lost in the middle of a body (what the SDKs raise, or raise from, then).
+#: SDK errors that carry the HTTP status as ``code`` (and the error JSON as ``details``) where the others have
+#: ``status_code`` and ``body``: google-genai's ``APIError`` (``ClientError`` 4xx, ``ServerError`` 5xx).
+_CODED_CLASSES = (("google.genai.errors", "APIError"),)
 _CUT_CLASSES = (("httpx2", "RemoteProtocolError"), ("httpx2", "ReadError"), ("httpcore2", "RemoteProtocolError"),
                 ("httpcore2", "ReadError"), ("http.client", "IncompleteRead"))
 
@@ -111,9 +119,12 @@ def classify(error: BaseException) -> Failure | None:
     """Classify an exception raised by an SDK call; ``None`` means it is not a vendor error at all."""
     if isinstance(error, BadResponse):
         return Failure("retryable", error.status, error.code, str(error), None, error, error.snippet)
-    status = getattr(error, "status_code", None)
+    coded = _loaded(_CODED_CLASSES)
+    if coded and isinstance(error, coded):
+        status, body = getattr(error, "code", None), getattr(error, "details", None)
+    else:
+        status, body = getattr(error, "status_code", None), getattr(error, "body", None)
     if isinstance(status, int):
-        body = getattr(error, "body", None)
         shown = _body_snippet(body, error)
         if body is not None and not isinstance(body, dict):  # not the API's error JSON: a proxy's page, say
             # (a 2xx here is an error event inside a stream whose data is not JSON: spoiled, so retryable)
@@ -123,17 +134,20 @@ def classify(error: BaseException) -> Failure | None:
                            f"JSON ({_content_type(error)})", retry_after(_headers(error)), error, shown)
         code, etype, message = _error_fields(body, error)
         headers = _headers(error)
+        wait = retry_after(headers)
+        if wait is None:
+            wait = _retry_info(body)
         markers = " ".join(x for x in (code, etype) if x).lower()
         if etype == "overloaded_error" or (status == 200 and etype in {"api_error", "overloaded_error"}) or \
                 (status == 200 and etype in _BEDROCK_STREAM_RETRYABLE):
             # Anthropic reports an overload that arrives mid-stream as a 200 with an error event.
-            return Failure("retryable", status, code or etype, message, retry_after(headers), error, shown)
+            return Failure("retryable", status, code or etype, message, wait, error, shown)
         if any(m in markers for m in _SPEND_MARKERS):
             return Failure("fatal", status, code or etype, message, None, error, shown)
         if status == 400 and (code in _SCHEMA_CODES or any(p in message.lower() for p in _SCHEMA_PHRASES)):
             return Failure("schema_rejected", status, code or etype, message, None, error, shown)
         status_kind: FailureKind = "retryable" if status in RETRYABLE_STATUS or status >= 500 else "fatal"
-        return Failure(status_kind, status, code or etype, message, retry_after(headers), error, shown)
+        return Failure(status_kind, status, code or etype, message, wait, error, shown)
     body = getattr(error, "body", None)
     if isinstance(body, dict):  # an error event in the middle of a stream (no HTTP status of its own)
         code, etype, message = _error_fields(body, error)
@@ -177,12 +191,28 @@ def _error_fields(body: Any, error: BaseException) -> tuple[str | None, str | No
     if not isinstance(inner, dict):
         return getattr(error, "code", None), getattr(error, "type", None), str(getattr(error, "message", error))
     code = inner.get("code")
+    if isinstance(code, int):  # Gemini's code is the HTTP status again; its kind is "status" (RESOURCE_EXHAUSTED)
+        code = None
     details = inner.get("details")
     if code is None and isinstance(details, dict):
         code = details.get("error_code")
-    etype = inner.get("type")
+    etype = inner.get("type") or inner.get("status")
     message = inner.get("message") or str(error)
     return (str(code) if code is not None else None, str(etype) if etype is not None else None, str(message))
+
+
+def _retry_info(body: Any) -> float | None:
+    """The wait a Google API error asks for in its details (``google.rpc.RetryInfo`` ``retryDelay``: ``"37s"``)."""
+    inner = body.get("error") if isinstance(body, dict) else None
+    details = inner.get("details") if isinstance(inner, dict) else None
+    for detail in details if isinstance(details, list) else ():
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return max(0.0, float(delay[:-1]))
+            except ValueError:
+                return None
+    return None
 
 
 def _body_snippet(body: Any, error: BaseException) -> str | None:

@@ -81,6 +81,14 @@ _OPENAI_STRICT = Capabilities(native=True, tool=True, strict_tool=True, json_mod
                               native_dialect="openai_strict")
 _DOCS_OPENAI = "platform.openai.com/docs/guides/structured-outputs"
 _DOCS_ANTHROPIC = "docs.anthropic.com/en/docs/build-with-claude/structured-outputs"
+#: Gemini: native JSON Schema output, forced function calling (mode ANY, one allowed function), a JSON mime type;
+#: function parameters are not a strict subset, so tool mode is advisory. Gemini 3 models are meant to run at
+#: their default temperature (1.0; lower values may loop), so repairs do not lower it.
+_GEMINI = Capabilities(native=True, tool=True, json_mode=True, native_dialect="gemini")
+_DOCS_GEMINI = ("ai.google.dev/gemini-api/docs/structured-output, /function-calling (mode ANY, "
+                "allowed_function_names), /gemini-3 (keep temperature at 1.0)")
+_DOCS_VERTEX_GEMINI = ("cloud.google.com/vertex-ai/generative-ai/docs/multimodal/control-generated-output, "
+                "/multimodal/function-calling (the same generateContent API as the Gemini API)")
 
 _ANTHROPIC_STRICT = Capabilities(native=True, tool=True, strict_tool=True, native_dialect="anthropic_strict",
                                  temperature=False)
@@ -153,6 +161,19 @@ PROFILES: tuple[Profile, ...] = (
     Profile(provider="anthropic", models=r"claude-(instant|2|3)", source=_DOCS_ANTHROPIC,
             caps=Capabilities(tool=True, native_dialect="anthropic_strict", temperature=False)),
     Profile(provider="anthropic", source=_DOCS_ANTHROPIC, caps=_ANTHROPIC_STRICT),
+    # google-genai: the Gemini API and Vertex AI (a vertexai=True client) serve the same models and request (the
+    # Vertex AI Gemini rows come before the Claude-on-Vertex catch-all below).
+    # before 2.5: no JSON Schema output documented (forced functions and the JSON mime type only)
+    Profile(provider="gcp.gemini", models=r"(models/)?gemini-(1\.|2\.0)", source=_DOCS_GEMINI,
+            caps=Capabilities(tool=True, json_mode=True, native_dialect="gemini")),
+    Profile(provider="gcp.gemini", models=r"(models/)?gemini-3", source=_DOCS_GEMINI,
+            caps=Capabilities(native=True, tool=True, json_mode=True, native_dialect="gemini", temperature=False)),
+    Profile(provider="gcp.gemini", models=r"(models/)?gemini-", caps=_GEMINI, source=_DOCS_GEMINI),
+    Profile(provider="gcp.vertex_ai", models=r"(.*/)?gemini-(1\.|2\.0)", source=_DOCS_VERTEX_GEMINI,
+            caps=Capabilities(tool=True, json_mode=True, native_dialect="gemini")),
+    Profile(provider="gcp.vertex_ai", models=r"(.*/)?gemini-3", source=_DOCS_VERTEX_GEMINI,
+            caps=Capabilities(native=True, tool=True, json_mode=True, native_dialect="gemini", temperature=False)),
+    Profile(provider="gcp.vertex_ai", models=r"(.*/)?gemini-", caps=_GEMINI, source=_DOCS_VERTEX_GEMINI),
     # Claude on Amazon Bedrock (anthropic.AnthropicBedrock: InvokeModel; model ids such as
     # "us.anthropic.claude-sonnet-4-5-20250929-v1:0" or an inference-profile ARN ending so).
     Profile(provider="aws.bedrock", models=r".*anthropic\.claude-(sonnet-4-[56]|opus-4-[56]|haiku-4-5)",

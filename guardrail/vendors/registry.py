@@ -9,6 +9,7 @@ of any vendor's response. Adding a vendor adds a row here (see docs/vendors.md, 
 
 from __future__ import annotations
 
+import importlib
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 from guardrail.errors import ConfigError
 from guardrail.vendors.anthropic_messages import Messages
 from guardrail.vendors.base import Endpoint, ToolCall
+from guardrail.vendors.gemini import Gemini
 from guardrail.vendors.openai_chat import ChatCompletions
 from guardrail.vendors.openai_responses import Responses
 from guardrail.vendors.profiles import provider_for_host
@@ -28,13 +30,17 @@ __all__ = ["ENDPOINTS", "SDKS", "Sdk", "endpoint_for", "endpoint_named", "endpoi
 @dataclass(frozen=True, slots=True)
 class Sdk:
     """One vendor SDK client pair: its module and its sync and async client classes (names, so nothing is
-    imported), and ``provider``: the ``gen_ai.provider.name`` of its calls when the classes reach the vendor's
-    API through another platform (Amazon Bedrock, Vertex AI, Azure), else ``None`` (the endpoint's own)."""
+    imported; a dotted name is looked up from the module: ``"client.AsyncClient"``), and ``provider``: the
+    ``gen_ai.provider.name`` of its calls when the classes reach the vendor's API through another platform (Amazon
+    Bedrock, Vertex AI, Azure), else ``None`` (the endpoint's own). ``async_member`` names the member of a sync
+    client that holds its async twin, where the SDK makes the async client that way (google-genai's
+    ``client.aio``): a wrapped sync client's member is that client, wrapped alike."""
 
     module: str
     sync_client: str
     async_client: str
     provider: str | None = None
+    async_member: str | None = None
 
 
 #: The SDK clients ``guardrail.wrap`` accepts, in the order clients are matched (a subclass before its base).
@@ -46,10 +52,12 @@ SDKS: tuple[Sdk, ...] = (
     Sdk("anthropic", "Anthropic", "AsyncAnthropic"),
     Sdk("anthropic", "AnthropicBedrock", "AsyncAnthropicBedrock", provider="aws.bedrock"),
     Sdk("anthropic", "AnthropicVertex", "AsyncAnthropicVertex", provider="gcp.vertex_ai"),
+    # the same Client for the Gemini API and Vertex AI: the endpoint tells them apart (Gemini.flavored)
+    Sdk("google.genai", "Client", "client.AsyncClient", async_member="aio"),
 )
 
 #: Every endpoint; per SDK, the first is the client's default API.
-ENDPOINTS: tuple[type[Endpoint], ...] = (ChatCompletions, Responses, Messages)
+ENDPOINTS: tuple[type[Endpoint], ...] = (ChatCompletions, Responses, Messages, Gemini)
 
 
 def sdk_of(client: Any, *, load: bool = True) -> tuple[str, bool] | None:
@@ -67,22 +75,32 @@ def _row_of(client: Any, load: bool) -> tuple[Sdk, bool] | None:
         module = sys.modules.get(sdk.module)
         if module is None and load:
             try:
-                module = __import__(sdk.module)
+                module = importlib.import_module(sdk.module)
             except ImportError:
                 module = None
         if module is None:
             continue
         for name, is_async in ((sdk.async_client, True), (sdk.sync_client, False)):
-            kind = getattr(module, name, None)  # an SDK version without this class has no such client
+            kind = _class(module, name)  # an SDK version without this class has no such client
             if isinstance(kind, type) and isinstance(client, kind):
                 return sdk, is_async
     return None
 
 
+def _class(module: Any, name: str) -> Any:
+    """The attribute at a dotted ``name`` of ``module`` (``"client.AsyncClient"``), ``None`` when absent."""
+    found: Any = module
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    return found
+
+
 def provider_of(client: Any, server: str | None = None) -> str:
     """The ``gen_ai.provider.name`` a client's calls go to, which also picks its capability rows: a self-hosted
     ``server`` kind; a cloud platform's client class (:data:`SDKS`); for an OpenAI client, the provider its
-    base URL's host names (:func:`guardrail.vendors.profiles.provider_for_host`); else the SDK's own vendor."""
+    base URL's host names (:func:`guardrail.vendors.profiles.provider_for_host`); else ``""``: the endpoints' own
+    (``openai``, ``anthropic``, ``gcp.gemini``; a google-genai client on Vertex AI is told apart by its endpoint,
+    :meth:`~guardrail.vendors.base.Endpoint.flavored`)."""
     if server is not None:
         return server
     found = _row_of(client, True)
@@ -95,7 +113,7 @@ def provider_of(client: Any, server: str | None = None) -> str:
         hosted = provider_for_host(_host(getattr(client, "base_url", None)))
         if hosted is not None:
             return hosted
-    return sdk.module
+    return ""
 
 
 def _host(url: Any) -> str:
@@ -123,7 +141,7 @@ def endpoint_for(endpoints: list[Endpoint], api: str | None) -> Endpoint:
 
 
 def endpoint_named(api: str) -> Endpoint:
-    """A fresh endpoint for an API name (``"chat"``, ``"responses"``, ``"messages"``); a
+    """A fresh endpoint for an API name (``"chat"``, ``"responses"``, ``"messages"``, ``"gemini"``); a
     :class:`~guardrail.errors.ConfigError` for any other name."""
     for cls in ENDPOINTS:
         if cls.api == api:

@@ -1,8 +1,9 @@
 """Vendor requests and answers as the GenAI semantic conventions' message shapes (for content capture).
 
 The conventions describe input and output messages as ``{"role", "parts": [...]}`` whatever the vendor; this
-module reads the three request shapes guardrail sends (Chat Completions ``messages``, Responses ``input`` and
-``instructions``, Messages ``messages`` and ``system``) into that shape, so :mod:`guardrail.observe.content`
+module reads the request shapes guardrail sends (Chat Completions ``messages``, Responses ``input`` and
+``instructions``, Messages ``messages`` and ``system``, Gemini ``contents`` and ``config.system_instruction``)
+into that shape, so :mod:`guardrail.observe.content`
 never reads a vendor's keys itself.
 """
 
@@ -20,6 +21,8 @@ _SYSTEM_ROLES = frozenset({"system", "developer"})
 
 def input_messages(request: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system instruction parts, input messages) from the SDK keywords of any of the three APIs."""
+    if "contents" in request:  # Gemini generateContent
+        return _gemini(request)
     system: list[dict[str, Any]] = []
     for key in ("system", "instructions"):  # Messages / Responses
         system.extend(_parts(request.get(key)))
@@ -50,6 +53,51 @@ def input_messages(request: Mapping[str, Any]) -> tuple[list[dict[str, Any]], li
                 parts.append(_tool_call(call.get("id") if isinstance(call, Mapping) else None,
                                         function.get("name"), function.get("arguments")))
             messages.append({"role": role or "user", "parts": parts})
+    return system, messages
+
+
+def _field(holder: Any, name: str) -> Any:
+    """A field of a Gemini request piece, a dict or an SDK object alike."""
+    return holder.get(name) if isinstance(holder, Mapping) else getattr(holder, name, None)
+
+
+def _gemini_parts(parts: Any) -> list[dict[str, Any]]:
+    """Gemini parts (text, ``function_call``, ``function_response``) as convention parts."""
+    if isinstance(parts, str):
+        return [{"type": "text", "content": parts}]
+    found: list[dict[str, Any]] = []
+    for part in parts if isinstance(parts, (list, tuple)) else [parts]:
+        if isinstance(part, str):
+            found.append({"type": "text", "content": part})
+        elif _field(part, "function_call") is not None:
+            call = _field(part, "function_call")
+            found.append(_tool_call(_field(call, "id"), _field(call, "name"), _field(call, "args")))
+        elif _field(part, "function_response") is not None:
+            response = _field(part, "function_response")
+            found.append(_tool_result(_field(response, "id"), _field(response, "response")))
+        elif isinstance(_field(part, "text"), str):
+            found.append({"type": "text", "content": _field(part, "text")})
+    return found
+
+
+def _gemini(request: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(system parts, messages) of a Gemini request: ``config.system_instruction`` and ``contents`` (a string,
+    one turn, or turns whose role ``model`` is the assistant's)."""
+    instruction = _field(request.get("config"), "system_instruction")
+    system = [] if instruction is None else _gemini_parts(_field(instruction, "parts") or instruction)
+    contents = request.get("contents")
+    turns = contents if isinstance(contents, (list, tuple)) else [contents]
+    messages: list[dict[str, Any]] = []
+    for turn in turns:
+        if turn is None:
+            continue
+        parts = _field(turn, "parts")
+        if parts is None:  # a loose string or part: one user turn
+            messages.append({"role": "user", "parts": _gemini_parts(turn)})
+            continue
+        role = _field(turn, "role")
+        messages.append({"role": "assistant" if role == "model" else str(role or "user"),
+                         "parts": _gemini_parts(parts)})
     return system, messages
 
 

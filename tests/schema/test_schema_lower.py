@@ -602,7 +602,7 @@ def test_bad_arguments() -> None:
         with pytest.raises(TypeError):
             lower(bad, "openai_strict")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        lower({}, "gemini")  # type: ignore[arg-type]
+        lower({}, "no_such_dialect")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         lower({}, "openai_strict", wrap_key="")
     cyclic: dict[str, Any] = {"type": "object", "properties": {}}

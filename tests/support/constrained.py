@@ -94,8 +94,8 @@ CONTRACTS: dict[str, tuple[Any, str]] = {"Order": (Order, ORDER_ANSWER), "Settin
 
 @dataclass(frozen=True)
 class Route:
-    """One way a contract is asked for: the endpoint (``chat``, ``responses``, ``messages``), model, self-hosted
-    server kind (``None``: the hosted vendor) and forced mode."""
+    """One way a contract is asked for: the endpoint (``chat``, ``responses``, ``messages``, ``gemini``), model,
+    self-hosted server kind (``None``: the hosted vendor) and forced mode."""
 
     api: str
     model: str
@@ -115,6 +115,7 @@ ROUTES: tuple[Route, ...] = (
     *(Route("chat", "local", m, server) for server in ("vllm", "sglang", "ollama") for m in ("native", "tool",
                                                                                               "json", "prompt")),
     *(Route("chat", "local", m, "llamacpp") for m in ("native", "json", "prompt")),
+    *(Route("gemini", "gemini-2.5-flash", m) for m in ("native", "tool", "json", "prompt")),
 )
 
 
@@ -127,6 +128,13 @@ def ask(emu: Emulator, route: Route, contract: Any, answer: str) -> tuple[Any, d
     import guardrail
 
     emu.script(reply.answer(answer))
+    if route.api == "gemini":
+        from google import genai
+
+        gemini = guardrail.wrap(genai.Client(api_key="test", http_options={"base_url": emu.gemini_base_url}))
+        result = gemini.models.generate_content_with_result(model=route.model, contents="Fill it in.",
+                                                            response_model=contract, mode=route.mode)
+        return result, emu.requests[-1].body
     raw: Any = (anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="test", max_retries=0)
                 if route.api == "messages" else
                 openai.OpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0))

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Each mistake is one line ending in ``# expect: CODE``; the header is shared.
 MISTAKES = '''\
 import anthropic
+import google.genai
 import openai
 from pydantic import BaseModel
 
@@ -55,6 +56,13 @@ def anthropic_mistakes(raw: anthropic.Anthropic) -> None:
     client = guardrail.wrap(raw)
     count: int = client.beta.messages.create(model="m", max_tokens=9, response_model=Ticket)  # expect: assignment
     print(count)
+
+
+async def gemini_mistakes(raw: google.genai.Client) -> None:
+    client = guardrail.wrap(raw)
+    name: int = client.models.generate_content(model="m", contents="x", response_model=Ticket)  # expect: assignment
+    later: Ticket = client.aio.models.generate_content(model="m", response_model=Ticket)  # expect: assignment
+    print(name, later)
 '''
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Optional
 
 import anthropic
+import google.genai
 import openai
 from pydantic import BaseModel, Field
 
@@ -138,3 +139,28 @@ def check_fallback(unknown: Any) -> None:
     client = guardrail.wrap(unknown)  # not an SDK client the checker knows: Any, as before
     value: int = client.anything()
     print(value)
+
+
+def check_gemini(raw: google.genai.Client) -> None:
+    client = guardrail.wrap(raw)
+    ticket: Ticket = client.models.generate_content(model="gemini-2.5-flash", contents="x", response_model=Ticket)
+    result: guardrail.Result[Ticket] = client.models.generate_content_with_result(
+        model="gemini-2.5-flash", contents="x", response_model=Ticket, mode="tool")
+    stream: StructuredStream[Ticket] = client.models.generate_content_stream(
+        model="gemini-2.5-flash", contents="x", response_model=Ticket)
+    plain: Any = client.models.generate_content(model="gemini-2.5-flash", contents="x")
+    same: guardrail.call.client_types.GeminiClient = guardrail.wrap(client)
+    assert ticket and result and stream and plain and same and client.vendor
+
+
+async def check_gemini_async(raw: google.genai.Client) -> None:
+    client = guardrail.wrap(raw).aio
+    ticket: Ticket = await client.models.generate_content(model="gemini-2.5-flash", contents="x",
+                                                          response_model=Ticket)
+    result: guardrail.Result[Ticket] = await client.models.generate_content_with_result(
+        model="gemini-2.5-flash", contents="x", response_model=Ticket)
+    stream: AsyncStructuredStream[Ticket] = client.models.generate_content_stream(
+        model="gemini-2.5-flash", contents="x", response_model=Ticket)
+    alone = guardrail.wrap(raw.aio)
+    other: Ticket = await alone.models.generate_content(model="gemini-2.5-flash", contents="x", response_model=Ticket)
+    assert ticket and result and stream and other
