@@ -51,13 +51,16 @@ _BEDROCK_STREAM_RETRYABLE = frozenset({"internalServerException", "serviceUnavai
 #: is already imported: an error can only come from a module that is loaded.
 _TRANSPORT_CLASSES = (("openai", "APIConnectionError"), ("anthropic", "APIConnectionError"),
                       ("httpx2", "TransportError"), ("httpcore2", "NetworkError"), ("httpcore2", "TimeoutException"),
-                      ("httpcore2", "RemoteProtocolError"))
+                      ("httpcore2", "RemoteProtocolError"),
+                      # google-genai's async client sends through aiohttp when it is installed
+                      ("aiohttp", "ClientConnectionError"), ("aiohttp", "ClientPayloadError"))
 #: The errors of a connection lost in the middle of a body (what the SDKs raise, or raise from, then).
 #: SDK errors that carry the HTTP status as ``code`` (and the error JSON as ``details``) where the others have
 #: ``status_code`` and ``body``: google-genai's ``APIError`` (``ClientError`` 4xx, ``ServerError`` 5xx).
 _CODED_CLASSES = (("google.genai.errors", "APIError"),)
 _CUT_CLASSES = (("httpx2", "RemoteProtocolError"), ("httpx2", "ReadError"), ("httpcore2", "RemoteProtocolError"),
-                ("httpcore2", "ReadError"), ("http.client", "IncompleteRead"))
+                ("httpcore2", "ReadError"), ("http.client", "IncompleteRead"),
+                ("aiohttp", "ClientPayloadError"), ("aiohttp", "ServerDisconnectedError"))
 
 
 @dataclass(frozen=True, slots=True)
