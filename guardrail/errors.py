@@ -767,6 +767,7 @@ class DeadEnd(GuardrailError):
                  expected: str | None = None, reason: str = "") -> None:
         where = f" after {text[-40:]!r} (character {len(text) if position is None else position})"
         super().__init__(message + where + (f"; the grammar needs {expected!r} next" if expected else ""))
+        self.detail = message
         self.text = text
         self.state = state
         self.position = len(text) if position is None else position

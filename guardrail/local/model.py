@@ -216,7 +216,11 @@ class LocalModel:
     def _finish(self, row: Row, plan: Plan, sampling: Sampling) -> Any:
         """The row's validated value, or the typed error it ends with."""
         if isinstance(row.error, DeadEnd) and row.error.expected is None:
-            row.error.expected = plan.expected_after(row.produced)
+            dead = row.error
+            expected = plan.expected_after(row.produced)
+            if expected:
+                row.error = DeadEnd(dead.detail, text=dead.text, state=dead.state,
+                                    position=dead.position, tokens=dead.tokens, expected=expected, reason=dead.reason)
         if row.error is not None:
             return row.error
         matcher = row.matcher

@@ -1,0 +1,145 @@
+"""Per-request enums on the local tier: a field of a fixed contract narrowed per call to values known only then
+(up to 10,000 IDs), spliced into the cached engine schema as a prefix-trie pattern."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+llguidance = pytest.importorskip("llguidance")
+
+from guardrail.errors import ConfigError, SchemaViolationError  # noqa: E402
+from guardrail.local import LocalModel, Regex  # noqa: E402
+from guardrail.local.enums import check, parse_path, splice, trie_pattern  # noqa: E402
+from guardrail.local.grammar import compile_grammar, lltokenizer  # noqa: E402
+from support.puppet import steer  # noqa: E402
+
+IDS = [f"SKU-{i:05d}" for i in range(10_000)]
+ODD_IDS = ['a"b', "c\\d", "한글-1", "😀", "x y", "a.b", "(x)", "[", "$^", "\t", "é", "a", "ab", "abc", "-", "\u2028"]
+
+
+class Line(BaseModel):
+    sku: str
+    qty: int = Field(ge=1, le=9)
+
+
+class Order(BaseModel):
+    product_id: str
+    note: str = Field(max_length=8)
+    lines: list[Line] = Field(max_length=2)
+    backup: str | None = Field(None, max_length=6)
+
+
+def test_ten_thousand_ids_every_generation_picks_one_of_them(tiny: LocalModel) -> None:
+    allowed = set(IDS)
+    for seed in range(12):
+        value, trace = tiny.generate_with_trace("Pick:", Order, enums={"product_id": IDS}, seed=seed,
+                                                max_new_tokens=200)
+        assert isinstance(value, Order) and value.product_id in allowed, trace.text
+        assert trace.grammar_cache_hit or seed == 0  # the fixed part is compiled once
+
+
+def test_nested_array_and_optional_paths_hold_with_odd_values(tiny: LocalModel) -> None:
+    enums = {"product_id": ODD_IDS, "lines[].sku": ["left", "right", "위"], "backup": ["b1", "b2"]}
+    for seed in range(10):
+        value = tiny.generate("?", Order, enums=enums, seed=seed, max_new_tokens=250)
+        assert value.product_id in ODD_IDS
+        assert all(line.sku in ("left", "right", "위") for line in value.lines)
+        assert value.backup in (None, "b1", "b2")
+
+
+def test_a_puppet_gets_exactly_the_id_it_aims_at_and_never_one_outside(tiny: LocalModel) -> None:
+    target = {"product_id": "SKU-04242", "note": "n", "lines": []}
+    got, _ = steer(tiny.tokenizer, Order, json.dumps(target, separators=(",", ":")), enums={"product_id": IDS})
+    assert isinstance(got, Order) and got.product_id == "SKU-04242"
+    for value in ODD_IDS:
+        got, text = steer(tiny.tokenizer, Order, json.dumps({**target, "product_id": value}, separators=(",", ":"),
+                                                            ensure_ascii=False), enums={"product_id": ODD_IDS})
+        assert isinstance(got, Order) and got.product_id == value, (value, text)
+    got, text = steer(tiny.tokenizer, Order, json.dumps({**target, "product_id": "SKU-99999"}, separators=(",", ":")),
+                      enums={"product_id": IDS[:100]})
+    assert isinstance(got, Order) and got.product_id in IDS[:100], text
+
+
+def test_non_string_values_are_an_enum(tiny: LocalModel) -> None:
+    class Qty(BaseModel):
+        qty: int
+
+    for seed in range(5):
+        assert tiny.generate("?", Qty, enums={"qty": [3, 17, 404]}, seed=seed).qty in (3, 17, 404)
+
+
+def test_the_cached_engine_schema_is_never_mutated(tiny: LocalModel) -> None:
+    from guardrail.contract import compile_contract
+
+    contract = compile_contract(Order)
+    compiled = compile_grammar(contract.schema, contract.schema_hash, tiny.tokenizer, tiny.vocab_size)
+    before = json.dumps(compiled.engine_schema, sort_keys=True)
+    spliced = splice(compiled.engine_schema or {}, {"lines[].sku": ["a"], "product_id": ["b"]})
+    assert json.dumps(compiled.engine_schema, sort_keys=True) == before
+    assert json.dumps(spliced, sort_keys=True) != before
+
+
+@pytest.mark.parametrize(("enums", "why"), [
+    ({"nope": ["a"]}, "names no property"),
+    ({"lines.sku": ["a"]}, "names no property"),
+    ({"product_id": []}, "at least one value"),
+    ({"product_id": "abc"}, "list"),
+    ({"": ["a"]}, "non-empty"),
+    ({"a..b": ["a"]}, "empty property name"),
+])
+def test_bad_enums_are_config_errors(tiny: LocalModel, enums: Any, why: str) -> None:
+    with pytest.raises(ConfigError, match=why):
+        tiny.generate("?", Order, enums=enums)
+
+
+def test_enums_do_not_apply_to_a_regex(tiny: LocalModel) -> None:
+    with pytest.raises(ConfigError):
+        tiny.generate("?", Regex("a"), enums={"x": ["a"]})
+
+
+def test_the_post_check_refuses_a_value_outside_the_enum() -> None:
+    data = {"product_id": "SKU-1", "lines": [{"sku": "a"}, {"sku": "zz"}]}
+    check(data, {"product_id": ["SKU-1"]}, "text")
+    with pytest.raises(SchemaViolationError, match="lines"):
+        check(data, {"lines[].sku": ["a", "b"]}, "text")
+
+
+def test_paths_parse() -> None:
+    assert parse_path("a.b[].c") == ["a", "b", "[]", "c"]
+    assert parse_path("m[][]") == ["m", "[]", "[]"]
+
+
+strings = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(strings, min_size=1, max_size=12, unique=True), probe=strings)
+def test_the_trie_pattern_matches_exactly_its_values(values: list[str], probe: str) -> None:
+    pattern = re.compile(trie_pattern(values))
+    assert all(pattern.fullmatch(v) for v in values)
+    assert bool(pattern.fullmatch(probe)) == (probe in values)
+
+
+@settings(max_examples=25, deadline=None)
+@given(values=st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1,
+                               max_size=5), min_size=1, max_size=8, unique=True),
+       probe=st.text(max_size=5))
+def test_llguidance_reads_the_trie_pattern_as_python_does(tok: Any, values: list[str], probe: str) -> None:
+    lltok = lltokenizer(tok, len(tok))
+    grammar = llguidance.LLMatcher.grammar_from_regex(trie_pattern(values)[1:-1])  # the engine anchors regexes
+
+    def accepts(text: str) -> bool:
+        matcher = llguidance.LLMatcher(lltok, grammar, log_level=0)
+        return bool(matcher.consume_tokens(tok.encode(text, add_special_tokens=False)) and matcher.is_accepting())
+
+    assert all(accepts(v) for v in values)
+    assert accepts(probe) == (probe in values)
