@@ -19,11 +19,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 llguidance = pytest.importorskip("llguidance")
 
+from support.puppet import steer  # noqa: E402
+
 from guardrail.errors import ConfigError, SchemaViolationError, TruncatedJSONError  # noqa: E402
 from guardrail.local import Grammar, GrammarError, LocalModel, Regex  # noqa: E402
 from guardrail.local.constraints import check_text, compile_constraint  # noqa: E402
 from guardrail.local.grammar import lltokenizer  # noqa: E402
-from support.puppet import steer  # noqa: E402
 
 # (pattern, Python equivalent or None when Python's re reads the pattern the same way)
 REGEXES: list[tuple[str, str | None]] = [
@@ -167,7 +168,8 @@ def regexes() -> st.SearchStrategy[str]:
     atom = st.one_of(st.sampled_from(_LITERALS).map(_literal), st.sampled_from(_CLASSES))
     quantified = st.tuples(atom, st.sampled_from(["", "?", "{1,3}", "{2}", "{0,2}"])).map("".join)
     sequence = st.lists(quantified, min_size=1, max_size=4).map("".join)
-    return st.one_of(sequence, st.lists(sequence, min_size=2, max_size=3).map(lambda alts: "(?:" + "|".join(alts) + ")"),
+    alternation = st.lists(sequence, min_size=2, max_size=3).map(lambda alts: "(?:" + "|".join(alts) + ")")
+    return st.one_of(sequence, alternation,
                      st.tuples(sequence, sequence).map(lambda pair: f"{pair[0]}(?:{pair[1]})?"))
 
 

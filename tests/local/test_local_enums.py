@@ -16,11 +16,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 llguidance = pytest.importorskip("llguidance")
 
+from support.puppet import steer  # noqa: E402
+
 from guardrail.errors import ConfigError, SchemaViolationError  # noqa: E402
 from guardrail.local import LocalModel, Regex  # noqa: E402
 from guardrail.local.enums import check, parse_path, splice, trie_pattern  # noqa: E402
 from guardrail.local.grammar import compile_grammar, lltokenizer  # noqa: E402
-from support.puppet import steer  # noqa: E402
 
 IDS = [f"SKU-{i:05d}" for i in range(10_000)]
 ODD_IDS = ['a"b', "c\\d", "한글-1", "😀", "x y", "a.b", "(x)", "[", "$^", "\t", "é", "a", "ab", "abc", "-", "\u2028"]
