@@ -43,14 +43,13 @@ from contextlib import contextmanager
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import metrics, trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry import metrics
+from opentelemetry.trace import Span
 
 from guardrail._version import __version__
 from guardrail.errors import DeadEnd
 from guardrail.observe.metrics import DURATION_BUCKETS
-from guardrail.observe.redact import redact_text
-from guardrail.observe.telemetry import collecting, tracing
+from guardrail.observe.telemetry import collecting, internal_span, mark_failed, tracing
 
 if TYPE_CHECKING:
     from guardrail.local.decode import Trace
@@ -60,7 +59,6 @@ __all__ = ["generation_span", "record_generation"]
 #: Finer buckets for per-token timings (mask computation and inter-token latency run in micro- to milliseconds).
 TOKEN_BUCKETS = (1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0)
 
-_tracer = trace.get_tracer("guardrail", __version__)
 _meter = metrics.get_meter("guardrail", __version__)
 _compile = _meter.create_histogram("guardrail.local.grammar.compile", unit="s",
                                    description="Grammar compile time per grammar compiled (cache misses).",
@@ -116,14 +114,8 @@ def generation_span(local: Any, batch: int) -> Iterator[Span | None]:
                   "guardrail.local.tokenizers.version": _version("tokenizers"),
                   "guardrail.local.transformers.version": _version("transformers"),
                   "guardrail.local.batch_size": batch}
-    with _tracer.start_as_current_span("guardrail.local.generate", kind=SpanKind.INTERNAL, attributes=attributes,
-                                       record_exception=False, set_status_on_exception=False) as span:
-        try:
-            yield span
-        except Exception as error:
-            span.set_attribute("error.type", type(error).__name__)
-            span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:200]))
-            raise
+    with internal_span("guardrail.local.generate", attributes) as span:
+        yield span
 
 
 def record_generation(span: Span | None, local: Any, plans: list[Any], results: list[Any],
@@ -151,10 +143,10 @@ def record_generation(span: Span | None, local: Any, plans: list[Any], results: 
             span.set_attribute("guardrail.local.time_to_first_token", min(firsts))
         if gaps:
             span.set_attribute("guardrail.local.inter_token_latency", sum(gaps) / len(gaps))
-        if failed:
+        if len(failed) == len(results):
+            mark_failed(span, failed[0])
+        elif failed:
             span.set_attribute("error.type", type(failed[0]).__name__)
-            if len(failed) == len(results):
-                span.set_status(Status(StatusCode.ERROR, redact_text(str(failed[0]))[:200]))
     if not collecting():
         return
     base = {"gen_ai.request.model": model_name(local), "guardrail.local.engine": local.engine}

@@ -1,8 +1,9 @@
-"""The local tier's span and metrics, read from the OpenTelemetry SDK's in-memory exporter and reader."""
+"""The local tier's span and metrics, read from the OpenTelemetry SDK's in-memory exporter and reader (the
+``spans`` and ``collect`` fixtures of ``support.otel``, re-exported by this folder's conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,24 +14,12 @@ pytest.importorskip("transformers")
 llguidance = pytest.importorskip("llguidance")
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from support.otel import EXPORTER, Points, collect_points  # noqa: E402
+from support.otel import Points  # noqa: E402
 
 from guardrail.errors import DeadEnd, GrammarError  # noqa: E402
 from guardrail.local import LocalModel, Regex  # noqa: E402
 from guardrail.local.grammar import tokenizer_key  # noqa: E402
 from guardrail.testing.tiny import tiny_local_model  # noqa: E402
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    EXPORTER.clear()
-    yield EXPORTER
-
-
-@pytest.fixture
-def collect() -> Callable[[], Points]:
-    collect_points()
-    return collect_points
 
 
 @pytest.fixture(scope="module")

@@ -12,24 +12,6 @@ two fixtures:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from support.otel import EXPORTER, METER_PROVIDER, READER, Points, collect, collect_points, spans
 
-import pytest
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from support.otel import EXPORTER, METER_PROVIDER, READER, Points, collect_points
-
-__all__ = ["EXPORTER", "METER_PROVIDER", "READER", "Points", "collect_points"]
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    """The process-wide span exporter, emptied: it holds the spans this test finishes."""
-    EXPORTER.clear()
-    yield EXPORTER
-
-
-@pytest.fixture
-def collect() -> Callable[[], Points]:
-    """:func:`collect_points`, called once first so that what earlier tests recorded is dropped."""
-    collect_points()
-    return collect_points
+__all__ = ["EXPORTER", "METER_PROVIDER", "READER", "Points", "collect", "collect_points", "spans"]

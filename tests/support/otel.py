@@ -3,14 +3,17 @@
 One tracer provider with an in-memory span exporter (:data:`EXPORTER`) and one meter provider with an in-memory
 metric reader (:data:`READER`, *delta* temporality), set as the global providers (OpenTelemetry allows setting each
 only once, so every test folder that reads spans or metrics imports them from here). :func:`collect_points`
-returns everything recorded since its previous call, by metric name (:class:`Points`).
+returns everything recorded since its previous call, by metric name (:class:`Points`). The fixtures
+:func:`spans` and :func:`collect` are re-exported by the conftest.py of each folder that reads them.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
@@ -78,3 +81,17 @@ def collect_points() -> Points:
                         continue  # a delta histogram with nothing new
                     found.by_name[metric.name].append((dict(point.attributes or {}), point))
     return found
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """The process-wide span exporter, emptied: it holds the spans this test finishes."""
+    EXPORTER.clear()
+    yield EXPORTER
+
+
+@pytest.fixture
+def collect() -> Callable[[], Points]:
+    """:func:`collect_points`, called once first so that what earlier tests recorded is dropped."""
+    collect_points()
+    return collect_points
