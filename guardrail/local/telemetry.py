@@ -14,6 +14,7 @@ a child of the chain tier's span when the local model is a chain tier):
 ``guardrail.local.batch_size``                        rows in the loop
 ``guardrail.local.grammar.cache_hit``                 every row's grammar came from the cache
 ``guardrail.local.grammar.compile_seconds``           seconds compiling grammars (0 on a hit; a spliced enum counts)
+``guardrail.local.grammar.matcher_seconds``           seconds llguidance took to build the matchers (every run)
 ``guardrail.local.mask.seconds``                      seconds computing token masks (the loop's, shared by its rows)
 ``guardrail.local.mask.seconds_per_token``            the same per decoding step
 ``guardrail.local.time_to_first_token``               seconds to the first token (the earliest row), compiling included
@@ -133,6 +134,7 @@ def record_generation(span: Span | None, local: Any, plans: list[Any], results: 
         span.set_attributes({
             "guardrail.local.grammar.cache_hit": all(p.cache_hit for p in plans),
             "guardrail.local.grammar.compile_seconds": sum(p.seconds for p in plans),
+            "guardrail.local.grammar.matcher_seconds": sum(p.matcher_seconds for p in plans),
             "guardrail.local.mask.seconds": sum(steps),
             "guardrail.local.mask.seconds_per_token": sum(steps) / len(steps) if steps else 0.0,
             "guardrail.local.tokens.sampled": sum(t.sampled for t in traces),

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 torch = pytest.importorskip("torch")
@@ -119,3 +121,16 @@ def test_pieces_drop_duplicates_and_keep_types() -> None:
 def test_paths_parse() -> None:
     assert parse_path("a.b[].c") == ["a", "b", "[]", "c"]
     assert parse_path("m[][]") == ["m", "[]", "[]"]
+
+
+odd_values = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=6)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(odd_values, min_size=1, max_size=30, unique=True), seed=st.integers(0, 2**16))
+def test_random_enums_every_value_generated_is_one_of_them(tiny: LocalModel, values: list[str], seed: int) -> None:
+    class One(BaseModel):
+        pick: str
+
+    value = tiny.generate("?", One, enums={"pick": values}, seed=seed, max_new_tokens=80)
+    assert value.pick in values

@@ -51,6 +51,7 @@ def test_a_generation_has_a_span_with_versions_timings_and_counts(fresh: LocalMo
     assert attributes["guardrail.local.grammar.cache_hit"] is False and dict(second.attributes or {})[
         "guardrail.local.grammar.cache_hit"] is True
     assert attributes["guardrail.local.grammar.compile_seconds"] > 0
+    assert attributes["guardrail.local.grammar.matcher_seconds"] > 0
     assert attributes["guardrail.local.mask.seconds"] > 0 and attributes["guardrail.local.mask.seconds_per_token"] > 0
     assert attributes["guardrail.local.time_to_first_token"] > 0
     assert attributes["guardrail.local.inter_token_latency"] > 0
