@@ -775,12 +775,25 @@ class GrammarError(GuardrailError, ValueError):
 
 
 class DeadEnd(GuardrailError):
-    """No token is allowed at some step (the grammar and the vocabulary cannot continue); ``.state`` says where."""
+    """No token is allowed at some step (the grammar and the vocabulary cannot continue); where the parser stood:
 
-    def __init__(self, message: str, *, text: str, state: str) -> None:
-        super().__init__(message)
+    ``.text`` the output so far, ``.position`` its length in characters (where the next character was needed),
+    ``.tokens`` the tokens produced, ``.expected`` the text the grammar required next when it required one
+    (``None`` when several continuations were possible and no token could start any), ``.reason`` the engine's
+    stop reason (``NoExtensionBias``: no token extends the text) and ``.state`` its full parser state dump.
+    """
+
+    def __init__(self, message: str, *, text: str, state: str, position: int | None = None, tokens: int = 0,
+                 expected: str | None = None, reason: str = "") -> None:
+        where = f" after {text[-40:]!r} (character {len(text) if position is None else position})"
+        super().__init__(message + where + (f"; the grammar needs {expected!r} next" if expected else ""))
+        self.detail = message
         self.text = text
         self.state = state
+        self.position = len(text) if position is None else position
+        self.tokens = tokens
+        self.expected = expected
+        self.reason = reason
 
 
 class BatchFailed(GuardrailError):

@@ -57,6 +57,16 @@ class Trace:
     step_mask_seconds: list[float] = field(default_factory=list)
     step_forward_seconds: list[float] = field(default_factory=list)
     step_seconds: list[float] = field(default_factory=list)
+    #: every token produced (sampled and forced, EOS included), in order
+    tokens: list[int] = field(default_factory=list)
+    #: seconds from the start of the generation (compiling included) to its first token; None if none came
+    first_token_seconds: float | None = None
+    #: mean seconds between tokens after the first (jump-forward tokens arrive together); None below 2 tokens
+    inter_token_seconds: float | None = None
+    #: seconds building the llguidance matcher for the grammar (once per output type and run; rows copy it)
+    matcher_seconds: float = 0.0
+    #: times the ``no_repeat_ngram_size`` ban was lifted at a step because it would have left no allowed token
+    ngram_bans_lifted: int = 0
 
 
 @dataclass(frozen=True)
@@ -71,11 +81,18 @@ class Sampling:
     overlap: bool = True
     #: seconds for the whole loop; rows still running then end as cut off (reported as truncated)
     timeout: float | None = None
+    #: > 1 makes tokens the model already sampled less likely (see :func:`penalise_repeats`); 1 = off
+    repetition_penalty: float = 1.0
+    #: n > 0 forbids sampling a token that would repeat an n-gram of sampled tokens (see :func:`ban_repeats`)
+    no_repeat_ngram_size: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.temperature < math.inf or self.top_k < 0 or not 0 < self.top_p <= 1 \
                 or self.max_new_tokens < 1:  # the comparisons also refuse NaN
             raise ConfigError("need a finite temperature >= 0, top_k >= 0, 0 < top_p <= 1 and max_new_tokens >= 1")
+        if not 1 <= self.repetition_penalty < math.inf or not isinstance(self.no_repeat_ngram_size, int) \
+                or self.no_repeat_ngram_size < 0:
+            raise ConfigError("need a finite repetition_penalty >= 1 and an integer no_repeat_ngram_size >= 0")
         if self.timeout is not None and not self.timeout > 0:
             raise ConfigError("timeout must be a positive number of seconds (or None)")
 
@@ -92,6 +109,9 @@ class Row:
     length: int = 0  # real (unpadded) tokens in the cache: the next position id
     done: bool = False
     error: Exception | None = None
+    sampled_ids: list[int] = field(default_factory=list)  # what the model chose (repetition control reads these)
+    first_token_at: float | None = None
+    last_token_at: float | None = None
 
 
 _EXECUTOR: Any = None
@@ -140,11 +160,15 @@ def forward_pass(model: Any, cache: Any, **inputs: Any) -> tuple[Any, Any]:
 
 
 def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, pad_id: int, device: Any,
-           context: int, pool: ThreadPoolExecutor | None, text_of: Any) -> None:
-    """Run the loop until every row has ended; results and errors are left on the rows."""
+           context: int, pool: ThreadPoolExecutor | None, text_of: Any, origin: float | None = None) -> None:
+    """Run the loop until every row has ended; results and errors are left on the rows.
+
+    ``origin`` (a ``time.perf_counter()`` reading, default now) is where each row's time to first token counts from.
+    """
     import llguidance.torch as masks
     import torch
 
+    origin = time.perf_counter() if origin is None else origin
     count = len(rows)
     bitmask = masks.allocate_token_bitmask(count, vocab_size)
     attention = torch.zeros((count, 0), dtype=torch.long, device=device)
@@ -159,6 +183,7 @@ def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, 
                 _finish(row, "context")  # no room for the pending tokens: cut off, reported as truncated
         live = [i for i, row in enumerate(rows) if not row.done]
         if not live:
+            _latencies(rows, origin)
             return
         step_started = time.perf_counter()
         width = max(len(rows[i].pending) for i in live)
@@ -190,7 +215,12 @@ def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, 
         started = time.perf_counter()
         mask_time = future.result() if future is not None else _fill_masks(matchers, bitmask)
         waited = time.perf_counter() - started if future is not None else mask_time
+        if sampling.repetition_penalty != 1.0:
+            penalise_repeats(logits, [(i, rows[i].sampled_ids) for i in live], sampling.repetition_penalty)
         apply_mask(logits, bitmask.to(device, non_blocking=True))
+        if sampling.no_repeat_ngram_size:
+            for i in ban_repeats(logits, [(i, rows[i].sampled_ids) for i in live], sampling.no_repeat_ngram_size):
+                rows[i].trace.ngram_bans_lifted += 1
         tokens, alive = _sample(logits, [rows[i] for i in live], live, sampling)
         for i in live:
             row = rows[i]
@@ -203,9 +233,76 @@ def decode(model: Any, rows: list[Row], sampling: Sampling, *, vocab_size: int, 
             trace.step_mask_seconds.append(mask_time)
         for k, i in enumerate(live):
             _advance(rows[i], tokens[k], alive[k], sampling, text_of)
-        step = time.perf_counter() - step_started
+        now = time.perf_counter()
+        for i in live:
+            row = rows[i]
+            if row.produced and row.first_token_at is None:
+                row.first_token_at = now
+                row.trace.first_token_seconds = now - origin
+            if row.produced:
+                row.last_token_at = now
+        step = now - step_started
         for i in live:
             rows[i].trace.step_seconds.append(step)
+
+
+def _latencies(rows: list[Row], origin: float) -> None:
+    """Each row's mean inter-token latency and token list, once the loop is over."""
+    for row in rows:
+        row.trace.tokens = list(row.produced)
+        if row.first_token_at is not None and row.last_token_at is not None and len(row.produced) > 1:
+            row.trace.inter_token_seconds = (row.last_token_at - row.first_token_at) / (len(row.produced) - 1)
+
+
+def penalise_repeats(logits: Any, histories: list[tuple[int, list[int]]], penalty: float) -> None:
+    """Repetition penalty (CTRL, Keskar et al. 2019, as transformers applies it), before the grammar mask: the
+    logit of each token row ``i`` already *sampled* is divided by ``penalty`` when positive and multiplied by it
+    when negative, once per distinct token. Tokens the grammar forced (keys, punctuation) are not in the
+    history: a contract repeats its structure by design, and penalising a closing quote would only make strings
+    longer. In place; ids beyond the logits (never sampled) are ignored."""
+    import torch
+
+    width = logits.shape[-1]
+    for i, history in histories:
+        seen = sorted({t for t in history if 0 <= t < width})
+        if not seen:
+            continue
+        index = torch.tensor(seen, device=logits.device)
+        values = logits[i, index]
+        logits[i, index] = torch.where(values > 0, values / penalty, values * penalty)
+
+
+def banned_next(history: list[int], size: int) -> set[int]:
+    """The tokens that would complete an n-gram (``size`` tokens) already in ``history`` (the sampled tokens)."""
+    if size < 1 or len(history) < size - 1:
+        return set()
+    if size == 1:
+        return set(history)
+    tail = tuple(history[len(history) - size + 1:])
+    return {history[j + size - 1] for j in range(len(history) - size + 1)
+            if tuple(history[j:j + size - 1]) == tail}
+
+
+def ban_repeats(logits: Any, histories: list[tuple[int, list[int]]], size: int) -> list[int]:
+    """``no_repeat_ngram_size``, after the grammar mask: a token that would repeat an n-gram of the row's sampled
+    tokens gets ``-inf``, unless that leaves the row no allowed token at all; then the grammar wins (the ban is
+    lifted for that step, so a required continuation is never turned into a dead end). Returns the rows whose
+    ban was lifted. In place."""
+    import torch
+
+    lifted: list[int] = []
+    width = logits.shape[-1]
+    for i, history in histories:
+        banned = sorted(t for t in banned_next(history, size) if 0 <= t < width)
+        if not banned or not torch.isfinite(logits[i]).any():
+            continue
+        index = torch.tensor(banned, device=logits.device)
+        kept = logits[i, index].clone()
+        logits[i, index] = float("-inf")
+        if not torch.isfinite(logits[i]).any():
+            logits[i, index] = kept
+            lifted.append(i)
+    return lifted
 
 
 COMPILED_KERNEL = [True]
@@ -269,12 +366,13 @@ def _sample(logits: Any, rows: list[Row], live: list[int], sampling: Sampling) -
 def _advance(row: Row, token: int, alive: bool, sampling: Sampling, text_of: Any) -> None:
     """Consume the sampled token, then any jump-forward tokens; end the row where it ends."""
     matcher = row.matcher
-    if not alive:
+    if not alive or matcher.is_error():
         _dead(row, "no token is allowed here", text_of)
     elif not matcher.consume_token(token):
         _dead(row, "the grammar refused a masked token", text_of)
     else:
         row.produced.append(token)
+        row.sampled_ids.append(token)
         row.trace.sampled += 1
         row.pending = [token]
         if _ended(row, sampling) or not sampling.jump_forward:
@@ -302,7 +400,9 @@ def _ended(row: Row, sampling: Sampling) -> bool:
 
 def _dead(row: Row, message: str, text_of: Any) -> None:
     """End the row at a dead end, keeping the text so far and the grammar state."""
-    row.error = DeadEnd(message, text=text_of(row.produced), state=str(row.matcher.get_error()))
+    state = str(row.matcher.get_error())
+    reason = state.splitlines()[0].strip() if state.strip() else ""
+    row.error = DeadEnd(message, text=text_of(row.produced), state=state, tokens=len(row.produced), reason=reason)
     _finish(row, "dead_end")
 
 

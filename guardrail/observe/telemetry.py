@@ -63,7 +63,7 @@ from guardrail.observe.redact import redact_text
 from guardrail.outcome import Outcome, Result, Usage
 
 __all__ = ["AZURE_OPENAI", "CallReport", "EventLogger", "Target", "cache_hit_span", "collecting", "get_logger",
-           "instrumented", "target_of", "tier_span", "tracing"]
+           "instrumented", "internal_span", "mark_failed", "target_of", "tier_span", "tracing"]
 
 
 # -- events ----------------------------------------------------------------------------------------------------
@@ -410,11 +410,24 @@ def tier_span(name: str, kind: str) -> Iterator[Span]:
     and a local, rules or default tier, which makes no vendor call, still shows up in the trace with its time.
     A tier that raised gets ``error.type`` and an error status (the message redacted)."""
     attributes = {"guardrail.chain.tier": name, "guardrail.chain.kind": kind}
-    with _tracer.start_as_current_span(f"guardrail.chain.tier {name}", kind=SpanKind.INTERNAL, attributes=attributes,
+    with internal_span(f"guardrail.chain.tier {name}", attributes) as span:
+        yield span
+
+
+@contextmanager
+def internal_span(name: str, attributes: Mapping[str, Any]) -> Iterator[Span]:
+    """An INTERNAL span ``name``, current while the block runs; an exception leaving the block marks it failed
+    (:func:`mark_failed`) and goes on."""
+    with _tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes=attributes,
                                        record_exception=False, set_status_on_exception=False) as span:
         try:
             yield span
         except Exception as error:
-            span.set_attribute("error.type", type(error).__name__)
-            span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:200]))
+            mark_failed(span, error)
             raise
+
+
+def mark_failed(span: Span, error: BaseException) -> None:
+    """``error.type`` (the class name) and an error status whose message is redacted and cut to 200 characters."""
+    span.set_attribute("error.type", type(error).__name__)
+    span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:200]))

@@ -4,6 +4,10 @@ A schema inside every keyword rule can still be refused for its size: OpenAI cap
 enum values and string sizes; Anthropic caps optional and union-typed parameters per request. Each
 function returns one human-readable line per limit exceeded (the caller reports them as rejections).
 Definitions are counted once however often they are referenced.
+
+An enum too large for OpenAI's limits (a per-request list of IDs, thousands long) need not cost the whole strict
+schema: :func:`shed_enums` leaves the largest enums out of it (the field keeps its type) until the limits hold,
+and the report says each one is validated after parsing instead (the contract still lists its values).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from guardrail.schema.refs import cyclic
-from guardrail.schema.tree import unescape, walk
+from guardrail.schema.tree import join, unescape, walk
 
 OPENAI_MAX_PROPERTIES: Final = 5000
 OPENAI_MAX_NESTING: Final = 10
@@ -73,6 +77,41 @@ def openai_limits(schema: Mapping[str, Any]) -> list[str]:
     if depth > OPENAI_MAX_NESTING:
         problems.append(f"objects nested {depth} levels deep (max {OPENAI_MAX_NESTING})")
     return problems
+
+
+_JSON_TYPES: Final = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))
+
+
+def _type_of(values: list[Any]) -> str | None:
+    """The one JSON type every value has (``integer`` and ``number`` mixed give ``number``), else None."""
+    found = set()
+    for value in values:
+        found.add(next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), None))
+    if found == {"integer", "number"}:
+        return "number"
+    return found.pop() if len(found) == 1 and None not in found else None
+
+
+def shed_enums(schema: dict[str, Any]) -> list[tuple[str, int]]:
+    """Remove enums from ``schema`` (a lowered OpenAI strict body, mutated), largest first, while OpenAI's enum
+    limits are exceeded; an enum is only removed where its values share one JSON type, which the node then keeps
+    as ``type``. Returns the (pointer, number of values) of each enum removed."""
+    removed: list[tuple[str, int]] = []
+    while any("enum" in problem for problem in openai_limits(schema)):
+        candidates: list[tuple[int, str, dict[str, Any]]] = []
+        for name, body in _documents(schema):
+            for node, path in walk(body, "" if name is None else join("/$defs", name), defs=False):
+                values = node.get("enum")
+                if isinstance(values, list) and isinstance(node, dict) and _type_of(values) is not None:
+                    size = len(values) + sum(len(v) for v in values if isinstance(v, str))
+                    candidates.append((size, path, node))
+        if not candidates:
+            break
+        _, path, node = max(candidates, key=lambda c: c[0])
+        values = node.pop("enum")
+        node.setdefault("type", _type_of(values))
+        removed.append((path, len(values)))
+    return removed
 
 
 def anthropic_limits(schema: Mapping[str, Any]) -> list[str]:

@@ -44,7 +44,7 @@ from guardrail.errors import ConfigError, UsageError
 from guardrail.schema.describe import describe_into
 from guardrail.schema.dialects import ANTHROPIC, GEMINI, GRAMMARS, OPENAI
 from guardrail.schema.inventory import inventory
-from guardrail.schema.limits import anthropic_limits, openai_limits
+from guardrail.schema.limits import anthropic_limits, openai_limits, shed_enums
 from guardrail.schema.refs import RefIndex, root_def_name
 from guardrail.schema.report import DIALECTS, CompileEntry, CompileReport, Dialect, ReportBuilder
 from guardrail.schema.strict import StrictLowerer
@@ -117,6 +117,10 @@ def _strict(schema: Mapping[str, Any], dialect: Dialect, wrap_key: str, report: 
     if rules is GEMINI:
         _const_as_enum(body)
     else:
+        for path, count in shed_enums(body) if openai else ():
+            report.add(path, "enum", "post_validated", f"{count} values exceed OpenAI's enum limits: left out of "
+                                                       "the strict schema, the value is checked against them after "
+                                                       "parsing")
         for problem in (openai_limits if openai else anthropic_limits)(body):
             report.add("", "limits", "rejected", problem)
     return Lowered(body, report.build(), wrapped, lowerer.made_required)

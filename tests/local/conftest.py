@@ -2,7 +2,9 @@
 compile report, MaskBench coverage, and ``guardrail.choose`` (local and over an API's logprobs).
 
 Shared here: ``tiny``, a tiny local model (session-wide), and ``tok``, a freshly trained byte-level BPE tokenizer
-(per module). Nothing is downloaded; without torch, transformers or llguidance the tests that need them skip.
+(per module); ``spans`` and ``collect`` read the in-memory OpenTelemetry SDK (``support.otel``, which installs it
+as the global providers when this file is loaded, as tests/observe does). Nothing is downloaded; without torch,
+transformers or llguidance the tests that need them skip.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.otel import collect, spans
+
+__all__ = ["collect", "spans", "tiny", "tok"]
 
 
 @pytest.fixture(scope="session")

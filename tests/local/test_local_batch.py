@@ -4,6 +4,7 @@ and still decode exactly as they would alone; failures are per row and lose noth
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any, Literal
 
 import pytest
@@ -14,7 +15,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("llguidance")
 
 import guardrail  # noqa: E402
-from guardrail.local import BatchFailed, LocalModel  # noqa: E402
+from guardrail.errors import ConfigError  # noqa: E402
+from guardrail.local import BatchFailed, Grammar, LocalModel, Regex  # noqa: E402
 from guardrail.local.grammar import tokenizer_key  # noqa: E402
 from guardrail.testing.tiny import tiny_model, train_tokenizer  # noqa: E402
 
@@ -267,3 +269,39 @@ def test_a_model_smaller_than_its_tokenizer_and_streaming_a_local_client_are_cle
 
     with pytest.raises(TypeError, match="LocalModel"):
         describe.stream("a red shirt")
+
+
+# ------------------------------------------------------------------------------ a different contract per row
+
+MIXED: list[Any] = [Item, Regex(r"[a-z]{2,4}-\d\d"), Leaf, Grammar('root ::= "예" | "아니요" | "maybe " [0-9]'), Item]
+
+
+def test_each_row_gets_its_own_contract_and_decodes_as_alone(exact: LocalModel) -> None:
+    batch, traces = exact.generate_batch_with_traces(PROMPTS, output_types=MIXED, temperature=0, max_new_tokens=120)
+    for prompt, kind, value, trace in zip(PROMPTS, MIXED, batch, traces, strict=True):
+        (alone,), (alone_trace,) = exact.generate_batch_with_traces([prompt], kind, temperature=0, max_new_tokens=120)
+        assert trace.text == alone_trace.text and repr(value) == repr(alone)
+    assert isinstance(batch[0], Item) and isinstance(batch[4], Item)
+    assert re.fullmatch(r"[a-z]{2,4}-\d\d", batch[1]) and re.fullmatch("예|아니요|maybe [0-9]", batch[3])
+
+
+def test_mixed_rows_at_temperature_one_are_each_valid(tiny: LocalModel) -> None:
+    for seed in range(4):
+        values = tiny.generate_batch(PROMPTS, output_types=MIXED, seed=seed, max_new_tokens=150,
+                                     return_exceptions=True)
+        for kind, value in zip(MIXED, values, strict=True):
+            if isinstance(value, guardrail.TruncatedJSONError):
+                continue  # a recursive Leaf may run out of tokens: reported, never returned
+            if isinstance(kind, Regex):
+                assert re.fullmatch(kind.pattern, value)
+            elif isinstance(kind, Grammar):
+                assert re.fullmatch("예|아니요|maybe [0-9]", value)
+            else:
+                assert isinstance(value, kind)
+
+
+@pytest.mark.parametrize("options", [{}, {"output_type": Item, "output_types": [Item] * 5},
+                                     {"output_types": [Item] * 4}, {"output_types": "abcde"}])
+def test_output_type_or_one_output_type_per_row(tiny: LocalModel, options: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        tiny.generate_batch(PROMPTS, **options)

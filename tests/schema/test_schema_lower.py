@@ -866,11 +866,22 @@ def test_size_limits() -> None:
 
     many = obj({f"p{i}": {"type": "integer"} for i in range(5001)})
     assert "limits" in {e.keyword for e in lower(many, "openai_strict").report.rejected}
+    # an enum over OpenAI's limits is left out of the strict schema (the type stays) and validated after parsing
     enum = obj({"e": {"type": "integer", "enum": list(range(1001))}})
-    assert "limits" in {e.keyword for e in lower(enum, "openai_strict").report.rejected}
-    assert lower(obj({"e": {"type": "integer", "enum": list(range(1000))}}), "openai_strict").report.ok
+    shed = lower(enum, "openai_strict")
+    assert shed.report.ok and shed.schema["properties"]["e"] == {"type": "integer"}
+    assert [(e.path, e.keyword, e.action) for e in shed.report.post_validated] == [("/properties/e", "enum",
+                                                                                    "post_validated")]
+    kept = lower(obj({"e": {"type": "integer", "enum": list(range(1000))}}), "openai_strict")
+    assert kept.report.ok and kept.schema["properties"]["e"]["enum"] == list(range(1000))
     big = obj({"e": {"type": "string", "enum": [f"{i:0>70}" for i in range(251)]}})
-    assert "limits" in {e.keyword for e in lower(big, "openai_strict").report.rejected}
+    assert lower(big, "openai_strict").schema["properties"]["e"] == {"type": "string"}
+    two = obj({"a": {"enum": [f"a{i}" for i in range(600)]}, "b": {"enum": list(range(500))}})
+    lowered = lower(two, "openai_strict")  # 1,100 values: only the larger enum goes, the other still fits
+    assert lowered.schema["properties"]["a"] == {"type": "string"}
+    assert len(lowered.schema["properties"]["b"]["enum"]) == 500
+    mixed = obj({"m": {"enum": [*range(600), *map(str, range(600))]}})  # no one type to keep: still rejected
+    assert "limits" in {e.keyword for e in lower(mixed, "openai_strict").report.rejected}
     optional = obj({f"o{i}": {"type": "integer"} for i in range(25)}, required=[])
     assert "limits" in {e.keyword for e in lower(optional, "anthropic_strict").report.rejected}
     assert lower(obj({f"o{i}": {"type": "integer"} for i in range(24)}, []), "anthropic_strict").report.ok
