@@ -8,7 +8,10 @@ the generated **text**, which is guaranteed to match:
 - after decoding the text is checked again, independently of the decoding matcher: a fresh matcher must accept
   the produced tokens and end in an accepting state, and a :class:`Regex` must also ``re.fullmatch`` the text
   with Python's own engine (when Python's ``re`` can compile the pattern: llguidance reads Rust ``regex``
-  syntax, where ``\\p{L}`` and ``[[:alpha:]]`` exist; a pattern only Rust reads is checked by the matcher only).
+  syntax, where ``\\p{L}`` and ``[[:alpha:]]`` exist; a pattern only Rust reads is checked by the matcher only); and a
+  text holding characters Python's Unicode database does not know yet, such as ``\\d`` matching a digit Unicode 16
+  added, is judged by the matcher alone: the two engines' Unicode versions differ, and the engine's is the one
+  the pattern is written for).
   A text that fails a check is a :class:`~guardrail.errors.SchemaViolationError`, never a value.
 
 Compiling happens before any token is generated: a pattern or grammar the engine cannot compile (bad syntax,
@@ -26,6 +29,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import unicodedata
 import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -154,7 +158,14 @@ def check_text(constraint: Constraint, compiled: Compiled, text: str, tokens: li
     body = tokens[:-1] if tokens and tokens[-1] == eos else tokens
     if not matcher.consume_tokens(body) or not matcher.is_accepting():
         raise SchemaViolationError("the text is not in the constraint's language", text=text)
-    if compiled.python_pattern is not None and compiled.python_pattern.fullmatch(text) is None:
+    if compiled.python_pattern is not None and compiled.python_pattern.fullmatch(text) is None \
+            and not newer_than_python(text):
         raise SchemaViolationError(f"the text does not fullmatch {compiled.python_pattern.pattern!r} "
                                    "under Python's re", text=text)
     return text
+
+
+def newer_than_python(text: str) -> bool:
+    """Whether ``text`` holds a character Python's Unicode database does not know (unassigned there): where
+    Python's ``re`` and the engine's Rust ``regex`` may disagree for that reason alone."""
+    return any(unicodedata.category(char) == "Cn" for char in text)

@@ -44,7 +44,9 @@ def screenshot(html: str, tmp_path: Path) -> Counter[tuple[int, int, int]]:
                     "--force-device-scale-factor=1", "--window-size=1400,5000", f"--screenshot={png}",
                     page.as_uri()], check=True, capture_output=True, timeout=120)
     with Image.open(png) as image:
-        return Counter(image.convert("RGB").getdata())
+        rgb = image.convert("RGB")
+        colours = rgb.getcolors(maxcolors=rgb.width * rgb.height) or []
+    return Counter({colour: count for count, colour in colours})
 
 
 def test_chromium_draws_every_chart_in_the_proportions_of_the_counts(scripted: Emulator, tmp_path: Path) -> None:
