@@ -42,6 +42,19 @@ def requests(count: int, kinds: tuple[str, ...] = KINDS, *, model: str = "gpt-4o
     return out
 
 
+def gemini_requests(count: int, kinds: tuple[str, ...] = KINDS, *, model: str = "gemini-2.5-flash",
+                    config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The same items as :func:`requests` as ``generate_content`` keywords (``contents``, ``config``)."""
+    out = []
+    for request in requests(count, kinds, model=model):
+        item: dict[str, Any] = {"custom_id": request["custom_id"], "model": model,
+                                "contents": request["messages"][0]["content"]}
+        if config is not None:
+            item["config"] = dict(config)
+        out.append(item)
+    return out
+
+
 def kind_of(request: RecordedRequest) -> str:
     text = request.conversation_text
     return next((kind for kind in KINDS if f": {kind}" in text), "good")

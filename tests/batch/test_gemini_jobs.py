@@ -1,0 +1,181 @@
+"""Gemini batch mode end to end: the real google-genai SDK creates, polls and cancels the emulator's batch jobs
+and reads their inlined responses; the jobs' state in a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from google import genai
+from google.genai import types
+from support.batch_jobs import GOOD, USAGE, Ticket, gemini_requests, reasked
+
+import guardrail
+import guardrail.batch
+from guardrail.errors import BatchItemFailed, ConfigError, GaveUp, UsageError, VendorError
+from guardrail.outcome import Usage
+from guardrail.store import SQLiteStore
+from guardrail.testing import Emulator
+
+
+def collect(job: guardrail.batch.Job) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for custom_id, outcome in job.results(poll_interval=0):
+        assert custom_id not in seen, f"{custom_id} yielded twice"
+        seen[custom_id] = outcome
+    return seen
+
+
+def rounds_of(emu: Emulator) -> list[list[str]]:
+    """The custom_ids each vendor batch answered, batch by batch."""
+    rounds: dict[str, list[str]] = {}
+    for r in emu.requests:
+        if "x-batch-id" in r.headers:
+            rounds.setdefault(r.headers["x-batch-id"], []).append(r.headers["x-custom-id"])
+    return list(rounds.values())
+
+
+def fresh(emu: Emulator) -> genai.Client:
+    return genai.Client(api_key="test", http_options=types.HttpOptions(base_url=emu.gemini_base_url, timeout=5000))
+
+
+def check(out: dict[str, Any], count: int) -> None:
+    assert sorted(out) == sorted(r["custom_id"] for r in gemini_requests(count))
+    for custom_id, outcome in out.items():
+        kind = custom_id.split("-")[0]
+        if kind in ("good", "repairable", "bad", "flaky"):
+            assert isinstance(outcome, guardrail.Result), (custom_id, outcome)
+            assert outcome.value == Ticket.model_validate_json(GOOD)
+        elif kind == "hopeless":
+            assert isinstance(outcome, GaveUp) and len(outcome.outcome.attempts) == 3
+        else:
+            assert isinstance(outcome, VendorError) and outcome.status == 400, (custom_id, outcome)
+
+
+def test_mixed_job_is_validated_and_only_failed_items_are_asked_again(batch_emu, gemini_client, store):
+    job = guardrail.batch.submit(gemini_client, gemini_requests(12), response_model=Ticket, store=store,
+                                 live_threshold=0)
+    out = collect(job)
+    check(out, 12)
+    assert out["repairable-1"].fixes and len(out["repairable-1"].attempts) == 1
+    first, second, third = rounds_of(batch_emu)
+    assert len(first) == 12
+    assert sorted(second) == sorted(c for c in first if c.split("-")[0] in ("bad", "hopeless", "flaky"))
+    assert sorted(third) == sorted(c for c in first if c.startswith("hopeless"))
+    assert {r.api for r in batch_emu.requests} == {"gemini"}
+    assert all(reasked(r) for r in batch_emu.requests if r.headers.get("x-custom-id", "").startswith("bad")
+               and r.headers["x-batch-id"] != batch_emu.batches.ids()[0])
+
+
+def test_usage_and_cost_add_up_across_rounds(batch_emu, gemini_client, store):
+    job = guardrail.batch.submit(gemini_client, gemini_requests(2, ("good", "bad")), response_model=Ticket,
+                                 store=store, live_threshold=0)
+    out = collect(job)
+    assert out["good-0"].usage == Usage(*USAGE)
+    assert [a.usage for a in out["bad-1"].attempts] == [Usage(*USAGE), Usage(*USAGE)]
+    assert out["bad-1"].usage == Usage(2 * USAGE[0], 2 * USAGE[1])
+    once, twice = out["good-0"].cost_usd, out["bad-1"].cost_usd
+    assert once is not None and once > 0
+    assert twice == pytest.approx(2 * once)
+
+
+def test_requests_are_built_by_the_gemini_endpoint(batch_emu, gemini_client, store):
+    items = gemini_requests(1, ("good",), config={"max_output_tokens": 256, "system_instruction": "Be brief."})
+    collect(guardrail.batch.submit(gemini_client, items, response_model=Ticket, store=store))
+    (sent,) = [r for r in batch_emu.requests if "x-batch-id" in r.headers]
+    assert sent.api == "gemini" and sent.model == "gemini-2.5-flash"
+    assert sent.max_tokens == 256
+    assert sent.output_format is not None or sent.forced_tool is not None  # the plan's mode travelled
+    assert sent.system.startswith("Be brief.")
+
+
+def test_few_failed_items_are_asked_again_live(batch_emu, gemini_client, store):
+    job = guardrail.batch.submit(gemini_client, gemini_requests(4, ("good", "bad")), response_model=Ticket,
+                                 store=store, live_threshold=5)
+    out = collect(job)
+    assert all(isinstance(o, guardrail.Result) and o.value == Ticket.model_validate_json(GOOD) for o in out.values())
+    live = [r for r in batch_emu.requests if "x-batch-id" not in r.headers]
+    assert len(live) == 2 and all(reasked(r) and r.api == "gemini" for r in live)
+    assert out["bad-1"].usage == Usage(2 * USAGE[0], 2 * USAGE[1])
+
+
+def test_expired_and_canceled_items_are_typed_errors(batch_emu, gemini_client, store):
+    job = guardrail.batch.submit(gemini_client, gemini_requests(3, ("good",)), response_model=Ticket, store=store)
+    batch_emu.batches.expire(after=2)
+    out = collect(job)
+    assert [type(out[f"good-{n}"]) for n in range(3)] == [guardrail.Result, guardrail.Result, BatchItemFailed]
+    assert out["good-2"].reason == "expired"
+
+    job = guardrail.batch.submit(gemini_client, gemini_requests(2, ("good",)), response_model=Ticket, store=store)
+    job.cancel()
+    out = collect(job)
+    assert {type(o) for o in out.values()} == {BatchItemFailed} and {o.reason for o in out.values()} == {"canceled"}
+
+
+def test_status_moves_through_the_job_states(batch_emu, gemini_client, store):
+    job = guardrail.batch.submit(gemini_client, gemini_requests(6), response_model=Ticket, store=store)
+    seen = []
+    while not (status := job.status()).ended:
+        seen.append(status.batches[0].status)
+    seen.append(status.batches[0].status)
+    assert seen == ["JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"]
+    assert (status.total, status.done, status.errored) == (6, 6, 2)  # failed and flaky answered with errors
+
+
+def test_a_big_round_is_split_into_several_jobs(batch_emu, gemini_client, store, monkeypatch):
+    from guardrail.vendors.gemini_batch import GeminiBatch
+
+    monkeypatch.setattr(GeminiBatch, "max_items", 4)
+    job = guardrail.batch.submit(gemini_client, gemini_requests(10, ("good",)), response_model=Ticket, store=store)
+    out = collect(job)
+    assert len(out) == 10 and all(isinstance(o, guardrail.Result) for o in out.values())
+    assert [len(r) for r in rounds_of(batch_emu)] == [4, 4, 2]
+    assert len(job.status().batches) == 3
+
+
+def test_a_collection_stopped_midway_goes_on_from_the_reopened_store(batch_emu, gemini_client, db):
+    first = SQLiteStore(db)
+    job = guardrail.batch.submit(gemini_client, gemini_requests(12), response_model=Ticket, store=first,
+                                 live_threshold=0)
+    for _, outcome in job.results(poll_interval=0):
+        if isinstance(outcome, guardrail.Result) and len(outcome.attempts) == 2:
+            break  # the first item settled in round 1: round 2 is not started yet
+    first.close()
+
+    second = SQLiteStore(db)  # reopened, with a fresh client: only the job id is carried over
+    resumed = guardrail.batch.resume(fresh(batch_emu), job.id, store=second)
+    assert resumed.status().round == 1
+    out = collect(resumed)
+    second.close()
+    check(out, 12)
+    answered = [(r.headers["x-batch-id"], r.headers["x-custom-id"]) for r in batch_emu.requests
+                if "x-batch-id" in r.headers]
+    assert len(answered) == len(set(answered)), "an item was asked twice in one round"
+    assert len(batch_emu.batches.ids()) == 3
+
+
+def test_async_job_rounds(batch_emu, store):
+    async def main() -> dict[str, Any]:
+        client = fresh(batch_emu).aio
+        job = await guardrail.batch.asubmit(client, gemini_requests(12), response_model=Ticket, store=store,
+                                            live_threshold=0)
+        resumed = await guardrail.batch.aresume(client, job.id, store=store)
+        return {custom_id: outcome async for custom_id, outcome in resumed.results(poll_interval=0)}
+
+    check(asyncio.run(main()), 12)
+    assert len(batch_emu.batches.ids()) == 3
+
+
+def test_what_a_batch_item_cannot_carry_is_refused_before_anything_is_sent(batch_emu, gemini_client, store):
+    items = gemini_requests(1, ("good",), config={"http_options": {"timeout": 1000}})
+    with pytest.raises(UsageError, match="http_options"):
+        guardrail.batch.submit(gemini_client, items, response_model=Ticket, store=store)
+    assert batch_emu.batches.ids() == []
+
+
+def test_a_vertex_ai_client_is_refused(batch_emu, store):
+    vertex = genai.Client(vertexai=True, api_key="test", http_options=types.HttpOptions(
+        base_url=batch_emu.gemini_base_url))
+    with pytest.raises(ConfigError, match="Client"):
+        guardrail.batch.submit(vertex, gemini_requests(1), response_model=Ticket, store=store)
