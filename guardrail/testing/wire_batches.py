@@ -8,18 +8,18 @@ Routes (with or without ``/v1``): ``POST /files`` (multipart upload), ``GET /fil
 ``POST /v1beta/batches/{id}:cancel`` (Gemini: the job is an operation whose ``metadata`` is the batch, its answers
 inline in ``metadata.output.inlinedResponses.inlinedResponses``).
 
-Status moves one step each time a batch is read (no clock in tests): OpenAI ``validating`` -> ``in_progress``
--> ``finalizing`` -> ``completed``, Anthropic ``in_progress`` -> ``ended``, Gemini ``BATCH_STATE_PENDING`` ->
-``BATCH_STATE_RUNNING`` -> ``BATCH_STATE_SUCCEEDED`` (or ``_CANCELLED``, ``_EXPIRED``). The items are answered when the batch
-ends its processing, each by the same scripting as a live request (the script queue in input order, else the
-responder; schema checks too): each is recorded in ``emu.requests`` with the ``x-batch-id`` and ``x-custom-id``
+Status moves one step each time a batch is read (no clock in tests): OpenAI ``validating`` -> ``in_progress`` ->
+``finalizing`` -> ``completed``, Anthropic ``in_progress`` -> ``ended``, Gemini ``BATCH_STATE_PENDING`` ->
+``BATCH_STATE_RUNNING`` -> ``BATCH_STATE_SUCCEEDED`` (or ``_CANCELLED``, ``_EXPIRED``). The items are answered when
+the batch ends its processing, each by the same scripting as a live request (the script queue in input order, else
+the responder; schema checks too): each is recorded in ``emu.requests`` with the ``x-batch-id`` and ``x-custom-id``
 headers. An error behaviour gives the item that error (OpenAI: the error file with its status; Anthropic:
-``errored``; Gemini: an inlined response with a ``google.rpc.Status`` ``error``, its gRPC code); a transport
-fault (drop, timeout, a spoiled body) an item error 500. Google does not document what a cancelled or expired
-Gemini batch returns for the items it did not run: the emulator answers each with an ``error`` of gRPC code
-``CANCELLED`` (1) or ``DEADLINE_EXCEEDED`` (4), the item's key in its metadata (an assumption, said here). :class:`BatchBook` holds
-the state and the test's controls: :meth:`~BatchBook.hold` keeps batches in progress, :meth:`~BatchBook.expire`
-lets a batch expire (after its first ``after`` items). Files live on disk, so a large job costs no memory here.
+``errored``; Gemini: an inlined response with a ``google.rpc.Status`` ``error``, its gRPC code); a transport fault
+(drop, timeout, a spoiled body) an item error 500. Google does not document what a cancelled or expired Gemini batch
+returns for the items it did not run: the emulator answers each with an ``error`` of gRPC code ``CANCELLED`` (1) or
+``DEADLINE_EXCEEDED`` (4), the item's key in its metadata (an assumption, said here). :class:`BatchBook` holds the
+state and the test's controls: :meth:`~BatchBook.hold` keeps batches in progress, :meth:`~BatchBook.expire` lets a
+batch expire (after its first ``after`` items). Files live on disk, so a large job costs no memory here.
 """
 
 from __future__ import annotations
@@ -495,7 +495,8 @@ def _grpc_status(status: int | None, body: dict[str, Any], unrun: str) -> dict[s
         return {"code": 1 if canceled else 4,
                 "message": "The batch was cancelled before this request ran." if canceled else
                 "The batch expired before this request ran."}
-    error = body.get("error") if isinstance(body.get("error"), dict) else {}
+    found = body.get("error")
+    error: dict[str, Any] = found if isinstance(found, dict) else {}
     out: dict[str, Any] = {"code": _GRPC_CODES.get(str(error.get("status")), 2),
                            "message": str(error.get("message") or f"status {status}")}
     if error.get("details"):

@@ -81,7 +81,7 @@ class GeminiBatch(BatchApi):
         if unknown:
             raise UsageError(f"{', '.join(unknown)}: not a generate_content keyword a batch request can carry")
         request = types.InlinedRequest(model=kwargs.get("model"), contents=kwargs.get("contents"),
-                                       config=config or None)
+                                       config=types.GenerateContentConfig.model_validate(config) if config else None)
         return dumps({"key": custom_id, "request": request.model_dump(mode="json", exclude_none=True)}) + b"\n"
 
     def submit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str:

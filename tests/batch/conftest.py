@@ -1,5 +1,6 @@
 """Tests of ``guardrail.batch``: jobs through the real openai, anthropic and google-genai SDKs against the
-emulator's batch APIs, their state in a real SQLite file and a real redis-server (``redis_url`` from tests/conftest.py)."""
+emulator's batch APIs, their state in a real SQLite file and a real redis-server (``redis_url`` from
+tests/conftest.py)."""
 
 from __future__ import annotations
 

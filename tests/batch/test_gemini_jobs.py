@@ -68,6 +68,23 @@ def test_mixed_job_is_validated_and_only_failed_items_are_asked_again(batch_emu,
                and r.headers["x-batch-id"] != batch_emu.batches.ids()[0])
 
 
+@pytest.mark.parametrize("mode", ["native", "tool", "json", "prompt"])
+def test_every_mode_batches_and_its_reasks_replay_the_answer(batch_emu, gemini_client, store, mode):
+    job = guardrail.batch.submit(gemini_client, gemini_requests(4, ("good", "bad")), response_model=Ticket,
+                                 store=store, mode=mode, live_threshold=0)
+    out = collect(job)
+    assert all(isinstance(o, guardrail.Result) and o.value == Ticket.model_validate_json(GOOD) for o in out.values())
+    assert [len(o.attempts) for o in out.values()] == [1, 1, 2, 2]
+    sent = [r for r in batch_emu.requests if "x-batch-id" in r.headers]
+    assert all((r.forced_tool is not None) == (mode == "tool") for r in sent)
+    again = [r for r in sent if r.headers["x-batch-id"] != batch_emu.batches.ids()[0]]
+    assert len(again) == 2 and all(reasked(r) for r in again)
+    if mode == "tool":  # the replayed function call carries the signature Gemini 3 asks for, through the JSON line
+        turns = again[0].body["contents"]
+        assert [t["role"] for t in turns] == ["user", "model", "user"]
+        assert turns[1]["parts"][0]["thoughtSignature"] == "skip_thought_signature_validator"
+
+
 def test_usage_and_cost_add_up_across_rounds(batch_emu, gemini_client, store):
     job = guardrail.batch.submit(gemini_client, gemini_requests(2, ("good", "bad")), response_model=Ticket,
                                  store=store, live_threshold=0)
