@@ -45,6 +45,8 @@ _ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCEL
 #: An item not run because its batch was cancelled (gRPC CANCELLED) or expired (DEADLINE_EXCEEDED).
 _NEVER_RAN: dict[tuple[str, int], ItemReason] = {("JOB_STATE_CANCELLED", 1): "canceled",
                                                  ("JOB_STATE_EXPIRED", 4): "expired"}
+#: The keywords the SDK reads as its own models (a job's store keeps them as those models' JSON).
+_SDK_FIELDS = ("contents", "config")
 #: Keywords of a live call that a batch request cannot carry (it is a body only, never streamed).
 _NOT_IN_A_LINE = ("http_options",)
 
@@ -83,6 +85,30 @@ class GeminiBatch(BatchApi):
         request = types.InlinedRequest(model=kwargs.get("model"), contents=kwargs.get("contents"),
                                        config=types.GenerateContentConfig.model_validate(config) if config else None)
         return dumps({"key": custom_id, "request": request.model_dump(mode="json", exclude_none=True)}) + b"\n"
+
+    def storable(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """``contents`` and ``config`` (SDK objects or their dicts) dumped by the SDK's own models in JSON mode
+        (bytes as base64), so :meth:`restored` rebuilds the very same objects."""
+        from google.genai import types
+
+        stored = {key: value for key, value in kwargs.items() if key not in _SDK_FIELDS}
+        given = {key: kwargs[key] for key in _SDK_FIELDS if kwargs.get(key) is not None}
+        try:
+            dumped = types.InlinedRequest.model_validate(given).model_dump(mode="json", exclude_none=True)
+        except ValueError as error:  # pydantic's validation and serialization errors
+            raise UsageError(f"contents/config of a batch request the SDK cannot read: {error}") from None
+        stored.update({key: dumped[key] for key in given if key in dumped})
+        return stored
+
+    def restored(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        from google.genai import types
+
+        out = dict(kwargs)
+        given = {key: kwargs[key] for key in _SDK_FIELDS if kwargs.get(key) is not None}
+        if given:
+            request = types.InlinedRequest.model_validate_json(json.dumps(given))
+            out.update({key: getattr(request, key) for key in given})
+        return out
 
     def submit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str:
         model, requests = _requests(lines)

@@ -4,6 +4,7 @@ and reads their inlined responses; the jobs' state in a real SQLite file."""
 from __future__ import annotations
 
 import asyncio
+import base64
 from typing import Any
 
 import pytest
@@ -105,6 +106,27 @@ def test_requests_are_built_by_the_gemini_endpoint(batch_emu, gemini_client, sto
     assert sent.max_tokens == 256
     assert sent.output_format is not None or sent.forced_tool is not None  # the plan's mode travelled
     assert sent.system.startswith("Be brief.")
+
+
+@pytest.mark.parametrize("live_threshold", [0, 5], ids=["follow-up-batch", "live"])
+def test_sdk_objects_and_bytes_travel_through_the_store_unchanged(batch_emu, gemini_client, db, live_threshold):
+    image = bytes(range(256))
+    picture = types.Part.from_bytes(data=image, mime_type="image/png")
+    items = [{"custom_id": f"bad-{n}", "model": "gemini-2.5-flash",
+              "contents": [types.Content(role="user", parts=[types.Part(text=f"ticket {n}: bad"), picture])],
+              "config": types.GenerateContentConfig(max_output_tokens=300, system_instruction="Be brief.")}
+             for n in range(2)]
+    job = guardrail.batch.submit(gemini_client, items, response_model=Ticket, store=SQLiteStore(db),
+                                 live_threshold=live_threshold)
+    out = collect(guardrail.batch.resume(fresh(batch_emu), job.id, store=SQLiteStore(db)))
+    assert all(isinstance(o, guardrail.Result) and len(o.attempts) == 2 for o in out.values())
+    assert len(batch_emu.requests) == 4 and sum(reasked(r) for r in batch_emu.requests) == 2
+    for sent in batch_emu.requests:  # the first ask and the re-ask (in a batch or live) carry the same image
+        (data,) = [part["inlineData"] if "inlineData" in part else part["inline_data"]
+                   for turn in sent.body["contents"] for part in turn["parts"]
+                   if "inlineData" in part or "inline_data" in part]
+        assert base64.b64decode(data["data"].replace("-", "+").replace("_", "/")) == image  # the SDK's URL-safe base64
+        assert sent.max_tokens == 300 and sent.system.startswith("Be brief.")
 
 
 def test_few_failed_items_are_asked_again_live(batch_emu, gemini_client, store):
