@@ -182,6 +182,15 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
     return code, out, err
 
 
+@pytest.mark.parametrize("model", [None, "gemini-3-pro-preview"])
+def test_schema_command_lowers_for_gemini(capsys: pytest.CaptureFixture[str], model: str | None) -> None:
+    code, out, _ = run_main(capsys, "schema", "guardrail.cli.triage:Ticket", "--vendor", "gemini", "--json",
+                            *(("--model", model) if model else ()))
+    data = json.loads(out)
+    assert code == 0 and data["vendor"] == "gemini"
+    assert data["mode"] == "native" and data["report"]["dialect"] == "gemini"  # not the unknown model's prompt mode
+
+
 @pytest.mark.parametrize(("args", "words"), [
     ((), ("guardrail:", "COMMAND")),
     (("bogus",), ("guardrail:", "invalid choice", "'bogus'")),
