@@ -15,7 +15,8 @@ import openai
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-NO_KEYS = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GUARDRAIL_VENDOR"}}
+NO_KEYS = {k: v for k, v in os.environ.items()
+           if k not in {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GUARDRAIL_VENDOR"}}
 
 
 def guardrail(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -28,7 +29,7 @@ def test_demo_runs_against_the_emulator_without_keys_and_says_so() -> None:
     done = guardrail("demo")  # the subprocess timeout is a hang guard; speed is not a test's business
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "No OPENAI_API_KEY or ANTHROPIC_API_KEY set" in out and "emulator" in out
+    assert "No OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY set" in out and "emulator" in out
     assert "6/6 inquiries became valid tickets" in out
     for expected in ("strip_fence", "trailing_comma", "coerce_integer", "enum_fold", "mode: native"):
         assert expected in out, expected  # words short enough not to be wrapped by the table
@@ -37,7 +38,7 @@ def test_demo_runs_against_the_emulator_without_keys_and_says_so() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+@pytest.mark.parametrize("vendor", ["openai", "anthropic", "gemini"])
 def test_demo_json_output_is_machine_readable(vendor: str) -> None:
     done = guardrail("demo", "--json", "--vendor", vendor)
     assert done.returncode == 0, done.stderr
@@ -148,6 +149,23 @@ def test_demo_with_a_key_calls_the_vendor_it_names() -> None:
     assert models == {"gpt-4o-mini"}
 
 
+@pytest.mark.slow
+def test_demo_with_a_gemini_key_calls_gemini() -> None:
+    from guardrail.testing import Emulator, reply
+
+    with Emulator() as emu:
+        emu.responder = lambda request: reply.answer('{"urgency": 2, "category": "other", "summary": "s"}')
+        env = {**NO_KEYS, "GEMINI_API_KEY": "test", "GUARDRAIL_BASE_URL": emu.gemini_base_url}
+        done = subprocess.run([sys.executable, "-m", "guardrail.cli", "demo", "--json"], capture_output=True,
+                              text=True, timeout=120, check=False, env=env, cwd=ROOT)
+        seen = {(r.api, r.model) for r in emu.requests}
+    assert done.returncode == 0, done.stderr
+    assert "Calling the real Gemini API (gemini-2.5-flash)" in done.stderr
+    data = json.loads(done.stdout)
+    assert data["source"] == "live" and len(data["rows"]) == 6
+    assert seen == {("gemini", "gemini-2.5-flash")}
+
+
 # --- user errors: one line naming the argument or file and what is wrong, exit 2 (usage) or 1 (invalid input) ---
 
 
@@ -254,11 +272,12 @@ def test_an_emulator_port_already_in_use_is_one_line(capsys: pytest.CaptureFixtu
     assert "already in use" in one_line(err, "guardrail emulator:", f"127.0.0.1:{port}").lower()
 
 
-@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+@pytest.mark.parametrize(("vendor", "module"), [("openai", "openai"), ("anthropic", "anthropic"),
+                                               ("gemini", "google.genai")])
 @pytest.mark.slow
-def test_demo_without_the_vendor_sdk_names_the_extra_to_install(vendor: str) -> None:
+def test_demo_without_the_vendor_sdk_names_the_extra_to_install(vendor: str, module: str) -> None:
     """``sys.modules[name] = None`` makes ``import name`` fail exactly as on an install without the extra."""
-    done = console_script("demo", "--vendor", vendor, prelude=f"sys.modules[{vendor!r}] = None; ")
+    done = console_script("demo", "--vendor", vendor, prelude=f"sys.modules[{module!r}] = None; ")
     assert done.returncode == 1
     one_line(done.stderr, "guardrail demo:", f"pip install 'guardrail-llm[{vendor}]'")
 
