@@ -91,6 +91,7 @@ class _Batch:
     error_file_id: str | None = None
     results: Path | None = None
     expire_after: int | None = None
+    omit: bool = False
     cancel: bool = False
     stamps: dict[str, int] = dataclasses.field(default_factory=dict)
 
@@ -114,12 +115,13 @@ class BatchBook:
         with self._lock:
             self._held = on
 
-    def expire(self, batch_id: str | None = None, *, after: int = 0) -> None:
+    def expire(self, batch_id: str | None = None, *, after: int = 0, omit: bool = False) -> None:
         """Let a batch (the latest when ``None``) expire when it next moves on: its first ``after`` items are
-        answered, the others expire unanswered."""
+        answered, the others expire unanswered. ``omit`` (Gemini): leave those out of the results altogether, as
+        a vendor that does not report the items it never ran would."""
         with self._lock:
             batch = self._batches[batch_id] if batch_id else list(self._batches.values())[-1]
-            batch.expire_after = after
+            batch.expire_after, batch.omit = after, omit
 
     def ids(self) -> list[str]:
         """Every batch id, oldest first."""
@@ -406,6 +408,8 @@ class BatchBook:
             results = folder / f"{batch.id}.results"
             with results.open("wb") as out:
                 for custom_id, status, body in self._answers(batch, limit):
+                    if status is None and batch.omit:
+                        continue
                     line = {"metadata": {"key": custom_id}}
                     if status == 200:
                         line["response"] = body

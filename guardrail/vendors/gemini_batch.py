@@ -14,7 +14,11 @@ chunks. A batch has one model (in its path): the model of its first request.
 and an ended job's ``dest.inlined_responses`` hold each item's ``GenerateContentResponse`` (``response``, read by
 the Gemini endpoint as a live answer) or its ``error`` (a ``google.rpc.Status``: a gRPC ``code``, its ``message``),
 with the ``metadata`` the request carried (the ``key``: the item's custom_id). The SDK does not map the REST
-``batchStats`` for the Gemini API, so a job's counts are known once it has ended (read from its responses).
+``batchStats`` for the Gemini API: a job's size travels in its display name (``items=N``), and how many items are
+done is known once it has ended (read from its responses). Google does not document what a cancelled or expired
+job answers for the items it never ran: an item answered with gRPC ``CANCELLED`` in a cancelled job (or
+``DEADLINE_EXCEEDED`` in an expired one) was not run; a job that ended with fewer answers than requests fails as a
+whole (:class:`~guardrail.errors.BatchJobError`), since the items it left out cannot be named.
 
 An item's error is sorted as the same error of a live call would be: its gRPC code stands for the HTTP status and
 status name Google documents (cloud.google.com/apis/design/errors), and the :class:`ItemError` carries the error JSON
@@ -25,6 +29,7 @@ Vertex AI batch prediction (Cloud Storage or BigQuery input), not this API, and 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -41,6 +46,7 @@ _GRPC: dict[int, tuple[int, str]] = {
     9: (400, "FAILED_PRECONDITION"), 10: (409, "ABORTED"), 11: (400, "OUT_OF_RANGE"), 12: (501, "UNIMPLEMENTED"),
     13: (500, "INTERNAL"), 14: (503, "UNAVAILABLE"), 15: (500, "DATA_LOSS"), 16: (401, "UNAUTHENTICATED"),
 }
+_ITEMS = re.compile(r"\bitems=(\d+)\b")
 _ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
 #: An item not run because its batch was cancelled (gRPC CANCELLED) or expired (DEADLINE_EXCEEDED).
 _NEVER_RAN: dict[tuple[str, int], ItemReason] = {("JOB_STATE_CANCELLED", 1): "canceled",
@@ -112,11 +118,12 @@ class GeminiBatch(BatchApi):
 
     def submit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str:
         model, requests = _requests(lines)
-        return str(client.batches.create(model=model, src=requests, config=_config(metadata)).name)
+        return str(client.batches.create(model=model, src=requests, config=_config(metadata, len(requests))).name)
 
     async def asubmit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str:
         model, requests = _requests(lines)
-        return str((await client.batches.create(model=model, src=requests, config=_config(metadata))).name)
+        made = await client.batches.create(model=model, src=requests, config=_config(metadata, len(requests)))
+        return str(made.name)
 
     def state(self, client: Any, batch_id: str) -> BatchState:
         return _state(client.batches.get(name=batch_id))
@@ -155,9 +162,16 @@ def _requests(lines: Path) -> tuple[str, list[Any]]:
     return model, requests
 
 
-def _config(metadata: Mapping[str, str]) -> dict[str, Any]:
+def _config(metadata: Mapping[str, str], count: int) -> dict[str, Any]:
+    """The job's display name: guardrail's metadata and the number of requests (``items=N``), which the SDK does
+    not report otherwise (:func:`_state` reads it back)."""
     name = " ".join(f"{key}={value}" for key, value in metadata.items())
-    return {"display_name": f"guardrail {name}".strip()}
+    return {"display_name": f"guardrail {name} items={count}".replace("  ", " ")}
+
+
+def _count(job: Any) -> int | None:
+    found = _ITEMS.search(str(getattr(job, "display_name", None) or ""))
+    return int(found[1]) if found else None
 
 
 def _word(state: Any) -> str:
@@ -170,14 +184,23 @@ def _responses(job: Any) -> list[Any]:
 
 
 def _state(job: Any) -> BatchState:
+    """The job's state; its ``total`` from the count it was made with, ``done`` and ``errored`` once it has
+    ended. An ended job whose answers are fewer than its requests has ``failed``: the items it left out cannot be
+    named (an answer names its item), and a job is never read as whole without them."""
     word = _word(job.state)
     ended = word in _ENDED
     responses = _responses(job) if ended else []
     errored = sum(1 for response in responses if response.error is not None)
+    total = _count(job)
     error = getattr(job, "error", None)
     message = str(getattr(error, "message", "") or "") if error is not None else ""
-    return BatchState(str(job.name), word, ended, len(responses), len(responses), errored,
-                      failed=word == "JOB_STATE_FAILED", message=message)
+    failed = word == "JOB_STATE_FAILED"
+    if ended and total is not None and len(responses) < total:
+        failed = True
+        message = message or (f"it ended ({word}) with answers for {len(responses)} of its {total} requests; the "
+                              "others are not reported")
+    return BatchState(str(job.name), word, ended, len(responses) if total is None else total, len(responses),
+                      errored, failed=failed, message=message)
 
 
 def _items(job: Any) -> Iterator[tuple[str, Any]]:

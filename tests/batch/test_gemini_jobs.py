@@ -14,7 +14,7 @@ from support.batch_jobs import GOOD, USAGE, Ticket, gemini_requests, reasked
 
 import guardrail
 import guardrail.batch
-from guardrail.errors import BatchItemFailed, ConfigError, GaveUp, UsageError, VendorError
+from guardrail.errors import BatchItemFailed, BatchJobError, ConfigError, GaveUp, UsageError, VendorError
 from guardrail.outcome import Usage
 from guardrail.store import SQLiteStore
 from guardrail.testing import Emulator
@@ -152,11 +152,19 @@ def test_expired_and_canceled_items_are_typed_errors(batch_emu, gemini_client, s
     assert {type(o) for o in out.values()} == {BatchItemFailed} and {o.reason for o in out.values()} == {"canceled"}
 
 
+def test_a_job_that_leaves_items_out_of_its_answers_fails_loudly(batch_emu, gemini_client, store):
+    job = guardrail.batch.submit(gemini_client, gemini_requests(3, ("good",)), response_model=Ticket, store=store)
+    batch_emu.batches.expire(after=1, omit=True)  # the unrun items are not in the answers at all
+    with pytest.raises(BatchJobError, match="answers for 1 of its 3 requests"):
+        collect(job)
+
+
 def test_status_moves_through_the_job_states(batch_emu, gemini_client, store):
     job = guardrail.batch.submit(gemini_client, gemini_requests(6), response_model=Ticket, store=store)
     seen = []
     while not (status := job.status()).ended:
         seen.append(status.batches[0].status)
+        assert (status.total, status.done) == (6, 0)  # the size from the job's name; done once it has ended
     seen.append(status.batches[0].status)
     assert seen == ["JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"]
     assert (status.total, status.done, status.errored) == (6, 6, 2)  # failed and flaky answered with errors
