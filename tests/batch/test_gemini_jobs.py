@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from google import genai
 from google.genai import types
-from support.batch_jobs import GOOD, USAGE, Ticket, gemini_requests, reasked
+from support.batch_jobs import GOOD, USAGE, Ticket, collect, gemini_requests, reasked, rounds_of
 
 import guardrail
 import guardrail.batch
@@ -18,23 +18,6 @@ from guardrail.errors import BatchItemFailed, BatchJobError, ConfigError, GaveUp
 from guardrail.outcome import Usage
 from guardrail.store import SQLiteStore
 from guardrail.testing import Emulator
-
-
-def collect(job: guardrail.batch.Job) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for custom_id, outcome in job.results(poll_interval=0):
-        assert custom_id not in seen, f"{custom_id} yielded twice"
-        seen[custom_id] = outcome
-    return seen
-
-
-def rounds_of(emu: Emulator) -> list[list[str]]:
-    """The custom_ids each vendor batch answered, batch by batch."""
-    rounds: dict[str, list[str]] = {}
-    for r in emu.requests:
-        if "x-batch-id" in r.headers:
-            rounds.setdefault(r.headers["x-batch-id"], []).append(r.headers["x-custom-id"])
-    return list(rounds.values())
 
 
 def fresh(emu: Emulator) -> genai.Client:

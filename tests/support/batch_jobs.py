@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from guardrail.testing import RecordedRequest, reply
+from guardrail.testing import Emulator, RecordedRequest, reply
 from guardrail.testing.behaviours import Reply
 
 #: Each kind of item, by the word its prompt carries: what the emulated model does with it.
@@ -83,3 +83,21 @@ class Model:
             self.failed_once.add(request.conversation_text)
             return reply.server_error(500)
         return reply.answer(GOOD, usage=USAGE)
+
+
+def collect(job: Any) -> dict[str, Any]:
+    """Every ``(custom_id, outcome)`` of a sync job's results, checking that none is yielded twice."""
+    seen: dict[str, Any] = {}
+    for custom_id, outcome in job.results(poll_interval=0):
+        assert custom_id not in seen, f"{custom_id} yielded twice"
+        seen[custom_id] = outcome
+    return seen
+
+
+def rounds_of(emu: Emulator) -> list[list[str]]:
+    """The custom_ids each vendor batch answered, batch by batch (oldest first)."""
+    rounds: dict[str, list[str]] = {}
+    for r in emu.requests:
+        if "x-batch-id" in r.headers:
+            rounds.setdefault(r.headers["x-batch-id"], []).append(r.headers["x-custom-id"])
+    return list(rounds.values())
