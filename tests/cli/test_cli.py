@@ -131,39 +131,25 @@ def test_a_bad_script_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_demo_with_a_key_calls_the_vendor_it_names() -> None:
+@pytest.mark.parametrize(("key", "vendor", "model"), [("OPENAI_API_KEY", "OpenAI", "gpt-4o-mini"),
+                                                      ("GEMINI_API_KEY", "Gemini", "gemini-2.5-flash")])
+def test_demo_with_a_key_calls_the_vendor_it_names(key: str, vendor: str, model: str) -> None:
     """The live path, pointed at an emulator through GUARDRAIL_BASE_URL (no real vendor in tests)."""
     from guardrail.testing import Emulator, reply
 
     with Emulator() as emu:
         emu.responder = lambda request: reply.answer('{"urgency": 2, "category": "other", "summary": "s"}')
-        env = {**NO_KEYS, "OPENAI_API_KEY": "sk-test", "GUARDRAIL_BASE_URL": emu.openai_base_url}
-        done = subprocess.run([sys.executable, "-m", "guardrail.cli", "demo", "--json"], capture_output=True,
-                              text=True, timeout=120, check=False, env=env, cwd=ROOT)
-        models = {r.model for r in emu.requests}
-    assert done.returncode == 0, done.stderr
-    assert "Calling the real OpenAI API (gpt-4o-mini)" in done.stderr
-    data = json.loads(done.stdout)
-    assert data["source"] == "live" and len(data["rows"]) == 6
-    assert all(r["result"] == {"urgency": 2, "category": "other", "summary": "s"} for r in data["rows"])
-    assert models == {"gpt-4o-mini"}
-
-
-@pytest.mark.slow
-def test_demo_with_a_gemini_key_calls_gemini() -> None:
-    from guardrail.testing import Emulator, reply
-
-    with Emulator() as emu:
-        emu.responder = lambda request: reply.answer('{"urgency": 2, "category": "other", "summary": "s"}')
-        env = {**NO_KEYS, "GEMINI_API_KEY": "test", "GUARDRAIL_BASE_URL": emu.gemini_base_url}
+        base_url = emu.gemini_base_url if vendor == "Gemini" else emu.openai_base_url
+        env = {**NO_KEYS, key: "sk-test", "GUARDRAIL_BASE_URL": base_url}
         done = subprocess.run([sys.executable, "-m", "guardrail.cli", "demo", "--json"], capture_output=True,
                               text=True, timeout=120, check=False, env=env, cwd=ROOT)
         seen = {(r.api, r.model) for r in emu.requests}
     assert done.returncode == 0, done.stderr
-    assert "Calling the real Gemini API (gemini-2.5-flash)" in done.stderr
+    assert f"Calling the real {vendor} API ({model})" in done.stderr
     data = json.loads(done.stdout)
     assert data["source"] == "live" and len(data["rows"]) == 6
-    assert seen == {("gemini", "gemini-2.5-flash")}
+    assert all(r["result"] == {"urgency": 2, "category": "other", "summary": "s"} for r in data["rows"])
+    assert seen == {("gemini" if vendor == "Gemini" else "chat", model)}
 
 
 # --- user errors: one line naming the argument or file and what is wrong, exit 2 (usage) or 1 (invalid input) ---
