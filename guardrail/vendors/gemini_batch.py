@@ -46,6 +46,7 @@ _GRPC: dict[int, tuple[int, str]] = {
     9: (400, "FAILED_PRECONDITION"), 10: (409, "ABORTED"), 11: (400, "OUT_OF_RANGE"), 12: (501, "UNIMPLEMENTED"),
     13: (500, "INTERNAL"), 14: (503, "UNAVAILABLE"), 15: (500, "DATA_LOSS"), 16: (401, "UNAUTHENTICATED"),
 }
+#: The job's size in its display name (see :func:`_config`).
 _ITEMS = re.compile(r"\bitems=(\d+)\b")
 _ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
 #: An item not run because its batch was cancelled (gRPC CANCELLED) or expired (DEADLINE_EXCEEDED).
@@ -88,8 +89,12 @@ class GeminiBatch(BatchApi):
         unknown = sorted(set(kwargs) - {"model", "contents", "config", "timeout"})
         if unknown:
             raise UsageError(f"{', '.join(unknown)}: not a generate_content keyword a batch request can carry")
-        request = types.InlinedRequest(model=kwargs.get("model"), contents=kwargs.get("contents"),
-                                       config=types.GenerateContentConfig.model_validate(config) if config else None)
+        try:
+            request = types.InlinedRequest(
+                model=kwargs.get("model"), contents=kwargs.get("contents"),
+                config=types.GenerateContentConfig.model_validate(config) if config else None)
+        except ValueError as error:  # pydantic's validation error
+            raise UsageError(f"batch request {custom_id!r} is not one the SDK can send: {error}") from None
         return dumps({"key": custom_id, "request": request.model_dump(mode="json", exclude_none=True)}) + b"\n"
 
     def storable(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -146,7 +151,8 @@ class GeminiBatch(BatchApi):
 
 
 def _requests(lines: Path) -> tuple[str, list[Any]]:
-    """The batch's model (its first request's) and its requests, each with its custom_id as metadata ``key``."""
+    """The batch's model and its requests, each with its custom_id as metadata ``key``; a :class:`UsageError`
+    for requests of several models (a Gemini batch is one model's: its path names it)."""
     from google.genai import types
 
     model, requests = "", []
@@ -158,6 +164,9 @@ def _requests(lines: Path) -> tuple[str, list[Any]]:
             request = types.InlinedRequest.model_validate_json(json.dumps(entry["request"]))
             request.metadata = {"key": str(entry["key"])}
             model = model or str(request.model or "")
+            if str(request.model or "").removeprefix("models/") != model.removeprefix("models/"):
+                raise UsageError(f"a Gemini batch job is one model's: request {entry['key']!r} asks "
+                                 f"{request.model!r}, the job {model!r} (submit one job per model)")
             requests.append(request)
     return model, requests
 

@@ -204,6 +204,14 @@ def test_what_a_batch_item_cannot_carry_is_refused_before_anything_is_sent(batch
     assert batch_emu.batches.ids() == []
 
 
+def test_a_job_of_several_models_is_refused(batch_emu, gemini_client, store):
+    items = gemini_requests(1, ("good",)) + gemini_requests(1, ("bad",), model="gemini-2.5-pro")
+    with pytest.raises(UsageError, match="one model's"):
+        guardrail.batch.submit(gemini_client, [items[0], {**items[1], "custom_id": "other"}], response_model=Ticket,
+                               store=store)
+    assert batch_emu.batches.ids() == []
+
+
 def test_a_vertex_ai_client_is_refused(batch_emu, store):
     vertex = genai.Client(vertexai=True, api_key="test", http_options=types.HttpOptions(
         base_url=batch_emu.gemini_base_url))
