@@ -204,6 +204,14 @@ def test_what_a_batch_item_cannot_carry_is_refused_before_anything_is_sent(batch
     assert batch_emu.batches.ids() == []
 
 
+def test_a_wrapped_client_batches_the_same(batch_emu, gemini_client, store):
+    wrapped = guardrail.wrap(gemini_client)
+    out = collect(guardrail.batch.submit(wrapped, gemini_requests(2, ("good", "bad")), response_model=Ticket,
+                                         store=store, live_threshold=0))
+    assert [len(o.attempts) for o in out.values()] == [1, 2]
+    assert len(batch_emu.batches.ids()) == 2
+
+
 def test_a_job_of_several_models_is_refused(batch_emu, gemini_client, store):
     items = gemini_requests(1, ("good",)) + gemini_requests(1, ("bad",), model="gemini-2.5-pro")
     with pytest.raises(UsageError, match="one model's"):
