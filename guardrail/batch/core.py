@@ -329,9 +329,10 @@ def _check_kind(client: WrappedClient, asynchronous: bool) -> None:
     if client._guardrail.asynchronous != asynchronous:
         if asynchronous:
             raise UsageError("guardrail.batch.asubmit/aresume take an async client (openai.AsyncOpenAI, "
-                             "anthropic.AsyncAnthropic); use submit/resume with a sync one")
-        raise UsageError("guardrail.batch.submit/resume take a sync client (openai.OpenAI, anthropic.Anthropic); "
-                         "use asubmit/aresume with an async one")
+                             "anthropic.AsyncAnthropic, a google.genai client's .aio); use submit/resume with a "
+                             "sync one")
+        raise UsageError("guardrail.batch.submit/resume take a sync client (openai.OpenAI, anthropic.Anthropic, "
+                         "google.genai.Client); use asubmit/aresume with an async one")
 
 
 def _reference(model: Any) -> str | None:
