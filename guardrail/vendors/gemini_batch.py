@@ -28,6 +28,8 @@ Vertex AI batch prediction (Cloud Storage or BigQuery input), not this API, and 
 
 from __future__ import annotations
 
+import base64
+import enum
 import json
 import re
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -52,6 +54,8 @@ _ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCEL
 #: An item not run because its batch was cancelled (gRPC CANCELLED) or expired (DEADLINE_EXCEEDED).
 _NEVER_RAN: dict[tuple[str, int], ItemReason] = {("JOB_STATE_CANCELLED", 1): "canceled",
                                                  ("JOB_STATE_EXPIRED", 4): "expired"}
+#: How :func:`_to_json` writes ``bytes``.
+_BYTES = "$guardrail.bytes"
 #: The keywords the SDK reads as its own models (a job's store keeps them as those models' JSON).
 _SDK_FIELDS = ("contents", "config")
 #: Keywords of a live call that a batch request cannot carry (it is a body only, never streamed).
@@ -77,7 +81,7 @@ class GeminiBatch(BatchApi):
 
     def line(self, custom_id: str, kwargs: Mapping[str, Any]) -> bytes:
         """``{"key": custom_id, "request": InlinedRequest as JSON}``: the SDK's own model of the keywords,
-        dumped in its JSON mode (bytes as base64), so :meth:`submit` rebuilds the very same request."""
+        dumped as data (:func:`_to_json`), so :meth:`submit` rebuilds the very same request."""
         from google.genai import types
 
         if kwargs.get("stream"):
@@ -97,20 +101,21 @@ class GeminiBatch(BatchApi):
                 config=types.GenerateContentConfig.model_validate(config) if config else None)
         except ValueError as error:  # pydantic's validation error
             raise UsageError(f"batch request {custom_id!r} is not one the SDK can send: {error}") from None
-        return dumps({"key": custom_id, "request": request.model_dump(mode="json", exclude_none=True)}) + b"\n"
+        return dumps({"key": custom_id, "request": _to_json(request.model_dump(exclude_none=True))}) + b"\n"
 
     def storable(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """``contents`` and ``config`` (SDK objects or their dicts) dumped by the SDK's own models in JSON mode
-        (bytes as base64), so :meth:`restored` rebuilds the very same objects."""
+        """``contents`` and ``config`` (SDK objects or their dicts) dumped by the SDK's own models as data
+        (:func:`_to_json`), so :meth:`restored` rebuilds the very same objects."""
         from google.genai import types
 
         stored = {key: value for key, value in kwargs.items() if key not in _SDK_FIELDS}
         given = {key: kwargs[key] for key in _SDK_FIELDS if kwargs.get(key) is not None}
         try:
-            dumped = types.InlinedRequest.model_validate(given).model_dump(mode="json", exclude_none=True)
-        except ValueError as error:  # pydantic's validation and serialization errors
-            raise UsageError(f"contents/config of a batch request the SDK cannot read: {error}") from None
-        stored.update({key: dumped[key] for key in given if key in dumped})
+            dumped = types.InlinedRequest.model_validate(given).model_dump(exclude_none=True)
+        except ValueError as error:  # pydantic's validation error
+            raise UsageError(f"contents/config of a batch request the SDK cannot read: "
+                             f"{str(error).splitlines()[0]}") from None
+        stored.update(_to_json({key: dumped[key] for key in given if key in dumped}))
         return stored
 
     def restored(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,7 +124,7 @@ class GeminiBatch(BatchApi):
         out = dict(kwargs)
         given = {key: kwargs[key] for key in _SDK_FIELDS if kwargs.get(key) is not None}
         if given:
-            request = types.InlinedRequest.model_validate_json(json.dumps(given))
+            request = types.InlinedRequest.model_validate(_from_json(given))
             out.update({key: getattr(request, key) for key in given})
         return out
 
@@ -163,7 +168,7 @@ def _requests(lines: Path) -> tuple[str, list[Any]]:
             if not raw.strip():
                 continue
             entry = json.loads(raw)
-            request = types.InlinedRequest.model_validate_json(json.dumps(entry["request"]))
+            request = types.InlinedRequest.model_validate(_from_json(entry["request"]))
             request.metadata = {"key": str(entry["key"])}
             model = model or str(request.model or "")
             if str(request.model or "").removeprefix("models/") != model.removeprefix("models/"):
@@ -171,6 +176,34 @@ def _requests(lines: Path) -> tuple[str, list[Any]]:
                                  f"{request.model!r}, the job {model!r} (submit one job per model)")
             requests.append(request)
     return model, requests
+
+
+def _to_json(value: Any) -> Any:
+    """A Python-mode dump of the SDK's models as JSON data: ``bytes`` as ``{"$guardrail.bytes": base64}``, enums
+    as their values. Not the SDK's JSON mode: its JSON reader refuses a lone surrogate in a text (a model's answer
+    replayed in a re-ask may hold one), which Python's ``json`` keeps, as it keeps every other string."""
+    if isinstance(value, bytes):
+        return {_BYTES: base64.b64encode(value).decode("ascii")}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(key): _to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(item) for item in value]
+    raise UsageError(f"a {type(value).__name__} cannot be sent in a Gemini batch request (not JSON data)")
+
+
+def _from_json(value: Any) -> Any:
+    """:func:`_to_json`'s data with its bytes back."""
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get(_BYTES), str):
+            return base64.b64decode(value[_BYTES])
+        return {key: _from_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_from_json(item) for item in value]
+    return value
 
 
 def _config(metadata: Mapping[str, str], count: int) -> dict[str, Any]:
