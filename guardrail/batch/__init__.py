@@ -1,4 +1,4 @@
-"""Validated batch jobs over the vendors' batch APIs (OpenAI Batch, Anthropic Message Batches).
+"""Validated batch jobs over the vendors' batch APIs (OpenAI Batch, Anthropic Message Batches, Gemini batch mode).
 
 ``submit`` a job of many ``create(...)`` calls, ``resume`` it anywhere from its store, ``wait`` for it and read
 ``results()``: each item's validated :class:`~guardrail.Result` or typed error, with the same parse, repair and

@@ -1,7 +1,7 @@
-"""The async twin of :mod:`guardrail.batch.job`: the same jobs with ``openai.AsyncOpenAI`` and
-``anthropic.AsyncAnthropic`` clients (``await asubmit(...)``, ``await job.wait()``, ``async for ... in
-job.results()``). Only the vendor's I/O and the live re-asks are awaited; the store is called as it is (its
-operations are short, atomic and local or on a Redis round trip)."""
+"""The async twin of :mod:`guardrail.batch.job`: the same jobs with ``openai.AsyncOpenAI``,
+``anthropic.AsyncAnthropic`` and google-genai's ``client.aio`` clients (``await asubmit(...)``, ``await
+job.wait()``, ``async for ... in job.results()``). Only the vendor's I/O and the live re-asks are awaited; the
+store is called as it is (its operations are short, atomic and local or on a Redis round trip)."""
 
 from __future__ import annotations
 

@@ -120,7 +120,7 @@ class JobCore:
         found = self.records.item(custom_id)
         if found is None:
             return None
-        call, method = self.calls.live(found[1].kwargs)
+        call, method = self.calls.live(self.api.restored(found[1].kwargs))
         return call, method, [reply for _, reply in found[1].replies]
 
 
@@ -149,7 +149,7 @@ class Round:
             raw, item = found
             if item.round != round_:  # asked again in a later round already: read there
                 return None
-            call = self.core.calls.call(item.kwargs)
+            call = self.core.calls.call(self.core.api.restored(item.kwargs))
             run = ItemRun(call, [reply for _, reply in item.replies], custom_id)
             try:
                 if not item.answered_in(round_):
@@ -195,7 +195,8 @@ class Round:
                 found = self.core.records.item(custom_id)
                 if found is None:
                     continue
-                run = ItemRun(self.core.calls.call(found[1].kwargs), [reply for _, reply in found[1].replies],
+                kwargs = self.core.api.restored(found[1].kwargs)
+                run = ItemRun(self.core.calls.call(kwargs), [reply for _, reply in found[1].replies],
                               custom_id)
                 if run.send is not None:
                     full = spool.add(custom_id, run.send.kwargs)
@@ -250,7 +251,7 @@ class Submission:
                 run = ItemRun(self.core.calls.call(kwargs), (), custom_id)
                 if run.send is None:  # ended before asking anything (a budget too small for one request)
                     raise run.value if isinstance(run.value, CallError) else UsageError(f"{custom_id}: no request")
-                self.core.records.add_item(custom_id, ItemRecord(kwargs))
+                self.core.records.add_item(custom_id, ItemRecord(self.core.api.storable(kwargs)))
                 full = spool.add(custom_id, run.send.kwargs)
                 run.close()
                 self.total += 1
@@ -328,9 +329,10 @@ def _check_kind(client: WrappedClient, asynchronous: bool) -> None:
     if client._guardrail.asynchronous != asynchronous:
         if asynchronous:
             raise UsageError("guardrail.batch.asubmit/aresume take an async client (openai.AsyncOpenAI, "
-                             "anthropic.AsyncAnthropic); use submit/resume with a sync one")
-        raise UsageError("guardrail.batch.submit/resume take a sync client (openai.OpenAI, anthropic.Anthropic); "
-                         "use asubmit/aresume with an async one")
+                             "anthropic.AsyncAnthropic, a google.genai client's .aio); use submit/resume with a "
+                             "sync one")
+        raise UsageError("guardrail.batch.submit/resume take a sync client (openai.OpenAI, anthropic.Anthropic, "
+                         "google.genai.Client); use asubmit/aresume with an async one")
 
 
 def _reference(model: Any) -> str | None:

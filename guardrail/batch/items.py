@@ -50,7 +50,7 @@ class Calls:
     def live(self, kwargs: Mapping[str, Any]) -> tuple[Call, Any]:
         """The item's call as a live one (with the client's deadline) and the SDK method it sends with."""
         call: Call = self.resource._guardrail_call(CallOptions(**self.options), dict(kwargs))
-        return call, self.resource._guardrail_quiet().create
+        return call, self.resource._guardrail_send()
 
 
 class ItemRun:

@@ -127,12 +127,12 @@ def submit(client: Any, requests: Iterable[Mapping[str, Any]], *, response_model
            rules: Sequence[Rule] = (), context: Mapping[str, Any] | None = None, budget: Budget | None = None,
            api: str | None = None, live_threshold: int = LIVE_THRESHOLD, job_id: str | None = None,
            ttl: float = JOB_TTL) -> Job:
-    """Submit a batch job: each of ``requests`` is the keywords of one ``create(...)`` call plus its
-    ``custom_id`` (unique in the job), read one at a time.
+    """Submit a batch job: each of ``requests`` is the keywords of one ``create(...)`` call (Gemini:
+    ``generate_content``) plus its ``custom_id`` (unique in the job), read one at a time.
 
     Args:
-        client: an ``openai.OpenAI``/``anthropic.Anthropic`` client, plain or wrapped (its settings then apply:
-            attempts, token ceiling). Async clients: :func:`~guardrail.batch.asubmit`.
+        client: an ``openai.OpenAI``/``anthropic.Anthropic``/``google.genai.Client`` client, plain or wrapped
+            (its settings then apply: attempts, token ceiling). Async clients: :func:`~guardrail.batch.asubmit`.
         response_model: the contract every answer must satisfy, as for a live call.
         store: where the job's state lives (a :class:`~guardrail.store.SQLiteStore` or
             :class:`~guardrail.store.RedisStore` to resume it from another process).

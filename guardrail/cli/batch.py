@@ -1,7 +1,8 @@
 """``guardrail batch submit|status|collect``: validated batch jobs (:mod:`guardrail.batch`) from the command line.
 
 The client is the vendor SDK's own, configured from its environment variables (``OPENAI_API_KEY``,
-``OPENAI_BASE_URL``; ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``); the job's state lives in ``--store`` (a
+``OPENAI_BASE_URL``; ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``; ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``,
+``GOOGLE_GEMINI_BASE_URL``); the job's state lives in ``--store`` (a
 SQLite file, or a ``redis://`` URL), so ``status`` and ``collect`` need only the job id.
 """
 
@@ -21,10 +22,12 @@ from guardrail.cli.common import EXIT_INVALID, EXIT_OK, target
 from guardrail.errors import CommandError, CommandLineError
 
 DESCRIPTION = """\
-Run many structured calls at a vendor's batch discount (OpenAI Batch, Anthropic Message Batches): every answer is
-parsed, repaired and validated against the contract as a live call's is, and the items that fail are asked again.
+Run many structured calls at a vendor's batch discount (OpenAI Batch, Anthropic Message Batches, Gemini batch
+mode): every answer is parsed, repaired and validated against the contract as a live call's is, and the items
+that fail are asked again.
 
-  submit REQUESTS.jsonl   one create(...) call's keywords per line, each with a "custom_id"; prints the job id
+  submit REQUESTS.jsonl   one create(...) call's keywords per line (Gemini: generate_content's), each with a
+                          "custom_id"; prints the job id
   status JOB              the current round and its vendor batches
   collect JOB             waits for the job and writes one JSON line per item: its value or its error
 
@@ -43,8 +46,8 @@ def register(commands: Any) -> None:
     submit.add_argument("requests", metavar="REQUESTS.jsonl", help="one request per line ('-': standard input)")
     submit.add_argument("--contract", metavar="MODULE:Type", type=target, required=True,
                         help="the type every answer must satisfy, e.g. myapp.models:Ticket")
-    submit.add_argument("--vendor", choices=("openai", "anthropic"), default="openai", help="default: openai")
-    submit.add_argument("--api", choices=("chat", "responses", "messages"), default=None,
+    submit.add_argument("--vendor", choices=VENDORS, default="openai", help="default: openai")
+    submit.add_argument("--api", choices=tuple(_API_VENDOR), default=None,
                         help="the API to batch (default: the vendor's first)")
     submit.add_argument("--mode", choices=("native", "tool", "json", "prompt"), default=None)
     submit.add_argument("--max-attempts", type=_positive, default=None, help="model attempts per item")
@@ -69,6 +72,11 @@ def register(commands: Any) -> None:
     collect.add_argument("--poll-interval", type=_seconds, default=30.0, help="seconds between polls (default 30)")
     collect.add_argument("--timeout", type=_seconds, default=None, help="give up waiting for a round after this")
     collect.set_defaults(run=run_collect, prog=collect.prog)
+
+
+#: The ``--vendor`` choices, and the vendor of each ``--api``.
+VENDORS = ("openai", "anthropic", "gemini")
+_API_VENDOR = {"chat": "openai", "responses": "openai", "messages": "anthropic", "gemini": "gemini"}
 
 
 def _store_argument(parser: argparse.ArgumentParser) -> None:
@@ -115,11 +123,20 @@ def _store(location: str) -> Iterator[Any]:
 
 
 def _client(vendor: str) -> Any:
-    """The vendor SDK's client, configured by its own environment variables."""
+    """The vendor SDK's client, configured by its own environment variables (``vendor``: a ``--vendor`` choice,
+    or the SDK module a job recorded)."""
     if vendor == "anthropic":
         import anthropic
 
         return anthropic.Anthropic()
+    if vendor in ("gemini", "google.genai"):
+        from guardrail._optional import require
+
+        genai = require("google.genai", "gemini", "guardrail batch --vendor gemini")
+        try:
+            return genai.Client()
+        except ValueError as error:  # no API key in the environment
+            raise CommandError(str(error)) from None
     import openai
 
     try:
@@ -169,7 +186,7 @@ def run_submit(args: argparse.Namespace) -> int:
     contract = contract_type(args.contract)
     if args.requests != "-" and not Path(args.requests).is_file():
         raise CommandError(f"{args.requests}: does not exist")
-    if args.api is not None and (args.api == "messages") != (args.vendor == "anthropic"):
+    if args.api is not None and _API_VENDOR[args.api] != args.vendor:
         raise CommandLineError(f"--api {args.api} is not an API of {args.vendor}")
     client = _client(args.vendor)
     extra: dict[str, Any] = {}

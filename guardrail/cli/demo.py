@@ -11,19 +11,20 @@ from guardrail.errors import CommandError
 
 DESCRIPTION = """\
 Triage English and Korean customer inquiries into typed tickets and show what each layer did (repairs,
-feedback rounds, transport retries). Uses OPENAI_API_KEY or ANTHROPIC_API_KEY when one is set (GUARDRAIL_VENDOR
-picks between them), otherwise the bundled vendor emulator replaying realistic vendor answers: no key, no
-network. Needs the SDK of the vendor it drives:
+feedback rounds, transport retries). Uses OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY when one is set
+(GUARDRAIL_VENDOR picks between them), otherwise the bundled vendor emulator replaying realistic vendor answers:
+no key, no network. Needs the SDK of the vendor it drives:
   {openai}
   {anthropic}
-""".format(openai=install_hint("openai"), anthropic=install_hint("anthropic"))
+  {gemini}
+""".format(openai=install_hint("openai"), anthropic=install_hint("anthropic"), gemini=install_hint("gemini"))
 
 
 def register(commands: Any) -> None:
     """Add ``demo`` to the subcommands."""
     parser = commands.add_parser("demo", help="triage sample customer inquiries through the whole pipeline",
                                  description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--vendor", choices=("openai", "anthropic"), default="openai",
+    parser.add_argument("--vendor", choices=("openai", "anthropic", "gemini"), default="openai",
                         help="which SDK to drive against the emulator (default: openai)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
     parser.set_defaults(run=run, prog=parser.prog)
@@ -43,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
         config, source = live
     else:
         server, config = demo.emulated(args.vendor)
-        source = (f"No OPENAI_API_KEY or ANTHROPIC_API_KEY set: running against the bundled vendor emulator "
-                  f"(real {args.vendor} SDK, local HTTP server) replaying recorded vendor answers.")
+        source = (f"No OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY set: running against the bundled vendor "
+                  f"emulator (real {args.vendor} SDK, local HTTP server) replaying recorded vendor answers.")
     try:
         console.print(f"[bold]{source}[/bold]")
         with console.status("Triaging inquiries..."):

@@ -42,9 +42,9 @@ def register(commands: Any) -> None:
     parser.add_argument("--contract", required=True, metavar="MODULE:Type",
                         help="the contract, e.g. myapp.models:Ticket, or a JSON Schema file")
     parser.add_argument("--model", action="append", required=True, metavar="MODEL", help="a model (repeatable)")
-    parser.add_argument("--vendor", choices=("openai", "anthropic"), default=None,
+    parser.add_argument("--vendor", choices=("openai", "anthropic", "gemini"), default=None,
                         help="the vendor SDK (default: GUARDRAIL_VENDOR, else whichever API key is set)")
-    parser.add_argument("--api", choices=("chat", "responses", "messages"), default=None,
+    parser.add_argument("--api", choices=("chat", "responses", "messages", "gemini"), default=None,
                         help="the API to call (default: the client's own)")
     parser.add_argument("--modes", type=_modes, default=["auto"], metavar="MODE,...",
                         help=f"modes to compare, from {', '.join(MODES)} (default: auto, guardrail's choice)")
@@ -131,8 +131,8 @@ def _client(vendor: str | None) -> Any:
         raise CommandError(f"cannot make the {environ.get('GUARDRAIL_VENDOR') or 'vendor'} client: "
                            f"{type(error).__name__}: {error}") from None
     if client is None:
-        raise CommandError("no vendor configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY (and *_BASE_URL for a "
-                           "compatible server or the emulator), or pass --vendor")
+        raise CommandError("no vendor configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY (and "
+                           "*_BASE_URL for a compatible server or the emulator), or pass --vendor")
     return client
 
 

@@ -10,7 +10,11 @@ from guardrail.cli import common
 from guardrail.cli.common import import_target, is_type_expression, target
 from guardrail.errors import CommandError
 
-VENDORS = ("openai", "anthropic", "vllm", "sglang", "llamacpp", "ollama")
+VENDORS = ("openai", "anthropic", "gemini", "vllm", "sglang", "llamacpp", "ollama")
+#: ``--vendor`` names that are not the provider's own name (its ``gen_ai.provider.name``), and the model each is
+#: lowered for without ``--model`` (Gemini's rows are by model family: no model would be an unknown one).
+_PROVIDERS = {"gemini": "gcp.gemini"}
+_DEFAULT_MODELS = {"gemini": "gemini-2.5-flash"}
 
 DESCRIPTION = """\
 Print the JSON Schema guardrail would send for a contract type, and the CompileReport: which keywords the
@@ -28,7 +32,8 @@ def register(commands: Any) -> None:
                                  description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", metavar="MODULE:Type", type=target, help="the contract, e.g. myapp.models:Ticket")
     parser.add_argument("--vendor", choices=VENDORS, default="openai", help="the vendor to lower for (default: openai)")
-    parser.add_argument("--model", default="", help="model name (capabilities differ by model family)")
+    parser.add_argument("--model", default="", help="model name (capabilities differ by model family; gemini: "
+                        "default gemini-2.5-flash)")
     parser.add_argument("--mode", choices=("native", "tool", "json", "prompt"), default=None,
                         help="the mode to lower for (default: the strongest that works)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -58,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as error:  # pydantic cannot build a schema for it (an arbitrary class, a forward reference)
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CommandError(f"{args.target!r} cannot be a contract: {first_line}") from None
-    caps = capabilities(args.vendor, args.model)
+    caps = capabilities(_PROVIDERS.get(args.vendor, args.vendor), args.model or _DEFAULT_MODELS.get(args.vendor, ""))
     chosen = plans(contract.schema, name, caps)
     mode = args.mode or chosen[0].mode
     if mode == "native":

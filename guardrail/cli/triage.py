@@ -1,10 +1,10 @@
 """``guardrail demo``: triage customer inquiries (English and Korean) through the whole pipeline.
 
-With ``OPENAI_API_KEY`` or ``ANTHROPIC_API_KEY`` set, the inquiries go to that vendor. Without, they go to the
-bundled vendor emulator, which replays realistic vendor answers: clean JSON, fenced and chatty JSON with a
-trailing comma, drifted field names and a number in a string, a value that breaks the contract (one feedback
-round), a 429 and an answer cut off at the token limit, Python-style literals. Each row shows what the vendor
-returned, what each layer did, and the typed result.
+With ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` or ``GEMINI_API_KEY`` set, the inquiries go to that vendor.
+Without, they go to the bundled vendor emulator, which replays realistic vendor answers: clean JSON, fenced and
+chatty JSON with a trailing comma, drifted field names and a number in a string, a value that breaks the contract
+(one feedback round), a 429 and an answer cut off at the token limit, Python-style literals. Each row shows what
+the vendor returned, what each layer did, and the typed result.
 """
 
 from __future__ import annotations
@@ -131,14 +131,20 @@ def run(config: Config) -> list[Row]:
     return rows
 
 
+#: Each vendor's API key variable, in the order :meth:`Config.from_env` picks a vendor by them, and its name.
+_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
+_NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "gemini": "Gemini"}
+
+
 def live_config() -> tuple[Config, str] | None:
     """A config for the real vendor when an API key is set, with a line saying so; else ``None``."""
-    if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("ANTHROPIC_API_KEY")):
+    env = os.environ
+    if not any(env.get(key) for key in _KEYS.values()):
         return None
     config = Config.from_env()
-    vendor = "OpenAI" if os.environ.get("OPENAI_API_KEY") and os.environ.get("GUARDRAIL_VENDOR") != "anthropic" \
-        else "Anthropic"
-    return config, f"Calling the real {vendor} API ({config.model}) with the API key from the environment."
+    chosen = env.get("GUARDRAIL_VENDOR") or next(vendor for vendor, key in _KEYS.items() if env.get(key))
+    return config, f"Calling the real {_NAMES.get(chosen, chosen)} API ({config.model}) with the API key from the " \
+        "environment."
 
 
 def emulated(vendor: str) -> tuple[Any, Config]:
@@ -149,15 +155,19 @@ def emulated(vendor: str) -> tuple[Any, Config]:
     """
     from guardrail.testing import Emulator
 
-    if vendor not in ("openai", "anthropic"):
-        raise ConfigError(f"vendor must be 'openai' or 'anthropic', not {vendor!r}")
-    sdk: Any = require(vendor, vendor, "the demo")  # MissingExtra naming the extra, before anything starts
+    if vendor not in _KEYS:
+        raise ConfigError(f"vendor must be 'openai', 'anthropic' or 'gemini', not {vendor!r}")
+    module = "google.genai" if vendor == "gemini" else vendor
+    sdk: Any = require(module, vendor, "the demo")  # MissingExtra naming the extra, before anything starts
     emulator = Emulator().start()
     emulator.script(*recorded_answers())
     retry = RetryPolicy(initial_wait=0.05, max_wait=1.0, deadline=30)
     if vendor == "anthropic":
         client = sdk.Anthropic(base_url=emulator.anthropic_base_url, api_key="emulator")
         return emulator, Config(client=client, model="claude-haiku-4-5", retry=retry)
+    if vendor == "gemini":
+        client = sdk.Client(api_key="emulator", http_options={"base_url": emulator.gemini_base_url})
+        return emulator, Config(client=client, model="gemini-2.5-flash", retry=retry)
     client = sdk.OpenAI(base_url=emulator.openai_base_url, api_key="emulator")
     return emulator, Config(client=client, model="gpt-4o-mini", retry=retry)
 

@@ -158,7 +158,8 @@ def _call(client: Any, api: str | None, case: Case, mode: str, model: str, contr
         system, user = split_messages(case.messages)
         request = endpoint.prompt_request(system, user, max_tokens=max_tokens)
     try:
-        result: Result[Any] = method.create_with_result(  # type: ignore[assignment]  # a sync client (run_matrix)
+        with_result = getattr(method, endpoint.methods.result)  # create_with_result; Gemini's generate_content_...
+        result: Result[Any] = with_result(
             model=model, response_model=contract, mode=None if mode == AUTO else mode, rules=list(rules),
             prompt_version=prompt_version, **request)
     except CallError as error:

@@ -133,7 +133,7 @@ class Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         route = path[3:] if path.startswith("/v1/") else path
         book = self.server.ledger.batches
-        if book is None or not wire_batches.ROUTE.match(route):
+        if book is None or not (wire_batches.ROUTE.match(route) or wire_batches.GEMINI_ROUTE.match(route)):
             return False
         headers = {name.lower(): value for name, value in self.headers.items()}
         answer = book.handle(method, route, headers, self._read_body() if raw is None else raw)

@@ -1,18 +1,25 @@
-"""The vendors' batch APIs on the wire: OpenAI files and batches, Anthropic message batches.
+"""The vendors' batch APIs on the wire: OpenAI files and batches, Anthropic message batches, Gemini batch mode.
 
 Routes (with or without ``/v1``): ``POST /files`` (multipart upload), ``GET /files/{id}``,
 ``GET /files/{id}/content``, ``POST /batches``, ``GET /batches/{id}``, ``POST /batches/{id}/cancel``;
 ``POST /messages/batches`` (requests inline), ``GET /messages/batches/{id}``,
-``POST /messages/batches/{id}/cancel``, ``GET /messages/batches/{id}/results`` (JSONL).
+``POST /messages/batches/{id}/cancel``, ``GET /messages/batches/{id}/results`` (JSONL);
+``POST /v1beta/models/{model}:batchGenerateContent`` (requests inline), ``GET /v1beta/batches/{id}``,
+``POST /v1beta/batches/{id}:cancel`` (Gemini: the job is an operation whose ``metadata`` is the batch, its answers
+inline in ``metadata.output.inlinedResponses.inlinedResponses``).
 
-Status moves one step each time a batch is read (no clock in tests): OpenAI ``validating`` -> ``in_progress``
--> ``finalizing`` -> ``completed``, Anthropic ``in_progress`` -> ``ended``. The items are answered when the batch
-ends its processing, each by the same scripting as a live request (the script queue in input order, else the
-responder; schema checks too): each is recorded in ``emu.requests`` with the ``x-batch-id`` and ``x-custom-id``
+Status moves one step each time a batch is read (no clock in tests): OpenAI ``validating`` -> ``in_progress`` ->
+``finalizing`` -> ``completed``, Anthropic ``in_progress`` -> ``ended``, Gemini ``BATCH_STATE_PENDING`` ->
+``BATCH_STATE_RUNNING`` -> ``BATCH_STATE_SUCCEEDED`` (or ``_CANCELLED``, ``_EXPIRED``). The items are answered when
+the batch ends its processing, each by the same scripting as a live request (the script queue in input order, else
+the responder; schema checks too): each is recorded in ``emu.requests`` with the ``x-batch-id`` and ``x-custom-id``
 headers. An error behaviour gives the item that error (OpenAI: the error file with its status; Anthropic:
-``errored``); a transport fault (drop, timeout, a spoiled body) an item error 500. :class:`BatchBook` holds
-the state and the test's controls: :meth:`~BatchBook.hold` keeps batches in progress, :meth:`~BatchBook.expire`
-lets a batch expire (after its first ``after`` items). Files live on disk, so a large job costs no memory here.
+``errored``; Gemini: an inlined response with a ``google.rpc.Status`` ``error``, its gRPC code); a transport fault
+(drop, timeout, a spoiled body) an item error 500. Google does not document what a cancelled or expired Gemini batch
+returns for the items it did not run: the emulator answers each with an ``error`` of gRPC code ``CANCELLED`` (1) or
+``DEADLINE_EXCEEDED`` (4), the item's key in its metadata (an assumption, said here). :class:`BatchBook` holds the
+state and the test's controls: :meth:`~BatchBook.hold` keeps batches in progress, :meth:`~BatchBook.expire` lets a
+batch expire (after its first ``after`` items). Files live on disk, so a large job costs no memory here.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import Any
 from guardrail.testing.behaviours import Reply
 from guardrail.testing.recording import Api, RecordedRequest
 from guardrail.testing.rendering import new_id, now
+from guardrail.testing.wire_gemini import gemini_error
 
 __all__ = ["Answer", "BatchBook", "Render"]
 
@@ -70,7 +78,7 @@ class _File:
 
 @dataclasses.dataclass(slots=True)
 class _Batch:
-    vendor: str  # "openai" | "anthropic"
+    vendor: str  # "openai" | "anthropic" | "gemini"
     id: str
     input: Path
     endpoint: str
@@ -83,6 +91,7 @@ class _Batch:
     error_file_id: str | None = None
     results: Path | None = None
     expire_after: int | None = None
+    omit: bool = False
     cancel: bool = False
     stamps: dict[str, int] = dataclasses.field(default_factory=dict)
 
@@ -106,12 +115,13 @@ class BatchBook:
         with self._lock:
             self._held = on
 
-    def expire(self, batch_id: str | None = None, *, after: int = 0) -> None:
+    def expire(self, batch_id: str | None = None, *, after: int = 0, omit: bool = False) -> None:
         """Let a batch (the latest when ``None``) expire when it next moves on: its first ``after`` items are
-        answered, the others expire unanswered."""
+        answered, the others expire unanswered. ``omit`` (Gemini): leave those out of the results altogether, as
+        a vendor that does not report the items it never ran would."""
         with self._lock:
             batch = self._batches[batch_id] if batch_id else list(self._batches.values())[-1]
-            batch.expire_after = after
+            batch.expire_after, batch.omit = after, omit
 
     def ids(self) -> list[str]:
         """Every batch id, oldest first."""
@@ -129,6 +139,9 @@ class BatchBook:
         """The answer of a batch route, or ``None`` when ``route`` is not one."""
         parts = route.strip("/").split("/")
         with self._lock:
+            gemini = GEMINI_ROUTE.match(route)
+            if gemini is not None and (gemini["id"] is None or gemini["cancel"] or self._is_gemini(gemini["id"])):
+                return self._gemini_route(method, gemini, raw)
             if parts[0] == "files":
                 return self._files_route(method, parts[1:], headers, raw)
             if parts[0] == "batches":
@@ -284,6 +297,90 @@ class BatchBook:
                 "cancel_initiated_at": stamp(batch.stamps.get("cancel_initiated_at")),
                 "results_url": f"{base}/v1/messages/batches/{batch.id}/results" if batch.results else None}
 
+    def _is_gemini(self, batch_id: str) -> bool:
+        """Whether ``batch_id`` is a Gemini batch (``GET /v1/batches/{id}`` is OpenAI's route too)."""
+        found = self._batches.get(batch_id)
+        return found is not None and found.vendor == "gemini"
+
+    def _gemini_route(self, method: str, found: re.Match[str], raw: bytes) -> Answer:
+        if found["model"] is not None:
+            if method != "POST":
+                return Answer(404, gemini_error(404, "no such route"))
+            batch_body = _json(raw).get("batch")
+            batch_body = batch_body if isinstance(batch_body, dict) else {}
+            source = batch_body.get("inputConfig")
+            inline = source.get("requests") if isinstance(source, dict) else None
+            requests = inline.get("requests") if isinstance(inline, dict) else None
+            if not isinstance(requests, list) or not requests:
+                return Answer(400, gemini_error(400, "batch.input_config: a batch needs at least one inlined request "
+                                                     "(this emulator does not take file input)"))
+            batch_id = new_id("gb")
+            path = Path(self._dir.name) / batch_id
+            with path.open("wb") as out:
+                for entry in requests:
+                    out.write(json.dumps(entry).encode() + b"\n")
+            batch = _Batch("gemini", batch_id, path, f"models/{found['model']}", now(), "BATCH_STATE_PENDING",
+                           metadata={"displayName": batch_body.get("displayName")},
+                           counts={"total": len(requests), "succeeded": 0, "failed": 0})
+            self._batches[batch_id] = batch
+            return Answer(200, self._gemini_json(batch))
+        known = self._batches.get(found["id"])
+        if known is None or known.vendor != "gemini":
+            return Answer(404, gemini_error(404, f"Batch batches/{found['id']} not found."))
+        if found["cancel"]:
+            if method != "POST":
+                return Answer(404, gemini_error(404, "no such route"))
+            if known.status in ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING"):
+                known.cancel = True
+            return Answer(200, {})
+        if method != "GET":
+            return Answer(404, gemini_error(404, "no such route"))
+        self._step_gemini(known)
+        return Answer(200, self._gemini_json(known))
+
+    def _step_gemini(self, batch: _Batch) -> None:
+        if batch.status in _GEMINI_ENDED:
+            return
+        if batch.cancel:
+            self._process(batch, 0, "canceled")
+            batch.status = "BATCH_STATE_CANCELLED"
+        elif batch.expire_after is not None:
+            self._process(batch, batch.expire_after, "expired")
+            batch.status = "BATCH_STATE_EXPIRED"
+        elif batch.status == "BATCH_STATE_PENDING":
+            batch.status = "BATCH_STATE_RUNNING"
+            return
+        elif self._held:
+            return
+        else:
+            self._process(batch, None, "expired")
+            batch.status = "BATCH_STATE_SUCCEEDED"
+        batch.stamps["ended_at"] = now()
+
+    def _gemini_json(self, batch: _Batch) -> dict[str, Any]:
+        """The job as the API answers it: an operation named ``batches/{id}`` whose ``metadata`` is the batch."""
+        def stamp(seconds: int) -> str:
+            return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+        counts = batch.counts
+        pending = counts["total"] - counts["succeeded"] - counts["failed"]
+        meta: dict[str, Any] = {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
+            "model": batch.endpoint, "displayName": (batch.metadata or {}).get("displayName") or batch.id,
+            "createTime": stamp(batch.created), "updateTime": stamp(now()), "state": batch.status,
+            "batchStats": {"requestCount": str(counts["total"]), "successfulRequestCount": str(counts["succeeded"]),
+                           "failedRequestCount": str(counts["failed"]), "pendingRequestCount": str(pending)}}
+        answer: dict[str, Any] = {"name": f"batches/{batch.id}", "metadata": meta}
+        if batch.results is not None:
+            with batch.results.open("rb") as lines:
+                inlined = [json.loads(line) for line in lines if line.strip()]
+            meta["output"] = {"inlinedResponses": {"inlinedResponses": inlined}}
+            meta["endTime"] = stamp(batch.stamps.get("ended_at", now()))
+        if batch.status in _GEMINI_ENDED:
+            answer["done"] = True
+            answer["response"] = {**meta, "@type": meta["@type"]}
+        return answer
+
     # -- answering the items ---------------------------------------------------------------------------------------
     def _process(self, batch: _Batch, limit: int | None, unrun: str) -> None:
         """Answer the batch's items (the first ``limit`` when given; the rest end ``unrun``), writing its results."""
@@ -306,6 +403,22 @@ class BatchBook:
                     file_id = new_id("file-")
                     self._files[file_id] = _File(file_id, path, path.name, "batch_output", now())
                     setattr(batch, kind, file_id)
+            return
+        if batch.vendor == "gemini":
+            results = folder / f"{batch.id}.results"
+            with results.open("wb") as out:
+                for custom_id, status, body in self._answers(batch, limit):
+                    if status is None and batch.omit:
+                        continue
+                    line = {"metadata": {"key": custom_id}}
+                    if status == 200:
+                        line["response"] = body
+                        batch.counts["succeeded"] += 1
+                    else:
+                        line["error"] = _grpc_status(status, body, unrun)
+                        batch.counts["failed"] += 1
+                    out.write(json.dumps(line).encode() + b"\n")
+            batch.results = results
             return
         results = folder / f"{batch.id}.results"
         with results.open("wb") as out:
@@ -330,7 +443,10 @@ class BatchBook:
         with batch.input.open("rb") as lines:
             for index, raw in enumerate(line for line in lines if line.strip()):
                 entry = json.loads(raw)
-                custom_id = str(entry.get("custom_id"))
+                if batch.vendor == "gemini":
+                    custom_id = str((entry.get("metadata") or {}).get("key"))
+                else:
+                    custom_id = str(entry.get("custom_id"))
                 if limit is not None and index >= limit:
                     yield custom_id, None, {}
                     continue
@@ -339,9 +455,14 @@ class BatchBook:
                     path, body = str(entry.get("url")), entry.get("body")
                 else:
                     api, path, body = "messages", "/v1/messages", entry.get("params")
+                model = None
+                if batch.vendor == "gemini":  # the model is in the path, as in a live generateContent
+                    body = dict(entry.get("request") or {})
+                    model = str(body.pop("model", None) or batch.endpoint).removeprefix("models/")
+                    api, path = "gemini", f"/v1beta/models/{model}:generateContent"
                 headers = {"x-batch-id": batch.id, "x-custom-id": custom_id}
                 request = RecordedRequest(api=api, path=path, headers=headers,
-                                          body=body if isinstance(body, dict) else {})
+                                          body=body if isinstance(body, dict) else {}, path_model=model)
                 self._record(request)
                 behaviour = self._check(request) or self._next(request)
                 status, answer = self.render(behaviour, request)
@@ -370,5 +491,32 @@ def _bad_request(message: str, *, anthropic: bool = False) -> Answer:
                                   "code": None}})
 
 
+def _grpc_status(status: int | None, body: dict[str, Any], unrun: str) -> dict[str, Any]:
+    """A Gemini item's error as the ``google.rpc.Status`` an inlined response carries: the gRPC code of the HTTP
+    error's status name; an item not run: ``CANCELLED`` or ``DEADLINE_EXCEEDED`` (see the module docstring)."""
+    if status is None:
+        canceled = unrun == "canceled"
+        return {"code": 1 if canceled else 4,
+                "message": "The batch was cancelled before this request ran." if canceled else
+                "The batch expired before this request ran."}
+    found = body.get("error")
+    error: dict[str, Any] = found if isinstance(found, dict) else {}
+    out: dict[str, Any] = {"code": _GRPC_CODES.get(str(error.get("status")), 2),
+                           "message": str(error.get("message") or f"status {status}")}
+    if error.get("details"):
+        out["details"] = error["details"]
+    return out
+
+
+#: Google's status names -> gRPC codes (an inlined response's error carries the code, not the HTTP status).
+_GRPC_CODES = {"CANCELLED": 1, "UNKNOWN": 2, "INVALID_ARGUMENT": 3, "DEADLINE_EXCEEDED": 4, "NOT_FOUND": 5,
+               "ALREADY_EXISTS": 6, "PERMISSION_DENIED": 7, "RESOURCE_EXHAUSTED": 8, "FAILED_PRECONDITION": 9,
+               "ABORTED": 10, "OUT_OF_RANGE": 11, "UNIMPLEMENTED": 12, "INTERNAL": 13, "UNAVAILABLE": 14,
+               "DATA_LOSS": 15, "UNAUTHENTICATED": 16}
+_GEMINI_ENDED = frozenset({"BATCH_STATE_SUCCEEDED", "BATCH_STATE_FAILED", "BATCH_STATE_CANCELLED",
+                           "BATCH_STATE_EXPIRED"})
 #: Batch routes, for the server to tell them from the live ones.
 ROUTE = re.compile(r"^/(files|batches|messages/batches)(/|$)")
+#: Gemini batch mode's routes (the API version in the path; a ``/v1/`` the server took off already).
+GEMINI_ROUTE = re.compile(r"^(?:/v1[a-z0-9]*)?/(?:models/(?P<model>[^/:]+):batchGenerateContent|"
+                          r"batches/(?P<id>[^/:]+)(?P<cancel>:cancel)?)$")

@@ -99,6 +99,16 @@ class BatchApi(ABC):
     def line(self, custom_id: str, kwargs: Mapping[str, Any]) -> bytes:
         """One request (the SDK keywords of one ``create`` call) as a line of the batch input, newline included."""
 
+    def storable(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The caller's keywords of one request as the JSON data the job's store keeps (:meth:`restored` reads
+        them back as the SDK takes them). The keywords of SDKs whose requests are JSON already are kept as they
+        are; an SDK whose keywords are its own objects (google-genai's ``GenerateContentConfig``) dumps them."""
+        return dict(kwargs)
+
+    def restored(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Stored keywords (:meth:`storable`) as the SDK call takes them."""
+        return dict(kwargs)
+
     @abstractmethod
     def submit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str:
         """Start a vendor batch of the lines in the file ``lines``; the vendor's id for it."""

@@ -1,5 +1,6 @@
-"""Tests of ``guardrail.batch``: jobs through the real openai and anthropic SDKs against the emulator's batch APIs,
-their state in a real SQLite file and a real redis-server (``redis_url`` from tests/conftest.py)."""
+"""Tests of ``guardrail.batch``: jobs through the real openai, anthropic and google-genai SDKs against the
+emulator's batch APIs, their state in a real SQLite file and a real redis-server (``redis_url`` from
+tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,15 @@ def anthropic_client(batch_emu: Emulator) -> Any:
     import anthropic
 
     return anthropic.Anthropic(base_url=batch_emu.anthropic_base_url, api_key="sk-ant-test", max_retries=0)
+
+
+@pytest.fixture
+def gemini_client(batch_emu: Emulator) -> Any:
+    from google import genai
+    from google.genai import types
+
+    return genai.Client(api_key="test", http_options=types.HttpOptions(base_url=batch_emu.gemini_base_url,
+                                                                       timeout=5000))
 
 
 @pytest.fixture

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from support.batch_jobs import GOOD, USAGE, Ticket, reasked, requests
+from support.batch_jobs import GOOD, USAGE, Ticket, collect, reasked, requests, rounds_of
 
 import guardrail
 import guardrail.batch
 from guardrail.errors import BatchItemFailed, GaveUp, VendorError
 from guardrail.outcome import Usage
-from guardrail.testing import Emulator
-
-
-def collect(job: guardrail.batch.Job) -> dict[str, Any]:
-    return dict(job.results(poll_interval=0))
-
-
-def rounds_of(emu: Emulator) -> list[list[str]]:
-    rounds: dict[str, list[str]] = {}
-    for r in emu.requests:
-        if "x-batch-id" in r.headers:
-            rounds.setdefault(r.headers["x-batch-id"], []).append(r.headers["x-custom-id"])
-    return list(rounds.values())
 
 
 def test_mixed_job_is_validated_and_only_failed_items_are_asked_again(batch_emu, anthropic_client, store):

@@ -5,21 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.batch_jobs import GOOD, KINDS, USAGE, Ticket, reasked, requests
+from support.batch_jobs import GOOD, KINDS, USAGE, Ticket, collect, reasked, requests
 
 import guardrail
 import guardrail.batch
 from guardrail.errors import BatchItemFailed, BatchJobError, GaveUp, UsageError, VendorError
 from guardrail.outcome import Usage
 from guardrail.testing import Emulator, reply
-
-
-def collect(job: guardrail.batch.Job) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for custom_id, outcome in job.results(poll_interval=0):
-        assert custom_id not in seen, f"{custom_id} yielded twice"
-        seen[custom_id] = outcome
-    return seen
 
 
 def batch_items(emu: Emulator) -> list[tuple[str, str]]:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.batch_jobs import Model, requests
+from support.batch_jobs import Model, gemini_requests, requests
 
 from guardrail.testing import Emulator
 
@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def guardrail(emu: Emulator, *args: str, vendor: str = "openai") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}", "OPENAI_API_KEY": "sk-test",
            "OPENAI_BASE_URL": emu.openai_base_url, "ANTHROPIC_API_KEY": "sk-ant-test",
-           "ANTHROPIC_BASE_URL": emu.anthropic_base_url}
+           "ANTHROPIC_BASE_URL": emu.anthropic_base_url, "GEMINI_API_KEY": "test",
+           "GOOGLE_GEMINI_BASE_URL": emu.gemini_base_url}
     return subprocess.run([sys.executable, "-m", "guardrail.cli", "batch", *args], capture_output=True, text=True,
                           timeout=120, check=False, env=env, cwd=ROOT)
 
@@ -68,6 +69,30 @@ def test_anthropic_job_collects_with_exit_status_0(emu: Emulator, tmp_path: Path
     collected = guardrail(emu, "collect", done.stdout.strip(), "--store", db, "--poll-interval", "0")
     assert collected.returncode == 0, collected.stderr
     assert len(collected.stdout.splitlines()) == 4
+
+
+@pytest.mark.slow
+def test_gemini_job_submits_and_collects(emu: Emulator, tmp_path: Path) -> None:
+    emu.responder = Model()
+    source = tmp_path / "requests.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in gemini_requests(4, ("good", "bad"))))
+    db = str(tmp_path / "jobs.db")
+    done = guardrail(emu, "submit", str(source), "--contract", "support.batch_jobs:Ticket", "--store", db,
+                     "--vendor", "gemini", "--live-threshold", "0")
+    assert done.returncode == 0, done.stderr
+    job = done.stdout.strip()
+    status = guardrail(emu, "status", job, "--store", db, "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["batches"][0]["status"] == "JOB_STATE_RUNNING"
+    collected = guardrail(emu, "collect", job, "--store", db, "--poll-interval", "0")
+    assert collected.returncode == 0, collected.stderr
+    lines = {line["custom_id"]: line for line in map(json.loads, collected.stdout.splitlines())}
+    assert {c: line["attempts"] for c, line in lines.items()} == {"good-0": 1, "bad-1": 2, "good-2": 1, "bad-3": 2}
+    assert lines["bad-1"]["value"] == {"title": "printer on fire", "priority": 2}
+    assert {r.api for r in emu.requests} == {"gemini"}
+    wrong = guardrail(emu, "submit", str(source), "--contract", "support.batch_jobs:Ticket", "--store", db,
+                      "--vendor", "gemini", "--api", "chat")
+    assert wrong.returncode == 2 and "not an API of gemini" in wrong.stderr
 
 
 @pytest.mark.slow

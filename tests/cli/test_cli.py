@@ -15,7 +15,8 @@ import openai
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-NO_KEYS = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GUARDRAIL_VENDOR"}}
+NO_KEYS = {k: v for k, v in os.environ.items()
+           if k not in {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GUARDRAIL_VENDOR"}}
 
 
 def guardrail(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -28,7 +29,7 @@ def test_demo_runs_against_the_emulator_without_keys_and_says_so() -> None:
     done = guardrail("demo")  # the subprocess timeout is a hang guard; speed is not a test's business
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "No OPENAI_API_KEY or ANTHROPIC_API_KEY set" in out and "emulator" in out
+    assert "No OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY set" in out and "emulator" in out
     assert "6/6 inquiries became valid tickets" in out
     for expected in ("strip_fence", "trailing_comma", "coerce_integer", "enum_fold", "mode: native"):
         assert expected in out, expected  # words short enough not to be wrapped by the table
@@ -37,7 +38,7 @@ def test_demo_runs_against_the_emulator_without_keys_and_says_so() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+@pytest.mark.parametrize("vendor", ["openai", "anthropic", "gemini"])
 def test_demo_json_output_is_machine_readable(vendor: str) -> None:
     done = guardrail("demo", "--json", "--vendor", vendor)
     assert done.returncode == 0, done.stderr
@@ -130,22 +131,25 @@ def test_a_bad_script_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_demo_with_a_key_calls_the_vendor_it_names() -> None:
+@pytest.mark.parametrize(("key", "vendor", "model"), [("OPENAI_API_KEY", "OpenAI", "gpt-4o-mini"),
+                                                      ("GEMINI_API_KEY", "Gemini", "gemini-2.5-flash")])
+def test_demo_with_a_key_calls_the_vendor_it_names(key: str, vendor: str, model: str) -> None:
     """The live path, pointed at an emulator through GUARDRAIL_BASE_URL (no real vendor in tests)."""
     from guardrail.testing import Emulator, reply
 
     with Emulator() as emu:
         emu.responder = lambda request: reply.answer('{"urgency": 2, "category": "other", "summary": "s"}')
-        env = {**NO_KEYS, "OPENAI_API_KEY": "sk-test", "GUARDRAIL_BASE_URL": emu.openai_base_url}
+        base_url = emu.gemini_base_url if vendor == "Gemini" else emu.openai_base_url
+        env = {**NO_KEYS, key: "sk-test", "GUARDRAIL_BASE_URL": base_url}
         done = subprocess.run([sys.executable, "-m", "guardrail.cli", "demo", "--json"], capture_output=True,
                               text=True, timeout=120, check=False, env=env, cwd=ROOT)
-        models = {r.model for r in emu.requests}
+        seen = {(r.api, r.model) for r in emu.requests}
     assert done.returncode == 0, done.stderr
-    assert "Calling the real OpenAI API (gpt-4o-mini)" in done.stderr
+    assert f"Calling the real {vendor} API ({model})" in done.stderr
     data = json.loads(done.stdout)
     assert data["source"] == "live" and len(data["rows"]) == 6
     assert all(r["result"] == {"urgency": 2, "category": "other", "summary": "s"} for r in data["rows"])
-    assert models == {"gpt-4o-mini"}
+    assert seen == {("gemini" if vendor == "Gemini" else "chat", model)}
 
 
 # --- user errors: one line naming the argument or file and what is wrong, exit 2 (usage) or 1 (invalid input) ---
@@ -180,6 +184,15 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+@pytest.mark.parametrize("model", [None, "gemini-3-pro-preview"])
+def test_schema_command_lowers_for_gemini(capsys: pytest.CaptureFixture[str], model: str | None) -> None:
+    code, out, _ = run_main(capsys, "schema", "guardrail.cli.triage:Ticket", "--vendor", "gemini", "--json",
+                            *(("--model", model) if model else ()))
+    data = json.loads(out)
+    assert code == 0 and data["vendor"] == "gemini"
+    assert data["mode"] == "native" and data["report"]["dialect"] == "gemini"  # not the unknown model's prompt mode
 
 
 @pytest.mark.parametrize(("args", "words"), [
@@ -245,11 +258,12 @@ def test_an_emulator_port_already_in_use_is_one_line(capsys: pytest.CaptureFixtu
     assert "already in use" in one_line(err, "guardrail emulator:", f"127.0.0.1:{port}").lower()
 
 
-@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+@pytest.mark.parametrize(("vendor", "module"), [("openai", "openai"), ("anthropic", "anthropic"),
+                                               ("gemini", "google.genai")])
 @pytest.mark.slow
-def test_demo_without_the_vendor_sdk_names_the_extra_to_install(vendor: str) -> None:
+def test_demo_without_the_vendor_sdk_names_the_extra_to_install(vendor: str, module: str) -> None:
     """``sys.modules[name] = None`` makes ``import name`` fail exactly as on an install without the extra."""
-    done = console_script("demo", "--vendor", vendor, prelude=f"sys.modules[{vendor!r}] = None; ")
+    done = console_script("demo", "--vendor", vendor, prelude=f"sys.modules[{module!r}] = None; ")
     assert done.returncode == 1
     one_line(done.stderr, "guardrail demo:", f"pip install 'guardrail-llm[{vendor}]'")
 

@@ -100,6 +100,21 @@ def test_the_command_writes_the_report(scripted: Emulator, cases_file: Path, tmp
     assert (tmp_path / "report.html").read_text(encoding="utf-8").count("<svg") == 4
 
 
+def test_the_command_runs_on_gemini(scripted: Emulator, cases_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    environ = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
+    environ.update(GEMINI_API_KEY="test", GOOGLE_GEMINI_BASE_URL=scripted.gemini_base_url)
+    done = subprocess.run([sys.executable, "-m", "guardrail.cli", "eval", str(cases_file), "--vendor", "gemini",
+                           "--contract", "support.eval_cases:Extract", "--rules", "support.eval_cases:RULES",
+                           "--model", "gemini-2.5-flash", "--modes", "native", "--json", str(out)],
+                          capture_output=True, text=True, cwd=TESTS, env=environ, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads(out.read_text(encoding="utf-8"))["runs"]
+    assert {name: entry[name] for name in RUN} == RUN  # the same scripted counts as through the openai SDK
+    assert entry["vendor_calls"] == len(scripted.requests) == 13
+    assert {r.api for r in scripted.requests} == {"gemini"}
+
+
 @pytest.mark.parametrize(("lines", "message"), [
     (["not json"], "cases:1: not JSON"),
     (['{"messages": []}'], "non-empty list"),

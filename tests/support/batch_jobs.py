@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from guardrail.testing import RecordedRequest, reply
+from guardrail.testing import Emulator, RecordedRequest, reply
 from guardrail.testing.behaviours import Reply
 
 #: Each kind of item, by the word its prompt carries: what the emulated model does with it.
@@ -42,6 +42,19 @@ def requests(count: int, kinds: tuple[str, ...] = KINDS, *, model: str = "gpt-4o
     return out
 
 
+def gemini_requests(count: int, kinds: tuple[str, ...] = KINDS, *, model: str = "gemini-2.5-flash",
+                    config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The same items as :func:`requests` as ``generate_content`` keywords (``contents``, ``config``)."""
+    out = []
+    for request in requests(count, kinds, model=model):
+        item: dict[str, Any] = {"custom_id": request["custom_id"], "model": model,
+                                "contents": request["messages"][0]["content"]}
+        if config is not None:
+            item["config"] = dict(config)
+        out.append(item)
+    return out
+
+
 def kind_of(request: RecordedRequest) -> str:
     text = request.conversation_text
     return next((kind for kind in KINDS if f": {kind}" in text), "good")
@@ -70,3 +83,21 @@ class Model:
             self.failed_once.add(request.conversation_text)
             return reply.server_error(500)
         return reply.answer(GOOD, usage=USAGE)
+
+
+def collect(job: Any) -> dict[str, Any]:
+    """Every ``(custom_id, outcome)`` of a sync job's results, checking that none is yielded twice."""
+    seen: dict[str, Any] = {}
+    for custom_id, outcome in job.results(poll_interval=0):
+        assert custom_id not in seen, f"{custom_id} yielded twice"
+        seen[custom_id] = outcome
+    return seen
+
+
+def rounds_of(emu: Emulator) -> list[list[str]]:
+    """The custom_ids each vendor batch answered, batch by batch (oldest first)."""
+    rounds: dict[str, list[str]] = {}
+    for r in emu.requests:
+        if "x-batch-id" in r.headers:
+            rounds.setdefault(r.headers["x-batch-id"], []).append(r.headers["x-custom-id"])
+    return list(rounds.values())
