@@ -39,7 +39,7 @@ from typing import Any
 from guardrail.errors import UsageError
 from guardrail.vendors.batches import BatchApi, BatchState, ItemError, ItemReason, dumps
 
-__all__ = ["GeminiBatch"]
+__all__ = ["GeminiBatch", "batch_requests"]
 
 #: gRPC status codes -> (HTTP status, status name), Google's documented mapping.
 _GRPC: dict[int, tuple[int, str]] = {
@@ -129,11 +129,11 @@ class GeminiBatch(BatchApi):
         return out
 
     def submit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str:
-        model, requests = _requests(lines)
+        model, requests = batch_requests(lines)
         return str(client.batches.create(model=model, src=requests, config=_config(metadata, len(requests))).name)
 
     async def asubmit(self, client: Any, lines: Path, *, metadata: Mapping[str, str]) -> str:
-        model, requests = _requests(lines)
+        model, requests = batch_requests(lines)
         made = await client.batches.create(model=model, src=requests, config=_config(metadata, len(requests)))
         return str(made.name)
 
@@ -157,7 +157,7 @@ class GeminiBatch(BatchApi):
         await client.batches.cancel(name=batch_id)
 
 
-def _requests(lines: Path) -> tuple[str, list[Any]]:
+def batch_requests(lines: Path) -> tuple[str, list[Any]]:
     """The batch's model and its requests, each with its custom_id as metadata ``key``; a :class:`UsageError`
     for requests of several models (a Gemini batch is one model's: its path names it)."""
     from google.genai import types

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardrail.errors import UsageError
-from guardrail.vendors.gemini_batch import GeminiBatch, _requests
+from guardrail.vendors.gemini_batch import GeminiBatch, batch_requests
 
 BATCH = GeminiBatch()
 texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
@@ -40,7 +40,7 @@ def test_a_request_comes_back_from_the_store_unchanged(tmp_path_factory: pytest.
     assert back["model"] == "gemini-2.5-flash"
     lines = tmp_path_factory.mktemp("lines") / "input.jsonl"
     lines.write_bytes(BATCH.line("id-1", back))
-    model, (again,) = _requests(lines)  # the batch's requests as submit() sends them
+    model, (again,) = batch_requests(lines)  # the batch's requests as submit() sends them
     assert model == "gemini-2.5-flash" and again.metadata == {"key": "id-1"}
     assert again.contents[0].parts[1].inline_data.data == data and again.contents[0].parts[0].text == text
 
@@ -52,7 +52,7 @@ def test_a_lone_surrogate_travels_as_python_keeps_it(tmp_path: Path) -> None:
     assert back["contents"] == text
     lines = tmp_path / "input.jsonl"
     lines.write_bytes(BATCH.line("id-1", back))
-    _, (request,) = _requests(lines)
+    _, (request,) = batch_requests(lines)
     assert request.contents == text
 
 
