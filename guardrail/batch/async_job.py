@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from guardrail.batch.core import LIVE_THRESHOLD, JobCore, JobStatus, Submission, open_job, reopen_job
+from guardrail.batch.core import LIVE_THRESHOLD, JobHandle, JobStatus, Submission, open_job, reopen_job
 from guardrail.batch.items import ItemOutcome
 from guardrail.batch.records import JOB_TTL
 from guardrail.call.engine import run_async
@@ -25,20 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["AsyncJob", "aresume", "asubmit"]
 
 
-class AsyncJob:
+class AsyncJob(JobHandle):
     """A submitted batch job on an async client. Made by :func:`asubmit` and :func:`aresume`."""
-
-    def __init__(self, core: JobCore) -> None:
-        self._core = core
-
-    @property
-    def id(self) -> str:
-        return self._core.id
-
-    @property
-    def total(self) -> int:
-        """The items in the job."""
-        return self._core.record.total
 
     async def status(self) -> JobStatus:
         """The current round's vendor batches, asked now."""

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from guardrail.gates.semantic import Rule
     from guardrail.vendors.profiles import Mode
 
-__all__ = ["LIVE_THRESHOLD", "JobCore", "JobStatus", "Round", "Submission", "open_job", "reopen_job"]
+__all__ = ["LIVE_THRESHOLD", "JobCore", "JobHandle", "JobStatus", "Round", "Submission", "open_job", "reopen_job"]
 
 #: Re-ask the items that failed validation live, instead of in a follow-up batch, when at most this many did.
 LIVE_THRESHOLD = 10
@@ -125,6 +125,23 @@ class JobCore:
 
 
 Next = Literal["done", "advance", "live", "batch"]
+
+
+class JobHandle:
+    """What the sync :class:`~guardrail.batch.job.Job` and the async
+    :class:`~guardrail.batch.async_job.AsyncJob` share: the job's id and size, read from its core."""
+
+    def __init__(self, core: JobCore) -> None:
+        self._core = core
+
+    @property
+    def id(self) -> str:
+        return self._core.id
+
+    @property
+    def total(self) -> int:
+        """The items in the job."""
+        return self._core.record.total
 
 
 class Round:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from guardrail.batch.core import LIVE_THRESHOLD, JobCore, JobStatus, Submission, open_job, reopen_job
+from guardrail.batch.core import LIVE_THRESHOLD, JobHandle, JobStatus, Submission, open_job, reopen_job
 from guardrail.batch.items import ItemOutcome
 from guardrail.batch.records import JOB_TTL
 from guardrail.call.engine import run_sync
@@ -44,20 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["Job", "resume", "submit"]
 
 
-class Job:
+class Job(JobHandle):
     """A submitted batch job (see the module docstring). Made by :func:`submit` and :func:`resume`."""
-
-    def __init__(self, core: JobCore) -> None:
-        self._core = core
-
-    @property
-    def id(self) -> str:
-        return self._core.id
-
-    @property
-    def total(self) -> int:
-        """The items in the job."""
-        return self._core.record.total
 
     def status(self) -> JobStatus:
         """The current round's vendor batches, asked now."""
