@@ -46,7 +46,7 @@ from guardrail.call.resources import (
 )
 from guardrail.errors import ConfigError, UsageError
 from guardrail.vendors.base import Endpoint
-from guardrail.vendors.profiles import SERVER_KINDS
+from guardrail.vendors.profiles import PROVIDERS, SERVER_KINDS
 from guardrail.vendors.registry import SDKS, endpoint_for, endpoints_for, provider_of, sdk_of
 
 if TYPE_CHECKING:
@@ -214,46 +214,54 @@ def _has_path(sdk_class: type, instance: Any, path: str) -> bool:
 
 # -- wrap -----------------------------------------------------------------------------------------------------
 @overload
-def wrap(client: openai.AsyncOpenAI, *, server: str | None = None, settings: Settings | None = None,
+def wrap(client: openai.AsyncOpenAI, *, server: str | None = None,
+         provider: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None,
          record: RecordTo | None = None) -> AsyncOpenAIClient: ...
 @overload
-def wrap(client: openai.OpenAI, *, server: str | None = None, settings: Settings | None = None,
+def wrap(client: openai.OpenAI, *, server: str | None = None,
+         provider: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None,
          record: RecordTo | None = None) -> OpenAIClient: ...
 @overload
-def wrap(client: anthropic.AsyncAnthropic, *, server: str | None = None, settings: Settings | None = None,
+def wrap(client: anthropic.AsyncAnthropic, *, server: str | None = None,
+         provider: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None,
          record: RecordTo | None = None) -> AsyncAnthropicClient: ...
 @overload
-def wrap(client: anthropic.Anthropic, *, server: str | None = None, settings: Settings | None = None,
+def wrap(client: anthropic.Anthropic, *, server: str | None = None,
+         provider: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None,
          record: RecordTo | None = None) -> AnthropicClient: ...
 @overload
 def wrap(client: anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex, *, server: str | None = None,
+         provider: str | None = None,
          settings: Settings | None = None, retry: RetryPolicy | None = None,
          cache: Cache | None = None, record: RecordTo | None = None) -> AsyncPlatformAnthropicClient: ...
 @overload
 def wrap(client: anthropic.AnthropicBedrock | anthropic.AnthropicVertex, *, server: str | None = None,
+         provider: str | None = None,
          settings: Settings | None = None, retry: RetryPolicy | None = None,
          cache: Cache | None = None, record: RecordTo | None = None) -> PlatformAnthropicClient: ...
 @overload
-def wrap(client: google.genai.Client, *, server: str | None = None, settings: Settings | None = None,
+def wrap(client: google.genai.Client, *, server: str | None = None,
+         provider: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None,
          record: RecordTo | None = None) -> GeminiClient: ...
 @overload
-def wrap(client: google.genai.client.AsyncClient, *, server: str | None = None, settings: Settings | None = None,
+def wrap(client: google.genai.client.AsyncClient, *, server: str | None = None,
+         provider: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None,
          record: RecordTo | None = None) -> AsyncGeminiClient: ...
 @overload
-def wrap(client: W, *, server: str | None = None, settings: Settings | None = None,
+def wrap(client: W, *, server: str | None = None, provider: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None,
          record: RecordTo | None = None) -> W: ...
 @overload
-def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
+def wrap(client: Any, *, server: str | None = None, provider: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None,
          record: RecordTo | None = None) -> Any: ...
-def wrap(client: Any, *, server: str | None = None, settings: Settings | None = None,
+def wrap(client: Any, *, server: str | None = None, provider: str | None = None, settings: Settings | None = None,
          retry: RetryPolicy | None = None, cache: Cache | None = None,
          record: RecordTo | None = None) -> Any:
     """Wrap an official ``openai`` (sync or async), ``anthropic`` (sync or async) or ``google.genai`` client.
@@ -267,6 +275,10 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
             wrapped client is returned as it is (with ``cache=``: the same client wrapped alike with that cache).
         server: for an OpenAI-compatible self-hosted server, its kind (``"vllm"``, ``"sglang"``,
             ``"llamacpp"``, ``"ollama"``), so its own constrained-decoding fields are sent.
+        provider: the ``gen_ai.provider.name`` whose capability rows the client's calls use, when the client
+            alone does not say it: an OpenAI-compatible client behind a proxy or gateway on a host no row names
+            (which otherwise starts at JSON mode), e.g. ``provider="openai"`` or ``"groq"``. One of
+            :data:`~guardrail.vendors.profiles.PROVIDERS`; not with ``server=``. Telemetry and cost report it.
         settings: attempt-loop settings (attempts, token ceiling, temperature, content capture).
         retry: the transport retry policy (tries, waits, deadline).
         cache: a response cache (:class:`~guardrail.call.cache.Cache`) structured calls go through: a repeated
@@ -291,6 +303,11 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
         from guardrail.replay.record import recorder_for
 
         recorder = recorder_for(record)
+    if isinstance(client, WrappedClient) and provider is not None and provider != client._guardrail.provider:
+        _check_provider(provider, server or client._guardrail.server)
+        like = client._guardrail  # the same client wrapped alike, its calls reported as (and profiled for) provider
+        options = _options(client, like.server, like.settings, like.retry, cache or like.cache, provider)
+        return _view(client, dataclasses.replace(options, recorder=recorder or like.recorder))
     if isinstance(client, WrappedClient):  # as it is; given a cache, the same client wrapped alike with it
         if cache is None and recorder is None:
             return client
@@ -299,30 +316,40 @@ def wrap(client: Any, *, server: str | None = None, settings: Settings | None = 
                                                                                    resources={}))
     if server is not None and server not in SERVER_KINDS:
         raise ConfigError(f"unknown server kind {server!r}; expected one of {', '.join(SERVER_KINDS)}")
-    options = _options(client, server, settings, retry, cache)
+    if provider is not None:
+        _check_provider(provider, server)
+    options = _options(client, server, settings, retry, cache, provider)
     return _view(client, options if recorder is None else dataclasses.replace(options, recorder=recorder))
+
+
+def _check_provider(provider: str, server: str | None) -> None:
+    """A :class:`ConfigError` unless ``provider`` is a hosted provider some profile row names (and no server)."""
+    if server is not None:
+        raise ConfigError("give server= (a self-hosted server's kind) or provider=, not both")
+    if provider not in PROVIDERS:
+        raise ConfigError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
 
 
 def _twin(client: Any, like: ClientOptions) -> Any:
     """``client`` (the async twin a sync client holds) wrapped with the settings of ``like`` (its recorder too)."""
-    options = _options(client, like.server, like.settings, like.retry, like.cache)
+    options = _options(client, like.server, like.settings, like.retry, like.cache, like.provider)
     return _view(client, dataclasses.replace(options, recorder=like.recorder))
 
 
 def _options(client: Any, server: str | None, settings: Settings | None, retry: RetryPolicy | None,
-             cache: Cache | None) -> ClientOptions:
+             cache: Cache | None, provider: str | None = None) -> ClientOptions:
     kind, is_async = client_kind(client)
     if server is not None and kind != "openai":
         raise ConfigError("server= applies to OpenAI-compatible clients (openai.OpenAI(base_url=...)) only")
     sdk_class = getattr(type(client), "_guardrail_sdk", type(client))
     paths = _paths(_plain(client, sdk_class), kind, server)
     endpoints: dict[Endpoint, tuple[str, ...]] = {}
-    for endpoint in endpoints_for(kind, server, provider_of(client, server)):
+    for endpoint in endpoints_for(kind, server, provider or provider_of(client, server)):
         found = tuple(path for path in endpoint.paths if paths.get(path) is type(endpoint))
         if found:
             endpoints[endpoint.flavored(client)] = found
     return ClientOptions(kind, is_async, server, settings or Settings(), retry or RetryPolicy(), cache, endpoints,
-                         origin=client)
+                         origin=client, provider=provider)
 
 
 def _plain(client: Any, sdk_class: type) -> Any:

@@ -302,6 +302,8 @@ class ClientOptions:
     prepared: dict[tuple[Any, ...], Prepared] = dataclasses.field(default_factory=dict)
     #: Where structured calls are recorded for replay (``wrap(record=...)``, :mod:`guardrail.replay`), or None.
     recorder: Recorder | None = None
+    #: The provider ``wrap(provider=...)`` named (its capability rows), or None: read off the client.
+    provider: str | None = None
 
     def for_client(self, origin: Any) -> ClientOptions:
         """The same options for another client object (a ``copy()``), with fresh caches."""

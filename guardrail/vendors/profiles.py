@@ -27,8 +27,8 @@ from typing import Literal, get_args
 from guardrail.schema.dialects import LLAMACPP, SGLANG, VLLM
 from guardrail.schema.lower import Dialect
 
-__all__ = ["MODES", "OPENAI_COMPATIBLE", "PROFILES", "SERVER_KINDS", "Capabilities", "Mode", "Profile", "capabilities",
-           "provider_for_host"]
+__all__ = ["MODES", "OPENAI_COMPATIBLE", "PROFILES", "PROVIDERS", "SERVER_KINDS", "Capabilities", "Mode", "Profile",
+           "capabilities", "provider_for_host"]
 
 #: How the output format is enforced, strongest first (see :mod:`guardrail.vendors.plans`).
 Mode = Literal["native", "tool", "json", "prompt"]
@@ -197,6 +197,9 @@ PROFILES: tuple[Profile, ...] = (
 
 #: The self-hosted server kinds ``guardrail.wrap(client, server=...)`` takes, read off the rows.
 SERVER_KINDS: tuple[str, ...] = tuple(dict.fromkeys(row.server for row in PROFILES if row.server is not None))
+#: Every hosted provider some row names, in row order: what ``guardrail.wrap(client, provider=...)`` takes (a
+#: self-hosted server is named with ``server=``, which also sends its own request fields).
+PROVIDERS: tuple[str, ...] = tuple(dict.fromkeys(row.provider for row in PROFILES if row.server is None))
 
 
 @functools.lru_cache(maxsize=256)

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from support.hosted import hosted_client
 
 import guardrail
+from guardrail.errors import ConfigError
 from guardrail.testing import Emulator, RecordedRequest, reply
 from guardrail.vendors.profiles import OPENAI_COMPATIBLE, PROFILES, capabilities, provider_for_host
 
@@ -111,3 +112,46 @@ def test_every_hosted_row_says_where_its_facts_came_from() -> None:
     hosted = {row.provider for row in PROFILES if row.hosts}
     assert hosted >= {"openai", "azure.ai.openai", "groq", "together", "fireworks", "deepseek", "mistral_ai",
                       "openrouter", "x_ai"}
+
+
+# -- provider=: a client behind a proxy or gateway on a host no row names ----------------------------------------
+PROXY = "https://llm-gateway.internal.example.com/v1"
+
+
+@pytest.mark.parametrize(("provider", "model", "first"), [("openai", "gpt-4o", "native"),
+                                                          ("groq", "openai/gpt-oss-120b", "native"),
+                                                          ("deepseek", "deepseek-chat", "tool")])
+def test_provider_names_the_rows_of_a_client_on_an_unknown_host(emu: Emulator, provider: str, model: str,
+                                                                first: str) -> None:
+    client = guardrail.wrap(hosted_client(emu, PROXY), provider=provider)
+    emu.script(reply.answer(GOOD))
+    result = client.chat.completions.create_with_result(model=model, messages=MESSAGES, response_model=Trip)
+    assert result.provider == provider and result.mode == first == mode_of(emu.requests[-1])
+    # the same client without it: no row names the host, so JSON mode
+    emu.script(reply.answer(GOOD))
+    plain = guardrail.wrap(hosted_client(emu, PROXY)).chat.completions.create_with_result(
+        model=model, messages=MESSAGES, response_model=Trip)
+    assert plain.provider == OPENAI_COMPATIBLE and mode_of(emu.requests[-1]) == "json"
+
+
+def test_provider_on_an_already_wrapped_client_rewraps_it_and_its_async_twin_keeps_it(emu: Emulator) -> None:
+    wrapped = guardrail.wrap(hosted_client(emu, PROXY))
+    again = guardrail.wrap(wrapped, provider="openai")
+    assert again is not wrapped and guardrail.wrap(again, provider="openai") is again
+    emu.script(reply.answer(GOOD))
+    assert again.chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES,
+                                                     response_model=Trip).mode == "native"
+    async_client = guardrail.wrap(hosted_client(emu, PROXY, is_async=True), provider="openai")
+    emu.script(reply.answer(GOOD))
+    result = asyncio.run(async_client.chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES,
+                                                                          response_model=Trip))
+    assert result.provider == "openai" and mode_of(emu.requests[-1]) == "native"
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [({"provider": "no-such-vendor"}, "unknown provider"),
+                                                 ({"provider": "vllm"}, "unknown provider"),
+                                                 ({"provider": "openai", "server": "vllm"}, "not both")])
+def test_a_provider_no_row_names_or_beside_a_server_is_a_config_error(emu: Emulator, kwargs: dict[str, Any],
+                                                                      message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        guardrail.wrap(hosted_client(emu, PROXY), **kwargs)
