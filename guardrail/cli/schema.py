@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the lowered schema and report; 1 when the mode cannot carry the contract."""
     from guardrail.contract import compile_contract
     from guardrail.schema.lower import lower
+    from guardrail.schema.order import late_reasoning
     from guardrail.vendors.plans import plans, schema_name
     from guardrail.vendors.profiles import capabilities
 
@@ -76,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         lowered = lower(contract.schema, "advisory", wrap_root=mode in {"tool", "json"})
     payload: dict[str, Any] = {"target": args.target, "vendor": args.vendor, "mode": mode,
                                "modes_available": [p.mode for p in chosen], "schema": lowered.schema,
-                               "wrapped": lowered.wrapped, "report": lowered.report.to_dict()}
+                               "wrapped": lowered.wrapped, "report": lowered.report.to_dict(),
+                               "warnings": [str(late) for late in late_reasoning(contract.schema)]}
     if args.json:
         print(json.dumps(payload, ensure_ascii=False, indent=2))
     else:
@@ -100,3 +102,5 @@ def _print_table(payload: dict[str, Any], report: Any) -> None:
         table.add_row(entry.path or "/", entry.keyword, f"[{colours[entry.action]}]{entry.action}[/]", entry.detail,
                       entry.described)
     console.print(table)
+    for warning in payload["warnings"]:
+        console.print(f"[yellow]warning:[/] {warning}", markup=True, highlight=False)

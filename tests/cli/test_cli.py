@@ -195,6 +195,25 @@ def test_schema_command_lowers_for_gemini(capsys: pytest.CaptureFixture[str], mo
     assert data["mode"] == "native" and data["report"]["dialect"] == "gemini"  # not the unknown model's prompt mode
 
 
+def test_schema_command_warns_of_a_reasoning_field_after_the_answer(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "late_reasoning_contracts.py").write_text(
+        "from pydantic import BaseModel\n"
+        "class Late(BaseModel):\n    answer: str\n    reasoning: str\n"
+        "class Early(BaseModel):\n    reasoning: str\n    answer: str\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, out, _ = run_main(capsys, "schema", "late_reasoning_contracts:Late", "--json")
+    assert code == 0 and json.loads(out)["warnings"] == [
+        "/properties/reasoning: 'reasoning' comes after 'answer'; the model writes fields in schema order, so it "
+        "would reason after answering: put 'reasoning' first"]
+    code, out, _ = run_main(capsys, "schema", "late_reasoning_contracts:Late")
+    shown = " ".join(out.split())  # the console folds long lines at its width
+    assert code == 0 and "warning: /properties/reasoning: 'reasoning' comes after 'answer'" in shown
+    code, out, _ = run_main(capsys, "schema", "late_reasoning_contracts:Early", "--json")
+    assert code == 0 and json.loads(out)["warnings"] == []
+
+
 @pytest.mark.parametrize(("args", "words"), [
     ((), ("guardrail:", "COMMAND")),
     (("bogus",), ("guardrail:", "invalid choice", "'bogus'")),
