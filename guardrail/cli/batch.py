@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from guardrail.cli import common
-from guardrail.cli.common import EXIT_INVALID, EXIT_OK, target
+from guardrail.cli.common import EXIT_INVALID, EXIT_OK, HOSTED_VENDORS, target
 from guardrail.errors import CommandError, CommandLineError
 
 DESCRIPTION = """\
@@ -46,7 +46,7 @@ def register(commands: Any) -> None:
     submit.add_argument("requests", metavar="REQUESTS.jsonl", help="one request per line ('-': standard input)")
     submit.add_argument("--contract", metavar="MODULE:Type", type=target, required=True,
                         help="the type every answer must satisfy, e.g. myapp.models:Ticket")
-    submit.add_argument("--vendor", choices=VENDORS, default="openai", help="default: openai")
+    submit.add_argument("--vendor", choices=HOSTED_VENDORS, default="openai", help="default: openai")
     submit.add_argument("--api", choices=tuple(_API_VENDOR), default=None,
                         help="the API to batch (default: the vendor's first)")
     submit.add_argument("--mode", choices=("native", "tool", "json", "prompt"), default=None)
@@ -74,8 +74,7 @@ def register(commands: Any) -> None:
     collect.set_defaults(run=run_collect, prog=collect.prog)
 
 
-#: The ``--vendor`` choices, and the vendor of each ``--api``.
-VENDORS = ("openai", "anthropic", "gemini")
+#: The vendor of each ``--api``.
 _API_VENDOR = {"chat": "openai", "responses": "openai", "messages": "anthropic", "gemini": "gemini"}
 
 

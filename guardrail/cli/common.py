@@ -24,6 +24,9 @@ from guardrail.errors import CommandError
 #: The distribution on the Python Package Index (the import name is ``guardrail``).
 DISTRIBUTION = "guardrail-llm"
 
+#: The hosted vendors a command's ``--vendor`` names (a client made from the environment, guardrail.Config).
+HOSTED_VENDORS = ("openai", "anthropic", "gemini")
+
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_USAGE = 2

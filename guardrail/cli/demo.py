@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from guardrail.cli import common
-from guardrail.cli.common import install_hint
+from guardrail.cli.common import HOSTED_VENDORS, install_hint
 from guardrail.errors import CommandError
 
 DESCRIPTION = """\
@@ -24,7 +24,7 @@ def register(commands: Any) -> None:
     """Add ``demo`` to the subcommands."""
     parser = commands.add_parser("demo", help="triage sample customer inquiries through the whole pipeline",
                                  description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--vendor", choices=("openai", "anthropic", "gemini"), default="openai",
+    parser.add_argument("--vendor", choices=HOSTED_VENDORS, default="openai",
                         help="which SDK to drive against the emulator (default: openai)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
     parser.set_defaults(run=run, prog=parser.prog)

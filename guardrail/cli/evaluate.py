@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from guardrail.cli.common import at_least, target
+from guardrail.cli.common import HOSTED_VENDORS, at_least, target
 from guardrail.errors import CommandError, CommandLineError, GuardrailError
 
 DESCRIPTION = """\
@@ -42,7 +42,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--contract", required=True, metavar="MODULE:Type",
                         help="the contract, e.g. myapp.models:Ticket, or a JSON Schema file")
     parser.add_argument("--model", action="append", required=True, metavar="MODEL", help="a model (repeatable)")
-    parser.add_argument("--vendor", choices=("openai", "anthropic", "gemini"), default=None,
+    parser.add_argument("--vendor", choices=HOSTED_VENDORS, default=None,
                         help="the vendor SDK (default: GUARDRAIL_VENDOR, else whichever API key is set)")
     parser.add_argument("--api", choices=("chat", "responses", "messages", "gemini"), default=None,
                         help="the API to call (default: the client's own)")

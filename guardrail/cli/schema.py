@@ -7,10 +7,13 @@ import json
 from typing import Any
 
 from guardrail.cli import common
-from guardrail.cli.common import import_target, is_type_expression, target
+from guardrail.cli.common import HOSTED_VENDORS, import_target, is_type_expression, target
 from guardrail.errors import CommandError
 
-VENDORS = ("openai", "anthropic", "gemini", "vllm", "sglang", "llamacpp", "ollama")
+#: The hosted vendors, then the self-hosted server kinds (each lowered for its own dialect): the kinds of
+#: ``guardrail.vendors.profiles.SERVER_KINDS``, written out so that ``--help`` does not load the profiles
+#: (tests/cli/test_cli.py checks they agree).
+VENDORS = (*HOSTED_VENDORS, "vllm", "sglang", "llamacpp", "ollama")
 #: ``--vendor`` names that are not the provider's own name (its ``gen_ai.provider.name``), and the model each is
 #: lowered for without ``--model`` (Gemini's rows are by model family: no model would be an unknown one).
 _PROVIDERS = {"gemini": "gcp.gemini"}

@@ -195,6 +195,14 @@ def test_schema_command_lowers_for_gemini(capsys: pytest.CaptureFixture[str], mo
     assert data["mode"] == "native" and data["report"]["dialect"] == "gemini"  # not the unknown model's prompt mode
 
 
+def test_the_schema_commands_vendors_are_the_hosted_ones_and_every_server_kind() -> None:
+    from guardrail.cli.common import HOSTED_VENDORS
+    from guardrail.cli.schema import VENDORS
+    from guardrail.vendors.profiles import SERVER_KINDS
+
+    assert (*HOSTED_VENDORS, *SERVER_KINDS) == VENDORS
+
+
 def test_schema_command_warns_of_a_reasoning_field_after_the_answer(capsys: pytest.CaptureFixture[str],
                                                                     tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
