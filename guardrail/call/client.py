@@ -303,15 +303,15 @@ def wrap(client: Any, *, server: str | None = None, provider: str | None = None,
         from guardrail.replay.record import recorder_for
 
         recorder = recorder_for(record)
-    if isinstance(client, WrappedClient) and provider is not None and provider != client._guardrail.provider:
-        _check_provider(provider, server or client._guardrail.server)
-        like = client._guardrail  # the same client wrapped alike, its calls reported as (and profiled for) provider
-        options = _options(client, like.server, like.settings, like.retry, cache or like.cache, provider)
-        return _view(client, dataclasses.replace(options, recorder=recorder or like.recorder))
-    if isinstance(client, WrappedClient):  # as it is; given a cache, the same client wrapped alike with it
+    if isinstance(client, WrappedClient):  # as it is; given a cache, a recorder or a provider: wrapped alike with it
+        like = client._guardrail
+        if provider is not None and provider != like.provider:  # its calls profiled for (and reported as) provider
+            _check_provider(provider, server or like.server)
+            options = _options(client, like.server, like.settings, like.retry, cache or like.cache, provider)
+            return _view(client, dataclasses.replace(options, recorder=recorder or like.recorder))
         if cache is None and recorder is None:
             return client
-        options = client._guardrail if cache is None else client._guardrail.with_cache(cache)
+        options = like if cache is None else like.with_cache(cache)
         return _view(client, options if recorder is None else dataclasses.replace(options, recorder=recorder,
                                                                                    resources={}))
     if server is not None and server not in SERVER_KINDS:
