@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from guardrail.batch.items import Calls, ItemOutcome, ItemRun, read_answer
 from guardrail.batch.records import JOB_TTL, ItemRecord, JobRecord, Records
-from guardrail.batch.spool import Spool
+from guardrail.batch.spool import Spool, spooled
 from guardrail.call.client import WrappedClient, unwrap, wrap
 from guardrail.contract import compile_contract
 from guardrail.errors import BatchJobError, CallError, ConfigError, UsageError
@@ -206,25 +206,19 @@ class Round:
     def follow_up(self, ids: Iterator[str]) -> Iterator[Path]:
         """The next round's input, file by file: the caller sends each and records it (:meth:`sent`) before
         taking the next."""
-        spool = Spool(self.core.api)
-        try:
-            for custom_id in ids:
-                found = self.core.records.item(custom_id)
-                if found is None:
-                    continue
-                kwargs = self.core.api.restored(found[1].kwargs)
-                run = ItemRun(self.core.calls.call(kwargs), [reply for _, reply in found[1].replies],
-                              custom_id)
-                if run.send is not None:
-                    full = spool.add(custom_id, run.send.kwargs)
-                    if full is not None:
-                        yield full
-                run.close()
-            last = spool.close()
-            if last is not None:
-                yield last
-        finally:
-            spool.discard()
+        return spooled(self.core.api, self._asks(ids))
+
+    def _asks(self, ids: Iterator[str]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        """(custom_id, request) of each item still asking, brought back to its ask by its recorded replies."""
+        for custom_id in ids:
+            found = self.core.records.item(custom_id)
+            if found is None:
+                continue
+            kwargs = self.core.api.restored(found[1].kwargs)
+            run = ItemRun(self.core.calls.call(kwargs), [reply for _, reply in found[1].replies], custom_id)
+            if run.send is not None:
+                yield custom_id, run.send.kwargs
+            run.close()
 
     def sent(self, path: Path, batch_id: str) -> None:
         """A file of the next round is a vendor batch now: record it in the job, then move its items to that
@@ -258,27 +252,22 @@ class Submission:
         self.total = 0
 
     def files(self, requests: Iterator[Mapping[str, Any]]) -> Iterator[Path]:
-        spool = Spool(self.core.api)
-        try:
-            for request in requests:
-                kwargs = dict(request)
-                custom_id = kwargs.pop("custom_id", None)
-                if not isinstance(custom_id, str) or not custom_id:
-                    raise UsageError("every batch request needs a custom_id (a non-empty str)")
-                run = ItemRun(self.core.calls.call(kwargs), (), custom_id)
-                if run.send is None:  # ended before asking anything (a budget too small for one request)
-                    raise run.value if isinstance(run.value, CallError) else UsageError(f"{custom_id}: no request")
-                self.core.records.add_item(custom_id, ItemRecord(self.core.api.storable(kwargs)))
-                full = spool.add(custom_id, run.send.kwargs)
-                run.close()
-                self.total += 1
-                if full is not None:
-                    yield full
-            last = spool.close()
-            if last is not None:
-                yield last
-        finally:
-            spool.discard()
+        return spooled(self.core.api, self._asks(requests))
+
+    def _asks(self, requests: Iterator[Mapping[str, Any]]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        """(custom_id, request) of each new item, its record written first."""
+        for request in requests:
+            kwargs = dict(request)
+            custom_id = kwargs.pop("custom_id", None)
+            if not isinstance(custom_id, str) or not custom_id:
+                raise UsageError("every batch request needs a custom_id (a non-empty str)")
+            run = ItemRun(self.core.calls.call(kwargs), (), custom_id)
+            if run.send is None:  # ended before asking anything (a budget too small for one request)
+                raise run.value if isinstance(run.value, CallError) else UsageError(f"{custom_id}: no request")
+            self.core.records.add_item(custom_id, ItemRecord(self.core.api.storable(kwargs)))
+            self.total += 1
+            yield custom_id, run.send.kwargs
+            run.close()
 
     def sent(self, path: Path, batch_id: str) -> None:
         """A file of the first round is a vendor batch now: record it."""

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from guardrail.vendors.batches import BatchApi
 
-__all__ = ["Spool"]
+__all__ = ["Spool", "spooled"]
 
 
 class Spool:
@@ -89,3 +89,19 @@ class Spool:
         self._close_ids()
         with contextlib.suppress(OSError):
             self._dir.cleanup()
+
+
+def spooled(api: BatchApi, asks: Iterable[tuple[str, Mapping[str, Any]]]) -> Iterator[Path]:
+    """The input files of one round: each ask (custom_id, request keywords) written to a :class:`Spool`, every
+    file yielded as soon as it is full, then the last; what was not yielded is discarded."""
+    spool = Spool(api)
+    try:
+        for custom_id, kwargs in asks:
+            full = spool.add(custom_id, kwargs)
+            if full is not None:
+                yield full
+        last = spool.close()
+        if last is not None:
+            yield last
+    finally:
+        spool.discard()
