@@ -72,7 +72,8 @@ def wilson(failures: int, calls: int, z: float) -> tuple[float, float]:
     denominator = 1 + z * z / calls
     centre = p + z * z / (2 * calls)
     spread = z * math.sqrt(p * (1 - p) / calls + z * z / (4 * calls * calls))
-    return max(0.0, (centre - spread) / denominator), min(1.0, (centre + spread) / denominator)
+    # the interval always holds p; min/max keep that true where rounding would put a bound a hair past it
+    return max(0.0, min(p, (centre - spread) / denominator)), min(1.0, max(p, (centre + spread) / denominator))
 
 
 def difference_bounds(control: Tally, candidate: Tally, z: float) -> tuple[float, float]:
