@@ -4,8 +4,11 @@ Every process that opens a canary of the same name on the same store (one SQLite
 writes the same keys, so they count together and see the same decision:
 
 - ``guardrail:canary:{NAME}:started``: when the experiment began (its first call);
-- ``...:{ARM}:calls``, ``...:{ARM}:failures`` and ``...:{ARM}:kind:{KIND}``: exact counters, all of one outcome
-  added in one :meth:`~guardrail.store.Store.add_within_limits` (all or nothing), so ``failures <= calls`` always;
+- ``...:{ARM}:calls``, ``...:{ARM}:failures`` and ``...:{ARM}:kind:{KIND}``: counters, each added to with
+  :meth:`~guardrail.store.Store.add_within_limit` (one atomic operation: a Lua script on Redis, one transaction on
+  SQLite, so processes counting at once never retry), ``calls`` first; :meth:`Ledger.tallies` reads ``failures``
+  before ``calls``, so it never sees more failures than calls. A process that dies between the two adds of a
+  failure leaves one valid call counted for it (never a failure that was not);
 - ``...:kinds``: the failure kinds seen so far (a JSON list, grown by compare-and-set), to read the counts by kind;
 - ``...:decision``: the decision once made (JSON), written with ``put_if_absent``, so the first decision any
   process makes is the one every process follows.
@@ -21,20 +24,20 @@ import json
 import re
 import threading
 import time
-from decimal import Decimal
 from typing import Any, Final, Literal
 
 from guardrail.canary.stats import Tally
 from guardrail.errors import ConfigError
-from guardrail.store.base import Counter, Store, check_ttl, parse_decimal
+from guardrail.store.base import Store, check_ttl, parse_number
 
 __all__ = ["ARMS", "Arm", "Ledger"]
 
 Arm = Literal["control", "candidate"]
 ARMS: Final[tuple[Arm, Arm]] = ("control", "candidate")
 
-#: Counters never refuse an add (the store's counters are limits; a canary only counts).
-_NO_LIMIT: Final = Decimal(10) ** 30
+#: Counters never refuse an add (the store's counters are limits; a canary only counts). Totals are floats, exact
+#: as integers up to 2**53.
+_NO_LIMIT: Final = 2.0**53
 #: At most this many failure kinds are counted by name; later ones count as ``other``.
 MAX_KINDS: Final = 32
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
@@ -85,13 +88,11 @@ class Ledger:
     def record(self, arm: Arm, failure: str | None) -> None:
         """Count one judged call of ``arm``: valid (``failure`` is ``None``) or failed with that kind."""
         left = self._left()
-        one = Decimal(1)
-        counters = [Counter(self._key(arm, "calls"), one, _NO_LIMIT, left)]
+        self.store.add_within_limit(self._key(arm, "calls"), 1, _NO_LIMIT, left)
         if failure is not None:
             kind = self._known(kind_label(failure))
-            counters += [Counter(self._key(arm, "failures"), one, _NO_LIMIT, left),
-                         Counter(self._key(arm, "kind", kind), one, _NO_LIMIT, left)]
-        self.store.add_within_limits(counters)
+            self.store.add_within_limit(self._key(arm, "failures"), 1, _NO_LIMIT, left)
+            self.store.add_within_limit(self._key(arm, "kind", kind), 1, _NO_LIMIT, left)
 
     def _known(self, kind: str) -> str:
         """``kind`` once it is in the shared list of kinds (added if there is room, else ``other``)."""
@@ -117,7 +118,7 @@ class Ledger:
     def _count(self, *parts: str) -> int:
         key = self._key(*parts)
         raw = self.store.get(key)
-        return 0 if raw is None else int(parse_decimal(key, raw))
+        return 0 if raw is None else int(parse_number(key, raw))
 
     def tallies(self) -> tuple[Tally, Tally]:
         """(control, candidate) as every process counted them."""

@@ -23,7 +23,8 @@ counts when it is opened (what goes wrong while it is read is not seen). Counts 
 (:mod:`guardrail.canary.ledger`), so every process using the canary's ``name`` on one SQLite file or Redis server
 counts together.
 
-**Decisions** (:mod:`guardrail.canary.stats`): after each outcome, the two arms' tallies are tested; when the
+**Decisions** (:mod:`guardrail.canary.stats`): after each candidate outcome, the two arms' tallies are tested (a
+verdict is never needed between two candidate calls, and a control call then costs two store operations); when the
 candidate's failure rate is worse than control's by more than ``margin`` with ``confidence`` (both arms having at
 least ``min_samples`` calls) the canary **rolls back**: the decision is written to the store and from then on every
 call, in every process, goes to control. With ``promote_after`` it also **promotes** (every call to the candidate)
@@ -329,7 +330,8 @@ class Canary(Generic[A]):
 
     def _judged(self, span: Span, arm: Arm, live: bool, produced: Any, error: BaseException | None,
                 fallback: bool) -> None:
-        """Report one outcome; while live (and not a fallback re-run) count it in the store and test the counts."""
+        """Report one outcome; while live (and not a fallback re-run) count it in the store, and after a candidate
+        outcome test the counts (the test reads four counters; a control call skips it)."""
         outcome = _outcome(produced, error)
         observe.counted(span, self.name, arm, outcome, error, fallback=fallback)
         if not live or fallback:
@@ -337,7 +339,8 @@ class Canary(Generic[A]):
         try:
             with trace.use_span(span, record_exception=False, set_status_on_exception=False):
                 self._ledger.record(arm, None if outcome == "valid" else outcome)
-                self.check()
+                if arm == "candidate":
+                    self.check()
         except StoreError as failed:
             observe.store_failed(self.name, "count the outcome", failed)
 

@@ -17,9 +17,9 @@ Two properties hold exactly (tested with hypothesis): a candidate whose failure 
 rolled back (the lower bound is at most the observed difference, which is then ``<= 0 <= margin``), and the lower
 bound never falls as the candidate's failures rise (more failures never turn a rollback into a continue).
 
-The decision is re-evaluated after every outcome, so the chance of a false rollback over a long run is higher than
-``1 - confidence`` (repeated looks); ``min_samples`` and a tight ``confidence`` keep it small, and a rollback is the
-safe direction to err in.
+The decision is re-evaluated after every candidate outcome, so the chance of a false rollback over a long run is
+higher than ``1 - confidence`` (repeated looks); ``min_samples`` and a tight ``confidence`` keep it small, and a
+rollback is the safe direction to err in.
 """
 
 from __future__ import annotations

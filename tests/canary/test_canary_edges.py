@@ -102,3 +102,20 @@ def test_a_candidate_shown_no_worse_is_promoted_when_asked() -> None:
 def test_top_level_name_and_repr() -> None:
     canary = guardrail.Canary(control, candidate, name="x")
     assert "Canary(name='x'" in repr(canary) and canary.control is control and canary.candidate is candidate
+
+
+def test_a_rollback_is_logged_as_a_warning_with_its_counts(caplog: pytest.LogCaptureFixture) -> None:
+    canary = Canary(control, candidate, share=SHARE, name="logged", margin=0.05, min_samples=4)
+    with caplog.at_level(logging.DEBUG, logger="guardrail"):
+        for key in islice(keys_for("logged", SHARE, False), 4):
+            canary.routed(key)(1)
+        for n, key in enumerate(islice(keys_for("logged", SHARE, True), 4)):
+            with pytest.raises(Broken):
+                canary.routed(key)(2 * n)  # even: every call fails
+    (decision,) = [r for r in caplog.records if r.getMessage().startswith("guardrail.canary.decision")]
+    assert decision.levelno == logging.WARNING
+    fields = decision.guardrail  # type: ignore[attr-defined]
+    assert fields["decision"] == "rollback" and fields["by"] == "automatic"
+    assert fields["control"] == {"calls": 4, "failures": 0} and fields["candidate"] == {"calls": 4, "failures": 4}
+    calls = [r for r in caplog.records if r.getMessage().startswith("guardrail.canary.call")]
+    assert len(calls) == 8 and all(r.levelno == logging.DEBUG for r in calls)
