@@ -95,6 +95,19 @@ def _resolve(target: Any, path: tuple[str, ...]) -> Any:
     return target
 
 
+def _is_async(arm: Any) -> bool | None:
+    """Whether calling ``arm`` gives an awaitable: an async SDK client, an ``async def`` function (also behind
+    ``@structured``, which keeps it as ``__wrapped__``); ``None`` when it cannot be told (a chain has both)."""
+    from guardrail.vendors.registry import sdk_of
+
+    found = sdk_of(arm, load=False)
+    if found is not None:
+        return bool(found[1])
+    if callable(arm) and not isinstance(arm, type):
+        return inspect.iscoroutinefunction(inspect.unwrap(arm))
+    return None
+
+
 def _outcome(produced: Any, error: BaseException | None) -> str:
     """``valid``, ``degraded`` (a chain's degraded tier answered) or the failure's kind."""
     if error is not None:
@@ -116,7 +129,8 @@ class Canary(Generic[A]):
         store: where the counts and the decision live (:class:`~guardrail.store.SQLiteStore` or
             :class:`~guardrail.store.RedisStore` to share them between processes; a private
             :class:`~guardrail.store.MemoryStore` by default).
-        name: the experiment's name: its store keys, its routing salt, its metrics' ``guardrail.canary.name``.
+        name: the experiment's name: its store keys, its routing salt, its metrics' ``guardrail.canary.name``
+            (required with a ``store``; ``"canary"`` for a private one).
         margin: how much higher (absolute difference of failure rates) the candidate's may be before it is
             rolled back.
         confidence: how sure the test must be (one-sided), in (0.5, 1).
@@ -132,12 +146,20 @@ class Canary(Generic[A]):
     """
 
     def __init__(self, control: A, candidate: A, *, share: float = 0.05, store: Store | None = None,
-                 name: str = "canary", margin: float = 0.02, confidence: float = 0.95, min_samples: int = 100,
+                 name: str | None = None, margin: float = 0.02, confidence: float = 0.95, min_samples: int = 100,
                  promote_after: int | None = None, key: Callable[..., RoutingKey | None] | None = None,
                  seed: int | None = None, fallback_to_control: bool = False, ttl: float = DEFAULT_TTL) -> None:
         check_settings(margin, confidence, min_samples, promote_after)
         if key is not None and not callable(key):
             raise UsageError("key= is a function of the call's arguments returning the routing key")
+        if store is not None and name is None:
+            raise ConfigError("a canary with a store needs a name=: it names the experiment's keys, and two "
+                              "experiments under one name would share their counts and their decision")
+        flavours = {_is_async(control), _is_async(candidate)} - {None}
+        if len(flavours) > 1:
+            raise ConfigError("control and candidate must both be sync or both be async: a caller would get an "
+                              "awaitable from one arm and a value from the other")
+        name = name if name is not None else "canary"
         self._arms: dict[Arm, A] = {"control": control, "candidate": candidate}
         self._ledger = Ledger(store if store is not None else MemoryStore(), name, ttl)
         self._router = Router(share, name, seed)

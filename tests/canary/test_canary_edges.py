@@ -8,6 +8,7 @@ import logging
 from itertools import islice
 from pathlib import Path
 
+import openai
 import pytest
 from support.canary_arms import keys_for
 from support.canary_worker import Broken, candidate, control
@@ -119,3 +120,18 @@ def test_a_rollback_is_logged_as_a_warning_with_its_counts(caplog: pytest.LogCap
     assert fields["control"] == {"calls": 4, "failures": 0} and fields["candidate"] == {"calls": 4, "failures": 4}
     calls = [r for r in caplog.records if r.getMessage().startswith("guardrail.canary.call")]
     assert len(calls) == 8 and all(r.levelno == logging.DEBUG for r in calls)
+
+
+def test_a_shared_store_needs_a_name_and_both_arms_one_flavour() -> None:
+    with pytest.raises(ConfigError, match="needs a name"):
+        Canary(control, candidate, store=MemoryStore())
+
+    async def later(n: int) -> str:
+        return str(n)
+
+    with pytest.raises(ConfigError, match="both be sync or both be async"):
+        Canary(control, later)
+    sync_client = guardrail.wrap(openai.OpenAI(api_key="test", base_url="http://127.0.0.1:9"))
+    async_client = guardrail.wrap(openai.AsyncOpenAI(api_key="test", base_url="http://127.0.0.1:9"))
+    with pytest.raises(ConfigError, match="both be sync or both be async"):
+        Canary(sync_client, async_client)
