@@ -259,6 +259,29 @@ def test_two_chains_behind_a_decorated_function_count_a_degraded_answer_as_a_fai
     assert status.state == "rolled_back" and status.candidate_failures == {"degraded": 3}
 
 
+def test_two_chains_behind_an_async_decorated_function(emu: Emulator) -> None:
+    emu.responder = responder(lambda n: False, lambda n: True)
+    fallback = safe_default({"urgency": 1, "summary": "unknown"})
+    control = Chain([vendor(client(emu, is_async=True), CONTROL_MODEL, max_attempts=1), fallback])
+    candidate = Chain([vendor(client(emu, is_async=True), CANDIDATE_MODEL, max_attempts=1), fallback])
+    canary = Canary(control, candidate, share=SHARE, name=NAME, margin=0.1, min_samples=3,
+                    key=lambda output_type, **call: call["inputs"]["customer"])
+
+    @guardrail.structured(chain=canary)
+    async def triage(inquiry: str, customer: int) -> TicketV1:
+        """Triage a customer inquiry: urgency 1-5 and a one-line summary."""
+
+    async def go() -> list[TicketV1]:
+        for customer in islice(keys_for(NAME, SHARE, False), 3):
+            assert (await triage("case 1", customer)).summary == "case 1"
+        return [await triage("case 1", customer) for customer in islice(keys_for(NAME, SHARE, True), 4)]
+
+    degraded = asyncio.run(go())
+    assert [t.summary for t in degraded] == ["unknown"] * 3 + ["case 1"]  # the 4th reaches control
+    status = canary.status()
+    assert status.state == "rolled_back" and status.candidate_failures == {"degraded": 3}
+
+
 def test_a_canary_tier_in_a_chain(emulators: tuple[Emulator, Emulator]) -> None:
     old, new = emulators
     old.responder = responder(lambda n: False, lambda n: False)
