@@ -135,3 +135,22 @@ def test_a_shared_store_needs_a_name_and_both_arms_one_flavour() -> None:
     async_client = guardrail.wrap(openai.AsyncOpenAI(api_key="test", base_url="http://127.0.0.1:9"))
     with pytest.raises(ConfigError, match="both be sync or both be async"):
         Canary(sync_client, async_client)
+
+
+def test_with_structlog_configured_a_decision_goes_through_its_pipeline() -> None:
+    from structlog.testing import capture_logs
+
+    canary = Canary(control, candidate, share=SHARE, name="structured", margin=0.05, min_samples=2)
+    with capture_logs() as logs:
+        for key in islice(keys_for("structured", SHARE, False), 2):
+            canary.routed(key)(1)
+        for key in islice(keys_for("structured", SHARE, True), 2):
+            with pytest.raises(Broken):
+                canary.routed(key)(0)
+        canary.reset()
+    decisions = [entry for entry in logs if entry["event"] == "guardrail.canary.decision"]
+    assert len(decisions) == 1 and decisions[0]["log_level"] == "warning"
+    assert decisions[0]["decision"] == "rollback" and decisions[0]["candidate"] == {"calls": 2, "failures": 2}
+    assert [entry["outcome"] for entry in logs if entry["event"] == "guardrail.canary.call"] == [
+        "valid", "valid", "broken", "broken"]
+    assert any(entry["event"] == "guardrail.canary.reset" for entry in logs)
