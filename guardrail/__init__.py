@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from guardrail.call.config import Config, configure
     from guardrail.call.decorator import structured
     from guardrail.call.options import RetryPolicy, Settings
+    from guardrail.canary.rollout import Canary as Canary  # lazy, not in __all__ (see _NAMES)
     from guardrail.chain.tiers import Chain
     from guardrail.errors import (
         ApprovalRequired,
@@ -74,6 +75,7 @@ _NAMES: dict[str, str] = {
     "approve": "guardrail.tools.execute",
     "Budget": "guardrail.outcome",
     "BudgetExceeded": "guardrail.errors",
+    "Canary": "guardrail.canary.rollout",  # not in __all__ while the top-level namespace is capped at 45 names
     "Chain": "guardrail.chain.tiers",
     "choose": "guardrail.local.choose",
     "Config": "guardrail.call.config",

@@ -101,6 +101,13 @@ PINNED: dict[str, list[str]] = {
         "structured",
         "wrap",
     ],
+    "guardrail.canary": [
+        "Canary",
+        "CanaryStatus",
+        "Tally",
+        "Verdict",
+        "decide",
+    ],
     "guardrail.chain": [
         "Chain",
         "ChainExhausted",
@@ -439,6 +446,13 @@ def test_every_package_is_pinned() -> None:
     packages = {"guardrail"} | {info.name for info in pkgutil.walk_packages(guardrail.__path__, "guardrail.")
                                 if info.ispkg}
     assert packages | set(MODULES) == set(PINNED)
+
+
+def test_canary_is_reachable_from_the_top_level() -> None:
+    """``guardrail.Canary`` (lazy, outside ``__all__`` while the top level is capped) is the canary package's."""
+    from guardrail.canary import Canary
+
+    assert guardrail.Canary is Canary
 
 
 def test_the_top_level_namespace_is_small() -> None:
