@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from guardrail.call.cache import Cache
+from guardrail.call.chunked import ChunkedResult, Chunking, chain_chunked
 from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.methods import run_with_result
 from guardrail.call.options import CallOptions, RetryPolicy
@@ -374,6 +375,21 @@ class Chain:
         the time the chain has left, which its own deadline enforces)."""
         request = self._request(output_type, system, user, inputs, context, rules, prompt_version, cache)
         return await self._arun(request)
+
+    def run_chunked(self, output_type: Any, *, chunking: Chunking, system: str, user: str,
+                    inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+                    prompt_version: str | None = None, cache: bool = True) -> ChunkedResult[Any]:
+        """A list (``output_type``: the item or ``list[item]``) asked for in chunks, each chunk walking the
+        chain (:mod:`guardrail.call.chunked`): the :class:`~guardrail.call.chunked.ChunkedResult`."""
+        request = self._request(output_type, system, user, inputs, context, (), prompt_version, cache)
+        return chain_chunked(self, request, chunking)  # type: ignore[no-any-return]
+
+    async def arun_chunked(self, output_type: Any, *, chunking: Chunking, system: str, user: str,
+                           inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+                           prompt_version: str | None = None, cache: bool = True) -> ChunkedResult[Any]:
+        """The async :meth:`run_chunked` (each chunk through :meth:`arun`)."""
+        request = self._request(output_type, system, user, inputs, context, (), prompt_version, cache)
+        return await chain_chunked(self, request, chunking, asynchronous=True)  # type: ignore[no-any-return]
 
     def create(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
