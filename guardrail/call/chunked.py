@@ -17,8 +17,8 @@ the last few items. The items are kept in order under a key the caller names (``
   check the caller gives (``True``: something is missing between them) finds a gap; either way the chunk is
   re-asked alone, with feedback saying what was wrong, and the earlier chunks are kept;
 * a chunk whose call fails (:class:`~guardrail.errors.CallError`: the attempt loop gave up, the vendor stayed
-  unavailable; a chain whose every tier failed) is re-asked alone too, up to ``chunk_attempts`` asks per chunk;
-  a refusal or a typed non-answer ends the whole call as it is;
+  unavailable; a chain whose every tier failed) is re-asked alone too, up to ``chunk_attempts`` asks per chunk
+  (a spent budget is not re-asked); a refusal or a typed non-answer ends the whole call as it is;
 * ``done: false`` with no new item is a stuck model: re-asked like a gap.
 
 It ends when a chunk says ``done`` (the :class:`ChunkedResult`, with ``complete`` true), or with a typed error:
@@ -53,6 +53,7 @@ import pydantic
 from pydantic_core import to_jsonable_python
 
 from guardrail.errors import (
+    BudgetExceeded,
     CallError,
     ChainExhausted,
     ChunkingFailed,
@@ -184,7 +185,7 @@ def item_type(response_model: Any) -> Any:
 
 @functools.lru_cache(maxsize=128)
 def _chunk_model(item: Any, max_items: int) -> type[pydantic.BaseModel]:
-    items: Any = Annotated[list[item], pydantic.Field(  # type: ignore[valid-type]
+    items: Any = Annotated[list[item], pydantic.Field(
         max_length=max_items, description=f"the next items of the list, at most {max_items}, in order")]
     done: Any = Annotated[bool, pydantic.Field(
         description="true when these items end the whole list (nothing is left to give), else false")]
@@ -314,6 +315,15 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
         outcome = Outcome(*_total(outcomes, started))
         return error_type(message, outcome=outcome, items=list(kept), chunks=tuple(records), **extra)
 
+    def paid(new: Sequence[Outcome]) -> None:
+        """Count what an ask cost (a dollar cap needs the dollars; an unknown price leaves none)."""
+        nonlocal spent
+        outcomes.extend(new)
+        if options.budget is not None and options.budget.max_usd is not None:
+            for outcome in new:
+                cost = None if spent is None else outcome.cost_usd
+                spent = None if cost is None or spent is None else spent + cost
+
     for number in range(1, chunking.max_chunks + 1):
         feedback = ""
         for ask_number in range(1, chunking.chunk_attempts + 1):
@@ -327,23 +337,13 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
             except _ANSWERS:
                 raise
             except (CallError, ChainExhausted) as error:
-                for outcome in _spent(error):
-                    outcomes.append(outcome)
-                    if spent is not None and options.budget is not None and options.budget.max_usd is not None:
-                        cost = outcome.cost_usd
-                        spent = None if cost is None else spent + cost
-                if ask_number == chunking.chunk_attempts:
+                paid(_spent(error))
+                if ask_number == chunking.chunk_attempts or isinstance(error, BudgetExceeded):  # no use asking again
                     raise failed(ChunkingFailed, f"chunk {number} failed {ask_number} times; {len(kept)} items "
                                  f"were kept before it: {error}") from error
                 feedback = ""
                 continue
-            outcomes.extend(answer.outcomes)
-            if spent is not None and options.budget is not None and options.budget.max_usd is not None:
-                for outcome in answer.outcomes:
-                    cost = outcome.cost_usd
-                    spent = None if cost is None else spent + cost
-                    if spent is None:
-                        break
+            paid(answer.outcomes)
             items = list(answer.value.items)
             done = bool(answer.value.done)
             fresh, duplicates, problems = merge(chunking, kept, seen, items)
@@ -523,13 +523,13 @@ def function_chunked(function: Any, chunking: Chunking, chain: Any, config: Any,
     system, user, _ = function._prompt_parts(args, kwargs)
     endpoint = method.endpoint
 
-    def request(ask: ChunkAsk) -> dict[str, Any]:
+    def chunk_sdk(ask: ChunkAsk) -> dict[str, Any]:
         return {**sdk, **endpoint.prompt_request(ask.system, ask.user, max_tokens=config.max_tokens)}
 
     if asynchronous:
         async def ask(step: ChunkAsk) -> ChunkAnswer:
-            return from_result(await method._guardrail_run(step.options, request(step)))
+            return from_result(await method._guardrail_run(step.options, chunk_sdk(step)))
 
         return run_chunks_async(chunking, system, user, options, ask)
     return run_chunks(chunking, system, user, options,
-                      lambda step: from_result(method._guardrail_run(step.options, request(step))))
+                      lambda step: from_result(method._guardrail_run(step.options, chunk_sdk(step))))

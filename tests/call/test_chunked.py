@@ -68,7 +68,8 @@ def user_text(emu: Emulator, index: int) -> str:
 
 def test_the_list_comes_in_chunks_until_the_model_says_done(emu: Emulator) -> None:
     whole = segments(10)
-    emu.script(chunk(whole[:4], False, (100, 40)), chunk(whole[4:8], False, (130, 41)), chunk(whole[8:], True, (160, 22)))
+    emu.script(chunk(whole[:4], False, (100, 40)), chunk(whole[4:8], False, (130, 41)),
+               chunk(whole[8:], True, (160, 22)))
     result = create(emu)
     assert result.value == whole and result.complete
     assert result.usage == Usage(100 + 130 + 160, 40 + 41 + 22)
