@@ -288,9 +288,7 @@ def _total(outcomes: Sequence[Outcome], started: float) -> tuple[str, str, str, 
 def _budget_left(options: CallOptions, used: Usage, spent: float | None) -> CallOptions:
     if options.budget is None:
         return options
-    from guardrail.chain.tiers import _remaining  # the chain's rule for what a budget leaves, shared
-
-    return dataclasses.replace(options, budget=_remaining(options.budget, used, spent))
+    return dataclasses.replace(options, budget=options.budget.after(used, spent))
 
 
 def chunk_loop(chunking: Chunking, system: str, user: str,

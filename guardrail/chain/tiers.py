@@ -445,12 +445,7 @@ def _tighter(first: Budget | None, second: Budget | None) -> Budget | None:
 def _remaining(budget: Budget, used: Usage, spent: float | None = 0.0) -> Budget:
     """What ``budget`` leaves after ``used`` tokens and ``spent`` dollars (never negative; an unknown spend
     leaves no dollars: a dollar cap is never assumed kept)."""
-    tokens = None if budget.max_tokens is None else max(0, budget.max_tokens - used.total_tokens)
-    cost = None
-    if budget.max_cost is not None and budget.price is not None:
-        cost = max(0.0, budget.max_cost - used.cost(budget.price))
-    dollars = None if budget.max_usd is None else max(0.0, budget.max_usd - spent) if spent is not None else 0.0
-    return Budget(tokens, cost, budget.price, dollars)
+    return budget.after(used, spent)
 
 
 def _reason(error: BaseException) -> str:

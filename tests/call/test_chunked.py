@@ -157,6 +157,15 @@ def test_the_maximum_reached_is_a_typed_error_never_a_short_list(emu: Emulator) 
     assert caught.value.items == whole and caught.value.outcome.usage == Usage(300, 150)
 
 
+def test_the_budget_covers_all_the_chunks(emu: Emulator) -> None:
+    whole = segments(8)
+    emu.script(chunk(whole[:4], False, (300, 400)), chunk(whole[4:], True, (300, 400)))
+    with pytest.raises(ChunkingFailed) as caught:
+        create(emu, budget=guardrail.Budget(max_tokens=900))  # the first chunk leaves 200: too few for another
+    assert isinstance(caught.value.__cause__, guardrail.BudgetExceeded)
+    assert caught.value.items == whole[:4] and len(emu.requests) == 1  # not asked again: the budget is spent
+
+
 def test_a_refusal_ends_the_call_as_it_is(emu: Emulator) -> None:
     emu.script(chunk(segments(4), False), reply.refusal("no"))
     with pytest.raises(Refused):
