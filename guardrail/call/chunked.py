@@ -178,7 +178,7 @@ class ChunkAnswer:
 def item_type(response_model: Any) -> Any:
     """The item contract of a chunked call: ``T`` for ``list[T]`` (or ``Sequence[T]``...), else the type itself."""
     origin = typing.get_origin(response_model)
-    if origin in (list, tuple, Sequence, typing.Sequence) and typing.get_args(response_model):
+    if origin in (list, tuple, Sequence) and typing.get_args(response_model):
         return typing.get_args(response_model)[0]
     return response_model
 
@@ -409,11 +409,11 @@ def from_chain(result: Any) -> ChunkAnswer:
     """A chain's :class:`~guardrail.chain.tiers.ChainResult` as a chunk's answer: the tier's record and every
     failed tier's (their usage counts). A degraded chunk (a rule engine's or safe default's) is not a part of the
     list the model wrote, so it fails the chunk."""
-    if result.degraded:
-        raise ChunkingFailed(f"a chunk came from the degraded tier {result.tier!r}, not from a model: the list "
-                             "cannot be assembled from it", outcome=Outcome("", "", "", (), Usage(), "", 0.0, ""),
-                             items=[], chunks=())
     outcomes = [d.error.outcome for d in result.departures if isinstance(d.error, CallError)]
+    if result.degraded:  # the failed tiers' usage travels on the error, which the core counts
+        raise ChunkingFailed(f"a chunk came from the degraded tier {result.tier!r}, not from a model: the list "
+                             "cannot be assembled from it", outcome=Outcome(*_total(outcomes, time.monotonic())),
+                             items=[], chunks=())
     if isinstance(result.detail, Outcome):
         outcomes.append(result.detail)
     return ChunkAnswer(result.value, tuple(outcomes), result)
@@ -443,6 +443,11 @@ def _prompt(kwargs: dict[str, Any]) -> tuple[str, str]:
 class ChunkedCreate:
     """The ``create_chunked`` method of a wrapped client's structured resources (sync)."""
 
+    @typing.overload
+    def create_chunked(self, *, chunking: Chunking, response_model: type[list[T]],
+                       **kwargs: Any) -> ChunkedResult[T]: ...
+    @typing.overload
+    def create_chunked(self, *, chunking: Chunking, response_model: type[T], **kwargs: Any) -> ChunkedResult[T]: ...
     def create_chunked(self, *, chunking: Chunking, **kwargs: Any) -> ChunkedResult[Any]:
         """A list in chunks (:mod:`guardrail.call.chunked`): ``response_model`` is the item (or ``list[item]``),
         ``messages`` the prompt (OpenAI-style on every API), the other keywords guardrail's and the SDK's, sent
@@ -456,6 +461,12 @@ class ChunkedCreate:
 class AsyncChunkedCreate:
     """The ``create_chunked`` method of a wrapped async client's structured resources."""
 
+    @typing.overload
+    async def create_chunked(self, *, chunking: Chunking, response_model: type[list[T]],
+                             **kwargs: Any) -> ChunkedResult[T]: ...
+    @typing.overload
+    async def create_chunked(self, *, chunking: Chunking, response_model: type[T],
+                             **kwargs: Any) -> ChunkedResult[T]: ...
     async def create_chunked(self, *, chunking: Chunking, **kwargs: Any) -> ChunkedResult[Any]:
         """The async :meth:`ChunkedCreate.create_chunked`."""
         resource: Any = self

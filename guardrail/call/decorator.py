@@ -157,6 +157,9 @@ class StructuredFunction(Generic[P, R]):
 
     def stream(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Stream previews, then the value: a :class:`~guardrail.call.StructuredStream` (async: ``async for``)."""
+        if self._chunking is not None:
+            raise UsageError("a chunked function has no preview stream: each chunk is its own call (call the "
+                            "function, or with_result, for the whole list)")
         config = self._merged()
         if self._local_chain(config) is not None:
             raise UsageError("streaming previews need a vendor client; a LocalModel client has no preview stream "

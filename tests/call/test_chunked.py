@@ -214,6 +214,8 @@ def test_the_decorator_sync_and_async(emu: Emulator) -> None:
     emu.script(chunk(whole[:4], False, (5, 5)), chunk(whole[4:], True, (6, 6)))
     assert outline("keynote") == whole
     assert 'talk = "keynote"' in user_text(emu, 0)
+    with pytest.raises(UsageError):
+        outline.stream("keynote")
 
     @guardrail.structured(async_client=openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5),
                           model="gpt-4o", chunking=CHUNKING)
@@ -239,6 +241,22 @@ def test_a_chain_walks_each_chunk(emulators: tuple[Emulator, Emulator]) -> None:
     assert result.value == whole and result.asks == 2
     assert [c.tier for c in result.chunks] == ["primary", "backup"]
     assert result.usage == Usage(60, 6)  # the primary's failed answer is paid for too
+
+
+def test_an_async_chain(emu: Emulator) -> None:
+    whole = segments(5)
+    chain = Chain([vendor(openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5), "gpt-4o",
+                          retry=FAST)])
+    emu.script(chunk(whole[:4], False, (1, 2)), chunk(whole[4:], True, (3, 4)))
+    result = asyncio.run(chain.arun_chunked(Segment, chunking=CHUNKING, system="s", user="u"))
+    assert result.value == whole and result.usage == Usage(4, 6)
+
+
+def test_auto_context_turns_to_keys_past_its_size(emu: Emulator) -> None:
+    whole = segments(6)
+    emu.script(chunk(whole[:4], False), chunk(whole[4:], True))
+    result = create(emu, Chunking(key="index", max_items=4, context="auto", context_chars=100))
+    assert result.value == whole and "index values, in order" in user_text(emu, 1)
 
 
 @pytest.mark.usefixtures("clean_config")
