@@ -422,7 +422,7 @@ def from_chain(result: Any) -> ChunkAnswer:
 # -- the wrapped client's create_chunked ---------------------------------------------------------------------------
 def _prompt(kwargs: dict[str, Any]) -> tuple[str, str]:
     """Take the prompt out of a ``create_chunked`` call's keywords: OpenAI-style ``messages`` (any API), plus a
-    ``system``/``instructions`` text and an ``input`` text where the API names them so."""
+    ``system``/``instructions`` text and an ``input``/``contents`` text where the API names them so."""
     from guardrail.vendors.openai_chat import split_messages
 
     messages = kwargs.pop("messages", None) or ()
@@ -433,8 +433,9 @@ def _prompt(kwargs: dict[str, Any]) -> tuple[str, str]:
     for name in ("system", "instructions"):
         if isinstance(kwargs.get(name), str):
             system = "\n".join(part for part in (kwargs.pop(name), system) if part)
-    if isinstance(kwargs.get("input"), str):
-        user = "\n".join(part for part in (user, kwargs.pop("input")) if part)
+    for name in ("input", "contents"):
+        if isinstance(kwargs.get(name), str):
+            user = "\n".join(part for part in (user, kwargs.pop(name)) if part)
     if not user:
         raise UsageError("create_chunked() needs a prompt: messages= with a user message")
     return system, user
@@ -494,9 +495,19 @@ def _chunked_call(resource: Any, chunking: Chunking, kwargs: dict[str, Any]
     kwargs.pop(endpoint.max_tokens_key, None)
 
     def request(ask: ChunkAsk) -> dict[str, Any]:
-        return {**kwargs, **endpoint.prompt_request(ask.system, ask.user, max_tokens=max_tokens)}
+        return _merged(kwargs, endpoint.prompt_request(ask.system, ask.user, max_tokens=max_tokens))
 
     return options, system, user, request
+
+
+def _merged(given: Mapping[str, Any], prompt: Mapping[str, Any]) -> dict[str, Any]:
+    """The caller's SDK keywords with a chunk's prompt request over them; a keyword both give as a mapping (a
+    ``config`` holding the system text and the caller's settings) is merged, the prompt's entries winning."""
+    out = {**given, **prompt}
+    for name, value in prompt.items():
+        if isinstance(value, Mapping) and isinstance(given.get(name), Mapping):
+            out[name] = {**given[name], **value}
+    return out
 
 
 # -- the decorator's and the chain's ----------------------------------------------------------------------------

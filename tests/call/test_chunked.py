@@ -202,6 +202,22 @@ def test_anthropic_messages_async(emu: Emulator) -> None:
     assert body["system"].startswith("You segment videos.") and body["max_tokens"] == 500
 
 
+def test_gemini_keeps_the_callers_config(emu: Emulator) -> None:
+    from google import genai
+    from google.genai import types
+
+    whole = segments(5)
+    emu.script(chunk(whole[:4], False, (7, 3)), chunk(whole[4:], True, (9, 4)))
+    raw = genai.Client(api_key="t", http_options=types.HttpOptions(base_url=emu.gemini_base_url, timeout=5000))
+    wrapped: Any = guardrail.wrap(raw, retry=FAST)
+    result = wrapped.models.create_chunked(model="gemini-2.5-flash", response_model=Segment, chunking=CHUNKING,
+                                           contents="List the segments.",
+                                           config={"temperature": 0.25, "max_output_tokens": 700})
+    assert result.value == whole and result.usage == Usage(16, 7)
+    config = emu.requests[1].body["generationConfig"]
+    assert config["temperature"] == 0.25 and config["maxOutputTokens"] == 700
+
+
 @pytest.mark.usefixtures("clean_config")
 def test_the_decorator_sync_and_async(emu: Emulator) -> None:
     whole = segments(6)
