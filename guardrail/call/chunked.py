@@ -123,10 +123,12 @@ class Chunking:
         """The key of ``item`` (an unhashable value stands as its canonical JSON text)."""
         if callable(self.key):
             found: Any = self.key(item)
-        elif isinstance(item, Mapping):
-            found = item.get(self.key)
+        elif isinstance(item, Mapping) and self.key in item:
+            found = item[self.key]
+        elif not isinstance(item, Mapping) and hasattr(item, self.key):
+            found = getattr(item, self.key)
         else:
-            found = getattr(item, self.key, None)
+            raise ConfigError(f"Chunking(key={self.key!r}): the items have no field {self.key!r}")
         try:
             hash(found)
         except TypeError:

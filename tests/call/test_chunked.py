@@ -183,6 +183,12 @@ def test_long_context_sends_the_keys_and_the_last_items(emu: Emulator) -> None:
     assert '"part 3"' in second and '"part 0"' not in second
 
 
+def test_a_key_the_items_lack_is_a_config_error(emu: Emulator) -> None:
+    emu.script(chunk(segments(2), True))
+    with pytest.raises(guardrail.errors.ConfigError, match="no field 'id'"):
+        create(emu, Chunking(key="id"))
+
+
 def test_rules_cannot_be_combined_with_chunking(emu: Emulator) -> None:
     with pytest.raises(UsageError):
         create(emu, rules=[guardrail.rule(lambda value, context: True, name="any")])
@@ -328,3 +334,25 @@ def test_any_split_with_overlaps_assembles_the_original_exactly(
     assert result.value == whole
     assert result.asks == len(chunks) and shared_emu.pending == 0
     assert result.usage == Usage(3 * len(chunks), sum(len(items) + 1 for items, _ in chunks))
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.text(max_size=3)), max_size=12),
+       st.lists(st.tuples(st.integers(0, 20), st.text(max_size=3)), max_size=12))
+def test_merge_never_keeps_a_second_item_for_a_key(earlier: list[tuple[int, str]],
+                                                   new: list[tuple[int, str]]) -> None:
+    """Whatever a chunk holds: an item whose key came before is dropped when equal and reported when not, never
+    kept twice; every other item is kept in order."""
+    from guardrail.call.chunked import merge
+
+    chunking = Chunking(key="index")
+    kept = list({i: Segment(index=i, start=0, end=1, title=t) for i, t in earlier}.values())
+    seen = {s.index: s for s in kept}
+    items = [Segment(index=i, start=0, end=1, title=t) for i, t in new]
+    fresh, dropped, problems = merge(chunking, kept, seen, items)
+    first: dict[int, Segment] = {}
+    for item in items:
+        first.setdefault(item.index, item)
+    expected = [item for index, item in first.items() if index not in seen]
+    assert fresh == expected
+    conflicts = sum(1 for item in items if (seen.get(item.index) or first[item.index]) != item)
+    assert len(problems) == conflicts and dropped == len(items) - len(fresh) - conflicts
