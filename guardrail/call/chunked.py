@@ -143,7 +143,8 @@ class ChunkedResult(Result[list[T]]):
     The :class:`~guardrail.Result` fields are the chunks' together: ``usage`` is the sum of every chunk's usage
     (failed asks included), ``attempts`` every attempt of every chunk in order (so ``cost_usd`` prices them
     all), ``provider``, ``model``, ``mode`` and ``schema_hash`` those of the last chunk, ``trace_id`` the first
-    chunk's, ``seconds`` the wall-clock time of the whole call. ``complete`` is always true on a result (an
+    chunk's, ``seconds`` the wall-clock time of the whole call; ``cost_usd`` sums every ask's, each at its own
+    provider and model. ``complete`` is always true on a result (an
     incomplete list is an error, never a result); ``chunks`` holds each accepted chunk's own record (a
     :class:`~guardrail.Result`, or a :class:`~guardrail.chain.tiers.ChainResult` through a chain), ``asks`` how
     many chunk requests were made in all (re-asks included), ``dropped`` how many overlapping duplicates were
@@ -154,6 +155,20 @@ class ChunkedResult(Result[list[T]]):
     asks: int = 0
     dropped: int = 0
     complete: bool = True
+    #: The record of every ask (accepted, rejected or failed; every failed tier's through a chain), in order.
+    parts: tuple[Outcome, ...] = ()
+
+    @property
+    def cost_usd(self) -> float | None:
+        """What every ask cost in US dollars, each priced at its own provider and model (a chain's chunks may
+        come from different vendors); ``None`` when any price is unknown."""
+        total = 0.0
+        for part in self.parts:
+            cost = part.cost_usd
+            if cost is None:
+                return None
+            total += cost
+        return total
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -364,7 +379,8 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
             if done:
                 fields = _total(outcomes, started)
                 cached = bool(records) and all(getattr(r, "cached", False) for r in records)
-                return ChunkedResult(*fields, None, list(kept), cached, tuple(records), asks, dropped)
+                return ChunkedResult(*fields, None, list(kept), cached, tuple(records), asks, dropped, True,
+                                     tuple(outcomes))
             break
     raise failed(ChunksExhausted, f"{chunking.max_chunks} chunks gave {len(kept)} items and none said the list "
                  "was done: raise max_chunks or max_items (the items so far are on .items; they are not the whole "

@@ -263,6 +263,10 @@ def test_a_chain_walks_each_chunk(emulators: tuple[Emulator, Emulator]) -> None:
     assert result.value == whole and result.asks == 2
     assert [c.tier for c in result.chunks] == ["primary", "backup"]
     assert result.usage == Usage(60, 6)  # the primary's failed answer is paid for too
+    assert [p.provider for p in result.parts] == ["openai", "openai", "anthropic"]
+    costs = [p.cost_usd for p in result.parts]  # each at its own vendor's price (the cost extra's table)
+    assert None not in costs and result.cost_usd == pytest.approx(sum(c for c in costs if c is not None))
+    assert result.cost_usd is not None and result.cost_usd > 0
 
 
 def test_an_async_chain(emu: Emulator) -> None:
