@@ -30,8 +30,13 @@ against the classes, both ways::
     │   ├── Declined              the answer is a typed non-answer (status refused/unknown...) (.status, .value)
     │   ├── BatchItemFailed       a batch job's item the vendor never ran: the batch expired or was canceled
     │   │                         (.reason, .custom_id)
+    │   ├── ChunkingFailed        a chunked call ended without the whole list (.items: those kept so far,
+    │   │   │                     .chunks); a chunk's call kept failing (the __cause__)
+    │   │   ├── ChunksExhausted   max_chunks chunks came and none said the list was done
+    │   │   └── ChunkRejected     a chunk kept failing the chunk checks: a conflicting duplicate, a gap (.problems)
     │   └── GaveUp                every attempt's output failed the contract (.errors: one per attempt)
-    │       ├── OutputTruncated   the output hit the token limit even after it was raised once
+    │       ├── OutputTruncated   the output hit the token limit even after it was raised once (a list too
+    │       │                     long for one answer: ask for it in chunks, guardrail.call.chunked)
     │       ├── BudgetExceeded    another attempt would have passed the token or cost budget
     │       └── SemanticRejected  a semantic rule with on_fail="end" failed
     ├── SyncAsyncMismatch         (also a TypeError) a sync call was given an async client, or the reverse
@@ -134,6 +139,9 @@ __all__ = [
     "BudgetExceeded",
     "CallError",
     "ChainExhausted",
+    "ChunkRejected",
+    "ChunkingFailed",
+    "ChunksExhausted",
     "CommandError",
     "CommandLineError",
     "ConfigError",
@@ -447,6 +455,31 @@ class SemanticViolation(GuardrailError):
         self.rules = rules
 
 
+class ChunkingFailed(CallError):
+    """A chunked call (:mod:`guardrail.call.chunked`) ended without the whole list: a chunk's call kept failing
+    (its error is the ``__cause__``), or a subclass's reason. ``.outcome`` sums every chunk's; ``.items`` are the
+    items kept so far, in order, and never the whole list; ``.chunks`` the accepted chunks' records."""
+
+    def __init__(self, message: str, *, outcome: Outcome, items: list[Any], chunks: tuple[Any, ...]) -> None:
+        super().__init__(message, outcome=outcome)
+        self.items = items
+        self.chunks = chunks
+
+
+class ChunksExhausted(ChunkingFailed):
+    """``max_chunks`` chunks came and none said the list was done: ``.items`` is a beginning, not the list."""
+
+
+class ChunkRejected(ChunkingFailed):
+    """A chunk kept failing the chunk checks after its re-asks: an item conflicting with an earlier one of the
+    same key, a gap, or no new item (``.problems``, the lines the model was sent)."""
+
+    def __init__(self, message: str, *, outcome: Outcome, items: list[Any], chunks: tuple[Any, ...],
+                 problems: tuple[str, ...]) -> None:
+        super().__init__(message, outcome=outcome, items=items, chunks=chunks)
+        self.problems = problems
+
+
 class GaveUp(CallError):
     """Every attempt's output failed the contract; ``.errors`` holds each attempt's error, in order."""
 
@@ -459,7 +492,10 @@ class GaveUp(CallError):
 
 
 class OutputTruncated(GaveUp):
-    """The output hit the token limit, and again after the limit was raised once (within its ceiling)."""
+    """The output hit the token limit, and again after the limit was raised once (within its ceiling).
+
+    A list longer than one answer can hold (thirty video segments with timings, say) is better asked for in
+    chunks: ``create_chunked(..., chunking=Chunking(key=...))`` (:mod:`guardrail.call.chunked`)."""
 
     kind: str = "truncated"
 

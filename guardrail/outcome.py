@@ -94,6 +94,17 @@ class Budget:
         if self.max_usd is not None and not self.max_usd >= 0:
             raise ConfigError("Budget(max_usd=...) must be a number of dollars, 0 or more")
 
+    def after(self, used: Usage, spent: float | None = 0.0) -> Budget:
+        """What this budget leaves after ``used`` tokens and ``spent`` dollars (never negative; an unknown spend,
+        ``None``, leaves no dollars: a dollar cap is never assumed kept). A chain's later tiers and a chunked
+        call's later chunks get it."""
+        tokens = None if self.max_tokens is None else max(0, self.max_tokens - used.total_tokens)
+        cost = None
+        if self.max_cost is not None and self.price is not None:
+            cost = max(0.0, self.max_cost - used.cost(self.price))
+        dollars = None if self.max_usd is None else max(0.0, self.max_usd - spent) if spent is not None else 0.0
+        return Budget(tokens, cost, self.price, dollars)
+
     def tokens_left(self, used: Usage) -> float:
         """How many more tokens (input + output, at the dearer rate for cost caps) the budget allows."""
         left = float("inf")

@@ -18,6 +18,7 @@ from guardrail._lazy import namespace
 
 if TYPE_CHECKING:
     from guardrail.call.cache import Cache
+    from guardrail.call.chunked import ChunkedResult, Chunking
     from guardrail.call.client import WrappedClient, wrap
     from guardrail.call.config import Config, configure, get_config, reset_config
     from guardrail.call.decorator import StructuredFunction, structured
@@ -29,6 +30,8 @@ _NAMES: dict[str, str] = {
     "AsyncStructuredMethod": "guardrail.call.methods",
     "AsyncStructuredStream": "guardrail.call.streaming",
     "Cache": "guardrail.call.cache",
+    "ChunkedResult": "guardrail.call.chunked",
+    "Chunking": "guardrail.call.chunked",
     "Config": "guardrail.call.config",
     "configure": "guardrail.call.config",
     "get_config": "guardrail.call.config",
@@ -48,6 +51,8 @@ __all__ = [
     "AsyncStructuredMethod",
     "AsyncStructuredStream",
     "Cache",
+    "ChunkedResult",
+    "Chunking",
     "Config",
     "RawStructured",
     "RetryPolicy",

@@ -41,6 +41,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 from pydantic_core import to_jsonable_python
 
 from guardrail.call.cache import Cache
+from guardrail.call.chunked import Chunking, function_chunked
 from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.config import Config, get_config
 from guardrail.call.methods import run_partial, run_with_result
@@ -70,8 +71,9 @@ class StructuredFunction(Generic[P, R]):
     def __init__(self, fn: Callable[P, R], config: Config | None, overrides: dict[str, Any],
                  prompt: Callable[..., str] | None, instance: Any = None, rules: Sequence[Rule] = (),
                  context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, *,
-                 output: Any = None, version: str | None = None) -> None:
+                 output: Any = None, version: str | None = None, chunking: Chunking | None = None) -> None:
         functools.update_wrapper(self, fn)
+        self._chunking = chunking
         self._output = output
         self._version = version
         self._rules = tuple(rules)
@@ -106,6 +108,8 @@ class StructuredFunction(Generic[P, R]):
         config = self._merged(base)
         if chain is None:
             chain = self._local_chain(config)
+        if self._chunking is not None:  # a long list in chunks (guardrail.call.chunked): a ChunkedResult
+            return function_chunked(self, self._chunking, chain, config, args, kwargs)
         if chain is not None:
             system, user, arguments = self._prompt_parts(args, kwargs)
             context = self._context() if callable(self._context) else self._context
@@ -153,6 +157,9 @@ class StructuredFunction(Generic[P, R]):
 
     def stream(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Stream previews, then the value: a :class:`~guardrail.call.StructuredStream` (async: ``async for``)."""
+        if self._chunking is not None:
+            raise UsageError("a chunked function has no preview stream: each chunk is its own call (call the "
+                            "function, or with_result, for the whole list)")
         config = self._merged()
         if self._local_chain(config) is not None:
             raise UsageError("streaming previews need a vendor client; a LocalModel client has no preview stream "
@@ -185,7 +192,8 @@ class StructuredFunction(Generic[P, R]):
         if instance is None:
             return self
         return StructuredFunction(self._fn, self._config, self._overrides, self._prompt, instance, self._rules,
-                                  self._context, output=self._output, version=self._version)
+                                  self._context, output=self._output, version=self._version,
+                                  chunking=self._chunking)
 
 
 def _recorder(record: Any) -> Any:
@@ -207,7 +215,7 @@ def structured(*, config: Config | None = None, client: Any = None, async_client
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
                chain: Any = None, output: Any = None, cache: Cache | bool | None = None,
-               version: str | None = None, record: Any = None
+               version: str | None = None, record: Any = None, chunking: Chunking | None = None
                ) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
 def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
                model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
@@ -216,7 +224,7 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, chain: Any = None,
                output: Any = None, cache: Cache | bool | None = None, version: str | None = None,
-               record: Any = None) -> Any:
+               record: Any = None, chunking: Chunking | None = None) -> Any:
     """Turn a typed function signature into a validated model call (see the module docstring).
 
     Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
@@ -228,6 +236,8 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
     with ``False``; with a ``chain``, its vendor tiers hold the caches and ``False`` turns them off for this
     function) and ``version`` the prompt's version, part of the cache key. ``record`` records every call for
     replay (a JSONL file path or a :class:`~guardrail.replay.Recorder`; with a ``chain``, give it to the chain).
+    ``chunking`` (a :class:`~guardrail.call.chunked.Chunking`) asks for a ``list[...]`` return value in chunks
+    (:mod:`guardrail.call.chunked`); ``with_result`` then gives the :class:`~guardrail.call.chunked.ChunkedResult`.
     """
     if cache is True:
         raise UsageError("cache= takes a guardrail Cache(...), False for none, or None for the configured one")
@@ -237,6 +247,6 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
 
     def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
         return StructuredFunction(function, config, overrides, prompt, None, rules, context, output=output,
-                                  version=version)
+                                  version=version, chunking=chunking)
 
     return decorate(fn) if fn is not None else decorate

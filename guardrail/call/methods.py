@@ -6,7 +6,8 @@ client's ``chat.completions`` *is* an ``openai.resources.chat.Completions`` (and
 
 * :class:`StructuredMethod` / :class:`AsyncStructuredMethod` (``client.chat.completions``,
   ``client.responses``, ``client.messages``, their ``beta`` twins): ``create`` returns the validated value,
-  ``create_with_result`` the :class:`~guardrail.Result`, ``create_partial`` a stream of previews.
+  ``create_with_result`` the :class:`~guardrail.Result`, ``create_partial`` a stream of previews,
+  ``create_chunked`` a long list asked for in chunks (:mod:`guardrail.call.chunked`).
 * :class:`RawStructuredMethod` / :class:`AsyncRawStructuredMethod` (under ``with_raw_response``): ``create``
   returns a :class:`RawStructured`, the validated value together with the SDK's raw HTTP responses.
 * :class:`StreamingResponseMethod` (under ``with_streaming_response``): passthrough only. That flavor exists
@@ -36,6 +37,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, TypeVar, cast, overload
 
 from guardrail.call.cache import Cache, run_cached, run_cached_async
+from guardrail.call.chunked import AsyncChunkedCreate, ChunkedCreate
 from guardrail.call.engine import Call, iterate_async, iterate_sync, run_async, run_sync
 from guardrail.call.options import CallOptions, ClientOptions, deadline_at, timeout_seconds
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
@@ -164,7 +166,7 @@ class _Resource:
         def with_streaming_response(self) -> StreamingResponseMethod: ...
 
 
-class StructuredMethod(_Resource):
+class StructuredMethod(ChunkedCreate, _Resource):
     """A synchronous SDK resource whose ``create`` takes ``response_model=``; everything else is the SDK's."""
 
     @overload
@@ -225,7 +227,7 @@ class StructuredMethod(_Resource):
         def with_raw_response(self) -> RawStructuredMethod: ...
 
 
-class AsyncStructuredMethod(_Resource):
+class AsyncStructuredMethod(AsyncChunkedCreate, _Resource):
     """An asynchronous SDK resource whose ``create`` takes ``response_model=``; everything else is the SDK's."""
 
     @overload

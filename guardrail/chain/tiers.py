@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from guardrail.call.cache import Cache
+from guardrail.call.chunked import ChunkedResult, Chunking, chain_chunked
 from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.methods import run_with_result
 from guardrail.call.options import CallOptions, RetryPolicy
@@ -375,6 +376,21 @@ class Chain:
         request = self._request(output_type, system, user, inputs, context, rules, prompt_version, cache)
         return await self._arun(request)
 
+    def run_chunked(self, output_type: Any, *, chunking: Chunking, system: str, user: str,
+                    inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+                    prompt_version: str | None = None, cache: bool = True) -> ChunkedResult[Any]:
+        """A list (``output_type``: the item or ``list[item]``) asked for in chunks, each chunk walking the
+        chain (:mod:`guardrail.call.chunked`): the :class:`~guardrail.call.chunked.ChunkedResult`."""
+        request = self._request(output_type, system, user, inputs, context, (), prompt_version, cache)
+        return chain_chunked(self, request, chunking)  # type: ignore[no-any-return]
+
+    async def arun_chunked(self, output_type: Any, *, chunking: Chunking, system: str, user: str,
+                           inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+                           prompt_version: str | None = None, cache: bool = True) -> ChunkedResult[Any]:
+        """The async :meth:`run_chunked` (each chunk through :meth:`arun`)."""
+        request = self._request(output_type, system, user, inputs, context, (), prompt_version, cache)
+        return await chain_chunked(self, request, chunking, asynchronous=True)  # type: ignore[no-any-return]
+
     def create(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
                rules: Sequence[Rule] = (), prompt_version: str | None = None, cache: bool = True) -> Any:
@@ -429,12 +445,7 @@ def _tighter(first: Budget | None, second: Budget | None) -> Budget | None:
 def _remaining(budget: Budget, used: Usage, spent: float | None = 0.0) -> Budget:
     """What ``budget`` leaves after ``used`` tokens and ``spent`` dollars (never negative; an unknown spend
     leaves no dollars: a dollar cap is never assumed kept)."""
-    tokens = None if budget.max_tokens is None else max(0, budget.max_tokens - used.total_tokens)
-    cost = None
-    if budget.max_cost is not None and budget.price is not None:
-        cost = max(0.0, budget.max_cost - used.cost(budget.price))
-    dollars = None if budget.max_usd is None else max(0.0, budget.max_usd - spent) if spent is not None else 0.0
-    return Budget(tokens, cost, budget.price, dollars)
+    return budget.after(used, spent)
 
 
 def _reason(error: BaseException) -> str:

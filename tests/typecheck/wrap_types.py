@@ -164,3 +164,23 @@ async def check_gemini_async(raw: google.genai.Client) -> None:
     alone = guardrail.wrap(raw.aio)
     other: Ticket = await alone.models.generate_content(model="gemini-2.5-flash", contents="x", response_model=Ticket)
     assert ticket and result and stream and other
+
+
+def check_chunked(raw: openai.OpenAI, araw: anthropic.AsyncAnthropic) -> None:
+    from guardrail.call import ChunkedResult, Chunking
+
+    client = guardrail.wrap(raw)
+    chunking = Chunking(key="title")
+    items: ChunkedResult[Ticket] = client.chat.completions.create_chunked(
+        model="gpt-4o", messages=MESSAGES, response_model=Ticket, chunking=chunking)
+    listed: list[Ticket] = client.chat.completions.create_chunked(
+        model="gpt-4o", messages=MESSAGES, response_model=list[Ticket], chunking=chunking).value
+    print(items, listed)
+    aclient = guardrail.wrap(araw)
+
+    async def run() -> list[Ticket]:
+        done = await aclient.messages.create_chunked(model="claude-sonnet-4-5", max_tokens=500, messages=MESSAGES,
+                                                     response_model=Ticket, chunking=chunking)
+        return done.value
+
+    print(run)
