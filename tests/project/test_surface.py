@@ -151,6 +151,7 @@ PINNED: dict[str, list[str]] = {
         "BatchItemFailed",
         "BatchJobError",
         "BudgetExceeded",
+        "CalibrationError",
         "CallError",
         "ChainExhausted",
         "CommandError",
@@ -230,6 +231,8 @@ PINNED: dict[str, list[str]] = {
     ],
     "guardrail.local": [
         "BatchFailed",
+        "Calibration",
+        "CalibrationError",
         "Choice",
         "DeadEnd",
         "Grammar",
