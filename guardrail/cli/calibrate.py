@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from guardrail.cli.common import at_least, import_target, target
+from guardrail.cli.common import at_least, env_client, import_target, target, write_output
 from guardrail.errors import CommandError, CommandLineError, GuardrailError
 
 DESCRIPTION = """\
@@ -65,7 +65,6 @@ def _probability(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """Score the cases, fit or apply the calibration, write the report."""
-    from guardrail.cli.evaluate import _write
     from guardrail.evals.calibrate import build_report, load_choice_cases, score_cases
     from guardrail.local.calibration import Calibration
 
@@ -91,23 +90,22 @@ def run(args: argparse.Namespace) -> int:
     if args.html is not None:
         from guardrail.evals.calibrate_html import render_calibration_html
 
-        _write(args.html, render_calibration_html(report))
+        write_output(args.html, render_calibration_html(report))
     text = json.dumps(report, ensure_ascii=False, indent=2)
     if args.json == "-":
         print(text)
         return 0
     _print(report)
     if args.json is not None:
-        _write(args.json, text + "\n")
+        write_output(args.json, text + "\n")
     return 0
 
 
 def _backend(args: argparse.Namespace) -> Any:
     if args.model is not None:
-        from guardrail.cli.evaluate import _client
         from guardrail.local.choose_api import LogprobBackend
 
-        return LogprobBackend(_client("openai"), args.model)
+        return LogprobBackend(env_client("openai"), args.model)
     from guardrail.local.choose_api import LogprobBackend
 
     found = import_target(args.choose)
@@ -134,11 +132,10 @@ def _print(report: dict[str, Any]) -> None:
     for name in ("accuracy", "mean_confidence", "ece", "brier", "nll"):
         row = f"{name:16}{_cell(report['raw'][name]):>10}"
         print(row + (f"{_cell(after[name]):>10}" if after else ""))
-    calibration = report.get("calibration")
-    if calibration is not None:
-        detail = f"T = {calibration['temperature']:.4g}" if calibration["kind"] == "temperature" \
-            else f"{len(calibration['points'])} points"
-        print(f"calibration: {calibration['kind']} ({detail})")
+    if report.get("calibration") is not None:
+        from guardrail.local.calibration import Calibration
+
+        print(f"calibration: {Calibration.from_dict(report['calibration']).describe()}")
     target = report.get("target_precision")
     if target is not None:
         found = (after or report["raw"])["threshold"]

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from guardrail.errors import CalibrationError, CommandError, NoOptionMatched
-from guardrail.local.calibration import Calibration, CalibrationKind
+from guardrail.local.calibration import DEFAULT_KIND, Calibration, CalibrationKind
 
 __all__ = ["ChoiceCase", "Scored", "brier", "build_report", "expected_calibration_error", "load_choice_cases",
            "parse_choice_cases", "reliability", "score_cases", "suggest_threshold"]
@@ -212,7 +212,7 @@ def figures(distributions: Sequence[Mapping[str, float]], labels: Sequence[str],
     }
 
 
-def build_report(scored: Sequence[Scored], *, bins: int = 10, fit: CalibrationKind | None = "temperature",
+def build_report(scored: Sequence[Scored], *, bins: int = 10, fit: CalibrationKind | None = DEFAULT_KIND,
                  calibration: Calibration | None = None, target_precision: float | None = None,
                  cases: str | None = None) -> tuple[dict[str, Any], Calibration | None]:
     """The report and the calibration: fitted (``fit``) on the scored cases, or ``calibration`` applied as given

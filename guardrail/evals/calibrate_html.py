@@ -50,10 +50,10 @@ def render_calibration_html(report: dict[str, Any]) -> str:
 def _describe(calibration: dict[str, Any] | None, fitted: bool) -> str:
     if calibration is None:
         return "no calibration"
+    from guardrail.local.calibration import Calibration
+
     how = "fitted on these cases" if fitted else "given (not fitted on these cases)"
-    if calibration["kind"] == "temperature":
-        return f"temperature scaling, T = {calibration['temperature']:.4g}, {how}"
-    return f"isotonic calibration ({len(calibration['points'])} points), {how}"
+    return f"{Calibration.from_dict(calibration).describe()}, {how}"
 
 
 def _cell(value: Any) -> str:

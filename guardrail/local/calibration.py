@@ -40,6 +40,8 @@ __all__ = ["Calibration", "CalibrationKind", "fit_temperature", "isotonic_points
 #: The kinds of calibration (see the module docstring).
 CalibrationKind = Literal["temperature", "isotonic"]
 KINDS: tuple[CalibrationKind, ...] = ("temperature", "isotonic")
+#: The kind fitted when none is named.
+DEFAULT_KIND: CalibrationKind = KINDS[0]
 #: The file's format marker and version.
 FORMAT = "guardrail.calibration"
 VERSION = 1
@@ -78,7 +80,7 @@ class Calibration:
 
     @classmethod
     def fit(cls, distributions: Sequence[Mapping[str, float]], labels: Sequence[str],
-            kind: CalibrationKind = "temperature") -> Calibration:
+            kind: CalibrationKind = DEFAULT_KIND) -> Calibration:
         """Fit ``kind`` on labelled judgments: ``distributions[i]`` is what ``choose`` gave for case ``i``
         (``Choice.probabilities``), ``labels[i]`` the right option. :class:`CalibrationError`
         without cases, with a label that is not an option, or an unknown kind."""
@@ -130,6 +132,12 @@ class Calibration:
             else:
                 out[option] = (1.0 - top) / len(others)
         return out
+
+    def describe(self) -> str:
+        """One line for a person: ``temperature scaling, T = 3.02`` or ``isotonic, 12 points``."""
+        if self.kind == "temperature":
+            return f"temperature scaling, T = {self.temperature:.4g}"
+        return f"isotonic, {len(self.points)} points"
 
     # -- files -----------------------------------------------------------------------------------------------
 
