@@ -25,15 +25,14 @@ The figures, on the *top* probability (the best option's, the one a threshold ac
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from guardrail.errors import CalibrationError, CommandError, NoOptionMatched
+from guardrail.evals.cases import json_objects, read_jsonl
 from guardrail.local.calibration import DEFAULT_KIND, Calibration, CalibrationKind
 
 __all__ = ["ChoiceCase", "Scored", "brier", "build_report", "expected_calibration_error", "load_choice_cases",
@@ -64,30 +63,15 @@ class Scored:
 def load_choice_cases(path: str | os.PathLike[str]) -> list[ChoiceCase]:
     """The cases of a ``CASES.jsonl`` file; :class:`~guardrail.errors.CommandError` naming the line of the first
     problem (a case that cannot be read is never skipped: the figures would mislead)."""
-    location = Path(path)
-    if not location.is_file():
-        raise CommandError(f"{os.fspath(path)}: {'is a directory' if location.is_dir() else 'does not exist'}")
-    try:
-        with location.open(encoding="utf-8") as lines:
-            return parse_choice_cases(lines, os.fspath(path))
-    except UnicodeDecodeError as error:
-        raise CommandError(f"{os.fspath(path)}: not UTF-8 text ({error.reason})") from None
+    return read_jsonl(path, parse_choice_cases)
 
 
 def parse_choice_cases(lines: Iterable[str], name: str = "cases") -> list[ChoiceCase]:
     """The cases of these JSONL lines (blank lines skipped); see :func:`load_choice_cases`."""
     cases: list[ChoiceCase] = []
     seen: set[str] = set()
-    for number, text in enumerate(lines, 1):
-        if not text.strip():
-            continue
+    for number, data in json_objects(lines, name):
         where = f"{name}:{number}"
-        try:
-            data = json.loads(text)
-        except ValueError as error:
-            raise CommandError(f"{where}: not JSON ({error})") from None
-        if not isinstance(data, dict):
-            raise CommandError(f"{where}: a case is a JSON object, not {type(data).__name__}")
         prompt, options, label = data.get("prompt"), data.get("options"), data.get("label")
         if not isinstance(prompt, str):
             raise CommandError(f"{where}: \"prompt\" must be a string")

@@ -8,6 +8,7 @@ perfectly calibrated), and the model reports ``softmax(3 * z)``: overconfident b
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import math
@@ -229,6 +230,8 @@ def test_choose_applies_a_calibration_before_its_threshold(tiny: LocalModel, tmp
     with pytest.raises(Uncertain):
         guardrail.choose("Category:", options, backend=tiny, threshold=threshold)
     assert guardrail.choose("Category:", options, backend=tiny, threshold=threshold, calibration=sharp).best == raw.best
+    awaited = asyncio.run(guardrail.achoose("Category:", options, backend=tiny, calibration=path))
+    assert awaited.probabilities == pytest.approx(sharp.apply(raw.probabilities))
     with pytest.raises(CalibrationError):
         guardrail.choose("Category:", options, backend=tiny, calibration=tmp_path / "missing.json")
     with pytest.raises(CalibrationError):
