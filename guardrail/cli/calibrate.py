@@ -73,14 +73,20 @@ def run(args: argparse.Namespace) -> int:
     cases = load_choice_cases(args.cases)
     given = Calibration.load(args.calibration) if args.calibration is not None else None
     backend = _backend(args)
-    show = _progress if sys.stderr.isatty() else None
+    done = [0]
+
+    def progress(count: int, total: int) -> None:
+        done[0] = count
+        if sys.stderr.isatty():
+            _progress(count, total)
+
     try:
-        scored = score_cases(cases, backend, show)
-    except GuardrailError:
-        raise
-    except Exception as error:  # the SDK's transport errors, a backend that fails: one line, not a traceback
-        raise CommandError(f"choose failed: {type(error).__name__}: {error}") from None
-    if show is not None:
+        scored = score_cases(cases, backend, progress)
+    except Exception as error:  # a transport error, a prompt too long for the model: one line naming the case
+        where = f"case {cases[done[0]].id!r}" if done[0] < len(cases) else "choose"
+        kind = "" if isinstance(error, CommandError) else f"{type(error).__name__}: "
+        raise CommandError(f"{where}: {kind}{error}") from None
+    if sys.stderr.isatty():
         print(file=sys.stderr)
     fit = None if args.fit == "none" else args.fit
     report, calibration = build_report(scored, bins=args.bins, fit=fit, calibration=given,

@@ -160,6 +160,19 @@ def test_the_command_reports_the_scripted_figures(emu: Emulator, tmp_path: Path,
     assert chosen.confidence == pytest.approx(calibration.apply({"yes": 0.85, "no": 0.15})["yes"])
 
 
+def test_a_failing_request_names_its_case(emu: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"id": name, "prompt": "q", "options": ["yes", "no"], "label": "yes"}) + "\n"
+                             for name in ("first", "second")), encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("OPENAI_BASE_URL", emu.openai_base_url)
+    emu.script(reply.logprobs([{"yes": 0.9, "no": 0.1}]), reply.error(400))
+    assert main(["calibrate", str(cases), "--model", "gpt-test"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("guardrail calibrate: case 'second': BadRequestError") and len(err.strip().splitlines()) == 1
+
+
 def test_command_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_text('{"prompt": "q", "options": ["a", "b"], "label": "a"}\n', encoding="utf-8")

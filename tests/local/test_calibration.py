@@ -203,6 +203,27 @@ def test_a_bad_calibration_file_is_a_typed_error_naming_it(tmp_path: Path, conte
         Calibration.load(tmp_path / "missing.json")
 
 
+JSON = st.recursive(st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=12),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+                    max_leaves=12)
+FIELDS = st.fixed_dictionaries({"format": st.just("guardrail.calibration"), "version": st.just(1),
+                                "kind": st.sampled_from(["temperature", "isotonic", "platt"])},
+                               optional={"temperature": JSON, "points": JSON | st.lists(st.lists(JSON, max_size=3),
+                                                                                       max_size=4),
+                                         "cases": JSON})
+
+
+@settings(max_examples=300)
+@given(data=JSON | FIELDS)
+def test_property_any_file_content_is_a_calibration_or_a_calibration_error(data: Any) -> None:
+    try:
+        calibration = Calibration.from_dict(data)
+    except CalibrationError:
+        return
+    out = calibration.apply({"a": 0.7, "b": 0.2, "c": 0.1})
+    check_distribution(out, ["a", "b", "c"])
+
+
 def test_fitting_needs_cases_and_labels_among_the_options() -> None:
     with pytest.raises(CalibrationError):
         Calibration.fit([], [])
