@@ -128,7 +128,7 @@ class Calibration:
             if option == best:
                 out[option] = top
             elif rest > 0:
-                out[option] = (1.0 - top) * probabilities[option] / rest
+                out[option] = (1.0 - top) * (probabilities[option] / rest)  # the share first: no underflow
             else:
                 out[option] = (1.0 - top) / len(others)
         return out

@@ -203,9 +203,9 @@ def test_a_bad_calibration_file_is_a_typed_error_naming_it(tmp_path: Path, conte
         Calibration.load(tmp_path / "missing.json")
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=12),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
-                    max_leaves=12)
+SCALARS = st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=12)
+JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
+                                                                                      max_size=4), max_leaves=12)
 FIELDS = st.fixed_dictionaries({"format": st.just("guardrail.calibration"), "version": st.just(1),
                                 "kind": st.sampled_from(["temperature", "isotonic", "platt"])},
                                optional={"temperature": JSON, "points": JSON | st.lists(st.lists(JSON, max_size=3),
