@@ -79,6 +79,7 @@ against the classes, both ways::
     ├── GrammarError              (also a ValueError) the contract cannot be compiled for constrained
     │                             decoding (.report)
     ├── DeadEnd                   no token is allowed at some step of constrained decoding (.state)
+    ├── CalibrationError          (also a ValueError) a choose calibration that cannot be fitted, read or applied
     ├── BatchFailed               some rows of LocalModel.generate_batch failed (.results, .traces)
     ├── BatchJobError             a batch job cannot go on: unknown job, a vendor batch that failed, a wait that
     │                             ran out of time (.job_id, .batch_id)
@@ -137,6 +138,7 @@ __all__ = [
     "BatchItemFailed",
     "BatchJobError",
     "BudgetExceeded",
+    "CalibrationError",
     "CallError",
     "ChainExhausted",
     "ChunkRejected",
@@ -808,6 +810,12 @@ class GrammarError(GuardrailError, ValueError):
     def __init__(self, message: str, report: CompileReport | None = None) -> None:
         super().__init__(message)
         self.report = report
+
+
+class CalibrationError(GuardrailError, ValueError):
+    """A calibration for ``guardrail.choose`` cannot be used: a file that is missing, not JSON or not a calibration
+    (the message names it), a malformed one (a temperature that is not positive, isotonic points out of order), or
+    no labelled cases to fit on. Also a ``ValueError``."""
 
 
 class DeadEnd(GuardrailError):

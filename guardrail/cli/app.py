@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from guardrail.cli import batch, checks, demo, emulator, evaluate, replay, schema
+from guardrail.cli import batch, calibrate, checks, demo, emulator, evaluate, replay, schema
 from guardrail.cli.common import (
     DISTRIBUTION,
     EXIT_BROKEN_PIPE,
@@ -33,6 +33,7 @@ examples:
   guardrail rules check fallbacks/ --contract ticket_triage=myapp.models:Ticket
   guardrail replay calls.jsonl --contract myapp.models:TicketV2   re-read recorded answers (a CI gate)
   guardrail eval cases.jsonl --contract myapp.models:Ticket --model gpt-4o-mini --modes native,json --json out.json
+  guardrail calibrate labelled.jsonl --choose myapp.judge:backend --save cal.json --target-precision 0.95
   guardrail batch submit requests.jsonl --contract myapp.models:Ticket --store jobs.db
 
 exit status: 0 all good; 1 invalid input or a failed check; 2 usage error; 130 interrupted (Ctrl-C).
@@ -77,6 +78,7 @@ def build_parser() -> Parser:
     checks.register_rules(commands)
     replay.register(commands)
     evaluate.register(commands)
+    calibrate.register(commands)
     batch.register(commands)
     return parser
 

@@ -186,3 +186,32 @@ def console(stderr: bool = False) -> Any:
             raise BrokenPipeError
 
     return _Console(stderr=stderr)
+
+
+def write_output(path: str, text: str) -> None:
+    """Write a report to ``path``; :class:`CommandError` (one line) when it cannot be written."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise CommandError(f"{path}: cannot be written: {error.strerror or error}") from None
+
+
+def env_client(vendor: str | None) -> Any:
+    """The sync SDK client the environment configures (``vendor`` overrides ``GUARDRAIL_VENDOR``)."""
+    from guardrail.call.config import Config
+    from guardrail.errors import GuardrailError
+
+    environ = dict(os.environ)
+    if vendor is not None:
+        environ["GUARDRAIL_VENDOR"] = vendor
+    try:
+        client = Config.from_env(environ).client
+    except (GuardrailError, ImportError):
+        raise
+    except Exception as error:  # the SDK refusing to build a client (no API key...): one line, not a traceback
+        raise CommandError(f"cannot make the {environ.get('GUARDRAIL_VENDOR') or 'vendor'} client: "
+                           f"{type(error).__name__}: {error}") from None
+    if client is None:
+        raise CommandError("no vendor configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY (and "
+                           "*_BASE_URL for a compatible server or the emulator), or pass --vendor")
+    return client

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from guardrail.cli.common import HOSTED_VENDORS, at_least, target
-from guardrail.errors import CommandError, CommandLineError, GuardrailError
+from guardrail.cli.common import env_client as _client
+from guardrail.cli.common import write_output as _write
+from guardrail.errors import CommandLineError
 
 DESCRIPTION = """\
 Run every case of CASES.jsonl (one {"messages": [...], "id"?, "slice"?, "expected"?} per line) under every mode
@@ -107,33 +108,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         _write(args.json, text + "\n")
     return 0
-
-
-def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise CommandError(f"{path}: cannot be written: {error.strerror or error}") from None
-
-
-def _client(vendor: str | None) -> Any:
-    """The sync SDK client the environment configures (``vendor`` overrides ``GUARDRAIL_VENDOR``)."""
-    from guardrail.call.config import Config
-
-    environ = dict(os.environ)
-    if vendor is not None:
-        environ["GUARDRAIL_VENDOR"] = vendor
-    try:
-        client = Config.from_env(environ).client
-    except (GuardrailError, ImportError):
-        raise
-    except Exception as error:  # the SDK refusing to build a client (no API key...): one line, not a traceback
-        raise CommandError(f"cannot make the {environ.get('GUARDRAIL_VENDOR') or 'vendor'} client: "
-                           f"{type(error).__name__}: {error}") from None
-    if client is None:
-        raise CommandError("no vendor configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY (and "
-                           "*_BASE_URL for a compatible server or the emulator), or pass --vendor")
-    return client
 
 
 def _progress(done: int, total: int) -> None:

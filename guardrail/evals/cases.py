@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from guardrail.errors import CommandError
 
-__all__ = ["Case", "load_cases", "parse_cases"]
+__all__ = ["Case", "json_objects", "load_cases", "parse_cases", "read_jsonl"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,20 +36,25 @@ class Case:
 def load_cases(path: str | os.PathLike[str]) -> list[Case]:
     """The cases of a ``CASES.jsonl`` file; :class:`~guardrail.errors.CommandError` naming the line of the first
     problem (a case that cannot be read must not be skipped silently: the counts would mislead)."""
+    return read_jsonl(path, parse_cases)
+
+
+def read_jsonl(path: str | os.PathLike[str], parse: Callable[[Iterable[str], str], T]) -> T:
+    """``parse(lines, name)`` over the lines of a UTF-8 file; :class:`~guardrail.errors.CommandError` when it does
+    not exist, is a directory or is not UTF-8."""
     location = Path(path)
     if not location.is_file():
         raise CommandError(f"{path}: {'is a directory' if location.is_dir() else 'does not exist'}")
     try:
         with location.open(encoding="utf-8") as lines:
-            return parse_cases(lines, str(path))
+            return parse(lines, str(path))
     except UnicodeDecodeError as error:
         raise CommandError(f"{path}: not UTF-8 text ({error.reason})") from None
 
 
-def parse_cases(lines: Iterable[str], name: str = "cases") -> list[Case]:
-    """The cases of these JSONL lines (blank lines skipped); see :func:`load_cases`."""
-    cases: list[Case] = []
-    seen: set[str] = set()
+def json_objects(lines: Iterable[str], name: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line; :class:`~guardrail.errors.CommandError` naming the line
+    of one that is not a JSON object."""
     for number, text in enumerate(lines, 1):
         if not text.strip():
             continue
@@ -57,6 +64,14 @@ def parse_cases(lines: Iterable[str], name: str = "cases") -> list[Case]:
             raise CommandError(f"{name}:{number}: not JSON ({error})") from None
         if not isinstance(data, dict):
             raise CommandError(f"{name}:{number}: a case is a JSON object, not {type(data).__name__}")
+        yield number, data
+
+
+def parse_cases(lines: Iterable[str], name: str = "cases") -> list[Case]:
+    """The cases of these JSONL lines (blank lines skipped); see :func:`load_cases`."""
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for number, data in json_objects(lines, name):
         messages = data.get("messages")
         if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
             raise CommandError(f"{name}:{number}: \"messages\" must be a non-empty list of message objects")

@@ -2,7 +2,16 @@
 contract, so an output that breaks the contract's JSON Schema cannot be sampled (see :mod:`.model`); or by a
 regular expression or context-free grammar (:class:`Regex`, :class:`Grammar`, see :mod:`.constraints`)."""
 
-from guardrail.errors import BatchFailed, DeadEnd, GrammarError, LogprobsUnavailable, NoOptionMatched, Uncertain
+from guardrail.errors import (
+    BatchFailed,
+    CalibrationError,
+    DeadEnd,
+    GrammarError,
+    LogprobsUnavailable,
+    NoOptionMatched,
+    Uncertain,
+)
+from guardrail.local.calibration import Calibration
 from guardrail.local.choose import Choice, achoose, choose
 from guardrail.local.choose_api import LogprobBackend
 from guardrail.local.constraints import Grammar, Regex
@@ -10,6 +19,8 @@ from guardrail.local.model import LocalModel, Trace
 
 __all__ = [
     "BatchFailed",
+    "Calibration",
+    "CalibrationError",
     "Choice",
     "DeadEnd",
     "Grammar",

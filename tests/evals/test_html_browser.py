@@ -64,3 +64,21 @@ def test_chromium_draws_every_chart_in_the_proportions_of_the_counts(scripted: E
         assert abs(drawn[name] / unit - cases) < 0.25, drawn
     for name, colour in OTHER_CHARTS.items():
         assert pixels[colour] > 100, f"the {name} chart did not draw: {pixels[colour]} pixels"
+
+
+def test_chromium_draws_the_reliability_diagrams_in_the_proportions_of_the_bins(tmp_path: Path) -> None:
+    from guardrail.evals.calibrate import ChoiceCase, Scored, build_report
+    from guardrail.evals.calibrate_html import COLOURS, PLOT, render_calibration_html
+
+    # 0.85 x4 (3 right), 0.75 x2 (1 right), 0.65 x2 (1 right): bars of accuracy 0.75, 0.5, 0.5
+    table = [(0.85, "yes")] * 3 + [(0.85, "no"), (0.25, "no"), (0.25, "yes"), (0.65, "yes"), (0.65, "no")]
+    scored = [Scored(ChoiceCase(str(i), "q", ("yes", "no"), label), {"yes": p, "no": 1 - p})
+              for i, (p, label) in enumerate(table)]
+    report, _ = build_report(scored, fit="temperature")
+    pixels = screenshot(render_calibration_html(report), tmp_path)
+    for which in ("raw", "calibrated"):
+        colour = tuple(int(COLOURS[which][i:i + 2], 16) for i in (1, 3, 5))
+        width = PLOT // report["bins"]
+        expected = sum(width * round(b["accuracy"] * PLOT) for b in report[which]["reliability"] if b["count"])
+        # every bar drew, as tall as its bin's accuracy (the dashed diagonal drawn over them hides a few pixels)
+        assert expected > 5000 and 0.97 * expected <= pixels[colour] <= expected, (which, pixels[colour], expected)

@@ -160,6 +160,7 @@ PINNED: dict[str, list[str]] = {
         "BatchItemFailed",
         "BatchJobError",
         "BudgetExceeded",
+        "CalibrationError",
         "CallError",
         "ChainExhausted",
         "ChunkRejected",
@@ -242,6 +243,8 @@ PINNED: dict[str, list[str]] = {
     ],
     "guardrail.local": [
         "BatchFailed",
+        "Calibration",
+        "CalibrationError",
         "Choice",
         "DeadEnd",
         "Grammar",
