@@ -84,10 +84,12 @@ PINNED: dict[str, list[str]] = {
         "submit",
     ],
     "guardrail.call": [
+        "AsyncItemStream",
         "AsyncStructuredMethod",
         "AsyncStructuredStream",
         "Cache",
         "Config",
+        "ItemStream",
         "RawStructured",
         "RetryPolicy",
         "Settings",
