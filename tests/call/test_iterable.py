@@ -163,7 +163,7 @@ def test_a_connection_lost_mid_answer_continues_after_the_items_yielded(emu: Emu
     emu.script(reply.cut(answer_of(items), 0.6))
     emu.responder = continuing(items)
     got, stream = drain(emu, api, is_async)
-    assert got == expected(items)  # each once, in order, whatever the cut left
+    assert got == expected(items) == stream.result.value  # each once, in order, whatever the cut left
     continued = [kept(request) for request in emu.requests]
     assert continued[0] == 0 and continued[-1] > 0 and len(emu.requests) == 2
 
@@ -176,7 +176,7 @@ def test_an_invalid_item_re_asks_for_the_rest_with_its_problem(emu: Emulator, ap
     emu.script(reply.answer(answer_of(bad)), reply.answer(answer_of(items[2:])))
     got, stream = drain(emu, api, is_async)
     assert got == expected(items)
-    assert kept(emu.requests[1]) == 2
+    assert kept(emu.requests[1]) == 2 and stream.result.attempts[0].error is not None
     asked = json.dumps(emu.requests[1].body)
     assert "start" in asked and "greater than or equal to 0" in asked and "segment 3" not in asked
 
