@@ -218,8 +218,9 @@ class ListRun:
             return pending
         if self.rounds and self.rounds >= self.max_attempts:
             raise self.gave_up()
+        deadline = self.deadline if self.rounds else self.options.deadline  # later requests: the first's
         options = dataclasses.replace(self.options, response_model=self.contract, rules=(), mode=self.mode,
-                                      budget=self.budget_left(), deadline=self.deadline, cache=False)
+                                      budget=self.budget_left(), deadline=deadline, cache=False)
         call = self.call = self.make(options)
         if not self.rounds:
             self.max_attempts, self.deadline = call.settings.max_attempts, call.deadline

@@ -21,7 +21,7 @@ from support.calls import api_method, printer_args, wrapped_client
 
 import guardrail
 from guardrail.call.iterable import ItemStream, item_type_of, list_contract
-from guardrail.errors import OutputTruncated, SemanticRejected, UsageError
+from guardrail.errors import BudgetExceeded, OutputTruncated, SemanticRejected, UsageError
 from guardrail.gates.semantic import rule
 from guardrail.outcome import Usage
 from guardrail.parse.items import ItemSpans
@@ -214,6 +214,17 @@ def test_requests_are_bounded_by_max_attempts(emu: Emulator) -> None:
         drain(emu, "responses", False, seen, max_attempts=3)
     assert seen == expected(items[:1])
     assert len(emu.requests) == 3 and len(raised.value.outcome.attempts) == 3
+
+
+def test_the_budget_holds_across_requests(emu: Emulator) -> None:
+    items = segments(4)
+    text = answer_of(items)
+    emu.script(reply.truncated(text[:text.index("segment 2")], usage=(100, 100)))
+    seen: list[Any] = []
+    with pytest.raises(BudgetExceeded) as raised:
+        drain(emu, "chat", False, seen, budget=guardrail.Budget(max_tokens=250))
+    assert seen == expected(items[:2]) and len(emu.requests) == 1  # the rest was never asked for: no room left
+    assert raised.value.outcome.usage == Usage(input_tokens=100, output_tokens=100)
 
 
 def test_the_mode_of_the_first_request_is_kept_and_tool_mode_replays_a_tool_call(emu: Emulator) -> None:
