@@ -279,8 +279,8 @@ class ListRun:
                 continue
             report = self.read(text)
             if report.error is not None:
-                self.stopped = (f"Item {len(self.items) + 1} of the list (the one after the items kept) was not "
-                                f"valid:\n{report.error.feedback}")
+                self.stopped = (f"Item {len(self.items) + 1} of the list (the one after the items kept; $ is that "
+                                f"item) was not valid:\n{_problems(report.error.feedback)}")
                 break
             if not self.ruled(report.value):
                 break
@@ -309,8 +309,8 @@ class ListRun:
             self.own = SemanticRejected(f"item {len(self.items) + 1} broke a rule that ends the call: {feedback}",
                                         outcome=self.outcome())
             raise self.own
-        self.stopped = f"Item {len(self.items) + 1} of the list (the one after the items kept) broke a rule:\n" \
-                       f"{feedback}"
+        self.stopped = (f"Item {len(self.items) + 1} of the list (the one after the items kept; $ is that item) "
+                        f"broke a rule:\n{_problems(feedback)}")
         return False
 
     def accept(self, value: Any) -> Any:
@@ -400,6 +400,12 @@ class ListRun:
     def result(self) -> Result[list[Any]]:
         """The whole list and the record of every request."""
         return result_from(self.outcome(), list(self.items))
+
+
+def _problems(feedback: str) -> str:
+    """An item's feedback without its closing "Reply with ..." line: the continuation says what to reply."""
+    lines = feedback.splitlines()
+    return "\n".join(lines[:-1]) if len(lines) > 1 and lines[-1].startswith("Reply with") else feedback
 
 
 # -- the drivers -----------------------------------------------------------------------------------------------------
