@@ -168,6 +168,25 @@ def test_a_connection_lost_mid_answer_continues_after_the_items_yielded(emu: Emu
     assert continued[0] == 0 and continued[-1] > 0 and len(emu.requests) == 2
 
 
+@pytest.mark.parametrize("api", APIS)
+def test_a_try_lost_before_any_item_is_sent_again_and_yields_each_item_once(emu: Emulator, api: str) -> None:
+    items = segments(4)
+    emu.script(reply.cut(answer_of(items), 0.05), reply.answer(answer_of(items)))
+    got, stream = drain(emu, api, False)
+    assert got == expected(items)
+    assert [kept(request) for request in emu.requests] == [0, 0]  # the same request again: nothing was yielded
+    assert len(stream.result.attempts) == 1 and stream.result.attempts[0].vendor_calls == 2
+
+
+@pytest.mark.parametrize("is_async", SYNC_ASYNC)
+def test_an_error_event_mid_answer_continues_after_the_items_yielded(emu: Emulator, is_async: bool) -> None:
+    items = segments(4)
+    text = answer_of(items)
+    emu.script(reply.stream_error(text[:text.index("segment 2")]), reply.answer(answer_of(items[2:])))
+    got, _ = drain(emu, "messages", is_async)
+    assert got == expected(items) and kept(emu.requests[1]) == 2
+
+
 @pytest.mark.parametrize("is_async", SYNC_ASYNC)
 @pytest.mark.parametrize("api", APIS)
 def test_an_invalid_item_re_asks_for_the_rest_with_its_problem(emu: Emulator, api: str, is_async: bool) -> None:
