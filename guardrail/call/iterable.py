@@ -203,6 +203,7 @@ class ListRun:
         self.absent_as_null = False
         self.call: Call | None = None  # the latest request's
         self.pending: Call | None = None  # the first request's, made by prepare()
+        self.last_raw: str | None = None  # the latest request's answer as it came
 
     # -- the requests --------------------------------------------------------------------------------------------
     def prepare(self) -> ListRun:
@@ -236,14 +237,17 @@ class ListRun:
     def continuation(self, mode: str, tool: str) -> Exchange:
         """The turns that continue the list: the items so far, replayed as the model's own answer, and what to do."""
         count = len(self.items)
-        text = json.dumps({ITEMS_KEY: to_jsonable_python(self.items, by_alias=True, fallback=str)},
-                          ensure_ascii=False)
-        kept = (f"The {count} item{'s' if count != 1 else ''} above {'are' if count != 1 else 'is'} kept."
-                if count else "No item of it was kept.")
-        after = f"these {count}" if count > 1 else "it" if count else "none"
-        ask = (f'{kept} Reply with the rest of the list only, in the same shape ({{"{ITEMS_KEY}": [...]}}): the '
-               f'items that come after {after}, in order, none of them repeated; {{"{ITEMS_KEY}": []}} when there '
-               "are no more.")
+        if count:
+            text = json.dumps({ITEMS_KEY: to_jsonable_python(self.items, by_alias=True, fallback=str)},
+                              ensure_ascii=False)
+            kept = f"The {count} items above are kept." if count > 1 else "The 1 item above is kept."
+            ask = (f'{kept} Reply with the rest of the list only, in the same shape ({{"{ITEMS_KEY}": [...]}}): '
+                   f"the items that come after {f'these {count}' if count > 1 else 'it'}, in order, none of them "
+                   f'repeated; {{"{ITEMS_KEY}": []}} when there are no more.')
+        else:  # nothing kept: the answer as it came, and the whole list asked for again
+            text = self.last_raw or json.dumps({ITEMS_KEY: []})
+            ask = (f'No item of it was kept. Reply with the whole list, in the same shape ({{"{ITEMS_KEY}": '
+                   f'[...]}}), corrected.')
         is_tool = mode == "tool"
         done = Completion(text, "stop", "stop", Usage(), tool_call_id=f"call_items_{self.rounds}" if is_tool else None,
                           tool_name=tool if is_tool else None)
@@ -356,6 +360,7 @@ class ListRun:
 
     def keep(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
+        self.last_raw = outcome.raw
         if self.rounds == 1 and outcome.attempts:  # a continued answer is replayed in the mode that began it
             self.mode = cast(Mode, outcome.mode)
 

@@ -200,6 +200,17 @@ def test_an_invalid_item_re_asks_for_the_rest_with_its_problem(emu: Emulator, ap
     assert "start" in asked and "greater than or equal to 0" in asked and "segment 3" not in asked
 
 
+def test_a_first_item_that_fails_asks_for_the_whole_list_with_the_answer_replayed(emu: Emulator) -> None:
+    items = segments(3)
+    first = answer_of([{"title": "broken", "start": -1, "end": 1}, *items[1:]])
+    emu.script(reply.answer(first), reply.answer(answer_of(items)))
+    got, _ = drain(emu, "chat", False)
+    assert got == expected(items)
+    replayed, asked = emu.requests[1].body["messages"][-2:]
+    assert replayed == {"role": "assistant", "content": first}
+    assert "Item 1 of the list" in asked["content"] and "Reply with the whole list" in asked["content"]
+
+
 @pytest.mark.parametrize("is_async", SYNC_ASYNC)
 @pytest.mark.parametrize("api", ["chat", "gemini"])
 def test_an_item_that_breaks_a_rule_re_asks_for_the_rest(emu: Emulator, api: str, is_async: bool) -> None:
