@@ -22,11 +22,13 @@ if TYPE_CHECKING:
     from guardrail.call.client import WrappedClient, wrap
     from guardrail.call.config import Config, configure, get_config, reset_config
     from guardrail.call.decorator import StructuredFunction, structured
+    from guardrail.call.iterable import AsyncItemStream, ItemStream
     from guardrail.call.methods import AsyncStructuredMethod, RawStructured, StructuredMethod
     from guardrail.call.options import RetryPolicy, Settings
     from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 
 _NAMES: dict[str, str] = {
+    "AsyncItemStream": "guardrail.call.iterable",
     "AsyncStructuredMethod": "guardrail.call.methods",
     "AsyncStructuredStream": "guardrail.call.streaming",
     "Cache": "guardrail.call.cache",
@@ -35,6 +37,7 @@ _NAMES: dict[str, str] = {
     "Config": "guardrail.call.config",
     "configure": "guardrail.call.config",
     "get_config": "guardrail.call.config",
+    "ItemStream": "guardrail.call.iterable",
     "RawStructured": "guardrail.call.methods",
     "reset_config": "guardrail.call.config",
     "RetryPolicy": "guardrail.call.options",
@@ -48,12 +51,14 @@ _NAMES: dict[str, str] = {
 }
 
 __all__ = [
+    "AsyncItemStream",
     "AsyncStructuredMethod",
     "AsyncStructuredStream",
     "Cache",
     "ChunkedResult",
     "Chunking",
     "Config",
+    "ItemStream",
     "RawStructured",
     "RetryPolicy",
     "Settings",

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
+from guardrail.call.iterable import AsyncItemStream, ItemStream
 from guardrail.call.methods import (
     AsyncRawStructuredMethod,
     AsyncStructuredMethod,
@@ -176,6 +177,10 @@ class GeminiModels(Protocol):
     def generate_content_stream(self, *, response_model: type[T], **kwargs: Any) -> StructuredStream[T]: ...
     @overload
     def generate_content_stream(self, *, response_model: TypeForm, **kwargs: Any) -> StructuredStream[Any]: ...
+    @overload
+    def generate_content_iterable(self, *, response_model: type[T], **kwargs: Any) -> ItemStream[T]: ...
+    @overload
+    def generate_content_iterable(self, *, response_model: TypeForm, **kwargs: Any) -> ItemStream[Any]: ...
     def __getattr__(self, name: str) -> Any: ...
 
 
@@ -201,6 +206,10 @@ class AsyncGeminiModels(Protocol):
     @overload
     def generate_content_stream(self, *, response_model: TypeForm,
                                 **kwargs: Any) -> AsyncStructuredStream[Any]: ...
+    @overload
+    def generate_content_iterable(self, *, response_model: type[T], **kwargs: Any) -> AsyncItemStream[T]: ...
+    @overload
+    def generate_content_iterable(self, *, response_model: TypeForm, **kwargs: Any) -> AsyncItemStream[Any]: ...
     def __getattr__(self, name: str) -> Any: ...
 
 

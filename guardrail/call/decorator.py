@@ -20,8 +20,9 @@ The prompt template (``default_prompt``), one system and one user message:
 ``output=`` gives the contract explicitly instead of the return annotation: a type, or a JSON Schema ``dict``
 (the value is then plain JSON data). ``prompt=`` replaces the user message: a callable taking the function's
 arguments by name and returning a string. ``async def`` functions use the configured ``async_client`` and
-return awaitables. Decorated functions also have ``.with_result(...)`` (the :class:`~guardrail.Result`) and
-``.stream(...)`` (partial previews, then the value).
+return awaitables. Decorated functions also have ``.with_result(...)`` (the :class:`~guardrail.Result`),
+``.stream(...)`` (partial previews, then the value) and ``.iterate(...)`` (a list's items, each as soon as it is
+complete and validated: :mod:`guardrail.call.iterable`).
 
 ``cache=`` (a :class:`~guardrail.call.cache.Cache`, else the configured one; ``False``: none) answers repeated
 calls from a response cache, and ``version=`` is the prompt's version in its key: bump it when the prompt's
@@ -44,7 +45,8 @@ from guardrail.call.cache import Cache
 from guardrail.call.chunked import Chunking, function_chunked
 from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.config import Config, get_config
-from guardrail.call.methods import run_partial, run_with_result
+from guardrail.call.iterable import item_type_of
+from guardrail.call.methods import run_iterable, run_partial, run_with_result
 from guardrail.call.options import CallOptions
 from guardrail.errors import UsageError
 from guardrail.gates.semantic import Rule
@@ -166,6 +168,18 @@ class StructuredFunction(Generic[P, R]):
                             "(call the function for the value)")
         method, options, request = self._request(args, kwargs, config)
         return run_partial(method, options, request)
+
+    def iterate(self, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """The items of the answer, each as soon as it is complete and validated: an
+        :class:`~guardrail.call.iterable.ItemStream` (async: ``async for``) of ``X`` for a ``list[X]`` contract
+        (any other contract is the item type); ``.result`` after the loop (:mod:`guardrail.call.iterable`)."""
+        config = self._merged()
+        if self._local_chain(config) is not None:
+            raise UsageError("iterate() needs a vendor client; a LocalModel client has no stream of items "
+                             "(call the function for the value)")
+        method, options, request = self._request(args, kwargs, config)
+        items = dataclasses.replace(options, response_model=item_type_of(self.output_type))
+        return run_iterable(method, items, request)
 
     def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                  config: Config) -> tuple[Any, CallOptions, dict[str, Any]]:

@@ -40,7 +40,7 @@ from contextlib import aclosing, closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from guardrail.call.http import send_async, send_sync
+from guardrail.call.http import Show, send_async, send_sync
 from guardrail.call.options import CallOptions, Prepared, RetryPolicy, Settings
 from guardrail.call.reask import FieldReask, field_reask, fields_instruction, merged_text
 from guardrail.call.streaming import Previewer
@@ -101,6 +101,9 @@ class Call:
     deadline: float | None
     #: The SDK client's own request timeout in seconds, if it has one (the deadline only ever shortens it).
     timeout: float | None = None
+    #: Turns replayed before the first attempt (a list continued after the items it already gave:
+    #: :mod:`guardrail.call.iterable`); none for a plain call.
+    history: tuple[Exchange, ...] = ()
 
     @property
     def model(self) -> str:
@@ -225,7 +228,8 @@ def attempt_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop:
     open. An empty ``provider`` means the endpoint's own.
     """
     run = _Run(call, trace_id, provider or call.endpoint.provider)
-    ask = Ask(0, None, [], call.endpoint.max_tokens(call.kwargs), call.endpoint.temperature(call.kwargs))
+    endpoint = call.endpoint
+    ask = Ask(0, None, list(call.history), endpoint.max_tokens(call.kwargs), endpoint.temperature(call.kwargs))
     try:
         while True:
             send, max_tokens = run.request(ask)
@@ -609,12 +613,20 @@ def _report(call: Call, method: Callable[..., Any]) -> CallReport:
                       max_tokens=call.endpoint.max_tokens(call.kwargs), capture_content=call.settings.capture_content)
 
 
-def _previewer(send: Send, previews: bool) -> Previewer | None:
-    """A fresh previewer for each try of a streamed attempt, when the caller wants previews."""
-    return Previewer(send.attempt, send.wrapped) if previews and send.stream else None
+#: What a driver is told about previews: ``True`` for :class:`Previewer` ones, ``False`` for none, or a function
+#: making the reader of each streamed try (its :data:`~guardrail.call.http.Show`), as :mod:`guardrail.call.iterable`
+#: reads finished list items.
+Previews = bool | Callable[[Send], Show]
 
 
-def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool,
+def _previewer(send: Send, previews: Previews) -> Show | None:
+    """A fresh previewer (or the caller's reader) for each try of a streamed attempt, when the caller wants one."""
+    if not send.stream or previews is False:
+        return None
+    return Previewer(send.attempt, send.wrapped) if previews is True else previews(send)
+
+
+def iterate_sync(call: Call, method: Callable[..., Any], *, previews: Previews,
                  replies: Sequence[Completion | Exception] = ()) -> Generator[Item, None, None]:
     """Run the call with a synchronous SDK ``method``: previews of a streamed answer while it arrives (when
     ``previews``), then the result, its last item. With ``replies`` the call goes on from where they left it
@@ -654,7 +666,7 @@ def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool,
     yield result
 
 
-async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, previews: bool,
+async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, previews: Previews,
                         replies: Sequence[Completion | Exception] = ()) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
     with _report(call, method) as report:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, TypeVar, cas
 from guardrail.call.cache import Cache, run_cached, run_cached_async
 from guardrail.call.chunked import AsyncChunkedCreate, ChunkedCreate
 from guardrail.call.engine import Call, iterate_async, iterate_sync, run_async, run_sync
+from guardrail.call.iterable import AsyncItemStream, ItemStream, ListRun
 from guardrail.call.options import CallOptions, ClientOptions, deadline_at, timeout_seconds
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.errors import UnsupportedCall, UsageError
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = ["AsyncRawStructuredMethod", "AsyncStructuredMethod", "MethodTwin", "RawStructured", "RawStructuredMethod",
-           "StreamingResponseMethod", "StructuredMethod", "Twin", "quiet_resource", "run_partial",
+           "StreamingResponseMethod", "StructuredMethod", "Twin", "quiet_resource", "run_iterable", "run_partial",
            "run_with_result"]
 
 #: What guardrail adds to the SDK's ``create`` docstring (the keywords, documented once here).
@@ -222,6 +223,20 @@ class StructuredMethod(ChunkedCreate, _Resource):
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
         return StructuredStream(iterate_sync(call, self._guardrail_send(), previews=True))
 
+    @overload
+    def create_iterable(self, *, response_model: type[T], **kwargs: Any) -> ItemStream[T]: ...
+    @overload
+    def create_iterable(self, *, response_model: TypeForm, **kwargs: Any) -> ItemStream[Any]: ...
+    def create_iterable(self, **kwargs: Any) -> Any:
+        """The model answers a list of ``response_model``: iterate its items, each as soon as it is complete and
+        validated (rules included); ``.result`` after the loop (:mod:`guardrail.call.iterable`)."""
+        return self._guardrail_items(self._guardrail_required(kwargs, self._guardrail_methods.iterable), kwargs)
+
+    def _guardrail_items(self, options: CallOptions, kwargs: dict[str, Any]) -> ItemStream[Any]:
+        streamed = self.endpoint.streaming(kwargs)
+        run = ListRun(options.response_model, options, lambda given: self._guardrail_call(given, dict(streamed)))
+        return ItemStream(run, self._guardrail_send())
+
     if TYPE_CHECKING:
         @property
         def with_raw_response(self) -> RawStructuredMethod: ...
@@ -282,6 +297,20 @@ class AsyncStructuredMethod(AsyncChunkedCreate, _Resource):
     def _guardrail_stream(self, options: CallOptions, kwargs: dict[str, Any]) -> AsyncStructuredStream[Any]:
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
         return AsyncStructuredStream(iterate_async(call, self._guardrail_send(), previews=True))
+
+    @overload
+    def create_iterable(self, *, response_model: type[T], **kwargs: Any) -> AsyncItemStream[T]: ...
+    @overload
+    def create_iterable(self, *, response_model: TypeForm, **kwargs: Any) -> AsyncItemStream[Any]: ...
+    def create_iterable(self, **kwargs: Any) -> Any:
+        """The items of a list of ``response_model`` with ``async for``, each as soon as it is complete and
+        validated; ``.result`` after the loop (as :meth:`StructuredMethod.create_iterable`)."""
+        return self._guardrail_items(self._guardrail_required(kwargs, self._guardrail_methods.iterable), kwargs)
+
+    def _guardrail_items(self, options: CallOptions, kwargs: dict[str, Any]) -> AsyncItemStream[Any]:
+        streamed = self.endpoint.streaming(kwargs)
+        run = ListRun(options.response_model, options, lambda given: self._guardrail_call(given, dict(streamed)))
+        return AsyncItemStream(run, self._guardrail_send())
 
     if TYPE_CHECKING:
         @property
@@ -499,6 +528,10 @@ class StreamingResponseMethod(MethodTwin):
         """Refused: see :meth:`create`."""
         _refuse("create_partial")
 
+    def create_iterable(self, **kwargs: Any) -> NoReturn:
+        """Refused: see :meth:`create`."""
+        _refuse("create_iterable")
+
 
 def _refuse(name: str) -> NoReturn:
     raise UnsupportedCall(
@@ -514,6 +547,13 @@ def run_with_result(method: StructuredMethod | AsyncStructuredMethod, options: C
     """``method.create_with_result`` with guardrail's options given as one value: the :class:`~guardrail.Result`
     (an awaitable of it on an async client). ``kwargs`` are the SDK keywords only."""
     return method._guardrail_run(options, kwargs)
+
+
+def run_iterable(method: StructuredMethod | AsyncStructuredMethod, options: CallOptions,
+                 kwargs: dict[str, Any]) -> Any:
+    """``method.create_iterable`` with guardrail's options given as one value (``response_model`` the item type):
+    the stream of the list's items (:class:`~guardrail.call.iterable.ItemStream`, or its async twin)."""
+    return method._guardrail_items(options, kwargs)
 
 
 def run_partial(method: StructuredMethod | AsyncStructuredMethod, options: CallOptions, kwargs: dict[str, Any]) -> Any:

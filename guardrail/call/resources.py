@@ -168,7 +168,8 @@ def _make_resource(sdk_class: type, node: Tree | type[Endpoint], asynchronous: b
                                                     KEYWORDS_DOC)
     else:
         namespace[methods.partial] = adopt(mixin.create_partial, sdk_class, sdk_value, methods.partial)
-    for name in ("create", "create_with_result", "create_partial"):  # the mixin's names this SDK does not have
+    namespace[methods.iterable] = adopt(mixin.create_iterable, sdk_class, sdk_value, methods.iterable)
+    for name in ("create", "create_with_result", "create_partial", "create_iterable"):  # names this SDK lacks
         if name not in namespace and not has_member(sdk_class, name):
             namespace[name] = _ABSENT
     namespace["_guardrail_endpoint"] = node

@@ -157,8 +157,9 @@ class Accumulator(ABC):
 class Methods:
     """The method names of an endpoint's structured resources.
 
-    ``value``, ``result`` and ``partial`` are what a wrapped client's resource offers with ``response_model=``
-    (the validated value, the :class:`~guardrail.Result`, the stream of previews); where one is also an SDK
+    ``value``, ``result``, ``partial`` and ``iterable`` are what a wrapped client's resource offers with
+    ``response_model=`` (the validated value, the :class:`~guardrail.Result`, the stream of previews, the stream
+    of a list's items: :mod:`guardrail.call.iterable`); where one is also an SDK
     method (Gemini's ``generate_content_stream``), a call without ``response_model`` is the SDK's. ``send`` is
     the SDK method a structured call sends through, ``send_stream`` the one for a streamed answer (``None``:
     ``send`` with ``stream=True``).
@@ -169,6 +170,7 @@ class Methods:
     partial: str = "create_partial"
     send: str = "create"
     send_stream: str | None = None
+    iterable: str = "create_iterable"
 
 
 class Endpoint(ABC):

@@ -72,7 +72,7 @@ class Gemini(Endpoint):
     paths = ("models",)
     methods = Methods(value="generate_content", result="generate_content_with_result",
                       partial="generate_content_stream", send="generate_content",
-                      send_stream="generate_content_stream")
+                      send_stream="generate_content_stream", iterable="generate_content_iterable")
     max_tokens_key = "max_output_tokens"
     list_fields = ()  # a blocked prompt's answer has no candidates: read() says what it is
     reserved = ("config.response_mime_type", "config.response_json_schema", "config.response_schema",

@@ -42,6 +42,8 @@ def sync_mistakes(raw: openai.OpenAI) -> None:
     beta.create(model="m", response_model=Ticket).nope  # expect: attr-defined
     flavored = client.with_raw_response.chat.completions
     number: int = flavored.create(model="m", response_model=Ticket).parse()  # expect: assignment
+    for item in client.chat.completions.create_iterable(model="m", messages=M, response_model=Ticket):
+        item.nope  # expect: attr-defined
     print(text, wrong, number)
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 import guardrail
 import guardrail.call.client_types
+from guardrail.call.iterable import AsyncItemStream, ItemStream
 from guardrail.call.methods import RawStructured
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 
@@ -37,6 +38,9 @@ def check_openai(raw: openai.OpenAI) -> None:
         model="gpt-4o", messages=MESSAGES, response_model=Ticket, max_attempts=2, mode="json")
     stream: StructuredStream[Ticket] = client.chat.completions.create_partial(
         model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    for item in client.chat.completions.create_iterable(model="gpt-4o", messages=MESSAGES, response_model=Ticket):
+        one: Ticket = item
+        print(one)
     from_responses: Ticket = client.responses.create(model="gpt-4o", input="x", response_model=Ticket)
     beta: Ticket = client.beta.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Ticket)
     beta_responses: Ticket = client.beta.responses.create(model="gpt-4o", input="x", response_model=Ticket)
@@ -66,6 +70,10 @@ async def check_async_openai(raw: openai.AsyncOpenAI) -> None:
         model="gpt-4o", input="x", response_model=Ticket)
     stream: AsyncStructuredStream[Ticket] = client.chat.completions.create_partial(
         model="gpt-4o", messages=MESSAGES, response_model=Ticket)
+    items: AsyncItemStream[Ticket] = client.responses.create_iterable(model="gpt-4o", input="x", response_model=Ticket)
+    async for item in items:
+        one: Ticket = item
+        print(one)
     raw_call: RawStructured[Ticket] = await client.with_raw_response.chat.completions.create(
         model="gpt-4o", messages=MESSAGES, response_model=Ticket)
     beta: Ticket = await client.with_options(max_retries=0).beta.chat.completions.create(
@@ -149,6 +157,9 @@ def check_gemini(raw: google.genai.Client) -> None:
     stream: StructuredStream[Ticket] = client.models.generate_content_stream(
         model="gemini-2.5-flash", contents="x", response_model=Ticket)
     plain: Any = client.models.generate_content(model="gemini-2.5-flash", contents="x")
+    items: ItemStream[Ticket] = client.models.generate_content_iterable(
+        model="gemini-2.5-flash", contents="x", response_model=Ticket)
+    print(items)
     same: guardrail.call.client_types.GeminiClient = guardrail.wrap(client)
     assert ticket and result and stream and plain and same and client.vendor
 

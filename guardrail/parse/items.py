@@ -1,0 +1,138 @@
+"""The finished members of a JSON list that arrives in pieces, as the text of each: ``{"items": [a, b, ...]}``.
+
+``create_iterable`` (:mod:`guardrail.call.iterable`) asks the model for a list wrapped in an object (strict native
+modes need an object root) and hands each member on as soon as it is finished. :class:`ItemSpans` reads the
+answer's pieces once each, keeping only the structure (the open containers, whether it is inside a string or
+an escape, the root object's current key), and gives the text of every member of the list under ``key`` when
+the ``,`` or ``]`` after it arrives: a member the text stops inside (cut off, or still being written) is never
+given, and neither is a number that may go on (``12`` before ``3``).
+
+Each member is given as the text the model wrote, so the caller reads it with the parse layer as it reads any
+answer (its repairs, its duplicate-key checks), never a value rebuilt from a lenient reading. Text before the
+root (prose, a code fence) is passed over; a root that is not an object, or brackets that do not match, end
+the reading for good (the whole answer is still read by the parse layer at the end). Linear in the text: a
+regular expression jumps to the next character that matters, and a member's pieces are joined once.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["ItemSpans"]
+
+#: Outside a string: the characters that change the structure. Inside: the end of the string or an escape.
+_STRUCTURE = re.compile(r'[\[\]{}",:]')
+_IN_STRING = re.compile(r'[\\"]')
+_ROOT = re.compile(r"[\[{]")
+_CLOSER = {"]": "[", "}": "{"}
+
+
+class ItemSpans:
+    """Reads ``{"<key>": [member, ...], ...}`` piece by piece; :meth:`feed` returns the members it finished."""
+
+    def __init__(self, key: str = "items") -> None:
+        self.key = key
+        self._stack: list[str] = []  # the open containers' openers
+        self._in_string = False
+        self._escaped = False  # a backslash ended the last piece inside a string
+        self._list = 0  # 0: the list has not opened; 1: reading its members; -1: it closed (or the reading ended)
+        self._name: list[str] | None = None  # the root's string being read (a key, or a value)
+        self._last = ""  # the root's last finished string
+        self._current = ""  # the root's member being read (the key before the colon)
+        self._member: list[str] = []  # the pieces of the list member being read
+
+    @property
+    def ended(self) -> bool:
+        """Whether the list closed, or the text stopped having the expected shape: nothing more will come."""
+        return self._list < 0
+
+    def feed(self, piece: str) -> list[str]:
+        """Read the next piece; the text of each list member it finished (stripped of surrounding whitespace)."""
+        found: list[str] = []
+        if self._list < 0 or not piece:
+            return found
+        i, n = 0, len(piece)
+        stack = self._stack
+        mark = 0  # where the current member's text starts in this piece
+        while i < n:
+            if self._in_string:
+                if self._escaped:
+                    self._escaped = False
+                    i += 1
+                    continue
+                hit = _IN_STRING.search(piece, i)
+                if hit is None:
+                    self._keep_name(piece, i, n)
+                    i = n
+                    break
+                at = hit.start()
+                if piece[at] == "\\":
+                    self._keep_name(piece, i, at + 1)
+                    self._escaped = True
+                    i = at + 1
+                    continue
+                self._keep_name(piece, i, at)
+                self._in_string = False
+                if self._name is not None:
+                    self._last, self._name = "".join(self._name), None
+                i = at + 1
+                continue
+            if not stack:
+                hit = _ROOT.search(piece, i)
+                if hit is None:
+                    return found
+                if hit.group() != "{":  # not the object the list is wrapped in
+                    self._list = -1
+                    return found
+                stack.append("{")
+                i = hit.end()
+                continue
+            hit = _STRUCTURE.search(piece, i)
+            if hit is None:
+                break
+            at, ch = hit.start(), hit.group()
+            i = at + 1
+            depth = len(stack)
+            if ch == '"':
+                self._in_string = True
+                if depth == 1:
+                    self._name = []
+            elif ch == ":":
+                if depth == 1:
+                    self._current = self._last
+            elif ch == ",":
+                if depth == 1:
+                    self._current = ""
+                elif depth == 2 and self._list == 1:
+                    self._finish(piece, mark, at, found)
+                    mark = i
+            elif ch in "[{":
+                stack.append(ch)
+                if depth == 1 and ch == "[" and self._list == 0 and self._current == self.key:
+                    self._list, self._member, mark = 1, [], i
+            else:
+                if stack.pop() != _CLOSER[ch]:  # brackets that do not match: not JSON, stop reading
+                    self._list = -1
+                    return found
+                if depth == 2 and self._list == 1:  # the list closed
+                    self._finish(piece, mark, at, found)
+                    self._list = -1
+                    return found
+                if not stack:  # the root closed without the list
+                    self._list = -1
+                    return found
+        if self._list == 1 and len(stack) >= 2:
+            self._member.append(piece[mark:])
+        return found
+
+    def _keep_name(self, piece: str, start: int, end: int) -> None:
+        if self._name is not None and end > start:
+            self._name.append(piece[start:end])
+
+    def _finish(self, piece: str, mark: int, at: int, found: list[str]) -> None:
+        """A member ended at ``at``: its text (empty between ``[`` and ``]``, or after a trailing comma: none)."""
+        self._member.append(piece[mark:at])
+        text = "".join(self._member).strip()
+        self._member = []
+        if text:
+            found.append(text)
