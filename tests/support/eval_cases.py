@@ -27,7 +27,7 @@ import json
 import math
 import re
 import threading
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
@@ -44,6 +44,14 @@ class Extract(BaseModel):
     urgency: int | None = Field(default=None, ge=1, le=5)
     summary: str
     tags: list[str] = []
+
+
+class Brief(BaseModel):
+    """``Extract`` with every field bounded, so a random tiny local model's output ends (tests of the local mode)."""
+
+    urgency: int = Field(ge=1, le=5)
+    summary: str = Field(max_length=12)
+    tags: list[Annotated[str, Field(max_length=6)]] = Field(default=[], max_length=2)
 
 
 @rule
