@@ -5,6 +5,10 @@ the rules and the prompt version), and becomes one :class:`CaseResult`: how it e
 ``locally_repaired``, ``reasked`` or ``failed``), what it cost (HTTP requests, tokens, dollars, seconds), the
 semantic rejections on the way, whether the value is empty, and how it compares with the case's ``expected``.
 
+A ``--function`` case runs a decorated function instead (:mod:`.function`), a ``local`` run a local model
+(:mod:`.local`); both are judged by the same :func:`judge_case`. A run-wide budget (:mod:`.budget`) stops
+starting cases once it is spent; the cases it leaves are ``skipped_budget`` results.
+
 Results are appended to a state file (JSONL) as each case finishes, so an interrupted run (Ctrl-C) keeps what it
 did, and a run with ``resume`` skips every (mode, model, case) the state file already holds.
 """
@@ -43,7 +47,8 @@ class CaseResult:
     """What one case came to under one mode and model (one line of the state file).
 
     ``outcome`` is ``clean`` (valid, first answer, no repair), ``locally_repaired`` (valid after local fixes, no
-    re-ask), ``reasked`` (valid after one re-ask or more) or ``failed`` (no value; ``failure`` is the error's kind).
+    re-ask), ``reasked`` (valid after one re-ask or more), ``failed`` (no value; ``failure`` is the error's kind)
+    or ``skipped_budget`` (not run: the run-wide budget was spent; never in the state file).
     ``rejections`` counts the semantic rules each answer broke, by rule. ``empty`` says the value holds no content
     (every string, list and object in it empty, every leaf null). ``exact``/``fields`` compare the value with the
     case's ``expected`` (``None`` without one).
@@ -296,7 +301,8 @@ def _worker(client: Any, cases: Sequence[Case], contract: Any, runs: Sequence[tu
                          "--rules is for messages cases")
         arguments = bind_inputs(chosen, cases)
         variants = {(mode, model): chosen.using(client=local_model, max_tokens=max_tokens) if mode == LOCAL else
-                    chosen.using(model=model, mode=None if mode == AUTO else mode, max_tokens=max_tokens)
+                    chosen.using(client=client, api=api, model=model, mode=None if mode == AUTO else mode,
+                                 max_tokens=max_tokens)
                     for mode, model in runs}
         return lambda mode, model, case: function_case(variants[(mode, model)], arguments[case.id], case, mode,
                                                        model, local=mode == LOCAL)

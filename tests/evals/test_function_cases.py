@@ -16,7 +16,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.eval_cases import FUNCTION_CASES, Extract, check_run, extract
 
-import guardrail
 from guardrail.errors import CommandError, UsageError
 from guardrail.evals import build_report, parse_cases, run_matrix
 from guardrail.evals.function import bind_inputs
@@ -25,12 +24,11 @@ from guardrail.testing import Emulator
 MODELS = ["gpt-4o", "gpt-4o-mini"]
 MODES = ["native", "json"]
 TESTS = Path(__file__).resolve().parents[1]
-FAST = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=0.05, deadline=30)
 
 
 def test_a_decorated_function_gives_the_scripted_counts(scripted: Emulator) -> None:
-    function = extract.using(client=openai.OpenAI(base_url=scripted.openai_base_url, api_key="test", timeout=10))
-    results = run_matrix(None, parse_cases(FUNCTION_CASES), models=MODELS, modes=MODES, function=function,
+    client = openai.OpenAI(base_url=scripted.openai_base_url, api_key="test", timeout=10)  # replaces the function's
+    results = run_matrix(client, parse_cases(FUNCTION_CASES), models=MODELS, modes=MODES, function=extract,
                          concurrency=3)
     report = build_report(results)
     assert [(run["mode"], run["model"]) for run in report["runs"]] == [
@@ -92,6 +90,14 @@ def test_using_refuses_what_structured_does_not_take() -> None:
     with pytest.raises(UsageError, match="not temperature"):
         extract.using(temperature=0.5)
     assert extract.using().output_type is Extract
+
+
+def test_using_sets_the_client_and_model_of_the_calls(scripted: Emulator) -> None:
+    client = openai.OpenAI(base_url=scripted.openai_base_url, api_key="test", timeout=10)
+    ticket = extract.using(client=client, model="gpt-4o", mode="json")("[c1] refund please")
+    assert ticket == Extract(urgency=2, summary="refund")
+    (request,) = scripted.requests
+    assert request.body["model"] == "gpt-4o" and request.body["response_format"]["type"] == "json_object"
 
 
 @given(st.one_of(st.text(), st.dictionaries(st.just("text"), st.text(), min_size=1, max_size=1)))
