@@ -14,9 +14,9 @@ import openai
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support.eval_cases import FUNCTION_CASES, Extract, check_run, extract
+from support.eval_cases import FUNCTION_CASES, check_run, extract
 
-from guardrail.errors import CommandError, UsageError
+from guardrail.errors import CommandError
 from guardrail.evals import build_report, parse_cases, run_matrix
 from guardrail.evals.function import bind_inputs
 from guardrail.testing import Emulator
@@ -84,20 +84,6 @@ def test_cases_that_do_not_fit_the_function_are_refused_before_any_call(line: st
 def test_a_case_has_messages_or_input_not_both() -> None:
     with pytest.raises(CommandError, match="one of them"):
         parse_cases(['{"input": "a", "messages": [{"role": "user", "content": "a"}]}'])
-
-
-def test_using_refuses_what_structured_does_not_take() -> None:
-    with pytest.raises(UsageError, match="not temperature"):
-        extract.using(temperature=0.5)
-    assert extract.using().output_type is Extract
-
-
-def test_using_sets_the_client_and_model_of_the_calls(scripted: Emulator) -> None:
-    client = openai.OpenAI(base_url=scripted.openai_base_url, api_key="test", timeout=10)
-    ticket = extract.using(client=client, model="gpt-4o", mode="json")("[c1] refund please")
-    assert ticket == Extract(urgency=2, summary="refund")
-    (request,) = scripted.requests
-    assert request.body["model"] == "gpt-4o" and request.body["response_format"]["type"] == "json_object"
 
 
 @given(st.one_of(st.text(), st.dictionaries(st.just("text"), st.text(), min_size=1, max_size=1)))
