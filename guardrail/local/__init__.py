@@ -6,6 +6,7 @@ from guardrail.errors import BatchFailed, DeadEnd, GrammarError, LogprobsUnavail
 from guardrail.local.choose import Choice, achoose, choose
 from guardrail.local.choose_api import LogprobBackend
 from guardrail.local.constraints import Grammar, Regex
+from guardrail.local.load import load_local_model
 from guardrail.local.model import LocalModel, Trace
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "Uncertain",
     "achoose",
     "choose",
+    "load_local_model",
 ]

@@ -1,7 +1,7 @@
 """Loading a :class:`~guardrail.local.LocalModel` by name: a transformers checkpoint directory or a Hub id.
 
 ``guardrail eval --modes local --local-model PATH_OR_ID`` loads its model this way; in code,
-``load_local_model("./my-model")`` is ``LocalModel(AutoModelForCausalLM.from_pretrained(...),
+``guardrail.local.load_local_model("./my-model")`` is ``LocalModel(AutoModelForCausalLM.from_pretrained(...),
 AutoTokenizer.from_pretrained(...))``.
 """
 
