@@ -71,7 +71,8 @@ def register(commands: Any) -> None:
                         help="stop starting cases once the run has used N tokens (input + output)")
     parser.add_argument("--rules", action="append", default=[], type=target, metavar="MODULE:attr",
                         help="semantic rules every answer must meet: a Rule or a list of them (repeatable)")
-    parser.add_argument("--prompt-version", default=None, metavar="V", help="recorded with each call")
+    parser.add_argument("--prompt-version", default=None, metavar="V",
+                        help="recorded with each call (with --function, the function's own version= is)")
     parser.add_argument("--max-tokens", type=at_least(1), default=None, metavar="N", help="output-token limit")
     parser.add_argument("--concurrency", type=at_least(1), default=4, metavar="N", help="calls at a time (default 4)")
     parser.add_argument("--json", metavar="OUT", default=None, help="write the JSON report to OUT ('-': stdout)")

@@ -73,6 +73,7 @@ def test_the_local_mode_is_a_run_of_its_own(scripted: Emulator, tiny_dir: Path) 
     assert [(r.outcome, r.value) for r in again] == [(r.outcome, r.value) for r in local]  # greedy: repeatable
 
 
+@pytest.mark.slow
 def test_a_local_value_that_breaks_a_rule_fails_and_counts_the_rule(tiny_dir: Path) -> None:
     from guardrail.local.load import load_local_model
 
@@ -85,6 +86,7 @@ def test_a_local_value_that_breaks_a_rule_fails_and_counts_the_rule(tiny_dir: Pa
     assert entry["semantic_rejections"].get("refuse_all") == 3 and entry["vendor_calls"] == 0
 
 
+@pytest.mark.slow
 def test_a_function_runs_locally(tiny_dir: Path) -> None:
     from guardrail.local.load import load_local_model
 
@@ -110,6 +112,7 @@ def test_the_command_loads_the_local_model(tiny_dir: Path, cases_file: Path, tmp
     assert entry["vendor_calls"] == 0 and entry["cost_usd"] == 0.0 and entry["valid"] + entry["failed"] == 8
 
 
+@pytest.mark.slow
 def test_local_options_are_checked(tmp_path: Path, cases_file: Path) -> None:
     base = [sys.executable, "-m", "guardrail.cli", "eval", str(cases_file), "--contract", "support.eval_cases:Extract"]
     alone = subprocess.run([*base, "--modes", "local"], capture_output=True, text=True, cwd=TESTS, timeout=120)
