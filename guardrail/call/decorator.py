@@ -201,6 +201,18 @@ class StructuredFunction(Generic[P, R]):
         return method, options, {"model": config.model,
                                  **method.endpoint.prompt_request(system, user, max_tokens=config.max_tokens)}
 
+    def using(self, **overrides: Any) -> StructuredFunction[P, R]:
+        """This function with some of :func:`structured`'s keywords (``client``, ``model``, ``mode``,
+        ``max_tokens``...) replaced; ``None`` keeps the decorator's own. ``guardrail eval --function`` runs one
+        function under several models and modes this way."""
+        unknown = sorted(set(overrides) - (set(self._overrides) - {"record"}))
+        if unknown:
+            raise UsageError(f"using() takes {', '.join(sorted(set(self._overrides) - {'record'}))}, not "
+                             f"{', '.join(unknown)}")
+        given = {key: value for key, value in overrides.items() if value is not None}
+        return StructuredFunction(self._fn, self._config, {**self._overrides, **given}, self._prompt, self._instance,
+                                  self._rules, self._context, output=self._output, version=self._version)
+
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         """Bind to an instance like a method does (``self`` is not part of the prompt)."""
         if instance is None:

@@ -5,6 +5,10 @@ returns one :class:`~guardrail.evals.run.CaseResult` per case and run, resumable
 :func:`~guardrail.evals.report.build_report` turns them into the report: valid, locally repaired, re-asked and
 failed counts, HTTP requests, tokens, cost, latency percentiles, failures by kind, semantic rejections by rule,
 empty-but-valid values and accuracy against expected values, per run and per slice.
+
+Cases run through a wrapped client (``{"messages": ...}``), a decorated function (``{"input": ...}``,
+:mod:`.function`) or, in the ``local`` mode, a local model with constrained decoding (:mod:`.local`); a run-wide
+budget (:mod:`.budget`) stops starting cases once it is spent.
 """
 
 from __future__ import annotations

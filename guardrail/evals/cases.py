@@ -1,6 +1,8 @@
 """The cases of an experiment: one JSON object per line of a ``CASES.jsonl`` file.
 
-Each line: ``{"messages": [...]}`` (chat messages, as ``create(messages=...)`` takes them), optional ``"id"`` (the
+Each line: ``{"messages": [...]}`` (chat messages, as ``create(messages=...)`` takes them) or ``{"input": ...}``
+(the arguments of a decorated function, ``guardrail eval --function``: a JSON object is its keyword arguments, any
+other value its one positional argument), optional ``"id"`` (the
 line number otherwise; ids must be unique, since ``--resume`` keys on them), optional ``"slice"`` (a tag the report
 breaks every figure down by) and optional ``"expected"`` (the value the answer should be, as JSON, for exact-match
 and per-field accuracy).
@@ -24,13 +26,16 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    """One case: its id, the chat messages, the slice it belongs to (``None``: none) and the expected value."""
+    """One case: its id, the chat messages (or the function's ``input``), the slice it belongs to (``None``: none)
+    and the expected value."""
 
     id: str
     messages: Sequence[Mapping[str, Any]]
     slice: str | None = None
     expected: Any = None
     has_expected: bool = False
+    input: Any = None
+    has_input: bool = False
 
 
 def load_cases(path: str | os.PathLike[str]) -> list[Case]:
@@ -72,8 +77,12 @@ def parse_cases(lines: Iterable[str], name: str = "cases") -> list[Case]:
     cases: list[Case] = []
     seen: set[str] = set()
     for number, data in json_objects(lines, name):
-        messages = data.get("messages")
-        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        if ("messages" in data) == ("input" in data):
+            raise CommandError(f"{name}:{number}: a case has \"messages\" (chat messages) or \"input\" (a decorated "
+                               "function's arguments), one of them")
+        messages = data.get("messages", [])
+        if "messages" in data and (not isinstance(messages, list) or not messages
+                                   or not all(isinstance(m, dict) for m in messages)):
             raise CommandError(f"{name}:{number}: \"messages\" must be a non-empty list of message objects")
         case_id = str(data.get("id", number))
         if case_id in seen:
@@ -82,7 +91,8 @@ def parse_cases(lines: Iterable[str], name: str = "cases") -> list[Case]:
         tag = data.get("slice")
         if tag is not None and not isinstance(tag, str):
             raise CommandError(f"{name}:{number}: \"slice\" must be a string")
-        cases.append(Case(case_id, messages, tag, data.get("expected"), "expected" in data))
+        cases.append(Case(case_id, messages, tag, data.get("expected"), "expected" in data, data.get("input"),
+                          "input" in data))
     if not cases:
         raise CommandError(f"{name}: holds no case")
     return cases

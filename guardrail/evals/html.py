@@ -36,6 +36,8 @@ def render_html(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
         "max-width:60em}svg text{font:12px system-ui,sans-serif}h2{margin-top:1.6em}</style></head><body>",
         f"<h1>guardrail eval: {escape(str(report.get('contract', '')))}</h1>",
         f"<p>{escape(str(report.get('cases', '')))} &middot; {len(runs)} runs (mode &times; model)</p>",
+        (f"<p><strong>The budget cut the run: {int(report.get('skipped_budget') or 0)} cases were not run"
+         "</strong> (skipped_budget per run in the table).</p>") if report.get("cut_by_budget") else "",
         _table(runs),
         "<h2>How the cases ended</h2>", _outcome_chart(runs),
         "<h2>Latency (seconds per case)</h2>", _pair_chart(runs, "latency_p50_s", "latency_p99_s", "p50", "p99"),

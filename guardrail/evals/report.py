@@ -4,6 +4,7 @@ Per run (one entry of ``"runs"``), and again per slice under ``"slices"``:
 
 =======================  ===========================================================================================
 ``cases``                cases run
+``skipped_budget``       cases the run-wide budget left unstarted (not in ``cases`` nor any other figure)
 ``valid``                cases that gave a value: ``clean`` + ``locally_repaired`` + ``reasked``
 ``clean``                valid from the first answer with no repair
 ``locally_repaired``     valid after local fixes of the first answer, no re-ask
@@ -40,7 +41,10 @@ __all__ = ["build_report", "figures", "suggestions"]
 
 
 def figures(results: Sequence[CaseResult]) -> dict[str, Any]:
-    """The figures of these case results (see the module docstring)."""
+    """The figures of these case results (see the module docstring); cases the budget left unstarted count only
+    in ``skipped_budget``."""
+    skipped = sum(1 for result in results if not result.ran)
+    results = [result for result in results if result.ran]
     outcomes = Counter(result.outcome for result in results)
     valid = len(results) - outcomes["failed"]
     costs = [result.cost_usd for result in results]
@@ -56,6 +60,7 @@ def figures(results: Sequence[CaseResult]) -> dict[str, Any]:
             fields.setdefault(name, []).append(right)
     return {
         "cases": len(results),
+        "skipped_budget": skipped,
         "valid": valid,
         "clean": outcomes["clean"],
         "locally_repaired": outcomes["locally_repaired"],
@@ -105,7 +110,8 @@ def suggestions(results: Sequence[CaseResult]) -> dict[str, Any]:
 def build_report(results: Sequence[CaseResult], **about: Any) -> dict[str, Any]:
     """The JSON report: ``about`` (contract, cases file, prompt version...), then one entry per mode x model run in
     ``"runs"``, each with its figures and ``"slices"`` (the same figures per slice, when the cases have slices),
-    and ``"suggestions"`` drawn from the fixes (:func:`suggestions`)."""
+    and ``"suggestions"`` drawn from the fixes (:func:`suggestions`). ``"cut_by_budget"`` says the run-wide
+    budget left cases unstarted, ``"skipped_budget"`` how many (over every run)."""
     runs: dict[tuple[str, str], list[CaseResult]] = {}
     for result in results:
         runs.setdefault((result.mode, result.model), []).append(result)
@@ -117,4 +123,6 @@ def build_report(results: Sequence[CaseResult], **about: Any) -> dict[str, Any]:
                 slices.setdefault(result.slice, []).append(result)
         entries.append({"mode": mode, "model": model, **figures(found),
                         "slices": {name: figures(part) for name, part in sorted(slices.items())}})
-    return {**about, "runs": entries, "suggestions": suggestions(results)}
+    skipped = sum(1 for result in results if not result.ran)
+    return {**about, "cut_by_budget": skipped > 0, "skipped_budget": skipped, "runs": entries,
+            "suggestions": suggestions(results)}

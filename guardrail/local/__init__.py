@@ -15,6 +15,7 @@ from guardrail.local.calibration import Calibration
 from guardrail.local.choose import Choice, achoose, choose
 from guardrail.local.choose_api import LogprobBackend
 from guardrail.local.constraints import Grammar, Regex
+from guardrail.local.load import load_local_model
 from guardrail.local.model import LocalModel, Trace
 
 __all__ = [
@@ -34,4 +35,5 @@ __all__ = [
     "Uncertain",
     "achoose",
     "choose",
+    "load_local_model",
 ]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -14,14 +13,12 @@ from typing import Any
 
 import openai
 import pytest
-from support.eval_cases import CASES, RULES, RUN, SLICES, Extract, Script
+from support.eval_cases import CASES, RULES, RUN, Extract, Script, check_run
 from support.waiting import until
 
 import guardrail
 from guardrail.errors import CommandError
 from guardrail.evals import build_report, load_cases, parse_cases, read_state, run_matrix
-from guardrail.observe import cost
-from guardrail.outcome import Usage
 from guardrail.testing import Emulator
 
 FAST = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=0.05, deadline=30)
@@ -32,17 +29,6 @@ TESTS = Path(__file__).resolve().parents[1]
 
 def client(emu: Emulator) -> Any:
     return guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="test", timeout=10), retry=FAST)
-
-
-def check_run(entry: dict[str, Any]) -> None:
-    for name, want in RUN.items():
-        assert entry[name] == want, (entry["mode"], entry["model"], name)
-    for tag, figures in SLICES.items():
-        for name, want in figures.items():
-            assert entry["slices"][tag][name] == want, (entry["mode"], entry["model"], tag, name)
-    assert 0 <= entry["latency_p50_s"] <= entry["latency_p99_s"]
-    price = cost.usd(Usage(RUN["input_tokens"], RUN["output_tokens"]), "openai", entry["model"])
-    assert (entry["cost_usd"] is None) if price is None else math.isclose(entry["cost_usd"], price)
 
 
 def test_the_report_counts_exactly_what_was_scripted(scripted: Emulator, tmp_path: Path) -> None:

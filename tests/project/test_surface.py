@@ -260,6 +260,7 @@ PINNED: dict[str, list[str]] = {
         "Uncertain",
         "achoose",
         "choose",
+        "load_local_model",
     ],
     "guardrail.local.lowering": [],
     "guardrail.observe": [

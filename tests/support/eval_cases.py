@@ -16,18 +16,25 @@ c8    b      a 429, then clean JSON                                      clean  
 ====  =====  ==========================================================  ================  ========
 
 c1-c4 have ``expected`` values: c1 and c3 match exactly, c2 differs in ``summary``, c4 failed.
+
+``FUNCTION_CASES`` are the same cases for ``extract``, a decorated function with the same contract and rules
+(``"input"``: its keyword arguments, or c5's one argument): every figure comes out the same.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+import guardrail
 from guardrail.gates.semantic import rule
+from guardrail.observe import cost
+from guardrail.outcome import Usage
 from guardrail.testing import reply
 from guardrail.testing.behaviours import Reply
 from guardrail.testing.recording import RecordedRequest
@@ -37,6 +44,14 @@ class Extract(BaseModel):
     urgency: int | None = Field(default=None, ge=1, le=5)
     summary: str
     tags: list[str] = []
+
+
+class Brief(BaseModel):
+    """``Extract`` with every field bounded, so a random tiny local model's output ends (tests of the local mode)."""
+
+    urgency: int = Field(ge=1, le=5)
+    summary: str = Field(max_length=12)
+    tags: list[Annotated[str, Field(max_length=6)]] = Field(default=[], max_length=2)
 
 
 @rule
@@ -82,6 +97,23 @@ CASES = [json.dumps(case) for case in [
     {"id": "c8", "slice": "b", "messages": [{"role": "user", "content": "[c8] hello"}]},
 ]]
 
+
+
+def _as_input(case: dict[str, Any]) -> dict[str, Any]:
+    """The case for ``extract``: its user text as the argument (c5's alone, the rest by keyword)."""
+    text = case["messages"][-1]["content"]
+    return {**{k: v for k, v in case.items() if k != "messages"},
+            "input": text if case["id"] == "c5" else {"text": text}}
+
+
+FUNCTION_CASES = [json.dumps(_as_input(json.loads(case))) for case in CASES]
+
+
+@guardrail.structured(model="not-a-model-eval-runs", rules=RULES)
+def extract(text: str) -> Extract:
+    """Extract a support ticket from the customer's text."""
+
+
 _MARK = re.compile(r"\[(c\d)\]")
 
 
@@ -119,3 +151,15 @@ SLICES = {
           "semantic_rejections": {"five_needs_tag": 1}, "empty_but_valid": 1, "expected_cases": 0,
           "exact_match": None, "field_accuracy": None},
 }
+
+
+def check_run(entry: dict[str, Any]) -> None:
+    """``entry`` (one run of a report over ``CASES`` or ``FUNCTION_CASES``) has every scripted figure."""
+    for name, want in RUN.items():
+        assert entry[name] == want, (entry["mode"], entry["model"], name)
+    for tag, figures in SLICES.items():
+        for name, want in figures.items():
+            assert entry["slices"][tag][name] == want, (entry["mode"], entry["model"], tag, name)
+    assert 0 <= entry["latency_p50_s"] <= entry["latency_p99_s"]
+    price = cost.usd(Usage(RUN["input_tokens"], RUN["output_tokens"]), "openai", entry["model"])
+    assert (entry["cost_usd"] is None) if price is None else math.isclose(entry["cost_usd"], price)
