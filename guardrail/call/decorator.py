@@ -43,6 +43,7 @@ from pydantic_core import to_jsonable_python
 from guardrail.call.cache import Cache
 from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.config import Config, get_config
+from guardrail.call.examples import checked
 from guardrail.call.methods import run_partial, run_with_result
 from guardrail.call.options import CallOptions
 from guardrail.errors import UsageError
@@ -70,7 +71,7 @@ class StructuredFunction(Generic[P, R]):
     def __init__(self, fn: Callable[P, R], config: Config | None, overrides: dict[str, Any],
                  prompt: Callable[..., str] | None, instance: Any = None, rules: Sequence[Rule] = (),
                  context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, *,
-                 output: Any = None, version: str | None = None) -> None:
+                 output: Any = None, version: str | None = None, examples: Sequence[Any] = ()) -> None:
         functools.update_wrapper(self, fn)
         self._output = output
         self._version = version
@@ -88,6 +89,8 @@ class StructuredFunction(Generic[P, R]):
             raise UsageError(f"@structured needs a return annotation (or output=) on {fn.__qualname__}: "
                             "it is the contract")
         self.output_type: Any = hints["return"] if output is None else output
+        checked(self.output_type, examples)  # an invalid example fails here, when the function is decorated
+        self._examples = tuple(examples)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         result = self.with_result(*args, **kwargs)
@@ -112,9 +115,10 @@ class StructuredFunction(Generic[P, R]):
             cached = self._overrides.get("cache") is not False  # the chain's vendor tiers hold the caches
             if self._is_async:  # async tiers awaited, sync ones in a worker thread
                 return chain.arun(self.output_type, system=system, user=user, inputs=arguments, context=context,
-                                  rules=self._rules, prompt_version=self._version, cache=cached)
+                                  rules=self._rules, prompt_version=self._version, cache=cached,
+                                  examples=self._examples)
             return chain.run(self.output_type, system=system, user=user, inputs=arguments, context=context,
-                             rules=self._rules, prompt_version=self._version, cache=cached)
+                             rules=self._rules, prompt_version=self._version, cache=cached, examples=self._examples)
         method, options, request = self._request(args, kwargs, config)
         return run_with_result(method, options, request)
 
@@ -175,7 +179,8 @@ class StructuredFunction(Generic[P, R]):
         context = self._context() if callable(self._context) else self._context
         options = CallOptions(self.output_type, aliases=config.aliases, max_attempts=config.max_attempts,
                               mode=config.mode, budget=config.budget, rules=self._rules, context=context,
-                              prompt_version=self._version, recorder=_recorder(config.record))
+                              prompt_version=self._version, recorder=_recorder(config.record),
+                              examples=self._examples)
         method = structured_method(client, config.api)
         return method, options, {"model": config.model,
                                  **method.endpoint.prompt_request(system, user, max_tokens=config.max_tokens)}
@@ -185,7 +190,7 @@ class StructuredFunction(Generic[P, R]):
         if instance is None:
             return self
         return StructuredFunction(self._fn, self._config, self._overrides, self._prompt, instance, self._rules,
-                                  self._context, output=self._output, version=self._version)
+                                  self._context, output=self._output, version=self._version, examples=self._examples)
 
 
 def _recorder(record: Any) -> Any:
@@ -207,7 +212,7 @@ def structured(*, config: Config | None = None, client: Any = None, async_client
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
                chain: Any = None, output: Any = None, cache: Cache | bool | None = None,
-               version: str | None = None, record: Any = None
+               version: str | None = None, record: Any = None, examples: Sequence[Any] = ()
                ) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
 def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
                model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
@@ -216,7 +221,7 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, chain: Any = None,
                output: Any = None, cache: Cache | bool | None = None, version: str | None = None,
-               record: Any = None) -> Any:
+               record: Any = None, examples: Sequence[Any] = ()) -> Any:
     """Turn a typed function signature into a validated model call (see the module docstring).
 
     Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
@@ -228,6 +233,9 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
     with ``False``; with a ``chain``, its vendor tiers hold the caches and ``False`` turns them off for this
     function) and ``version`` the prompt's version, part of the cache key. ``record`` records every call for
     replay (a JSONL file path or a :class:`~guardrail.replay.Recorder`; with a ``chain``, give it to the chain).
+    ``examples`` are few-shot examples, valid values of the contract shown to the model with the instructions
+    (:mod:`guardrail.call.examples`): an invalid one raises :class:`~guardrail.errors.InvalidExample` when the
+    function is decorated.
     """
     if cache is True:
         raise UsageError("cache= takes a guardrail Cache(...), False for none, or None for the configured one")
@@ -237,6 +245,6 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
 
     def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
         return StructuredFunction(function, config, overrides, prompt, None, rules, context, output=output,
-                                  version=version)
+                                  version=version, examples=examples)
 
     return decorate(fn) if fn is not None else decorate
