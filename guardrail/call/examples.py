@@ -57,12 +57,23 @@ def _check(contract: Contract[Any], index: int, example: Any) -> str:
     try:
         contract.validate_exact(text)
     except ValueError as error:
-        errors = getattr(error, "errors", None)
-        first = errors()[0] if callable(errors) and errors() else None
+        first = _first_error(error)
+        if first is None:  # an exact check that says no without details: ask the full validation where
+            try:
+                contract.validate_json(text, forbid_extra=True)
+            except ValueError as detailed:
+                first = _first_error(detailed)
         if first is None:
-            raise InvalidExample(index, "$", str(error)) from None
+            raise InvalidExample(index, "$", "it is not exactly a value of the contract") from None
         raise InvalidExample(index, json_path(tuple(first.get("loc", ()))), str(first.get("msg", ""))) from None
     return text
+
+
+def _first_error(error: ValueError) -> dict[str, Any] | None:
+    """The first problem a validation error lists (pydantic's ``errors()``), or ``None`` when it lists none."""
+    errors = getattr(error, "errors", None)
+    listed = errors() if callable(errors) else None
+    return dict(listed[0]) if listed else None
 
 
 def _shaped(plan: Plan, texts: tuple[str, ...]) -> tuple[str, ...]:
