@@ -52,12 +52,15 @@ if TYPE_CHECKING:
 
     from typing_extensions import TypeAliasType
 
+    from guardrail.local.constraints import Grammar, Regex
+
     #: Contracts whose value type a checker cannot name: type expressions that are not classes
     #: (``Literal[...]``, ``Ticket | None``, ``Annotated[...]``, type aliases) and JSON Schema documents (a
     #: ``dict``; the value is plain JSON data). Accepted as ``response_model``, their values typed ``Any``.
     #: A class (``type[T]``, which includes ``list[Ticket]``) gets the precise overload instead, so a
-    #: mismatch there is a type error rather than a silent ``Any``.
-    TypeForm = _SpecialForm | UnionType | GenericAlias | TypeAliasType | dict[str, Any]
+    #: mismatch there is a type error rather than a silent ``Any``. A text constraint (``Regex``, ``Grammar``;
+    #: the value is the text) is accepted too.
+    TypeForm = _SpecialForm | UnionType | GenericAlias | TypeAliasType | dict[str, Any] | Regex | Grammar
 
 T = TypeVar("T")
 

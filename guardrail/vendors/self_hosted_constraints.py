@@ -94,7 +94,8 @@ def constraint_plans(server: str | None, constraint: Any, forced: Mode | None) -
     out: list[Plan] = []
     if fields is not None and forced in (None, "native"):
         dialect: Dialect = "llamacpp" if server in ("llamacpp", "ollama") else server  # type: ignore[assignment]
-        sent = ", ".join(f"{key}" for key in fields["extra_body"])
+        sent = ", ".join(f"{key}.{inner}" if isinstance(value, dict) else key
+                         for key, value in fields["extra_body"].items() for inner in (value or {key: 0}))
         out.append(_plan("native", constraint, keyword, dialect, "enforced",
                          f"sent to {server} as {sent}; the answer is checked against it too"))
     if forced in (None, "prompt"):

@@ -164,3 +164,15 @@ async def check_gemini_async(raw: google.genai.Client) -> None:
     alone = guardrail.wrap(raw.aio)
     other: Ticket = await alone.models.generate_content(model="gemini-2.5-flash", contents="x", response_model=Ticket)
     assert ticket and result and stream and other
+
+
+def check_text_constraint_and_examples(raw: openai.OpenAI) -> None:
+    from guardrail.local import Grammar, Regex
+
+    client = guardrail.wrap(raw, server="vllm")
+    code: str = client.chat.completions.create(model="m", messages=[], response_model=Regex(r"[A-Z]{3}"))
+    yes_no: guardrail.Result[Any] = client.chat.completions.create_with_result(
+        model="m", messages=[], response_model=Grammar('root ::= "yes" | "no"'))
+    ticket: Ticket = client.chat.completions.create(model="m", messages=[], response_model=Ticket,
+                                                    examples=[Ticket(title="t", priority=1)])
+    assert code and yes_no and ticket
