@@ -112,17 +112,14 @@ def _llguidance_matcher(constraint: Any) -> Any:
         llguidance = require("llguidance", "local", "checking an answer against a Regex or Grammar")
     except MissingExtra:
         return None
-    from guardrail.local.constraints import _from_grammar, _summary
+    from guardrail.local.constraints import engine_grammar, grammar_problem
 
-    if hasattr(constraint, "pattern"):
-        grammar = llguidance.LLMatcher.grammar_from_regex(constraint.pattern)
-    else:
-        grammar = _from_grammar(constraint)
+    grammar = engine_grammar(constraint)
     tokenizer = _byte_tokenizer()
-    problem = llguidance.LLMatcher.validate_grammar(grammar, tokenizer)
+    problem = grammar_problem(grammar, tokenizer)
     if problem:
         what = "regex" if hasattr(constraint, "pattern") else "grammar"
-        raise GrammarError(f"the {what} cannot be compiled: {_summary(problem)}")
+        raise GrammarError(f"the {what} cannot be compiled: {problem}")
 
     def accepts(text: str) -> bool:
         matcher = llguidance.LLMatcher(tokenizer, grammar)
