@@ -280,3 +280,36 @@ def test_any_valid_example_round_trips_into_the_prompt(emu: Emulator, examples: 
     method.create(**printer_args("chat"), response_model=Item, mode=mode, examples=examples)
     (request,) = emu.requests
     assert [Item.model_validate(value) for value in shown(request)] == examples
+
+
+# -- a LocalModel ----------------------------------------------------------------------------------------------------
+def test_local_model_generation_takes_examples() -> None:
+    from guardrail.call.examples import examples_prompt
+    from guardrail.local import Regex
+    from guardrail.testing.tiny import tiny_local_model
+
+    local = tiny_local_model()
+    with pytest.raises(InvalidExample) as caught:
+        local.generate("Ticket:", Ticket, examples=[{"title": "t", "priority": 6}], seed=0)
+    assert (caught.value.index, caught.value.path) == (0, "$.priority")
+    with pytest.raises(UsageError, match="examples"):
+        local.generate("Code:", Regex("[a-z]+"), examples=["abc"], seed=0)
+
+    class Small(BaseModel):
+        ok: bool
+        n: int = Field(ge=0, le=9)
+
+    few = [Small(ok=True, n=3), {"ok": False, "n": 0}]
+    shown_after, trace = local.generate_with_trace("Answer:", Small, examples=few, seed=3)
+    same, same_trace = local.generate_with_trace(examples_prompt("Answer:", Small, few), Small, seed=3)
+    assert shown_after == same and trace.tokens == same_trace.tokens  # the examples follow the prompt
+
+
+def test_examples_are_part_of_the_recorded_request_hash(emu: Emulator, tmp_path: Any) -> None:
+    path = tmp_path / "calls.jsonl"
+    emu.script(*(reply.answer(PRINTER_GOOD) for _ in range(3)))
+    method = api_method(wrapped_client(emu, "chat", record=str(path)), "chat")
+    for examples in ((), GOOD, [dict(SHOWN[0]), SHOWN[1]]):
+        method.create(**printer_args("chat"), response_model=Ticket, examples=examples)
+    hashes = [json.loads(line)["request_hash"] for line in path.read_text().splitlines()]
+    assert len(hashes) == 3 and hashes[0] != hashes[1] == hashes[2]
