@@ -49,7 +49,7 @@ def constraint_prepared(endpoint: Endpoint, constraint: Any, mode: Mode | None, 
     if examples:
         raise UsageError("examples= shows JSON values of a contract; a Regex or Grammar response_model takes none")
     _checker(constraint)
-    server = endpoint.server if endpoint.self_hosted else None
+    server = endpoint.server if endpoint.api == "chat" else None  # the servers' fields are Chat Completions fields
     return Prepared(compile_contract(str), capabilities(endpoint.provider, ""),
                     constraint_plans(server, constraint, mode), False)
 

@@ -113,8 +113,10 @@ class ChatCompletions(Endpoint):
             if plan.mode == "json":
                 out["response_format"] = {"type": "json_object"}
             messages = _with_system(messages, instruction(plan))
-        shown = examples_instruction(plan) if plan.mode == "tool" or self.server is None else None
-        if shown is not None and plan.mode in ("native", "tool"):  # else the examples are in instruction(plan)
+        # the examples: in instruction(plan) where it was sent (prompt, JSON, a server's native mode), else here
+        shown = examples_instruction(plan) if plan.mode == "tool" or (plan.mode == "native" and not self.server) \
+            else None
+        if shown is not None:
             messages = _with_system(messages, shown)
         token_key = "max_tokens" if "max_tokens" in kwargs and "max_completion_tokens" not in kwargs else \
             "max_completion_tokens"
