@@ -305,6 +305,20 @@ def test_local_model_generation_takes_examples() -> None:
     assert shown_after == same and trace.tokens == same_trace.tokens  # the examples follow the prompt
 
 
+def test_a_chain_local_tier_takes_the_chain_examples() -> None:
+    from guardrail.testing.tiny import tiny_local_model
+
+    class Small(BaseModel):
+        ok: bool
+        n: int = Field(ge=0, le=9)
+
+    chain = Chain([tiny_local_model()])
+    with pytest.raises(InvalidExample):
+        chain.run(Small, system="Judge.", user="late?", examples=[{"ok": True, "n": 10}])
+    result = chain.run(Small, system="Judge.", user="late?", examples=[Small(ok=True, n=1)])
+    assert isinstance(result.value, Small) and result.tier == "local"
+
+
 def test_examples_are_part_of_the_recorded_request_hash(emu: Emulator, tmp_path: Any) -> None:
     path = tmp_path / "calls.jsonl"
     emu.script(*(reply.answer(PRINTER_GOOD) for _ in range(3)))

@@ -165,3 +165,18 @@ def test_a_value_is_returned_only_when_it_matches(emu: Emulator, text: str) -> N
         assert result.value == text and len(emu.requests) == 1
     else:
         assert result.value == "OK-1" and len(emu.requests) == 2
+
+
+def literal(text: str) -> str:
+    """``text`` as a regex matching exactly it, in the syntax Python's ``re`` and Rust's ``regex`` share."""
+    return "".join("\\" + char if char in ".^$*+?()[]{}|\\" else char for char in text)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(st.characters(exclude_categories=("Cs", "Cc", "Cn")), min_size=1, max_size=12))
+def test_any_unicode_literal_travels_exactly_and_matches(emu: Emulator, text: str) -> None:
+    emu.reset()
+    emu.script(reply.answer(text))
+    pattern = literal(text)
+    assert ask(emu, "sglang", Regex(pattern)).value == text
+    assert emu.requests[0].text_constraint == {"field": "regex", "kind": "regex", "value": pattern}
