@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_json
 
 from guardrail.contract import Contract, compile_contract
@@ -50,10 +52,13 @@ def checked(contract_or_type: Any, examples: Sequence[Any] | None) -> tuple[str,
 
 
 def _check(contract: Contract[Any], index: int, example: Any) -> str:
-    try:  # by alias, as an answer names the fields; a NaN/infinity becomes null, which no float slot accepts
-        text = to_json(example, by_alias=True, inf_nan_mode="null").decode("utf-8")
+    try:  # by alias, as an answer names the fields
+        text = to_json(example, by_alias=True).decode("utf-8")
     except (PydanticSerializationError, UnicodeDecodeError, ValueError) as error:
         raise InvalidExample(index, "$", f"it has no JSON form ({error})") from None
+    where = _nonfinite_at(example)  # serialised as null (a model's default) or a bare NaN: refused, never changed
+    if where is not None:
+        raise InvalidExample(index, json_path(where), "NaN and infinity have no JSON form")
     try:
         contract.validate_exact(text)
     except ValueError as error:
@@ -67,6 +72,30 @@ def _check(contract: Contract[Any], index: int, example: Any) -> str:
             raise InvalidExample(index, "$", "it is not exactly a value of the contract") from None
         raise InvalidExample(index, json_path(tuple(first.get("loc", ()))), str(first.get("msg", ""))) from None
     return text
+
+
+def _nonfinite_at(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """The path (by alias, as the JSON names it) of the first NaN or infinite float in an example, or ``None``:
+    JSON has no such number, and pydantic would write it as ``null`` or a bare ``NaN``."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        items: Any = ((fields[name].serialization_alias or fields[name].alias or name, getattr(value, name))
+                      for name in fields)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = ((field.name, getattr(value, field.name)) for field in dataclasses.fields(value))
+    elif isinstance(value, Mapping):
+        items = ((str(key), item) for key, item in value.items())
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _nonfinite_at(item, (*path, key))
+        if found is not None:
+            return found
+    return None
 
 
 def _first_error(error: ValueError) -> dict[str, Any] | None:

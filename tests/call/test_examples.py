@@ -327,3 +327,16 @@ def test_examples_are_part_of_the_recorded_request_hash(emu: Emulator, tmp_path:
         method.create(**printer_args("chat"), response_model=Ticket, examples=examples)
     hashes = [json.loads(line)["request_hash"] for line in path.read_text().splitlines()]
     assert len(hashes) == 3 and hashes[0] != hashes[1] == hashes[2]
+
+
+def test_a_non_finite_number_is_never_turned_into_another_value() -> None:
+    class Reading(BaseModel):
+        values: list[float | None]
+        label: float | str
+
+    with pytest.raises(InvalidExample) as caught:  # null would be valid there: the example is refused, not changed
+        checked(Reading, [Reading(values=[1.0, float("inf")], label=1.0)])
+    assert (caught.value.index, caught.value.path) == (0, "$.values[1]")
+    with pytest.raises(InvalidExample, match=r"\$\.label"):
+        checked(Reading, [Reading(values=[], label=float("nan"))])
+    assert checked(Reading, [Reading(values=[None], label="NaN")]) == ('{"values":[null],"label":"NaN"}',)
