@@ -180,3 +180,20 @@ def test_any_unicode_literal_travels_exactly_and_matches(emu: Emulator, text: st
     pattern = literal(text)
     assert ask(emu, "sglang", Regex(pattern)).value == text
     assert emu.requests[0].text_constraint == {"field": "regex", "kind": "regex", "value": pattern}
+
+
+def test_the_decorator_and_the_chain_take_a_constraint(emu: Emulator) -> None:
+    from guardrail.chain.tiers import Chain, vendor
+
+    emu.script(reply.answer("AB-12"), reply.answer("yes"))
+
+    @guardrail.structured(client=client(emu, "vllm"), model="m", output=Regex(r"[A-Z]{2}-\d+"))
+    def code(item: str) -> str:
+        """A stock code for the item."""
+
+    assert code("chair") == "AB-12"
+    chain = Chain([vendor(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5), "m", server="sglang")])
+    assert chain.run(GBNF, system="Answer.", user="ok?").value == "yes"
+    first, second = emu.requests
+    assert first.text_constraint == {"field": "structured_outputs.regex", "kind": "regex", "value": r"[A-Z]{2}-\d+"}
+    assert second.text_constraint == {"field": "ebnf", "kind": "grammar", "value": GBNF.text}
