@@ -121,8 +121,10 @@ def _llguidance_matcher(constraint: Any) -> Any:
         what = "regex" if hasattr(constraint, "pattern") else "grammar"
         raise GrammarError(f"the {what} cannot be compiled: {problem}")
 
+    pristine = llguidance.LLMatcher(tokenizer, grammar, log_level=0)  # a refusal is an answer, not a log line
+
     def accepts(text: str) -> bool:
-        matcher = llguidance.LLMatcher(tokenizer, grammar)
+        matcher = pristine.deep_copy()  # a copy per text: 20x cheaper than a new matcher, and never shared
         return bool(matcher.consume_tokens(tokenizer.tokenize_bytes(text.encode("utf-8", "surrogatepass")))) \
             and bool(matcher.is_accepting())
 
