@@ -197,3 +197,24 @@ def test_the_decorator_and_the_chain_take_a_constraint(emu: Emulator) -> None:
     first, second = emu.requests
     assert first.text_constraint == {"field": "structured_outputs.regex", "kind": "regex", "value": r"[A-Z]{2}-\d+"}
     assert second.text_constraint == {"field": "ebnf", "kind": "grammar", "value": GBNF.text}
+
+
+def test_the_check_is_right_from_many_threads_at_once() -> None:
+    import threading
+
+    from guardrail.call.text_constraints import constraint_report
+
+    wrong: list[str] = []
+
+    def check() -> None:
+        for number in range(300):
+            text = "peut-être" if number % 2 else "peut-etre"
+            if constraint_report(GBNF, text).ok != bool(number % 2):
+                wrong.append(text)
+
+    threads = [threading.Thread(target=check) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
