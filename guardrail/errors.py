@@ -46,7 +46,8 @@ against the classes, both ways::
     ├── PriceUnknown              (also a LookupError) Budget(max_usd=...) for a model genai-prices cannot price
     │                             (.provider, .model); raised before any request
     ├── UsageError                (also a TypeError) an API called the wrong way: an argument of the wrong type or
-    │                             shape, a missing annotation
+    │   │                         shape, a missing annotation
+    │   └── InvalidExample        a few-shot example is not a valid value of the contract (.index, .path)
     ├── ConfigError               (also a ValueError) a setting or argument value that cannot work: an unknown mode,
     │                             engine or dialect, a limit below 1, a malformed policy entry
     ├── NotReady                  (also a RuntimeError) something read before it exists: a stream's value before its
@@ -162,6 +163,7 @@ __all__ = [
     "IdempotencyInFlight",
     "IdempotencyUnknown",
     "InputLimitError",
+    "InvalidExample",
     "JSONSyntaxError",
     "LogprobsUnavailable",
     "MissingExtra",
@@ -721,6 +723,23 @@ class UsageError(GuardrailError, TypeError):
     that is not a tier, ``wrap()`` given an object that is not an SDK client), a missing annotation. A fault of the
     program, raised where it happens, before any request. Also a ``TypeError``, as calling a function the wrong way
     is, so ``except TypeError`` keeps working."""
+
+
+class InvalidExample(UsageError):
+    """A few-shot example (``examples=[...]``) is not a valid value of the contract: raised where the examples are
+    given (when a function is decorated, a chain request is made, or a wrapped call starts), before any request.
+
+    Attributes:
+        index: the example's position in ``examples`` (0 for the first).
+        path: where in the example the first problem is, as a JSON path (``$`` for the whole value).
+        problem: what is wrong there.
+    """
+
+    def __init__(self, index: int, path: str, problem: str) -> None:
+        super().__init__(f"examples[{index}] is not a valid value of the contract at {path}: {problem}")
+        self.index = index
+        self.path = path
+        self.problem = problem
 
 
 class ConfigError(GuardrailError, ValueError):

@@ -62,6 +62,7 @@ from typing import Any
 
 from guardrail.call.cache_key import Uncacheable, request_key
 from guardrail.call.engine import Call
+from guardrail.call.examples import shown_in_key
 from guardrail.contract import validation_context
 from guardrail.errors import ConfigError, IdempotencyError, IdempotencyInFlight, StoreError
 from guardrail.gates.semantic import evaluate
@@ -143,7 +144,8 @@ class Cache:
             return request_key(provider=call.endpoint.provider, api=call.endpoint.api, server=call.endpoint.server,
                                kwargs=call.kwargs, schema_hash=call.prepared.contract.schema_hash,
                                rules=call.options.rules, aliases=call.options.aliases,
-                               modes=[plan.mode for plan in call.prepared.plans], prompt_version=prompt_version)
+                               modes=[plan.mode for plan in call.prepared.plans], prompt_version=prompt_version,
+                               **shown_in_key(call.prepared.plans[0]))
         except Uncacheable as why:
             log.debug("guardrail.cache_skipped", reason=f"the request holds {why}")
             return None

@@ -4,7 +4,8 @@ What goes in (:func:`request_key`): the endpoint (provider, API, self-hosted ser
 the caller gave except the transport-only ones in :data:`TRANSPORT_ONLY` (so ``model``, ``messages``/``input``,
 ``system``, ``temperature``, ``tools``, ``max_tokens``, ``extra_body``... all count), the contract's schema hash,
 the identity of every semantic rule (:func:`rule_identity`), the field aliases, the modes guardrail would try
-(a forced ``mode=`` changes them), and the caller's ``prompt_version``.
+(a forced ``mode=`` changes them), the caller's ``prompt_version``, and, only when the call has them, its few-shot
+``examples`` and its text constraint (a regex or grammar: every such call has the same ``str`` schema).
 
 Canonical JSON: object keys sorted, no whitespace, tuples as lists, integral floats written as integers (``1.0``
 and ``1`` send the same request), SDK "not given" sentinels dropped (they mean "absent"), pydantic models as their
@@ -119,7 +120,8 @@ def _feed_code(digest: Any, code: Any) -> None:
 
 def request_key(*, provider: str, api: str, server: str | None, kwargs: Mapping[str, Any], schema_hash: str,
                 rules: Iterable[Rule] = (), aliases: Mapping[str, str] | None = None, modes: Iterable[str] = (),
-                prompt_version: str | None = None) -> str:
+                prompt_version: str | None = None, examples: Iterable[Any] = (),
+                constraint: Mapping[str, Any] | None = None) -> str:
     """The cache key (64 hex digits) of one structured call; :class:`Uncacheable` if the request has no
     canonical form. Equal requests give equal keys; a difference in any field that can change the answer gives a
     different key (see the module docstring for what is left out)."""
@@ -133,5 +135,10 @@ def request_key(*, provider: str, api: str, server: str | None, kwargs: Mapping[
         "modes": list(modes),
         "prompt_version": prompt_version,
     }
+    shown = list(examples)
+    if shown:  # only when given, so the keys of calls without examples stay as they were
+        document["examples"] = shown
+    if constraint is not None:
+        document["constraint"] = dict(constraint)
     # surrogatepass: a lone surrogate in a message is valid request text (the SDKs send it escaped)
     return hashlib.sha256(canonical_json(document).encode("utf-8", "surrogatepass")).hexdigest()

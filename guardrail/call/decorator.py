@@ -45,6 +45,7 @@ from guardrail.call.cache import Cache
 from guardrail.call.chunked import Chunking, function_chunked
 from guardrail.call.client import WrappedClient, structured_method, wrap
 from guardrail.call.config import Config, get_config
+from guardrail.call.examples import checked
 from guardrail.call.iterable import item_type_of
 from guardrail.call.methods import run_iterable, run_partial, run_with_result
 from guardrail.call.options import CallOptions
@@ -73,7 +74,8 @@ class StructuredFunction(Generic[P, R]):
     def __init__(self, fn: Callable[P, R], config: Config | None, overrides: dict[str, Any],
                  prompt: Callable[..., str] | None, instance: Any = None, rules: Sequence[Rule] = (),
                  context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, *,
-                 output: Any = None, version: str | None = None, chunking: Chunking | None = None) -> None:
+                 output: Any = None, version: str | None = None, chunking: Chunking | None = None,
+                 examples: Sequence[Any] = ()) -> None:
         functools.update_wrapper(self, fn)
         self._chunking = chunking
         self._output = output
@@ -92,6 +94,8 @@ class StructuredFunction(Generic[P, R]):
             raise UsageError(f"@structured needs a return annotation (or output=) on {fn.__qualname__}: "
                             "it is the contract")
         self.output_type: Any = hints["return"] if output is None else output
+        checked(self.output_type, examples)  # an invalid example fails here, when the function is decorated
+        self._examples = tuple(examples)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         result = self.with_result(*args, **kwargs)
@@ -118,9 +122,10 @@ class StructuredFunction(Generic[P, R]):
             cached = self._overrides.get("cache") is not False  # the chain's vendor tiers hold the caches
             if self._is_async:  # async tiers awaited, sync ones in a worker thread
                 return chain.arun(self.output_type, system=system, user=user, inputs=arguments, context=context,
-                                  rules=self._rules, prompt_version=self._version, cache=cached)
+                                  rules=self._rules, prompt_version=self._version, cache=cached,
+                                  examples=self._examples)
             return chain.run(self.output_type, system=system, user=user, inputs=arguments, context=context,
-                             rules=self._rules, prompt_version=self._version, cache=cached)
+                             rules=self._rules, prompt_version=self._version, cache=cached, examples=self._examples)
         method, options, request = self._request(args, kwargs, config)
         return run_with_result(method, options, request)
 
@@ -196,7 +201,8 @@ class StructuredFunction(Generic[P, R]):
         context = self._context() if callable(self._context) else self._context
         options = CallOptions(self.output_type, aliases=config.aliases, max_attempts=config.max_attempts,
                               mode=config.mode, budget=config.budget, rules=self._rules, context=context,
-                              prompt_version=self._version, recorder=_recorder(config.record))
+                              prompt_version=self._version, recorder=_recorder(config.record),
+                              examples=self._examples)
         method = structured_method(client, config.api)
         return method, options, {"model": config.model,
                                  **method.endpoint.prompt_request(system, user, max_tokens=config.max_tokens)}
@@ -210,16 +216,19 @@ class StructuredFunction(Generic[P, R]):
             raise UsageError(f"using() takes {', '.join(sorted(set(self._overrides) - {'record'}))}, not "
                              f"{', '.join(unknown)}")
         given = {key: value for key, value in overrides.items() if value is not None}
-        return StructuredFunction(self._fn, self._config, {**self._overrides, **given}, self._prompt, self._instance,
-                                  self._rules, self._context, output=self._output, version=self._version)
+        return self._rebuilt({**self._overrides, **given}, self._instance)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         """Bind to an instance like a method does (``self`` is not part of the prompt)."""
         if instance is None:
             return self
-        return StructuredFunction(self._fn, self._config, self._overrides, self._prompt, instance, self._rules,
+        return self._rebuilt(self._overrides, instance)
+
+    def _rebuilt(self, overrides: dict[str, Any], instance: Any) -> StructuredFunction[P, R]:
+        """This function with other keyword overrides or bound to ``instance``, everything else kept."""
+        return StructuredFunction(self._fn, self._config, overrides, self._prompt, instance, self._rules,
                                   self._context, output=self._output, version=self._version,
-                                  chunking=self._chunking)
+                                  chunking=self._chunking, examples=self._examples)
 
 
 def _recorder(record: Any) -> Any:
@@ -241,7 +250,8 @@ def structured(*, config: Config | None = None, client: Any = None, async_client
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
                chain: Any = None, output: Any = None, cache: Cache | bool | None = None,
-               version: str | None = None, record: Any = None, chunking: Chunking | None = None
+               version: str | None = None, record: Any = None, chunking: Chunking | None = None,
+               examples: Sequence[Any] = ()
                ) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
 def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
                model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
@@ -250,7 +260,8 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, chain: Any = None,
                output: Any = None, cache: Cache | bool | None = None, version: str | None = None,
-               record: Any = None, chunking: Chunking | None = None) -> Any:
+               record: Any = None, chunking: Chunking | None = None,
+               examples: Sequence[Any] = ()) -> Any:
     """Turn a typed function signature into a validated model call (see the module docstring).
 
     Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
@@ -264,6 +275,9 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
     replay (a JSONL file path or a :class:`~guardrail.replay.Recorder`; with a ``chain``, give it to the chain).
     ``chunking`` (a :class:`~guardrail.call.chunked.Chunking`) asks for a ``list[...]`` return value in chunks
     (:mod:`guardrail.call.chunked`); ``with_result`` then gives the :class:`~guardrail.call.chunked.ChunkedResult`.
+    ``examples`` are few-shot examples, valid values of the contract shown to the model with the instructions
+    (:mod:`guardrail.call.examples`): an invalid one raises :class:`~guardrail.errors.InvalidExample` when the
+    function is decorated.
     """
     if cache is True:
         raise UsageError("cache= takes a guardrail Cache(...), False for none, or None for the configured one")
@@ -273,6 +287,6 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
 
     def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
         return StructuredFunction(function, config, overrides, prompt, None, rules, context, output=output,
-                                  version=version, chunking=chunking)
+                                  version=version, chunking=chunking, examples=examples)
 
     return decorate(fn) if fn is not None else decorate

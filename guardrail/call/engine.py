@@ -44,6 +44,7 @@ from guardrail.call.http import Show, send_async, send_sync
 from guardrail.call.options import CallOptions, Prepared, RetryPolicy, Settings
 from guardrail.call.reask import FieldReask, field_reask, fields_instruction, merged_text
 from guardrail.call.streaming import Previewer
+from guardrail.call.text_constraints import constraint_report
 from guardrail.contract import validation_context
 from guardrail.errors import (
     BudgetExceeded,
@@ -488,6 +489,8 @@ class _Run:
         return self.ruled(ask, value, done, attempt, (*fixes, *report.fixes))
 
     def read(self, text: str | None, output_type: Any, plan: Plan) -> ParseReport[Any]:
+        if plan.constraint is not None:  # a Regex/Grammar: the text itself, checked (guardrail.call.text_constraints)
+            return constraint_report(plan.constraint, text or "")
         return parse_report(text or "", output_type, aliases=self.call.options.aliases,
                             stages=ABSENT_AS_NULL_STAGES if plan.absent_as_null else None)
 

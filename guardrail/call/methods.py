@@ -39,12 +39,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, TypeVar, cas
 from guardrail.call.cache import Cache, run_cached, run_cached_async
 from guardrail.call.chunked import AsyncChunkedCreate, ChunkedCreate
 from guardrail.call.engine import Call, iterate_async, iterate_sync, run_async, run_sync
+from guardrail.call.examples import with_examples
 from guardrail.call.iterable import AsyncItemStream, ItemStream, ListRun
 from guardrail.call.options import CallOptions, ClientOptions, deadline_at, timeout_seconds
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
+from guardrail.call.text_constraints import constraint_prepared
 from guardrail.errors import UnsupportedCall, UsageError
 from guardrail.outcome import Result
 from guardrail.vendors.base import Endpoint, Methods
+from guardrail.vendors.self_hosted_constraints import text_constraint
 
 if TYPE_CHECKING:
     from types import GenericAlias, UnionType
@@ -52,12 +55,15 @@ if TYPE_CHECKING:
 
     from typing_extensions import TypeAliasType
 
+    from guardrail.local.constraints import Grammar, Regex
+
     #: Contracts whose value type a checker cannot name: type expressions that are not classes
     #: (``Literal[...]``, ``Ticket | None``, ``Annotated[...]``, type aliases) and JSON Schema documents (a
     #: ``dict``; the value is plain JSON data). Accepted as ``response_model``, their values typed ``Any``.
     #: A class (``type[T]``, which includes ``list[Ticket]``) gets the precise overload instead, so a
-    #: mismatch there is a type error rather than a silent ``Any``.
-    TypeForm = _SpecialForm | UnionType | GenericAlias | TypeAliasType | dict[str, Any]
+    #: mismatch there is a type error rather than a silent ``Any``. A text constraint (``Regex``, ``Grammar``;
+    #: the value is the text) is accepted too.
+    TypeForm = _SpecialForm | UnionType | GenericAlias | TypeAliasType | dict[str, Any] | Regex | Grammar
 
 T = TypeVar("T")
 
@@ -79,6 +85,8 @@ client; ``create_with_result`` returns the whole :class:`~guardrail.Result`).
     context: runtime facts the rules read and pydantic validators see as ``info.context``.
     cache: ``False`` skips the wrapper's response cache for this call (:mod:`guardrail.call.cache`).
     prompt_version: your prompt's version, part of the cache key (change it to stop reusing answers).
+    examples: few-shot examples, valid values of the contract, shown with the instructions
+        (:mod:`guardrail.call.examples`); an invalid one raises :class:`~guardrail.errors.InvalidExample` first.
 
 The other keywords are the SDK's, passed on. guardrail's keywords without ``response_model`` are a ``TypeError``.
 """
@@ -124,8 +132,13 @@ class _Resource:
         if taken:
             raise UsageError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
                              "for the mode it chooses (use mode= to choose one)")
-        prepared = client.prepare(endpoint, options.response_model, str(kwargs.get("model", "")), options.mode,
-                                  endpoint.thinking(kwargs))
+        if text_constraint(options.response_model):  # a Regex/Grammar for a self-hosted server
+            prepared = constraint_prepared(endpoint, options.response_model, options.mode, options.examples)
+        else:
+            prepared = client.prepare(endpoint, options.response_model, str(kwargs.get("model", "")), options.mode,
+                                      endpoint.thinking(kwargs))
+        if options.examples:
+            prepared = with_examples(prepared, options.examples)
         settings = client.settings
         if options.max_attempts is not None:
             settings = dataclasses.replace(settings, max_attempts=options.max_attempts)

@@ -184,6 +184,7 @@ class CallOptions:
     context: Mapping[str, Any] | None = None
     cache: bool = True
     prompt_version: str | None = None
+    examples: Sequence[Any] = ()
     deadline: float | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     response_cache: Cache | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     recorder: Recorder | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)

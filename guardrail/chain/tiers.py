@@ -38,6 +38,7 @@ from typing import Any, Generic, TypeVar
 from guardrail.call.cache import Cache
 from guardrail.call.chunked import ChunkedResult, Chunking, chain_chunked
 from guardrail.call.client import WrappedClient, structured_method, wrap
+from guardrail.call.examples import checked, examples_prompt
 from guardrail.call.methods import run_with_result
 from guardrail.call.options import CallOptions, RetryPolicy
 from guardrail.chain.breaker import CircuitBreaker, SharedCircuitBreaker
@@ -301,27 +302,30 @@ class Chain:
 
     def _request(self, output_type: Any, system: str, user: str, inputs: Mapping[str, Any] | None,
                  context: Mapping[str, Any] | None, rules: Sequence[Rule], prompt_version: str | None = None,
-                 cache: bool = True) -> Request:
+                 cache: bool = True, examples: Sequence[Any] = ()) -> Request:
         if isinstance(output_type, Mapping):  # a JSON Schema: its hashable, pydantic-compatible form for every tier
             from guardrail.schema.jsonschema_contract import as_output_type
 
             output_type = as_output_type(output_type)
+        checked(output_type, examples)  # an invalid example fails here, before any tier runs
         recorder = None
         if self.record is not None:
             from guardrail.replay.record import recorder_for
 
             recorder = recorder_for(self.record)
         options = CallOptions(output_type, rules=(*self.rules, *rules), context=dict(context or {}), cache=cache,
-                              prompt_version=prompt_version, response_cache=self.cache, recorder=recorder)
+                              prompt_version=prompt_version, response_cache=self.cache, recorder=recorder,
+                              examples=tuple(examples))
         return Request(system, user, dict(inputs or {}), options)
 
     def _from_messages(self, output_type: Any, messages: Sequence[Mapping[str, Any]],
                        inputs: Mapping[str, Any] | None, context: Mapping[str, Any] | None,
-                       rules: Sequence[Rule], prompt_version: str | None, cache: bool) -> Request:
+                       rules: Sequence[Rule], prompt_version: str | None, cache: bool,
+                       examples: Sequence[Any] = ()) -> Request:
         """The request of a call in the wrapper's shape (the user text is the rule engine's input by default)."""
         system, user = split_messages(messages)
         return self._request(output_type, system, user, inputs or {"input": user}, context, rules, prompt_version,
-                             cache)
+                             cache, examples)
 
     def _run(self, request: Request) -> ChainResult[Any]:
         """Walk the chain for ``request`` in this thread (every tier's sync ``run``)."""
@@ -357,23 +361,27 @@ class Chain:
 
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (), prompt_version: str | None = None,
-            cache: bool = True) -> ChainResult[Any]:
+            cache: bool = True, examples: Sequence[Any] = ()) -> ChainResult[Any]:
         """Produce a value of ``output_type`` from the first tier that can (see the module docstring).
 
         ``rules`` (with the chain's own) hold every tier to the same semantic gate: vendor tiers get them as
         feedback rules, and the rule engine's and safe default's values are checked by them too. A chain with
         an async tier raises :class:`~guardrail.errors.SyncAsyncMismatch` before calling anything: use :meth:`arun`.
         ``prompt_version`` goes into the vendor tiers' cache keys; ``cache=False`` skips their caches. Only a
-        vendor tier's answer is ever cached: a degraded value (rule engine, safe default) never is.
+        vendor tier's answer is ever cached: a degraded value (rule engine, safe default) never is. ``examples`` are
+        few-shot examples, valid values of ``output_type`` shown to the vendor and local tiers
+        (:mod:`guardrail.call.examples`): an invalid one raises :class:`~guardrail.errors.InvalidExample` first.
         """
-        return self._run(self._request(output_type, system, user, inputs, context, rules, prompt_version, cache))
+        return self._run(self._request(output_type, system, user, inputs, context, rules, prompt_version, cache,
+                                       examples))
 
     async def arun(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
                    context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (),
-                   prompt_version: str | None = None, cache: bool = True) -> ChainResult[Any]:
+                   prompt_version: str | None = None, cache: bool = True,
+                   examples: Sequence[Any] = ()) -> ChainResult[Any]:
         """The async :meth:`run`: async tiers are awaited, sync tiers run in a worker thread (each still within
         the time the chain has left, which its own deadline enforces)."""
-        request = self._request(output_type, system, user, inputs, context, rules, prompt_version, cache)
+        request = self._request(output_type, system, user, inputs, context, rules, prompt_version, cache, examples)
         return await self._arun(request)
 
     def run_chunked(self, output_type: Any, *, chunking: Chunking, system: str, user: str,
@@ -393,35 +401,41 @@ class Chain:
 
     def create(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-               rules: Sequence[Rule] = (), prompt_version: str | None = None, cache: bool = True) -> Any:
+               rules: Sequence[Rule] = (), prompt_version: str | None = None, cache: bool = True,
+               examples: Sequence[Any] = ()) -> Any:
         """The wrapper's call shape: OpenAI-style ``messages`` in, the validated value out (any tier's).
 
         Use :meth:`create_with_result` for the :class:`ChainResult` (which tier, why earlier ones were left).
         """
-        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache,
+                                      examples)
         return self._run(request).value
 
     def create_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                            inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
                            rules: Sequence[Rule] = (), prompt_version: str | None = None,
-                           cache: bool = True) -> ChainResult[Any]:
+                           cache: bool = True, examples: Sequence[Any] = ()) -> ChainResult[Any]:
         """Like :meth:`create`, returning the :class:`ChainResult`."""
-        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache,
+                                      examples)
         return self._run(request)
 
     async def acreate(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                       inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-                      rules: Sequence[Rule] = (), prompt_version: str | None = None, cache: bool = True) -> Any:
+                      rules: Sequence[Rule] = (), prompt_version: str | None = None, cache: bool = True,
+                      examples: Sequence[Any] = ()) -> Any:
         """The async :meth:`create` (through :meth:`arun`)."""
-        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache,
+                                      examples)
         return (await self._arun(request)).value
 
     async def acreate_with_result(self, *, response_model: Any, messages: Sequence[Mapping[str, Any]],
                                   inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
                                   rules: Sequence[Rule] = (), prompt_version: str | None = None,
-                                  cache: bool = True) -> ChainResult[Any]:
+                                  cache: bool = True, examples: Sequence[Any] = ()) -> ChainResult[Any]:
         """The async :meth:`create_with_result` (through :meth:`arun`)."""
-        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache)
+        request = self._from_messages(response_model, messages, inputs, context, rules, prompt_version, cache,
+                                      examples)
         return await self._arun(request)
 
 
@@ -509,6 +523,7 @@ def local(model: Any, *, name: str = "local", temperature: float = 1.0, max_new_
 
     def run(request: Request, left: float | None) -> Any:
         prompt = f"{request.system}\n\n{request.user}" if request.system else request.user
+        prompt = examples_prompt(prompt, request.output_type, request.options.examples)
         return model.generate(prompt, request.output_type, temperature=temperature, max_new_tokens=max_new_tokens,
                               timeout=left)
 

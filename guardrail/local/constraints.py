@@ -37,7 +37,7 @@ from typing import Any, Literal
 from guardrail.errors import ConfigError, GrammarError, SchemaViolationError
 from guardrail.local.grammar import engine_version, lltokenizer, tokenizer_key
 
-__all__ = ["Compiled", "Grammar", "Regex", "check_text", "compile_constraint"]
+__all__ = ["Compiled", "Grammar", "Regex", "check_text", "compile_constraint", "engine_grammar", "grammar_problem"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,25 @@ def _from_grammar(constraint: Grammar) -> str:
         raise GrammarError(f"the GBNF grammar cannot be converted: {_summary(str(error))}") from None
     grammar: str = llguidance.LLMatcher.grammar_from_lark(text)
     return grammar
+
+
+def engine_grammar(constraint: Constraint) -> str:
+    """llguidance's grammar for a :class:`Regex` or :class:`Grammar`, for no tokenizer in particular (a check of
+    answer texts over bytes, :mod:`guardrail.call.text_constraints`); :class:`GrammarError` for a bad GBNF."""
+    import llguidance
+
+    if isinstance(constraint, Regex):
+        grammar: str = llguidance.LLMatcher.grammar_from_regex(constraint.pattern)
+        return grammar
+    return _from_grammar(constraint)
+
+
+def grammar_problem(grammar: str, lltok: Any) -> str | None:
+    """What llguidance says is wrong with ``grammar`` for the tokenizer ``lltok`` (summarised), or ``None``."""
+    import llguidance
+
+    problem = llguidance.LLMatcher.validate_grammar(grammar, lltok)
+    return _summary(problem) if problem else None
 
 
 def _summary(problem: str) -> str:

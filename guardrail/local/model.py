@@ -35,6 +35,7 @@ from guardrail.errors import (
     GuardrailError,
     SchemaViolationError,
     TruncatedJSONError,
+    UsageError,
 )
 from guardrail.local import telemetry
 from guardrail.local.constraints import Compiled as CompiledConstraint
@@ -79,7 +80,7 @@ class LocalModel:
     def generate(self, prompt: str, output_type: Any, *, temperature: float = 1.0, max_new_tokens: int = 256,
                  seed: int | None = None, top_k: int = 0, top_p: float = 1.0, timeout: float | None = None,
                  enums: Mapping[str, Sequence[Any]] | None = None, repetition_penalty: float = 1.0,
-                 no_repeat_ngram_size: int = 0) -> Any:
+                 no_repeat_ngram_size: int = 0, examples: Sequence[Any] = ()) -> Any:
         """Generate a value of ``output_type`` for ``prompt``; the same typed errors as every tier.
 
         ``output_type`` is a contract (a type, a JSON Schema), or a :class:`~guardrail.local.Regex` or
@@ -89,19 +90,28 @@ class LocalModel:
         fields of the contract to values known per request (``{"product_id": ids}``, :mod:`guardrail.local.enums`).
         ``repetition_penalty`` and ``no_repeat_ngram_size`` steer sampling away from repeats
         (:func:`guardrail.local.decode.penalise_repeats`, :func:`guardrail.local.decode.ban_repeats`).
+        ``examples`` are few-shot examples, valid values of the contract shown after the prompt
+        (:mod:`guardrail.call.examples`; an invalid one raises :class:`~guardrail.errors.InvalidExample` first).
         """
         value, _ = self.generate_with_trace(prompt, output_type, temperature=temperature,
                                             max_new_tokens=max_new_tokens, seed=seed, top_k=top_k, top_p=top_p,
                                             timeout=timeout, enums=enums, repetition_penalty=repetition_penalty,
-                                            no_repeat_ngram_size=no_repeat_ngram_size)
+                                            no_repeat_ngram_size=no_repeat_ngram_size, examples=examples)
         return value
 
     def generate_with_trace(self, prompt: str, output_type: Any, *, temperature: float = 1.0,
                             max_new_tokens: int = 256, seed: int | None = None, top_k: int = 0,
                             top_p: float = 1.0, jump_forward: bool = True,
                             timeout: float | None = None, enums: Mapping[str, Sequence[Any]] | None = None,
-                            repetition_penalty: float = 1.0, no_repeat_ngram_size: int = 0) -> tuple[Any, Trace]:
+                            repetition_penalty: float = 1.0, no_repeat_ngram_size: int = 0,
+                            examples: Sequence[Any] = ()) -> tuple[Any, Trace]:
         """:meth:`generate`, plus the :class:`Trace` of what the loop did."""
+        if examples:
+            from guardrail.call.examples import examples_prompt
+
+            if is_constraint(output_type):
+                raise UsageError("examples= shows JSON values of a contract; a Regex or Grammar takes none")
+            prompt = examples_prompt(prompt, output_type, examples)
         sampling = Sampling(temperature, top_k, top_p, max_new_tokens, jump_forward, timeout=timeout,
                             repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size)
         (result,), (trace,) = self._run([prompt], [output_type], sampling, seed, enums)

@@ -15,7 +15,8 @@ One record (format version :data:`RECORD_VERSION`), a JSON object:
 ``at``               when the call ended (UTC, ISO 8601)
 ``request_hash``     SHA-256 of the canonical request: the endpoint and the caller's SDK keywords minus the transport
                      ones (the same encoding as the response cache's key, without the contract, rules or prompt
-                     version), so one prompt has one hash across contract versions; ``null`` when the request has no
+                     version), so one prompt has one hash across contract versions; the call's few-shot examples
+                     count when it has some (they are part of the prompt); ``null`` when the request has no
                      canonical form
 ``provider``/``api``/``model``  where the call went
 ``prompt_version``   the call's ``prompt_version=`` (the decorator's ``version=``, the chain's ``prompt_version=``)
@@ -235,9 +236,13 @@ def request_hash(call: Call) -> str | None:
     """SHA-256 of the canonical request (endpoint and SDK keywords, transport ones left out); ``None`` when the
     request has no canonical form."""
     endpoint = call.endpoint
+    document: dict[str, Any] = {"endpoint": [endpoint.provider, endpoint.api, endpoint.server],
+                                "request": {k: v for k, v in call.kwargs.items() if k not in TRANSPORT_ONLY}}
+    examples = call.prepared.plans[0].examples
+    if examples:  # only then, so the hash of a call without examples is as it was
+        document["examples"] = [json.loads(text) for text in examples]
     try:
-        text = canonical_json({"endpoint": [endpoint.provider, endpoint.api, endpoint.server],
-                               "request": {k: v for k, v in call.kwargs.items() if k not in TRANSPORT_ONLY}})
+        text = canonical_json(document)
     except Uncacheable:
         return None
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

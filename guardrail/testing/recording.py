@@ -236,6 +236,26 @@ class RecordedRequest:
         return None
 
     @property
+    def text_constraint(self) -> dict[str, str] | None:
+        """The regex or grammar a self-hosted server was asked to decode under, read from whichever server's
+        field carries it: vLLM ``structured_outputs.regex``/``.grammar`` (and the older ``guided_regex``/
+        ``guided_grammar``), SGLang ``regex``/``ebnf``, llama.cpp ``grammar``. ``{"field", "kind", "value"}``
+        (``kind``: ``"regex"`` or ``"grammar"``; ``field`` the body path that held it), else ``None``. Fields of
+        another server are read alike: which one was sent is what the test asserts."""
+        if self.api != "chat":
+            return None
+        outputs = _dict(self.body.get("structured_outputs"))
+        found = [(f"structured_outputs.{key}", kind, outputs.get(key)) for key, kind in (("regex", "regex"),
+                                                                                          ("grammar", "grammar"))]
+        found += [(key, kind, self.body.get(key)) for key, kind in (
+            ("guided_regex", "regex"), ("guided_grammar", "grammar"), ("regex", "regex"), ("ebnf", "grammar"),
+            ("grammar", "grammar"))]
+        for field, kind, value in found:
+            if isinstance(value, str):
+                return {"field": field, "kind": kind, "value": value}
+        return None
+
+    @property
     def mode_fields(self) -> dict[str, Any]:
         """A small summary of how structured output was requested, for asserting on the mode in one go.
 

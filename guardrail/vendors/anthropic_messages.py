@@ -17,6 +17,7 @@ from guardrail.vendors.base import (
     ToolCall,
     as_text,
     count,
+    examples_instruction,
     feedback_message,
     instruction,
     replayed_arguments,
@@ -76,6 +77,9 @@ class Messages(Endpoint):
             out["tool_choice"] = {"type": "tool", "name": plan.name, "disable_parallel_tool_use": True}
         else:
             out["system"] = _with_system(out.get("system"), instruction(plan))
+        shown = examples_instruction(plan) if plan.mode in ("native", "tool") else None
+        if shown is not None:  # the prompt and JSON modes show them in instruction(plan)
+            out["system"] = _with_system(out.get("system"), shown)
         return with_history(out, "messages", messages, history, _replay, max_tokens=max_tokens,
                             token_key=self.max_tokens_key, temperature=temperature)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -306,10 +306,37 @@ class Endpoint(ABC):
 
 
 def instruction(plan: Plan) -> str:
-    """The system-prompt text that asks for JSON matching the schema (prompt and JSON modes)."""
+    """The system-prompt text that asks for JSON matching the schema (prompt and JSON modes), with the call's
+    few-shot examples after it; for a text constraint (a regex or grammar), the words asking for such a text."""
+    if plan.constraint is not None:
+        from guardrail.vendors.self_hosted_constraints import constraint_instruction
+
+        return constraint_instruction(plan.constraint)
     schema = json.dumps(plan.schema, ensure_ascii=False, separators=(",", ":"))
-    return ("Reply with one JSON value and nothing else: no prose, no code fences. "
+    text = ("Reply with one JSON value and nothing else: no prose, no code fences. "
             f"It must match this JSON Schema:\n{schema}")
+    return f"{text}\n\n{examples_block(plan)}" if plan.examples else text
+
+
+def examples_text(texts: Sequence[str], what: str = "replies") -> str:
+    """Few-shot examples (JSON texts) as one block of instruction text, each on its own lines. Examples are shown in
+    the instructions, never as made-up assistant turns, so the model never reads them as something it said."""
+    shown = "\n".join(f"Example {number}:\n{text}" for number, text in enumerate(texts, 1))
+    return f"Examples of valid {what} (each one complete JSON value; illustrations, not the answer):\n{shown}"
+
+
+def examples_block(plan: Plan) -> str:
+    """The plan's few-shot examples as one block of text (after the schema text in the prompt and JSON modes)."""
+    return examples_text(plan.examples)
+
+
+def examples_instruction(plan: Plan) -> str | None:
+    """The instruction text showing the few-shot examples in the native and tool modes, where no schema text is
+    in the prompt (the mode's own fields carry the schema); ``None`` when the call has none. The endpoints append
+    it to the system instructions."""
+    if not plan.examples:
+        return None
+    return examples_text(plan.examples, f"arguments of the {plan.name} tool" if plan.mode == "tool" else "replies")
 
 
 def with_history(out: dict[str, Any], key: str, turns: list[Any], history: list[Exchange],

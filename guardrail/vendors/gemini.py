@@ -33,6 +33,7 @@ from guardrail.vendors.base import (
     ToolCall,
     as_text,
     count,
+    examples_instruction,
     feedback_message,
     instruction,
     replayed_arguments,
@@ -167,6 +168,9 @@ class Gemini(Endpoint):
             if plan.mode == "json":
                 config["response_mime_type"] = "application/json"
             config["system_instruction"] = _with_system(config.get("system_instruction"), instruction(plan))
+        shown = examples_instruction(plan) if plan.mode in ("native", "tool") else None
+        if shown is not None:  # the prompt and JSON modes show them in instruction(plan)
+            config["system_instruction"] = _with_system(config.get("system_instruction"), shown)
         turns = _contents(kwargs.get("contents"))
         for exchange in history:
             turns.extend(_replay(exchange))

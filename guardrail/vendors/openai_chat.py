@@ -33,11 +33,13 @@ from guardrail.vendors.base import (
     Pieces,
     ToolCall,
     count,
+    examples_instruction,
     feedback_message,
     instruction,
     with_history,
 )
 from guardrail.vendors.plans import Plan
+from guardrail.vendors.self_hosted_constraints import constraint_fields
 
 _FINISH: dict[str, Finish] = {"stream_ended": "length", "stop": "stop", "tool_calls": "stop",
                               "function_call": "stop", "length": "length",
@@ -111,6 +113,11 @@ class ChatCompletions(Endpoint):
             if plan.mode == "json":
                 out["response_format"] = {"type": "json_object"}
             messages = _with_system(messages, instruction(plan))
+        # the examples: in instruction(plan) where it was sent (prompt, JSON, a server's native mode), else here
+        shown = examples_instruction(plan) if plan.mode == "tool" or (plan.mode == "native" and not self.server) \
+            else None
+        if shown is not None:
+            messages = _with_system(messages, shown)
         token_key = "max_tokens" if "max_tokens" in kwargs and "max_completion_tokens" not in kwargs else \
             "max_completion_tokens"
         with_history(out, "messages", messages, history, _replay, max_tokens=max_tokens, token_key=token_key,
@@ -135,7 +142,10 @@ class ChatCompletions(Endpoint):
 
 
 def native_fields(server: str | None, plan: Plan) -> dict[str, Any]:
-    """The SDK keywords that ask ``server`` (``None`` = OpenAI itself) for output constrained to the plan's schema."""
+    """The SDK keywords that ask ``server`` (``None`` = OpenAI itself) for output constrained to the plan's schema
+    (or to its text constraint, :mod:`guardrail.vendors.self_hosted_constraints`)."""
+    if plan.constraint is not None:
+        return constraint_fields(server, plan.constraint) or {}
     if server is None:
         return {"response_format": {"type": "json_schema",
                                     "json_schema": {"name": plan.name, "schema": plan.schema, "strict": plan.strict}}}

@@ -15,6 +15,7 @@ from guardrail.vendors.base import (
     Pieces,
     ToolCall,
     count,
+    examples_instruction,
     feedback_message,
     instruction,
     with_history,
@@ -65,6 +66,10 @@ class Responses(Endpoint):
                 text["format"] = {"type": "json_object"}
             own = out.get("instructions")
             out["instructions"] = f"{own}\n\n{instruction(plan)}" if own else instruction(plan)
+        shown = examples_instruction(plan) if plan.mode in ("native", "tool") else None
+        if shown is not None:  # the prompt and JSON modes show them in instruction(plan)
+            own = out.get("instructions")
+            out["instructions"] = f"{own}\n\n{shown}" if own else shown
         if text:
             out["text"] = text
         return with_history(out, "input", items, history, _replay, max_tokens=max_tokens,

@@ -38,7 +38,11 @@ class Plan:
 
     ``wrapped`` is the key a non-object root was wrapped under (the answer is unwrapped before parsing);
     ``absent_as_null`` means optional fields were sent as required-and-nullable, so a null for a field that
-    does not admit null means "absent". ``name`` is the schema/tool name sent to the vendor.
+    does not admit null means "absent". ``name`` is the schema/tool name sent to the vendor. ``examples`` are the
+    call's few-shot examples as JSON texts in this plan's shape (wrapped like the answer; :mod:`guardrail.call.examples`
+    sets them per call), shown to the model with the instructions. ``constraint`` is a text constraint
+    (:class:`guardrail.local.Regex`/``Grammar``) a self-hosted server decodes under instead of a schema
+    (:mod:`guardrail.vendors.self_hosted_constraints`), else ``None``.
     """
 
     mode: Mode
@@ -48,6 +52,8 @@ class Plan:
     wrapped: str | None
     absent_as_null: bool
     name: str
+    examples: tuple[str, ...] = ()
+    constraint: Any = None
 
 
 def plans(schema: dict[str, Any], name: str, caps: Capabilities, *, forced: Mode | None = None,

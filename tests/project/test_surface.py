@@ -186,6 +186,7 @@ PINNED: dict[str, list[str]] = {
         "IdempotencyInFlight",
         "IdempotencyUnknown",
         "InputLimitError",
+        "InvalidExample",
         "JSONSyntaxError",
         "LogprobsUnavailable",
         "MissingExtra",

@@ -195,3 +195,15 @@ def check_chunked(raw: openai.OpenAI, araw: anthropic.AsyncAnthropic) -> None:
         return done.value
 
     print(run)
+
+
+def check_text_constraint_and_examples(raw: openai.OpenAI) -> None:
+    from guardrail.local import Grammar, Regex
+
+    client = guardrail.wrap(raw, server="vllm")
+    code: str = client.chat.completions.create(model="m", messages=[], response_model=Regex(r"[A-Z]{3}"))
+    yes_no: guardrail.Result[Any] = client.chat.completions.create_with_result(
+        model="m", messages=[], response_model=Grammar('root ::= "yes" | "no"'))
+    ticket: Ticket = client.chat.completions.create(model="m", messages=[], response_model=Ticket,
+                                                    examples=[Ticket(title="t", priority=1)])
+    assert code and yes_no and ticket
