@@ -42,6 +42,8 @@ WIRE_KEYS_ALLOWED = {
         "a field of guardrail eval's own JSON report (the GenAI conventions' name for the tokens billed)",
     ("guardrail/evals/report.py", "output_tokens"):
         "a field of guardrail eval's own JSON report (the GenAI conventions' name for the tokens billed)",
+    ("guardrail/cli/evaluate.py", "max_tokens"):
+        "guardrail eval's run-wide budget in its report, named after guardrail.Budget's own max_tokens field",
     ("guardrail/local/calibration.py", "temperature"):
         "a kind of choose calibration (temperature scaling) and its field in guardrail's own calibration file",
     ("guardrail/cli/calibrate.py", "temperature"):
