@@ -1,8 +1,8 @@
 """guardrail: turn "the model said something" into a valid, permitted, typed value - or a precise error.
 
 This namespace holds what a user types daily: the three entry points (``wrap``, ``structured``, ``parse``),
-the degradation ``Chain``, tools and their policies, semantic rules, the result record and the errors most
-code catches. Everything else is imported from its subpackage, each of which pins its own ``__all__``:
+the degradation ``Chain``, the ``Canary`` rollout, tools and their policies, semantic rules, the result record
+and the errors most code catches. Everything else is imported from its subpackage, each of which pins its own ``__all__``:
 
 - ``guardrail.call``: the SDK wrapper, the decorator, settings, retry, modes, streaming;
 - ``guardrail.parse`` / ``guardrail.schema`` / ``guardrail.contract``: parsing, schema lowering, contracts;
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from guardrail.call.config import Config, configure
     from guardrail.call.decorator import structured
     from guardrail.call.options import RetryPolicy, Settings
-    from guardrail.canary.rollout import Canary as Canary  # lazy, not in __all__ (see _NAMES)
+    from guardrail.canary.rollout import Canary
     from guardrail.chain.tiers import Chain
     from guardrail.errors import (
         ApprovalRequired,
@@ -75,7 +75,7 @@ _NAMES: dict[str, str] = {
     "approve": "guardrail.tools.execute",
     "Budget": "guardrail.outcome",
     "BudgetExceeded": "guardrail.errors",
-    "Canary": "guardrail.canary.rollout",  # not in __all__ while the top-level namespace is capped at 45 names
+    "Canary": "guardrail.canary.rollout",
     "Chain": "guardrail.chain.tiers",
     "choose": "guardrail.local.choose",
     "Config": "guardrail.call.config",
@@ -120,6 +120,7 @@ __all__ = [
     "Budget",
     "BudgetExceeded",
     "Cache",
+    "Canary",
     "Chain",
     "Config",
     "Declined",
