@@ -2,7 +2,8 @@
 
 This namespace holds what a user types daily: the three entry points (``wrap``, ``structured``, ``parse``),
 the degradation ``Chain``, the ``Canary`` rollout, tools and their policies, semantic rules, the result record
-and the errors most code catches. Everything else is imported from its subpackage, each of which pins its own ``__all__``:
+and the errors most code catches. Everything else is imported from its subpackage, each of which pins its own
+``__all__``:
 
 - ``guardrail.call``: the SDK wrapper, the decorator, settings, retry, modes, streaming;
 - ``guardrail.parse`` / ``guardrail.schema`` / ``guardrail.contract``: parsing, schema lowering, contracts;
