@@ -47,7 +47,6 @@ from guardrail.call.text_constraints import constraint_prepared
 from guardrail.errors import UnsupportedCall, UsageError
 from guardrail.outcome import Result
 from guardrail.vendors.base import Endpoint, Methods
-from guardrail.vendors.self_hosted_constraints import text_constraint
 
 if TYPE_CHECKING:
     from types import GenericAlias, UnionType
@@ -132,7 +131,7 @@ class _Resource:
         if taken:
             raise UsageError(f"{', '.join(sorted(taken))} cannot be combined with response_model: guardrail sets it "
                              "for the mode it chooses (use mode= to choose one)")
-        if text_constraint(options.response_model):  # a Regex/Grammar for a self-hosted server
+        if options.constrains_text:  # a Regex/Grammar (guardrail.call.text_constraints), not a contract
             prepared = constraint_prepared(endpoint, options.response_model, options.mode, options.examples)
         else:
             prepared = client.prepare(endpoint, options.response_model, str(kwargs.get("model", "")), options.mode,

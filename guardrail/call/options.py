@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -188,6 +189,14 @@ class CallOptions:
     deadline: float | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     response_cache: Cache | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     recorder: Recorder | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
+
+    @property
+    def constrains_text(self) -> bool:
+        """Whether ``response_model`` is a :class:`guardrail.local.Regex` or ``Grammar`` (the answer is text
+        matching it, :mod:`guardrail.call.text_constraints`), not a contract. The constraints module is not
+        imported for this: a value of it can only exist once it has been."""
+        module = sys.modules.get("guardrail.local.constraints")
+        return module is not None and bool(module.is_constraint(self.response_model))
 
     @staticmethod
     def take(kwargs: dict[str, Any], method: str = "create") -> CallOptions | None:

@@ -27,7 +27,6 @@ endpoint (OpenAI itself, Anthropic, Gemini), ``prompt`` only. The plan's compile
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from guardrail.errors import ConfigError
@@ -35,17 +34,10 @@ from guardrail.schema.report import CompileEntry, CompileReport, Dialect
 from guardrail.vendors.plans import Plan
 from guardrail.vendors.profiles import Mode
 
-__all__ = ["constraint_fields", "constraint_instruction", "constraint_plans", "text_constraint"]
+__all__ = ["constraint_fields", "constraint_instruction", "constraint_plans"]
 
 #: Where ``native_fields`` is asked about a constraint: the modes a text constraint can be asked in.
 _TEXT_MODES: tuple[Mode, ...] = ("native", "prompt")
-
-
-def text_constraint(value: Any) -> bool:
-    """Whether ``value`` is a :class:`guardrail.local.Regex` or ``Grammar`` (not a contract). The constraint
-    module is not imported for this: a value of it can only exist once it has been."""
-    module = sys.modules.get("guardrail.local.constraints")
-    return module is not None and bool(module.is_constraint(value))
 
 
 def _is_regex(constraint: Any) -> bool:
