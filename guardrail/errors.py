@@ -30,6 +30,7 @@ against the classes, both ways::
     │   ├── Declined              the answer is a typed non-answer (status refused/unknown...) (.status, .value)
     │   ├── BatchItemFailed       a batch job's item the vendor never ran: the batch expired or was canceled
     │   │                         (.reason, .custom_id)
+    │   ├── ReasoningFailed       the reasoning stage of a reasoning-first call gave no reasoning to answer from
     │   └── GaveUp                every attempt's output failed the contract (.errors: one per attempt)
     │       ├── OutputTruncated   the output hit the token limit even after it was raised once
     │       ├── BudgetExceeded    another attempt would have passed the token or cost budget
@@ -165,6 +166,7 @@ __all__ = [
     "PathRejected",
     "PolicyError",
     "PriceUnknown",
+    "ReasoningFailed",
     "Refused",
     "Rejected",
     "ResultNotStorable",
@@ -445,6 +447,13 @@ class SemanticViolation(GuardrailError):
         self.violations = violations
         #: The names of the rules that failed (metrics count rejections per rule).
         self.rules = rules
+
+
+class ReasoningFailed(CallError):
+    """The first stage of a reasoning-first call (``reasoning="two_stage"``, :mod:`guardrail.call.reasoning`) gave
+    no reasoning to answer from: an empty reply. The answer stage was not asked; ``.outcome`` holds the stage."""
+
+    kind: str = "reasoning_failed"
 
 
 class GaveUp(CallError):

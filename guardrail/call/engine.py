@@ -615,12 +615,14 @@ def _previewer(send: Send, previews: bool) -> Previewer | None:
 
 
 def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool,
-                 replies: Sequence[Completion | Exception] = ()) -> Generator[Item, None, None]:
+                 replies: Sequence[Completion | Exception] = (), steps: Callable[..., Loop] = attempt_loop
+                 ) -> Generator[Item, None, None]:
     """Run the call with a synchronous SDK ``method``: previews of a streamed answer while it arrives (when
     ``previews``), then the result, its last item. With ``replies`` the call goes on from where they left it
-    (:func:`replayed`): a batch item re-asked live."""
+    (:func:`replayed`): a batch item re-asked live. ``steps`` is the loop stepped (:func:`attempt_loop`, or one
+    that wraps it: :func:`guardrail.call.reasoning.reasoned_loop`)."""
     with _report(call, method) as report:
-        loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        loop = steps(call, trace_id=report.trace_id, provider=report.provider)
         if replies:
             loop = replayed(loop, replies)
         reply: Reply = None
@@ -655,10 +657,11 @@ def iterate_sync(call: Call, method: Callable[..., Any], *, previews: bool,
 
 
 async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, previews: bool,
-                        replies: Sequence[Completion | Exception] = ()) -> AsyncGenerator[Item, None]:
+                        replies: Sequence[Completion | Exception] = (), steps: Callable[..., Loop] = attempt_loop
+                        ) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
     with _report(call, method) as report:
-        loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        loop = steps(call, trace_id=report.trace_id, provider=report.provider)
         if replies:
             loop = replayed(loop, replies)
         reply: Reply = None
@@ -693,19 +696,20 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, pr
     yield result
 
 
-def run_sync(call: Call, method: Callable[..., Any], *, replies: Sequence[Completion | Exception] = ()
-             ) -> Result[Any]:
+def run_sync(call: Call, method: Callable[..., Any], *, replies: Sequence[Completion | Exception] = (),
+             steps: Callable[..., Loop] = attempt_loop) -> Result[Any]:
     """Run the call with a synchronous SDK method (going on after ``replies``, see :func:`iterate_sync`); return
     the result."""
-    with closing(iterate_sync(call, method, previews=False, replies=replies)) as items:
+    with closing(iterate_sync(call, method, previews=False, replies=replies, steps=steps)) as items:
         return _only(next(items))
 
 
 async def run_async(call: Call, method: Callable[..., Awaitable[Any]], *,
-                    replies: Sequence[Completion | Exception] = ()) -> Result[Any]:
+                    replies: Sequence[Completion | Exception] = (), steps: Callable[..., Loop] = attempt_loop
+                    ) -> Result[Any]:
     """Run the call with an asynchronous SDK method (going on after ``replies``); return the result. The driver
     is closed before returning, so the call's span ends here, in the caller's context."""
-    async with aclosing(iterate_async(call, method, previews=False, replies=replies)) as items:
+    async with aclosing(iterate_async(call, method, previews=False, replies=replies, steps=steps)) as items:
         return _only(await anext(items))
 
 

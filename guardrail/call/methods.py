@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, TypeVar, cas
 from guardrail.call.cache import Cache, run_cached, run_cached_async
 from guardrail.call.engine import Call, iterate_async, iterate_sync, run_async, run_sync
 from guardrail.call.options import CallOptions, ClientOptions, deadline_at, timeout_seconds
+from guardrail.call.reasoning import reasoned, reasoned_async, refuse
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.errors import UnsupportedCall, UsageError
 from guardrail.outcome import Result
@@ -76,6 +77,8 @@ client; ``create_with_result`` returns the whole :class:`~guardrail.Result`).
     context: runtime facts the rules read and pydantic validators see as ``info.context``.
     cache: ``False`` skips the wrapper's response cache for this call (:mod:`guardrail.call.cache`).
     prompt_version: your prompt's version, part of the cache key (change it to stop reusing answers).
+    reasoning: ``"two_stage"`` or ``"field"``: the model reasons before it answers; the text is on
+        ``Result.reasoning``, never the value (:mod:`guardrail.call.reasoning`).
 
 The other keywords are the SDK's, passed on. guardrail's keywords without ``response_model`` are a ``TypeError``.
 """
@@ -182,6 +185,8 @@ class StructuredMethod(_Resource):
 
     def _guardrail_run(self, options: CallOptions, kwargs: dict[str, Any]) -> Result[Any]:
         """The structured call: through the response cache when there is one, else straight to the loop."""
+        if options.reasoning is not None:  # reasoning first: guardrail.call.reasoning
+            return reasoned(self, options, kwargs)
         call = self._guardrail_call(options, kwargs)
         send = self._guardrail_send()
         cache = self._guardrail_cache(options)
@@ -217,6 +222,7 @@ class StructuredMethod(_Resource):
         return self._guardrail_stream(options, kwargs)
 
     def _guardrail_stream(self, options: CallOptions, kwargs: dict[str, Any]) -> StructuredStream[Any]:
+        refuse(options, self._guardrail_methods.partial)
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
         return StructuredStream(iterate_sync(call, self._guardrail_send(), previews=True))
 
@@ -247,6 +253,8 @@ class AsyncStructuredMethod(_Resource):
     def _guardrail_run(self, options: CallOptions, kwargs: dict[str, Any]) -> Coroutine[Any, Any, Result[Any]]:
         """The structured call, as :meth:`StructuredMethod._guardrail_run` (the call is made now, so a mistake
         in it raises here, not when awaited)."""
+        if options.reasoning is not None:  # reasoning first: guardrail.call.reasoning
+            return reasoned_async(self, options, kwargs)
         call = self._guardrail_call(options, kwargs)
         send = self._guardrail_send()
         cache = self._guardrail_cache(options)
@@ -278,6 +286,7 @@ class AsyncStructuredMethod(_Resource):
         return self._guardrail_stream(options, kwargs)
 
     def _guardrail_stream(self, options: CallOptions, kwargs: dict[str, Any]) -> AsyncStructuredStream[Any]:
+        refuse(options, self._guardrail_methods.partial)
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
         return AsyncStructuredStream(iterate_async(call, self._guardrail_send(), previews=True))
 
@@ -436,6 +445,7 @@ class RawStructuredMethod(MethodTwin):
         options = CallOptions.take(kwargs)
         if options is None:
             return self._guardrail_sdk_create(**kwargs)
+        refuse(options, "with_raw_response.create")
         resource: StructuredMethod = self._guardrail_of
         call = resource._guardrail_call(options, kwargs)
         responses: list[Any] = []
@@ -464,6 +474,7 @@ class AsyncRawStructuredMethod(MethodTwin):
         options = CallOptions.take(kwargs)
         if options is None:
             return self._guardrail_sdk_create(**kwargs)
+        refuse(options, "with_raw_response.create")
         resource: AsyncStructuredMethod = self._guardrail_of
         return self._structured(resource, resource._guardrail_call(options, kwargs))
 

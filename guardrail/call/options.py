@@ -35,6 +35,7 @@ from guardrail.vendors.profiles import Capabilities, Mode, capabilities
 
 if TYPE_CHECKING:
     from guardrail.call.cache import Cache
+    from guardrail.call.reasoning import Reasoning, ReasoningMode
     from guardrail.gates.semantic import Rule
     from guardrail.outcome import Budget
     from guardrail.replay.record import Recorder
@@ -184,6 +185,7 @@ class CallOptions:
     context: Mapping[str, Any] | None = None
     cache: bool = True
     prompt_version: str | None = None
+    reasoning: Reasoning | ReasoningMode | None = None
     deadline: float | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     response_cache: Cache | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     recorder: Recorder | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
