@@ -70,8 +70,9 @@ class StructuredFunction(Generic[P, R]):
     def __init__(self, fn: Callable[P, R], config: Config | None, overrides: dict[str, Any],
                  prompt: Callable[..., str] | None, instance: Any = None, rules: Sequence[Rule] = (),
                  context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, *,
-                 output: Any = None, version: str | None = None) -> None:
+                 output: Any = None, version: str | None = None, reasoning: Any = None) -> None:
         functools.update_wrapper(self, fn)
+        self._reasoning = reasoning
         self._output = output
         self._version = version
         self._rules = tuple(rules)
@@ -112,9 +113,10 @@ class StructuredFunction(Generic[P, R]):
             cached = self._overrides.get("cache") is not False  # the chain's vendor tiers hold the caches
             if self._is_async:  # async tiers awaited, sync ones in a worker thread
                 return chain.arun(self.output_type, system=system, user=user, inputs=arguments, context=context,
-                                  rules=self._rules, prompt_version=self._version, cache=cached)
+                                  rules=self._rules, prompt_version=self._version, cache=cached,
+                                  reasoning=self._reasoning)
             return chain.run(self.output_type, system=system, user=user, inputs=arguments, context=context,
-                             rules=self._rules, prompt_version=self._version, cache=cached)
+                             rules=self._rules, prompt_version=self._version, cache=cached, reasoning=self._reasoning)
         method, options, request = self._request(args, kwargs, config)
         return run_with_result(method, options, request)
 
@@ -175,7 +177,8 @@ class StructuredFunction(Generic[P, R]):
         context = self._context() if callable(self._context) else self._context
         options = CallOptions(self.output_type, aliases=config.aliases, max_attempts=config.max_attempts,
                               mode=config.mode, budget=config.budget, rules=self._rules, context=context,
-                              prompt_version=self._version, recorder=_recorder(config.record))
+                              prompt_version=self._version, recorder=_recorder(config.record),
+                              reasoning=self._reasoning)
         method = structured_method(client, config.api)
         return method, options, {"model": config.model,
                                  **method.endpoint.prompt_request(system, user, max_tokens=config.max_tokens)}
@@ -185,7 +188,8 @@ class StructuredFunction(Generic[P, R]):
         if instance is None:
             return self
         return StructuredFunction(self._fn, self._config, self._overrides, self._prompt, instance, self._rules,
-                                  self._context, output=self._output, version=self._version)
+                                  self._context, output=self._output, version=self._version,
+                                  reasoning=self._reasoning)
 
 
 def _recorder(record: Any) -> Any:
@@ -207,7 +211,7 @@ def structured(*, config: Config | None = None, client: Any = None, async_client
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
                chain: Any = None, output: Any = None, cache: Cache | bool | None = None,
-               version: str | None = None, record: Any = None
+               version: str | None = None, record: Any = None, reasoning: Any = None
                ) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
 def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
                model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
@@ -216,7 +220,7 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
                rules: Sequence[Rule] = (),
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, chain: Any = None,
                output: Any = None, cache: Cache | bool | None = None, version: str | None = None,
-               record: Any = None) -> Any:
+               record: Any = None, reasoning: Any = None) -> Any:
     """Turn a typed function signature into a validated model call (see the module docstring).
 
     Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
@@ -228,6 +232,8 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
     with ``False``; with a ``chain``, its vendor tiers hold the caches and ``False`` turns them off for this
     function) and ``version`` the prompt's version, part of the cache key. ``record`` records every call for
     replay (a JSONL file path or a :class:`~guardrail.replay.Recorder`; with a ``chain``, give it to the chain).
+    ``reasoning`` (``"two_stage"``, ``"field"`` or a :class:`~guardrail.call.reasoning.Reasoning`) has the model
+    reason before it answers; ``.with_result(...)`` then holds the text as ``.reasoning``.
     """
     if cache is True:
         raise UsageError("cache= takes a guardrail Cache(...), False for none, or None for the configured one")
@@ -237,6 +243,6 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
 
     def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
         return StructuredFunction(function, config, overrides, prompt, None, rules, context, output=output,
-                                  version=version)
+                                  version=version, reasoning=reasoning)
 
     return decorate(fn) if fn is not None else decorate

@@ -47,7 +47,7 @@ from guardrail.call.engine import Ask, Call, Loop, Retry, Send, _Run, _tries, at
 from guardrail.errors import CallError, ConfigError, ReasoningFailed, Refused, UsageError, VendorError
 from guardrail.observe import cost
 from guardrail.observe.telemetry import get_logger, mark_failed
-from guardrail.outcome import Attempt, Budget, Outcome, Result, Usage
+from guardrail.outcome import Budget, Outcome, Result, Usage
 
 if TYPE_CHECKING:
     from guardrail.call.methods import AsyncStructuredMethod, StructuredMethod
