@@ -90,7 +90,7 @@ def test_two_stages_reason_in_free_text_then_answer_in_the_contract(api: str, is
     assert REASON_PROMPT in first.last_user_text
     assert second.schema is not None and set(second.schema["properties"]) == {"label", "score"}
     assert THOUGHT in second.conversation_text and ANSWER_PROMPT in second.last_user_text
-    assert [attempt.mode for attempt in result.attempts][0] == "reasoning" and len(result.attempts) == 2
+    assert result.attempts[0].mode == "reasoning" and len(result.attempts) == 2
     assert (result.usage.input_tokens, result.usage.output_tokens) == served  # both stages, every token
     assert result.usage == result.attempts[0].usage + result.attempts[1].usage
     assert result.vendor_calls == 2
@@ -155,7 +155,7 @@ def test_an_answer_stage_that_gives_up_keeps_both_stages_on_the_error() -> None:
         with pytest.raises(GaveUp) as caught:
             _create(emu, "chat", False, reasoning="two_stage")
     outcome = caught.value.outcome
-    assert [attempt.mode for attempt in outcome.attempts][0] == "reasoning" and len(outcome.attempts) == 4
+    assert outcome.attempts[0].mode == "reasoning" and len(outcome.attempts) == 4
     assert outcome.usage == sum((attempt.usage for attempt in outcome.attempts), guardrail.Usage())
 
 
@@ -186,7 +186,7 @@ def test_field_mode_sends_a_leading_reasoning_field_and_returns_the_contract_wit
         emu.script(reply.answer(json.dumps({"reasoning": THOUGHT, **GOOD})))
         result = _create(emu, api, is_async, reasoning="field")
         (request,) = emu.requests
-    assert list(request.schema["properties"])[0] == "reasoning"
+    assert next(iter(request.schema["properties"])) == "reasoning"
     assert set(request.schema["properties"]) == {"reasoning", "label", "score"}
     assert type(result.value) is Diagnosis and result.value == Diagnosis(**GOOD)
     assert "reasoning" not in result.value.model_dump() and result.reasoning == THOUGHT
