@@ -5,8 +5,9 @@ The local twin of :mod:`guardrail.call.reasoning` (the same :class:`~guardrail.c
 
 ``"two_stage"``
     Stage one generates free text (no grammar: a pattern that accepts anything, so the model may stop wherever it
-    likes) for at most :attr:`Reasoning.max_tokens` new tokens. Stage two is the ordinary constrained generation
-    over the prompt, the reasoning request, the reasoning and the follow-up: the answer cannot break the
+    likes) for at most :attr:`Reasoning.max_tokens` new tokens; reasoning cut off by that cap is kept as it is.
+    Stage two is the ordinary constrained generation over the prompt, the reasoning request, the reasoning and
+    the follow-up: the answer cannot break the
     contract's grammar and still goes through the parse layer and validation. An empty reasoning is
     :class:`~guardrail.errors.ReasoningFailed`; the ``timeout`` covers both stages (stage two gets what stage one
     left; none left is :class:`~guardrail.errors.DeadlineExceeded`).
@@ -28,7 +29,7 @@ from typing import Any
 
 from guardrail.call.reasoning import REASONING_MODE, Reasoning, reasoned_contract, reasoning_of, split
 from guardrail.contract import compile_contract
-from guardrail.errors import DeadlineExceeded, ReasoningFailed
+from guardrail.errors import DeadlineExceeded, ReasoningFailed, TruncatedJSONError
 from guardrail.local.constraints import Regex
 from guardrail.local.decode import Trace
 from guardrail.local.telemetry import model_name
@@ -67,10 +68,15 @@ def generate_reasoned(model: Any, prompt: str, output_type: Any, *, reasoning: R
 
     with internal_span("guardrail.reasoning.stage", _attributes("reasoning", spec)):
         asked = f"{prompt}\n\n{spec.prompt}\n\n"
-        said, first = model.generate_with_trace(asked, FREE_TEXT, temperature=temperature,
-                                                max_new_tokens=spec.max_tokens, seed=seed, timeout=timeout)
+        (said,), (first,) = model.generate_batch_with_traces([asked], FREE_TEXT, temperature=temperature,
+                                                             max_new_tokens=spec.max_tokens, seed=seed,
+                                                             timeout=timeout)
     record.add(REASONING_MODE, asked, first)
-    text = said.strip()
+    if isinstance(said, TruncatedJSONError):  # stopped by the cap (or the timeout) inside a character
+        said = first.text
+    elif isinstance(said, Exception):
+        raise said
+    text = str(said).strip()
     if not text:
         raise ReasoningFailed(f"the reasoning stage generated no text ({first.stop_reason or 'stopped'})",
                               outcome=record.outcome(REASONING_MODE))
