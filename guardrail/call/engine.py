@@ -76,8 +76,8 @@ from guardrail.vendors.plans import Plan
 if TYPE_CHECKING:
     from guardrail.replay.record import Recorder
 
-__all__ = ["DEADLINE", "Accept", "Answer", "Ask", "Call", "Record", "Retry", "Send", "Sleep", "Tried",
-           "attempt_loop", "iterate_async", "iterate_sync", "replayed", "run_async", "run_sync"]
+__all__ = ["DEADLINE", "Accept", "Answer", "Ask", "Call", "Record", "Retry", "Run", "Send", "Sleep", "Tried",
+           "attempt_loop", "http_tries", "iterate_async", "iterate_sync", "replayed", "run_async", "run_sync"]
 
 log = get_logger("guardrail")
 
@@ -224,12 +224,12 @@ def attempt_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop:
     pricing see it (``azure.ai.openai`` for an Azure OpenAI client); the driver knows both once the span is
     open. An empty ``provider`` means the endpoint's own.
     """
-    run = _Run(call, trace_id, provider or call.endpoint.provider)
+    run = Run(call, trace_id, provider or call.endpoint.provider)
     ask = Ask(0, None, [], call.endpoint.max_tokens(call.kwargs), call.endpoint.temperature(call.kwargs))
     try:
         while True:
             send, max_tokens = run.request(ask)
-            tried = yield from _tries(call, send)
+            tried = yield from http_tries(call, send)
             verdict = run.judge(ask, tried, max_tokens)
             if isinstance(verdict, Accept):
                 result = result_from(run.outcome(ask), verdict.value)
@@ -268,7 +268,7 @@ def replayed(loop: Loop, replies: Sequence[Completion | Exception]) -> Loop:
             reply = yield effect
 
 
-def _tries(call: Call, send: Send) -> Generator[Effect, Reply, Tried]:
+def http_tries(call: Call, send: Send) -> Generator[Effect, Reply, Tried]:
     """The HTTP tries of one attempt: each :class:`Send` cut to the time the deadline leaves, a retryable failure
     retried after the policy's wait (:meth:`RetryPolicy.wait <guardrail.call.options.RetryPolicy.wait>`)."""
     started = time.monotonic()
@@ -318,7 +318,7 @@ def _out_of_time() -> Failure:
     return Failure("retryable", None, DEADLINE, str(error), None, error)
 
 
-class _Run:
+class Run:
     """One call's record so far (its attempts, their usage) and the judgement of each answer.
 
     Every decision about what to ask next is returned as a verdict (:class:`Accept`, :class:`Retry`) built from

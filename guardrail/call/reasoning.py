@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 import pydantic
 from opentelemetry import trace
 
-from guardrail.call.engine import Ask, Call, Loop, Retry, Send, _Run, _tries, attempt_loop, run_async, run_sync
+from guardrail.call.engine import Ask, Call, Loop, Retry, Run, Send, attempt_loop, http_tries, run_async, run_sync
 from guardrail.errors import CallError, ConfigError, ReasoningFailed, Refused, UsageError, VendorError
 from guardrail.observe import cost
 from guardrail.observe.telemetry import get_logger, mark_failed
@@ -200,7 +200,7 @@ def reasoned_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop
     spec = reasoning_of(call.options.reasoning)
     assert spec is not None and spec.mode == "two_stage"
     provider = provider or call.endpoint.provider
-    run = _Run(call, trace_id, provider)  # stage one's record: its budget room, typed ends and outcome
+    run = Run(call, trace_id, provider)  # stage one's record: its budget room, typed ends and outcome
     stage = _Stage(REASONING_MODE, spec)
     ask = Ask(0, None, [], spec.max_tokens, call.endpoint.temperature(call.kwargs))
     try:
@@ -209,7 +209,7 @@ def reasoned_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop
         if call.options.budget is not None:
             limit = min(limit, run.room(ask, call.options.budget, kwargs))
             kwargs = call.endpoint.continued(call.kwargs, [("user", spec.prompt)], max_tokens=limit)
-        tried = yield from _tries(call, Send(kwargs, False))
+        tried = yield from http_tries(call, Send(kwargs, False))
         attempt = dataclasses.replace(run.attempt(ask, tried, limit), mode=REASONING_MODE)
         if tried.failure is not None:
             verdict = run.failed(ask, tried.failure, attempt)  # raises its typed end, but for a 400 "for the schema"

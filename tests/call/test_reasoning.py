@@ -24,8 +24,9 @@ from pydantic import BaseModel, Field
 from support.calls import endpoint_client, endpoint_method
 
 import guardrail
-from guardrail.call.reasoning import ANSWER_PROMPT, REASON_PROMPT, Reasoning
+from guardrail.call.reasoning import ANSWER_PROMPT, REASON_PROMPT, Reasoning, reasoned_contract
 from guardrail.chain.tiers import Chain, vendor
+from guardrail.contract import compile_contract
 from guardrail.errors import (
     BudgetExceeded,
     ConfigError,
@@ -35,6 +36,7 @@ from guardrail.errors import (
     UsageError,
     VendorUnavailable,
 )
+from guardrail.schema.order import late_reasoning
 from guardrail.testing import Emulator, reply
 
 APIS = ["chat", "responses", "messages", "gemini"]
@@ -292,3 +294,14 @@ def test_the_answer_is_never_taken_from_the_reasoning(thought: str) -> None:
         emu.script(reply.text(thought), reply.answer('{"label": "the-answer", "score": 2}'))
         result = _create(emu, "chat", False, reasoning="two_stage")
     assert result.value == Diagnosis(label="the-answer", score=2) and result.reasoning == thought.strip()
+
+
+def test_the_field_mode_contract_passes_the_schema_order_check() -> None:
+    class Late(BaseModel):
+        label: str
+        reasoning: str
+
+    extended = reasoned_contract(Diagnosis)
+    assert late_reasoning(compile_contract(extended).schema) == []  # what `guardrail schema` checks
+    (late,) = late_reasoning(compile_contract(Late).schema)
+    assert "reasoning='field'" in str(late)  # the warning points to this option
