@@ -30,6 +30,7 @@ from guardrail.contract import compile_contract
 from guardrail.errors import (
     BudgetExceeded,
     ConfigError,
+    DeadlineExceeded,
     GaveUp,
     ReasoningFailed,
     Refused,
@@ -140,6 +141,18 @@ def test_a_transport_failure_in_the_reasoning_stage_is_the_usual_typed_error() -
         with pytest.raises(VendorUnavailable) as caught:
             _create(emu, "chat", False, reasoning="two_stage")
         assert len(emu.requests) == 2  # FAST.max_tries
+    assert caught.value.outcome.attempts[0].mode == "reasoning"
+
+
+def test_the_calls_deadline_covers_the_reasoning_stage() -> None:
+    with Emulator() as emu:
+        emu.script(reply.text(THOUGHT).after(5), reply.answer(json.dumps(GOOD)))
+        client = guardrail.wrap(endpoint_client(emu, "chat", False),
+                                retry=guardrail.RetryPolicy(max_tries=1, deadline=0.3))
+        method, kwargs = endpoint_method(client, "chat")
+        with pytest.raises(DeadlineExceeded) as caught:
+            method.create(response_model=Diagnosis, reasoning="two_stage", **kwargs)
+        assert len(emu.requests) == 1  # the answer was never asked
     assert caught.value.outcome.attempts[0].mode == "reasoning"
 
 
