@@ -4,7 +4,6 @@ or one generation of the contract with a leading reasoning field. Through the ch
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any, Literal
 
 import pytest
@@ -22,15 +21,11 @@ from guardrail.local import LocalModel
 from guardrail.local.reasoning import generate_reasoned
 
 
-class Color(StrEnum):
-    red = "red"
-    green = "green"
-    blue = "blue"
-
-
 class Pick(BaseModel):
-    color: Color
+    """A shirt: the size, and whether it is the red one."""
+
     size: Literal["S", "M", "L"]
+    red: bool
 
 
 PROMPT = "Pick a colour and a size for a small red shirt."
