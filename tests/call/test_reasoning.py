@@ -185,6 +185,17 @@ def test_the_budget_covers_both_stages() -> None:
     assert caught.value.outcome.usage.total_tokens == 940
 
 
+def test_a_dollar_budget_covers_both_stages_and_the_cost_counts_both() -> None:
+    with Emulator() as emu:  # gpt-4o: $2.50 / $10 per million tokens
+        emu.script(reply.text(THOUGHT, usage=(40, 100)), reply.answer(json.dumps(GOOD), usage=(200, 10)))
+        result = _create(emu, "chat", False, reasoning="two_stage")
+        emu.script(reply.text(THOUGHT, usage=(40, 900)), reply.answer(json.dumps(GOOD)))
+        with pytest.raises(BudgetExceeded):  # $0.0091 of $0.01 spent reasoning: too little left to answer
+            _create(emu, "chat", False, reasoning="two_stage", budget=guardrail.Budget(max_usd=0.01))
+        assert len(emu.requests) == 3
+    assert result.cost_usd == pytest.approx((40 * 2.5 + 100 * 10 + 200 * 2.5 + 10 * 10) / 1e6)
+
+
 def test_the_reasoning_stage_stops_before_a_budget_it_cannot_keep() -> None:
     with Emulator() as emu:
         with pytest.raises(BudgetExceeded):
