@@ -34,6 +34,7 @@ against the classes, both ways::
     │   │   │                     .chunks); a chunk's call kept failing (the __cause__)
     │   │   ├── ChunksExhausted   max_chunks chunks came and none said the list was done
     │   │   └── ChunkRejected     a chunk kept failing the chunk checks: a conflicting duplicate, a gap (.problems)
+    │   ├── ReasoningFailed       the reasoning stage of a reasoning-first call gave no reasoning to answer from
     │   └── GaveUp                every attempt's output failed the contract (.errors: one per attempt)
     │       ├── OutputTruncated   the output hit the token limit even after it was raised once (a list too
     │       │                     long for one answer: ask for it in chunks, guardrail.call.chunked)
@@ -177,6 +178,7 @@ __all__ = [
     "PathRejected",
     "PolicyError",
     "PriceUnknown",
+    "ReasoningFailed",
     "Refused",
     "Rejected",
     "ResultNotStorable",
@@ -482,6 +484,13 @@ class ChunkRejected(ChunkingFailed):
                  problems: tuple[str, ...]) -> None:
         super().__init__(message, outcome=outcome, items=items, chunks=chunks)
         self.problems = problems
+
+
+class ReasoningFailed(CallError):
+    """The first stage of a reasoning-first call (``reasoning="two_stage"``, :mod:`guardrail.call.reasoning`) gave
+    no reasoning to answer from: an empty reply. The answer stage was not asked; ``.outcome`` holds the stage."""
+
+    kind: str = "reasoning_failed"
 
 
 class GaveUp(CallError):

@@ -198,12 +198,16 @@ class Outcome:
 class Result(Outcome, Generic[T]):
     """A validated value and the :class:`Outcome` that produced it (``create_with_result`` returns this).
 
+    ``reasoning`` is the text the model reasoned in before answering, when the call asked for it.
     ``cached`` is true when the value came from a response cache (:class:`guardrail.call.cache.Cache`) instead of
     the vendor: re-validated against the current contract and rules, with no attempts and ``vendor_calls == 0``.
     """
 
     value: T = None  # type: ignore[assignment]
     cached: bool = False
+    #: What the model reasoned before answering (``reasoning=`` on the call, :mod:`guardrail.call.reasoning`):
+    #: kept beside the value, never read or validated as the answer; ``None`` for a call without it.
+    reasoning: str | None = None
 
     @property
     def fixes(self) -> tuple[Fix, ...]:

@@ -379,8 +379,8 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
             if done:
                 fields = _total(outcomes, started)
                 cached = bool(records) and all(getattr(r, "cached", False) for r in records)
-                return ChunkedResult(*fields, None, list(kept), cached, tuple(records), asks, dropped, True,
-                                     tuple(outcomes))
+                return ChunkedResult(*fields, None, list(kept), cached, chunks=tuple(records), asks=asks,
+                                     dropped=dropped, complete=True, parts=tuple(outcomes))
             break
     raise failed(ChunksExhausted, f"{chunking.max_chunks} chunks gave {len(kept)} items and none said the list "
                  "was done: raise max_chunks or max_items (the items so far are on .items; they are not the whole "

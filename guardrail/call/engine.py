@@ -77,8 +77,8 @@ from guardrail.vendors.plans import Plan
 if TYPE_CHECKING:
     from guardrail.replay.record import Recorder
 
-__all__ = ["DEADLINE", "Accept", "Answer", "Ask", "Call", "Record", "Retry", "Send", "Sleep", "Tried",
-           "attempt_loop", "iterate_async", "iterate_sync", "replayed", "run_async", "run_sync"]
+__all__ = ["DEADLINE", "Accept", "Answer", "Ask", "Call", "Record", "Retry", "Run", "Send", "Sleep", "Tried",
+           "attempt_loop", "http_tries", "iterate_async", "iterate_sync", "replayed", "run_async", "run_sync"]
 
 log = get_logger("guardrail")
 
@@ -228,13 +228,13 @@ def attempt_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop:
     pricing see it (``azure.ai.openai`` for an Azure OpenAI client); the driver knows both once the span is
     open. An empty ``provider`` means the endpoint's own.
     """
-    run = _Run(call, trace_id, provider or call.endpoint.provider)
+    run = Run(call, trace_id, provider or call.endpoint.provider)
     endpoint = call.endpoint
     ask = Ask(0, None, list(call.history), endpoint.max_tokens(call.kwargs), endpoint.temperature(call.kwargs))
     try:
         while True:
             send, max_tokens = run.request(ask)
-            tried = yield from _tries(call, send)
+            tried = yield from http_tries(call, send)
             verdict = run.judge(ask, tried, max_tokens)
             if isinstance(verdict, Accept):
                 result = result_from(run.outcome(ask), verdict.value)
@@ -273,7 +273,7 @@ def replayed(loop: Loop, replies: Sequence[Completion | Exception]) -> Loop:
             reply = yield effect
 
 
-def _tries(call: Call, send: Send) -> Generator[Effect, Reply, Tried]:
+def http_tries(call: Call, send: Send) -> Generator[Effect, Reply, Tried]:
     """The HTTP tries of one attempt: each :class:`Send` cut to the time the deadline leaves, a retryable failure
     retried after the policy's wait (:meth:`RetryPolicy.wait <guardrail.call.options.RetryPolicy.wait>`)."""
     started = time.monotonic()
@@ -323,7 +323,7 @@ def _out_of_time() -> Failure:
     return Failure("retryable", None, DEADLINE, str(error), None, error)
 
 
-class _Run:
+class Run:
     """One call's record so far (its attempts, their usage) and the judgement of each answer.
 
     Every decision about what to ask next is returned as a verdict (:class:`Accept`, :class:`Retry`) built from
@@ -630,12 +630,14 @@ def _previewer(send: Send, previews: Previews) -> Show | None:
 
 
 def iterate_sync(call: Call, method: Callable[..., Any], *, previews: Previews,
-                 replies: Sequence[Completion | Exception] = ()) -> Generator[Item, None, None]:
+                 replies: Sequence[Completion | Exception] = (), steps: Callable[..., Loop] = attempt_loop
+                 ) -> Generator[Item, None, None]:
     """Run the call with a synchronous SDK ``method``: previews of a streamed answer while it arrives (when
     ``previews``), then the result, its last item. With ``replies`` the call goes on from where they left it
-    (:func:`replayed`): a batch item re-asked live."""
+    (:func:`replayed`): a batch item re-asked live. ``steps`` is the loop stepped (:func:`attempt_loop`, or one
+    that wraps it: :func:`guardrail.call.reasoning.reasoned_loop`)."""
     with _report(call, method) as report:
-        loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        loop = steps(call, trace_id=report.trace_id, provider=report.provider)
         if replies:
             loop = replayed(loop, replies)
         reply: Reply = None
@@ -670,10 +672,11 @@ def iterate_sync(call: Call, method: Callable[..., Any], *, previews: Previews,
 
 
 async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, previews: Previews,
-                        replies: Sequence[Completion | Exception] = ()) -> AsyncGenerator[Item, None]:
+                        replies: Sequence[Completion | Exception] = (), steps: Callable[..., Loop] = attempt_loop
+                        ) -> AsyncGenerator[Item, None]:
     """The async twin of :func:`iterate_sync`."""
     with _report(call, method) as report:
-        loop = attempt_loop(call, trace_id=report.trace_id, provider=report.provider)
+        loop = steps(call, trace_id=report.trace_id, provider=report.provider)
         if replies:
             loop = replayed(loop, replies)
         reply: Reply = None
@@ -708,19 +711,20 @@ async def iterate_async(call: Call, method: Callable[..., Awaitable[Any]], *, pr
     yield result
 
 
-def run_sync(call: Call, method: Callable[..., Any], *, replies: Sequence[Completion | Exception] = ()
-             ) -> Result[Any]:
+def run_sync(call: Call, method: Callable[..., Any], *, replies: Sequence[Completion | Exception] = (),
+             steps: Callable[..., Loop] = attempt_loop) -> Result[Any]:
     """Run the call with a synchronous SDK method (going on after ``replies``, see :func:`iterate_sync`); return
     the result."""
-    with closing(iterate_sync(call, method, previews=False, replies=replies)) as items:
+    with closing(iterate_sync(call, method, previews=False, replies=replies, steps=steps)) as items:
         return _only(next(items))
 
 
 async def run_async(call: Call, method: Callable[..., Awaitable[Any]], *,
-                    replies: Sequence[Completion | Exception] = ()) -> Result[Any]:
+                    replies: Sequence[Completion | Exception] = (), steps: Callable[..., Loop] = attempt_loop
+                    ) -> Result[Any]:
     """Run the call with an asynchronous SDK method (going on after ``replies``); return the result. The driver
     is closed before returning, so the call's span ends here, in the caller's context."""
-    async with aclosing(iterate_async(call, method, previews=False, replies=replies)) as items:
+    async with aclosing(iterate_async(call, method, previews=False, replies=replies, steps=steps)) as items:
         return _only(await anext(items))
 
 

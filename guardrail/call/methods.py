@@ -42,6 +42,7 @@ from guardrail.call.engine import Call, iterate_async, iterate_sync, run_async, 
 from guardrail.call.examples import with_examples
 from guardrail.call.iterable import AsyncItemStream, ItemStream, ListRun
 from guardrail.call.options import CallOptions, ClientOptions, deadline_at, timeout_seconds
+from guardrail.call.reasoning import reasoned, reasoned_async, refuse
 from guardrail.call.streaming import AsyncStructuredStream, StructuredStream
 from guardrail.call.text_constraints import constraint_prepared
 from guardrail.errors import UnsupportedCall, UsageError
@@ -86,6 +87,8 @@ client; ``create_with_result`` returns the whole :class:`~guardrail.Result`).
     prompt_version: your prompt's version, part of the cache key (change it to stop reusing answers).
     examples: few-shot examples, valid values of the contract, shown with the instructions
         (:mod:`guardrail.call.examples`); an invalid one raises :class:`~guardrail.errors.InvalidExample` first.
+    reasoning: ``"two_stage"`` or ``"field"``: the model reasons before it answers; the text is on
+        ``Result.reasoning``, never the value (:mod:`guardrail.call.reasoning`).
 
 The other keywords are the SDK's, passed on. guardrail's keywords without ``response_model`` are a ``TypeError``.
 """
@@ -197,6 +200,8 @@ class StructuredMethod(ChunkedCreate, _Resource):
 
     def _guardrail_run(self, options: CallOptions, kwargs: dict[str, Any]) -> Result[Any]:
         """The structured call: through the response cache when there is one, else straight to the loop."""
+        if options.reasoning is not None:  # reasoning first: guardrail.call.reasoning
+            return reasoned(self, options, kwargs)
         call = self._guardrail_call(options, kwargs)
         send = self._guardrail_send()
         cache = self._guardrail_cache(options)
@@ -232,6 +237,7 @@ class StructuredMethod(ChunkedCreate, _Resource):
         return self._guardrail_stream(options, kwargs)
 
     def _guardrail_stream(self, options: CallOptions, kwargs: dict[str, Any]) -> StructuredStream[Any]:
+        refuse(options, self._guardrail_methods.partial)
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
         return StructuredStream(iterate_sync(call, self._guardrail_send(), previews=True))
 
@@ -276,6 +282,8 @@ class AsyncStructuredMethod(AsyncChunkedCreate, _Resource):
     def _guardrail_run(self, options: CallOptions, kwargs: dict[str, Any]) -> Coroutine[Any, Any, Result[Any]]:
         """The structured call, as :meth:`StructuredMethod._guardrail_run` (the call is made now, so a mistake
         in it raises here, not when awaited)."""
+        if options.reasoning is not None:  # reasoning first: guardrail.call.reasoning
+            return reasoned_async(self, options, kwargs)
         call = self._guardrail_call(options, kwargs)
         send = self._guardrail_send()
         cache = self._guardrail_cache(options)
@@ -307,6 +315,7 @@ class AsyncStructuredMethod(AsyncChunkedCreate, _Resource):
         return self._guardrail_stream(options, kwargs)
 
     def _guardrail_stream(self, options: CallOptions, kwargs: dict[str, Any]) -> AsyncStructuredStream[Any]:
+        refuse(options, self._guardrail_methods.partial)
         call = self._guardrail_call(options, self.endpoint.streaming(kwargs))
         return AsyncStructuredStream(iterate_async(call, self._guardrail_send(), previews=True))
 
@@ -479,6 +488,7 @@ class RawStructuredMethod(MethodTwin):
         options = CallOptions.take(kwargs)
         if options is None:
             return self._guardrail_sdk_create(**kwargs)
+        refuse(options, "with_raw_response.create")
         resource: StructuredMethod = self._guardrail_of
         call = resource._guardrail_call(options, kwargs)
         responses: list[Any] = []
@@ -507,6 +517,7 @@ class AsyncRawStructuredMethod(MethodTwin):
         options = CallOptions.take(kwargs)
         if options is None:
             return self._guardrail_sdk_create(**kwargs)
+        refuse(options, "with_raw_response.create")
         resource: AsyncStructuredMethod = self._guardrail_of
         return self._structured(resource, resource._guardrail_call(options, kwargs))
 

@@ -36,6 +36,7 @@ from guardrail.vendors.profiles import Capabilities, Mode, capabilities
 
 if TYPE_CHECKING:
     from guardrail.call.cache import Cache
+    from guardrail.call.reasoning import Reasoning, ReasoningMode
     from guardrail.gates.semantic import Rule
     from guardrail.outcome import Budget
     from guardrail.replay.record import Recorder
@@ -186,6 +187,7 @@ class CallOptions:
     cache: bool = True
     prompt_version: str | None = None
     examples: Sequence[Any] = ()
+    reasoning: Reasoning | ReasoningMode | None = None
     deadline: float | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     response_cache: Cache | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     recorder: Recorder | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)

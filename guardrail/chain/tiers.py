@@ -160,6 +160,11 @@ class ChainResult(Generic[T]):
     detail: Any = None
     seconds: float = 0.0
 
+    @property
+    def reasoning(self) -> str | None:
+        """What the model reasoned before answering (a tier asked to reason first), else ``None``."""
+        return self.detail.reasoning if isinstance(self.detail, Result) else None
+
 
 class _Degraded:
     """Marks a tier's value as degraded (rule engine, safe default), with its notice and detail."""
@@ -294,6 +299,9 @@ class Chain:
     #: Where the vendor tiers' calls are recorded for replay (a JSONL file path or a
     #: :class:`~guardrail.replay.Recorder`, :mod:`guardrail.replay`); off when unset.
     record: Any = None
+    #: Reasoning first for every call of the chain (``"two_stage"``, ``"field"``, a
+    #: :class:`~guardrail.call.reasoning.Reasoning`); ``run``/``arun`` may set it per call.
+    reasoning: Any = None
 
     def __post_init__(self) -> None:
         # a LocalModel may stand in the list as itself: it becomes a default local tier
@@ -302,7 +310,7 @@ class Chain:
 
     def _request(self, output_type: Any, system: str, user: str, inputs: Mapping[str, Any] | None,
                  context: Mapping[str, Any] | None, rules: Sequence[Rule], prompt_version: str | None = None,
-                 cache: bool = True, examples: Sequence[Any] = ()) -> Request:
+                 cache: bool = True, examples: Sequence[Any] = (), reasoning: Any = None) -> Request:
         if isinstance(output_type, Mapping):  # a JSON Schema: its hashable, pydantic-compatible form for every tier
             from guardrail.schema.jsonschema_contract import as_output_type
 
@@ -315,7 +323,7 @@ class Chain:
             recorder = recorder_for(self.record)
         options = CallOptions(output_type, rules=(*self.rules, *rules), context=dict(context or {}), cache=cache,
                               prompt_version=prompt_version, response_cache=self.cache, recorder=recorder,
-                              examples=tuple(examples))
+                              examples=tuple(examples), reasoning=self.reasoning if reasoning is None else reasoning)
         return Request(system, user, dict(inputs or {}), options)
 
     def _from_messages(self, output_type: Any, messages: Sequence[Mapping[str, Any]],
@@ -361,7 +369,7 @@ class Chain:
 
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (), prompt_version: str | None = None,
-            cache: bool = True, examples: Sequence[Any] = ()) -> ChainResult[Any]:
+            cache: bool = True, examples: Sequence[Any] = (), reasoning: Any = None) -> ChainResult[Any]:
         """Produce a value of ``output_type`` from the first tier that can (see the module docstring).
 
         ``rules`` (with the chain's own) hold every tier to the same semantic gate: vendor tiers get them as
@@ -371,17 +379,19 @@ class Chain:
         vendor tier's answer is ever cached: a degraded value (rule engine, safe default) never is. ``examples`` are
         few-shot examples, valid values of ``output_type`` shown to the vendor and local tiers
         (:mod:`guardrail.call.examples`): an invalid one raises :class:`~guardrail.errors.InvalidExample` first.
+        ``reasoning`` (else the chain's) has vendor and local tiers reason first (:mod:`guardrail.call.reasoning`).
         """
         return self._run(self._request(output_type, system, user, inputs, context, rules, prompt_version, cache,
-                                       examples))
+                                       examples, reasoning))
 
     async def arun(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
                    context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (),
                    prompt_version: str | None = None, cache: bool = True,
-                   examples: Sequence[Any] = ()) -> ChainResult[Any]:
+                   examples: Sequence[Any] = (), reasoning: Any = None) -> ChainResult[Any]:
         """The async :meth:`run`: async tiers are awaited, sync tiers run in a worker thread (each still within
         the time the chain has left, which its own deadline enforces)."""
-        request = self._request(output_type, system, user, inputs, context, rules, prompt_version, cache, examples)
+        request = self._request(output_type, system, user, inputs, context, rules, prompt_version, cache, examples,
+                                reasoning)
         return await self._arun(request)
 
     def run_chunked(self, output_type: Any, *, chunking: Chunking, system: str, user: str,
@@ -524,6 +534,11 @@ def local(model: Any, *, name: str = "local", temperature: float = 1.0, max_new_
     def run(request: Request, left: float | None) -> Any:
         prompt = f"{request.system}\n\n{request.user}" if request.system else request.user
         prompt = examples_prompt(prompt, request.output_type, request.options.examples)
+        if request.options.reasoning is not None:  # reasoning first: a Result holding the reasoning
+            from guardrail.local.reasoning import generate_reasoned
+
+            return generate_reasoned(model, prompt, request.output_type, reasoning=request.options.reasoning,
+                                     temperature=temperature, max_new_tokens=max_new_tokens, timeout=left)
         return model.generate(prompt, request.output_type, temperature=temperature, max_new_tokens=max_new_tokens,
                               timeout=left)
 

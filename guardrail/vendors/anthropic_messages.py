@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from guardrail.outcome import Usage
@@ -14,6 +14,7 @@ from guardrail.vendors.base import (
     Exchange,
     Finish,
     Pieces,
+    Role,
     ToolCall,
     as_text,
     count,
@@ -82,6 +83,12 @@ class Messages(Endpoint):
             out["system"] = _with_system(out.get("system"), shown)
         return with_history(out, "messages", messages, history, _replay, max_tokens=max_tokens,
                             token_key=self.max_tokens_key, temperature=temperature)
+
+    def continued(self, kwargs: Mapping[str, Any], turns: Sequence[tuple[Role, str]], *,
+                  max_tokens: int | None) -> dict[str, Any]:
+        messages = [*(kwargs.get("messages") or []), *({"role": role, "content": text} for role, text in turns)]
+        return with_history(dict(kwargs), "messages", messages, [], _replay, max_tokens=max_tokens,
+                            token_key=self.max_tokens_key, temperature=None)
 
     def read(self, response: Any, tool: str | None) -> Completion:
         usage = messages_usage(response.usage)

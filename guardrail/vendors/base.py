@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from guardrail.vendors.plans import Plan
 
 Finish = Literal["stop", "length", "refusal", "content_filter", "other"]
+#: Who says a turn added to a conversation (:meth:`Endpoint.continued`).
+Role = Literal["user", "assistant"]
 
 #: Request keywords that never change the answer (transport, billing, logging, streaming): left out of
 #: the response cache's key.
@@ -237,6 +239,13 @@ class Endpoint(ABC):
 
         ``max_tokens`` is the caller's output-token limit; without one, :attr:`default_max_tokens` (if any).
         """
+
+    @abstractmethod
+    def continued(self, kwargs: Mapping[str, Any], turns: Sequence[tuple[Role, str]], *,
+                  max_tokens: int | None) -> dict[str, Any]:
+        """The caller's keywords with ``turns`` (``("user" | "assistant", text)``, in order) after its own, and
+        ``max_tokens`` as the output-token limit when given: a free-text request with no mode's fields (the
+        reasoning stage of :mod:`guardrail.call.reasoning`, and its follow-up's base)."""
 
     @abstractmethod
     def tool_definition(self, name: str, description: str, schema: Mapping[str, Any], *,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from guardrail.outcome import Usage
@@ -30,6 +30,7 @@ from guardrail.vendors.base import (
     Finish,
     Methods,
     Pieces,
+    Role,
     ToolCall,
     as_text,
     count,
@@ -180,6 +181,15 @@ class Gemini(Endpoint):
         if temperature is not None:
             config["temperature"] = temperature
         out["config"] = config
+        return out
+
+    def continued(self, kwargs: Mapping[str, Any], turns: Sequence[tuple[Role, str]], *,
+                  max_tokens: int | None) -> dict[str, Any]:
+        out = dict(kwargs)
+        out["contents"] = [*_contents(kwargs.get("contents")),
+                           *(_turn("model" if role == "assistant" else "user", {"text": text}) for role, text in turns)]
+        if max_tokens is not None:
+            out["config"] = {**_config(kwargs.get("config")), self.max_tokens_key: max_tokens}
         return out
 
     # -- answers -------------------------------------------------------------------------------------------------

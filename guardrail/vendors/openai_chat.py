@@ -31,6 +31,7 @@ from guardrail.vendors.base import (
     LogprobAnswer,
     LogprobStep,
     Pieces,
+    Role,
     ToolCall,
     count,
     examples_instruction,
@@ -125,6 +126,14 @@ class ChatCompletions(Endpoint):
         if out.get("stream"):
             out["stream_options"] = {**(out.get("stream_options") or {}), "include_usage": True}
         return out
+
+    def continued(self, kwargs: Mapping[str, Any], turns: Sequence[tuple[Role, str]], *,
+                  max_tokens: int | None) -> dict[str, Any]:
+        messages = [*(kwargs.get("messages") or []), *({"role": role, "content": text} for role, text in turns)]
+        token_key = "max_tokens" if "max_tokens" in kwargs and "max_completion_tokens" not in kwargs else \
+            "max_completion_tokens"
+        return with_history(dict(kwargs), "messages", messages, [], _replay, max_tokens=max_tokens,
+                            token_key=token_key, temperature=None)
 
     def read(self, response: Any, tool: str | None) -> Completion:
         choice = response.choices[0]

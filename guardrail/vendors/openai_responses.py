@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from guardrail.outcome import Usage
@@ -13,6 +13,7 @@ from guardrail.vendors.base import (
     Exchange,
     Finish,
     Pieces,
+    Role,
     ToolCall,
     count,
     examples_instruction,
@@ -74,6 +75,14 @@ class Responses(Endpoint):
             out["text"] = text
         return with_history(out, "input", items, history, _replay, max_tokens=max_tokens,
                             token_key=self.max_tokens_key, temperature=temperature)
+
+    def continued(self, kwargs: Mapping[str, Any], turns: Sequence[tuple[Role, str]], *,
+                  max_tokens: int | None) -> dict[str, Any]:
+        given = kwargs.get("input")
+        items: list[Any] = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])
+        items.extend({"role": role, "content": text} for role, text in turns)
+        return with_history(dict(kwargs), "input", items, [], _replay, max_tokens=max_tokens,
+                            token_key=self.max_tokens_key, temperature=None)
 
     def read(self, response: Any, tool: str | None) -> Completion:
         if getattr(response, "status", None) == "failed":  # the vendor failed mid-way: a transport problem

@@ -201,6 +201,7 @@ PINNED: dict[str, list[str]] = {
         "PathRejected",
         "PolicyError",
         "PriceUnknown",
+        "ReasoningFailed",
         "Refused",
         "Rejected",
         "ResultNotStorable",
