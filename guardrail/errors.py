@@ -487,7 +487,7 @@ class ChunkRejected(ChunkingFailed):
 
 
 class ReasoningFailed(CallError):
-    """The first stage of a reasoning-first call (``reasoning="two_stage"``, :mod:`guardrail.call.reasoning`) gave
+    """The first stage of a reasoning-first call (``reason_first="two_stage"``, :mod:`guardrail.call.reasoning`) gave
     no reasoning to answer from: an empty reply. The answer stage was not asked; ``.outcome`` holds the stage."""
 
     kind: str = "reasoning_failed"

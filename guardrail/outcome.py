@@ -205,7 +205,7 @@ class Result(Outcome, Generic[T]):
 
     value: T = None  # type: ignore[assignment]
     cached: bool = False
-    #: What the model reasoned before answering (``reasoning=`` on the call, :mod:`guardrail.call.reasoning`):
+    #: What the model reasoned before answering (``reason_first=`` on the call, :mod:`guardrail.call.reasoning`):
     #: kept beside the value, never read or validated as the answer; ``None`` for a call without it.
     reasoning: str | None = None
 

@@ -75,10 +75,10 @@ class StructuredFunction(Generic[P, R]):
                  prompt: Callable[..., str] | None, instance: Any = None, rules: Sequence[Rule] = (),
                  context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, *,
                  output: Any = None, version: str | None = None, chunking: Chunking | None = None,
-                 examples: Sequence[Any] = (), reasoning: Any = None) -> None:
+                 examples: Sequence[Any] = (), reason_first: Any = None) -> None:
         functools.update_wrapper(self, fn)
         self._chunking = chunking
-        self._reasoning = reasoning
+        self._reason_first = reason_first
         self._output = output
         self._version = version
         self._rules = tuple(rules)
@@ -124,10 +124,10 @@ class StructuredFunction(Generic[P, R]):
             if self._is_async:  # async tiers awaited, sync ones in a worker thread
                 return chain.arun(self.output_type, system=system, user=user, inputs=arguments, context=context,
                                   rules=self._rules, prompt_version=self._version, cache=cached,
-                                  examples=self._examples, reasoning=self._reasoning)
+                                  examples=self._examples, reason_first=self._reason_first)
             return chain.run(self.output_type, system=system, user=user, inputs=arguments, context=context,
                              rules=self._rules, prompt_version=self._version, cache=cached, examples=self._examples,
-                             reasoning=self._reasoning)
+                             reason_first=self._reason_first)
         method, options, request = self._request(args, kwargs, config)
         return run_with_result(method, options, request)
 
@@ -204,7 +204,7 @@ class StructuredFunction(Generic[P, R]):
         options = CallOptions(self.output_type, aliases=config.aliases, max_attempts=config.max_attempts,
                               mode=config.mode, budget=config.budget, rules=self._rules, context=context,
                               prompt_version=self._version, recorder=_recorder(config.record),
-                              examples=self._examples, reasoning=self._reasoning)
+                              examples=self._examples, reason_first=self._reason_first)
         method = structured_method(client, config.api)
         return method, options, {"model": config.model,
                                  **method.endpoint.prompt_request(system, user, max_tokens=config.max_tokens)}
@@ -230,7 +230,7 @@ class StructuredFunction(Generic[P, R]):
         """This function with other keyword overrides or bound to ``instance``, everything else kept."""
         return StructuredFunction(self._fn, self._config, overrides, self._prompt, instance, self._rules,
                                   self._context, output=self._output, version=self._version,
-                                  chunking=self._chunking, examples=self._examples, reasoning=self._reasoning)
+                                  chunking=self._chunking, examples=self._examples, reason_first=self._reason_first)
 
 
 def _recorder(record: Any) -> Any:
@@ -253,7 +253,7 @@ def structured(*, config: Config | None = None, client: Any = None, async_client
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
                chain: Any = None, output: Any = None, cache: Cache | bool | None = None,
                version: str | None = None, record: Any = None, chunking: Chunking | None = None,
-               examples: Sequence[Any] = (), reasoning: Any = None
+               examples: Sequence[Any] = (), reason_first: Any = None
                ) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
 def structured(fn: Any = None, /, *, config: Config | None = None, client: Any = None, async_client: Any = None,
                model: str | None = None, api: str | None = None, prompt: Callable[..., str] | None = None,
@@ -263,7 +263,7 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
                context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, chain: Any = None,
                output: Any = None, cache: Cache | bool | None = None, version: str | None = None,
                record: Any = None, chunking: Chunking | None = None,
-               examples: Sequence[Any] = (), reasoning: Any = None) -> Any:
+               examples: Sequence[Any] = (), reason_first: Any = None) -> Any:
     """Turn a typed function signature into a validated model call (see the module docstring).
 
     Keywords override the configuration (:func:`guardrail.configure`, or the environment) for this function
@@ -280,7 +280,7 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
     ``examples`` are few-shot examples, valid values of the contract shown to the model with the instructions
     (:mod:`guardrail.call.examples`): an invalid one raises :class:`~guardrail.errors.InvalidExample` when the
     function is decorated.
-    ``reasoning`` (``"two_stage"``, ``"field"`` or a :class:`~guardrail.call.reasoning.Reasoning`) has the model
+    ``reason_first`` (``"two_stage"``, ``"field"`` or a :class:`~guardrail.call.reasoning.Reasoning`) has the model
     reason before it answers; ``.with_result(...)`` then holds the text as ``.reasoning``.
     """
     if cache is True:
@@ -292,6 +292,6 @@ def structured(fn: Any = None, /, *, config: Config | None = None, client: Any =
     def decorate(function: Callable[P, R]) -> StructuredFunction[P, R]:
         return StructuredFunction(function, config, overrides, prompt, None, rules, context, output=output,
                                   version=version, chunking=chunking, examples=examples,
-                                  reasoning=reasoning)
+                                  reason_first=reason_first)
 
     return decorate(fn) if fn is not None else decorate

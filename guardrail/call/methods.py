@@ -87,7 +87,7 @@ client; ``create_with_result`` returns the whole :class:`~guardrail.Result`).
     prompt_version: your prompt's version, part of the cache key (change it to stop reusing answers).
     examples: few-shot examples, valid values of the contract, shown with the instructions
         (:mod:`guardrail.call.examples`); an invalid one raises :class:`~guardrail.errors.InvalidExample` first.
-    reasoning: ``"two_stage"`` or ``"field"``: the model reasons before it answers; the text is on
+    reason_first: ``"two_stage"`` or ``"field"``: the model reasons before it answers; the text is on
         ``Result.reasoning``, never the value (:mod:`guardrail.call.reasoning`).
 
 The other keywords are the SDK's, passed on. guardrail's keywords without ``response_model`` are a ``TypeError``.
@@ -200,7 +200,7 @@ class StructuredMethod(ChunkedCreate, _Resource):
 
     def _guardrail_run(self, options: CallOptions, kwargs: dict[str, Any]) -> Result[Any]:
         """The structured call: through the response cache when there is one, else straight to the loop."""
-        if options.reasoning is not None:  # reasoning first: guardrail.call.reasoning
+        if options.reason_first is not None:  # reasoning first: guardrail.call.reasoning
             return reasoned(self, options, kwargs)
         call = self._guardrail_call(options, kwargs)
         send = self._guardrail_send()
@@ -282,7 +282,7 @@ class AsyncStructuredMethod(AsyncChunkedCreate, _Resource):
     def _guardrail_run(self, options: CallOptions, kwargs: dict[str, Any]) -> Coroutine[Any, Any, Result[Any]]:
         """The structured call, as :meth:`StructuredMethod._guardrail_run` (the call is made now, so a mistake
         in it raises here, not when awaited)."""
-        if options.reasoning is not None:  # reasoning first: guardrail.call.reasoning
+        if options.reason_first is not None:  # reasoning first: guardrail.call.reasoning
             return reasoned_async(self, options, kwargs)
         call = self._guardrail_call(options, kwargs)
         send = self._guardrail_send()

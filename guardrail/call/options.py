@@ -187,7 +187,7 @@ class CallOptions:
     cache: bool = True
     prompt_version: str | None = None
     examples: Sequence[Any] = ()
-    reasoning: Reasoning | ReasoningMode | None = None
+    reason_first: Reasoning | ReasoningMode | None = None
     deadline: float | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     response_cache: Cache | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)
     recorder: Recorder | None = dataclasses.field(default=None, metadata=_NOT_A_KEYWORD)

@@ -1,8 +1,8 @@
 """Reasoning first: let the model think before it answers in the contract, and keep the thinking beside the value.
 
 A contract that needs reasoning (a diagnosis, a classification with a judgement call) is answered worse when the
-model must emit the answer fields at once: constrained decoding leaves it no room to think. ``reasoning=`` on a
-structured call (every wrapped method's ``create``/``create_with_result``, ``@guardrail.structured(reasoning=...)``,
+model must emit the answer fields at once: constrained decoding leaves it no room to think. ``reason_first=`` on a
+structured call (every wrapped method's ``create``/``create_with_result``, ``@guardrail.structured(reason_first=...)``,
 a :class:`~guardrail.chain.tiers.Chain` and a :class:`guardrail.local.LocalModel` through
 :mod:`guardrail.local.reasoning`) gives it that room, in one of two ways:
 
@@ -29,7 +29,7 @@ call's deadline covers both; a budget covers both (stage two gets what stage one
 (``guardrail.reasoning.stage``, stage ``reasoning``/``answer``, a child of the call's span) and an event.
 
 Two-stage calls skip the response cache (its key is the request without the reasoning turns); streamed previews
-(``create_partial``) and ``with_raw_response`` do not take ``reasoning=`` (:class:`~guardrail.errors.UsageError`).
+(``create_partial``) and ``with_raw_response`` do not take ``reason_first=`` (:class:`~guardrail.errors.UsageError`).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ _FIELD_DESCRIPTION: Final = ("Your step-by-step reasoning, written before the an
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Reasoning:
-    """How a call reasons first; ``reasoning="two_stage"`` (or ``"field"``) is ``Reasoning(mode)``.
+    """How a call reasons first; ``reason_first="two_stage"`` (or ``"field"``) is ``Reasoning(mode)``.
 
     Attributes:
         mode: ``"two_stage"`` (a free-text request, then the answer) or ``"field"`` (a leading field).
@@ -105,18 +105,18 @@ class Reasoning:
 
 
 def reasoning_of(given: Reasoning | str | None) -> Reasoning | None:
-    """``reasoning=`` as a :class:`Reasoning` (a mode's name stands for its defaults); ``None`` for none."""
+    """``reason_first=`` as a :class:`Reasoning` (a mode's name stands for its defaults); ``None`` for none."""
     if given is None or isinstance(given, Reasoning):
         return given
     if isinstance(given, str) and given in _MODES:
         return Reasoning(given)  # type: ignore[arg-type]
-    raise UsageError(f"reasoning= takes 'two_stage', 'field' or a guardrail.call.reasoning.Reasoning, not {given!r}")
+    raise UsageError(f"reason_first= takes 'two_stage', 'field' or a guardrail.call.reasoning.Reasoning, not {given!r}")
 
 
 def refuse(options: CallOptions, method: str) -> None:
     """:class:`UsageError` when a call that cannot reason first (a preview stream, a raw response) was asked to."""
-    if options.reasoning is not None:
-        raise UsageError(f"{method}() does not take reasoning=: call create() or create_with_result() (the "
+    if options.reason_first is not None:
+        raise UsageError(f"{method}() does not take reason_first=: call create() or create_with_result() (the "
                          "reasoning is then on Result.reasoning)")
 
 
@@ -128,8 +128,8 @@ def reasoned_contract(output_type: Any, field: str = "reasoning") -> Any:
     schema order. Only for pydantic model contracts (:class:`UsageError` otherwise)."""
     if not (isinstance(output_type, type) and issubclass(output_type, pydantic.BaseModel)) \
             or issubclass(output_type, pydantic.RootModel):
-        raise UsageError(f"reasoning='field' needs a pydantic model contract (an object with fields), not "
-                         f"{output_type!r}: use reasoning='two_stage'")
+        raise UsageError(f"reason_first='field' needs a pydantic model contract (an object with fields), not "
+                         f"{output_type!r}: use reason_first='two_stage'")
     if field in output_type.model_fields:
         raise UsageError(f"{output_type.__name__} already has a field {field!r}: name another with "
                          f"Reasoning(mode='field', field=...)")
@@ -154,7 +154,7 @@ def split(value: Any, output_type: Any, field: str = "reasoning") -> tuple[Any, 
 
 def _field_options(options: CallOptions, spec: Reasoning) -> CallOptions:
     return dataclasses.replace(options, response_model=reasoned_contract(options.response_model, spec.field),
-                               reasoning=None)
+                               reason_first=None)
 
 
 def _field_result(result: Result[Any], output_type: Any, spec: Reasoning) -> Result[Any]:
@@ -164,25 +164,25 @@ def _field_result(result: Result[Any], output_type: Any, spec: Reasoning) -> Res
 
 # -- the entry points the structured methods call ----------------------------------------------------------------
 def reasoned(resource: StructuredMethod, options: CallOptions, kwargs: dict[str, Any]) -> Result[Any]:
-    """A structured call of a sync resource with ``reasoning=`` (see the module docstring)."""
-    spec = reasoning_of(options.reasoning)
+    """A structured call of a sync resource with ``reason_first=`` (see the module docstring)."""
+    spec = reasoning_of(options.reason_first)
     assert spec is not None
     if spec.mode == "field":
         return _field_result(resource._guardrail_run(_field_options(options, spec), kwargs), options.response_model,
                              spec)
-    call = resource._guardrail_call(dataclasses.replace(options, reasoning=spec), kwargs)
+    call = resource._guardrail_call(dataclasses.replace(options, reason_first=spec), kwargs)
     return run_sync(call, resource._guardrail_send(), steps=reasoned_loop)
 
 
 def reasoned_async(resource: AsyncStructuredMethod, options: CallOptions, kwargs: dict[str, Any]
                    ) -> Coroutine[Any, Any, Result[Any]]:
     """The async :func:`reasoned`: the call is made now (a mistake raises here), the coroutine runs it."""
-    spec = reasoning_of(options.reasoning)
+    spec = reasoning_of(options.reason_first)
     assert spec is not None
     if spec.mode == "field":
         running = resource._guardrail_run(_field_options(options, spec), kwargs)
         return _split_when_done(running, options.response_model, spec)
-    call = resource._guardrail_call(dataclasses.replace(options, reasoning=spec), kwargs)
+    call = resource._guardrail_call(dataclasses.replace(options, reason_first=spec), kwargs)
     return run_async(call, resource._guardrail_send(), steps=reasoned_loop)
 
 
@@ -197,7 +197,7 @@ def reasoned_loop(call: Call, *, trace_id: str = "", provider: str = "") -> Loop
     :func:`~guardrail.call.engine.attempt_loop`): the reasoning request and its tries, then the attempt loop of
     the answer over the conversation that holds the reasoning. Returns the :class:`Result` with both stages'
     attempts and usage and the reasoning; raises a :class:`CallError` whose outcome holds both stages too."""
-    spec = reasoning_of(call.options.reasoning)
+    spec = reasoning_of(call.options.reason_first)
     assert spec is not None and spec.mode == "two_stage"
     provider = provider or call.endpoint.provider
     run = Run(call, trace_id, provider)  # stage one's record: its budget room, typed ends and outcome

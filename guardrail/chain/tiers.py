@@ -301,7 +301,7 @@ class Chain:
     record: Any = None
     #: Reasoning first for every call of the chain (``"two_stage"``, ``"field"``, a
     #: :class:`~guardrail.call.reasoning.Reasoning`); ``run``/``arun`` may set it per call.
-    reasoning: Any = None
+    reason_first: Any = None
 
     def __post_init__(self) -> None:
         # a LocalModel may stand in the list as itself: it becomes a default local tier
@@ -310,7 +310,7 @@ class Chain:
 
     def _request(self, output_type: Any, system: str, user: str, inputs: Mapping[str, Any] | None,
                  context: Mapping[str, Any] | None, rules: Sequence[Rule], prompt_version: str | None = None,
-                 cache: bool = True, examples: Sequence[Any] = (), reasoning: Any = None) -> Request:
+                 cache: bool = True, examples: Sequence[Any] = (), reason_first: Any = None) -> Request:
         if isinstance(output_type, Mapping):  # a JSON Schema: its hashable, pydantic-compatible form for every tier
             from guardrail.schema.jsonschema_contract import as_output_type
 
@@ -323,7 +323,8 @@ class Chain:
             recorder = recorder_for(self.record)
         options = CallOptions(output_type, rules=(*self.rules, *rules), context=dict(context or {}), cache=cache,
                               prompt_version=prompt_version, response_cache=self.cache, recorder=recorder,
-                              examples=tuple(examples), reasoning=self.reasoning if reasoning is None else reasoning)
+                              examples=tuple(examples),
+                              reason_first=self.reason_first if reason_first is None else reason_first)
         return Request(system, user, dict(inputs or {}), options)
 
     def _from_messages(self, output_type: Any, messages: Sequence[Mapping[str, Any]],
@@ -369,7 +370,7 @@ class Chain:
 
     def run(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (), prompt_version: str | None = None,
-            cache: bool = True, examples: Sequence[Any] = (), reasoning: Any = None) -> ChainResult[Any]:
+            cache: bool = True, examples: Sequence[Any] = (), reason_first: Any = None) -> ChainResult[Any]:
         """Produce a value of ``output_type`` from the first tier that can (see the module docstring).
 
         ``rules`` (with the chain's own) hold every tier to the same semantic gate: vendor tiers get them as
@@ -379,19 +380,19 @@ class Chain:
         vendor tier's answer is ever cached: a degraded value (rule engine, safe default) never is. ``examples`` are
         few-shot examples, valid values of ``output_type`` shown to the vendor and local tiers
         (:mod:`guardrail.call.examples`): an invalid one raises :class:`~guardrail.errors.InvalidExample` first.
-        ``reasoning`` (else the chain's) has vendor and local tiers reason first (:mod:`guardrail.call.reasoning`).
+        ``reason_first`` (else the chain's) has vendor and local tiers reason first (:mod:`guardrail.call.reasoning`).
         """
         return self._run(self._request(output_type, system, user, inputs, context, rules, prompt_version, cache,
-                                       examples, reasoning))
+                                       examples, reason_first))
 
     async def arun(self, output_type: Any, *, system: str, user: str, inputs: Mapping[str, Any] | None = None,
                    context: Mapping[str, Any] | None = None, rules: Sequence[Rule] = (),
                    prompt_version: str | None = None, cache: bool = True,
-                   examples: Sequence[Any] = (), reasoning: Any = None) -> ChainResult[Any]:
+                   examples: Sequence[Any] = (), reason_first: Any = None) -> ChainResult[Any]:
         """The async :meth:`run`: async tiers are awaited, sync tiers run in a worker thread (each still within
         the time the chain has left, which its own deadline enforces)."""
         request = self._request(output_type, system, user, inputs, context, rules, prompt_version, cache, examples,
-                                reasoning)
+                                reason_first)
         return await self._arun(request)
 
     def run_chunked(self, output_type: Any, *, chunking: Chunking, system: str, user: str,
@@ -534,10 +535,10 @@ def local(model: Any, *, name: str = "local", temperature: float = 1.0, max_new_
     def run(request: Request, left: float | None) -> Any:
         prompt = f"{request.system}\n\n{request.user}" if request.system else request.user
         prompt = examples_prompt(prompt, request.output_type, request.options.examples)
-        if request.options.reasoning is not None:  # reasoning first: a Result holding the reasoning
+        if request.options.reason_first is not None:  # reasoning first: a Result holding the reasoning
             from guardrail.local.reasoning import generate_reasoned
 
-            return generate_reasoned(model, prompt, request.output_type, reasoning=request.options.reasoning,
+            return generate_reasoned(model, prompt, request.output_type, reason_first=request.options.reason_first,
                                      temperature=temperature, max_new_tokens=max_new_tokens, timeout=left)
         return model.generate(prompt, request.output_type, temperature=temperature, max_new_tokens=max_new_tokens,
                               timeout=left)

@@ -1,9 +1,10 @@
 """The experiment report as one self-contained HTML file: no script, no stylesheet or font to fetch, so it opens
 anywhere offline.
 
-It holds the comparison table, four charts drawn as inline SVG (how the cases ended per run: clean, repaired
-locally, re-asked, failed; latency p50 and p99; cost per valid result; exact-match accuracy per slice), what the
-fixes suggest, and the worst cases (failed first, then re-asked) with their last raw output, secrets redacted.
+It holds the comparison table, five charts drawn as inline SVG (how the cases ended per run: clean, repaired
+locally, re-asked, failed; latency p50 and p99; the latency distribution per run, a histogram on bins shared by
+every run; cost per valid result; exact-match accuracy per slice), what the fixes suggest, and the worst cases
+(failed first, then re-asked) with their last raw output, secrets redacted.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from guardrail.evals.run import CaseResult
 
-__all__ = ["render_html"]
+__all__ = ["latency_bins", "render_html"]
 
 #: How the cases ended, in the order the stacked bars draw them, with their colours.
 OUTCOMES = (("clean", "#2e7d32"), ("locally_repaired", "#9ccc65"), ("reasked", "#ffb300"), ("failed", "#c62828"))
@@ -22,6 +23,9 @@ OUTCOMES = (("clean", "#2e7d32"), ("locally_repaired", "#9ccc65"), ("reasked", "
 BAR_WIDTH, LABEL_WIDTH, ROW = 480, 220, 26
 #: Worst cases shown.
 WORST = 20
+#: The latency histogram: equal-width bins from 0 to the slowest case of any run, a row of this height per run
+#: (bars as tall as their count over the fullest bin of any run), in this colour.
+HISTOGRAM_BINS, HISTOGRAM_ROW, HISTOGRAM_COLOUR = 10, 60, "#00897b"
 
 
 def render_html(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
@@ -41,6 +45,7 @@ def render_html(report: dict[str, Any], results: Sequence[CaseResult]) -> str:
         _table(runs),
         "<h2>How the cases ended</h2>", _outcome_chart(runs),
         "<h2>Latency (seconds per case)</h2>", _pair_chart(runs, "latency_p50_s", "latency_p99_s", "p50", "p99"),
+        "<h3>Latency distribution</h3>", _latency_histogram(runs, results),
         "<h2>Cost per valid result (USD)</h2>", _value_chart(runs, "cost_per_valid_usd", "#1565c0"),
         "<h2>Exact match per slice</h2>", _slice_chart(runs),
         "<h2>Suggestions from the fixes</h2>", _suggestions(report.get("suggestions") or {}),
@@ -129,6 +134,47 @@ def _pair_chart(runs: Sequence[dict[str, Any]], first: str, second: str, one: st
         items.append((f"{_label(run)} {two}", run.get(second), "#1565c0"))
     scale = max((value for _, value, _ in items if value is not None), default=0.0)
     return _svg(len(items), _bars(items, scale))
+
+
+def latency_bins(runs: Sequence[dict[str, Any]], results: Sequence[CaseResult]) -> tuple[float, list[list[int]]]:
+    """The histogram's upper edge (the slowest case's seconds) and, per run, how many of its cases that ran fall in
+    each of :data:`HISTOGRAM_BINS` equal-width bins from 0 (the slowest in the last bin)."""
+    seconds: dict[tuple[str, str], list[float]] = {(run["mode"], run["model"]): [] for run in runs}
+    for result in results:
+        if result.outcome != "skipped_budget" and (result.mode, result.model) in seconds:
+            seconds[(result.mode, result.model)].append(result.seconds)
+    top = max((value for values in seconds.values() for value in values), default=0.0)
+    counts = []
+    for run in runs:
+        row = [0] * HISTOGRAM_BINS
+        for value in seconds[(run["mode"], run["model"])]:
+            row[min(HISTOGRAM_BINS - 1, int(value / top * HISTOGRAM_BINS)) if top > 0 else 0] += 1
+        counts.append(row)
+    return top, counts
+
+
+def _latency_histogram(runs: Sequence[dict[str, Any]], results: Sequence[CaseResult]) -> str:
+    """Per run, a row of bars: how many cases took how long, on bins every run shares, so rows compare."""
+    top, counts = latency_bins(runs, results)
+    fullest = max((count for row in counts for count in row), default=0)
+    if not fullest:
+        return "<p>No case ran.</p>"
+    width, tallest, body = BAR_WIDTH // HISTOGRAM_BINS, HISTOGRAM_ROW - 10, []
+    for i, (run, row) in enumerate(zip(runs, counts, strict=True)):
+        base = (i + 1) * HISTOGRAM_ROW - 4
+        body.append(f"<text x=\"0\" y=\"{base - 4}\">{escape(_label(run))}</text>")
+        for j, count in enumerate(row):
+            height = round(tallest * count / fullest)
+            if height:
+                low, high = top * j / HISTOGRAM_BINS, top * (j + 1) / HISTOGRAM_BINS
+                body.append(f"<rect class=\"hist\" x=\"{LABEL_WIDTH + j * width}\" y=\"{base - height}\" "
+                            f"width=\"{width - 2}\" height=\"{height}\" fill=\"{HISTOGRAM_COLOUR}\"><title>"
+                            f"{low:.3g}-{high:.3g} s: {count}</title></rect>")
+    axis = len(runs) * HISTOGRAM_ROW + 14
+    body.append(f"<text x=\"{LABEL_WIDTH}\" y=\"{axis}\">0 s</text><text x=\"{LABEL_WIDTH + BAR_WIDTH - 60}\" "
+                f"y=\"{axis}\">{top:.3g} s</text>")
+    return (f"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{LABEL_WIDTH + BAR_WIDTH + 120}\" "
+            f"height=\"{axis + 8}\" role=\"img\">{''.join(body)}</svg>")
 
 
 def _slice_chart(runs: Sequence[dict[str, Any]]) -> str:

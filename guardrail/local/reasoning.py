@@ -45,7 +45,7 @@ FREE_TEXT = Regex(r"(?s).*")
 _ANSWER_MODE = "grammar"
 
 
-def generate_reasoned(model: Any, prompt: str, output_type: Any, *, reasoning: Reasoning | str = "two_stage",
+def generate_reasoned(model: Any, prompt: str, output_type: Any, *, reason_first: Reasoning | str = "two_stage",
                       temperature: float = 1.0, max_new_tokens: int = 256, seed: int | None = None,
                       timeout: float | None = None) -> Result[Any]:
     """A value of ``output_type`` for ``prompt`` from ``model``, reasoned first (see the module docstring).
@@ -54,7 +54,7 @@ def generate_reasoned(model: Any, prompt: str, output_type: Any, *, reasoning: R
     is bounded by the :class:`Reasoning`'s ``max_tokens``. Raises the typed errors of
     :meth:`LocalModel.generate <guardrail.local.LocalModel.generate>`, and :class:`ReasoningFailed` /
     :class:`DeadlineExceeded` as above."""
-    spec = reasoning_of(reasoning)
+    spec = reasoning_of(reason_first)
     assert spec is not None
     record = _Record(model, prompt, output_type)
     if spec.mode == "field":

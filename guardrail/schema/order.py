@@ -3,8 +3,8 @@
 Models write a JSON object's members in schema order, so a free-text field meant for the model's reasoning
 (``reasoning``, ``rationale``, ``chain_of_thought``, ...) helps only when it comes before the fields it should
 lead to. :func:`late_reasoning` finds every object whose reasoning-like property follows an answer property;
-``guardrail schema`` prints a warning for each. ``reasoning="field"`` on a call (:mod:`guardrail.call.reasoning`)
-adds such a field in first place for you, and ``reasoning="two_stage"`` reasons in a request of its own.
+``guardrail schema`` prints a warning for each. ``reason_first="field"`` on a call (:mod:`guardrail.call.reasoning`)
+adds such a field in first place for you, and ``reason_first="two_stage"`` reasons in a request of its own.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class LateReasoning:
         names = ", ".join(repr(name) for name in self.after)
         return (f"{self.path}: {self.name!r} comes after {names}; the model writes fields in schema order, so it "
                 f"would reason after answering: put {self.name!r} first, or drop it and call with "
-                f"reasoning='field' or 'two_stage' (guardrail.call.reasoning)")
+                f"reason_first='field' or 'two_stage' (guardrail.call.reasoning)")
 
 
 def is_reasoning(name: str) -> bool:

@@ -328,7 +328,35 @@ def test_dir_lists_every_member_of_the_sdks_client_and_resources(emu: Emulator, 
 
 # -- 7. guardrail's keywords without response_model are a TypeError --------------------------------------------
 KEYWORDS = {"aliases": {"a": "b"}, "max_attempts": 2, "mode": "json", "budget": guardrail.Budget(max_tokens=10),
-            "rules": (), "context": {}, "cache": False, "prompt_version": "v1"}
+            "rules": (), "context": {}, "cache": False, "prompt_version": "v1", "examples": (),
+            "reason_first": "two_stage"}
+
+
+def test_every_keyword_of_guardrail_is_tested_here() -> None:
+    from guardrail.call.options import KEYWORDS as TAKEN
+
+    assert set(TAKEN) - {"response_model"} == set(KEYWORDS)
+
+
+def test_no_keyword_of_guardrail_is_a_keyword_of_an_sdk_method_it_adds_to() -> None:
+    """A guardrail keyword that an SDK's own method also takes would take the SDK's argument away from plain
+    calls (the Responses API takes ``reasoning``, so reasoning first is ``reason_first``): none may be one."""
+    import google.genai.models
+    from anthropic.resources.beta.messages import AsyncMessages as AsyncBetaMessages
+    from anthropic.resources.beta.messages import Messages as BetaMessages
+    from anthropic.resources.messages import AsyncMessages, Messages
+    from openai.resources.chat.completions import AsyncCompletions, Completions
+    from openai.resources.responses import AsyncResponses, Responses
+
+    from guardrail.call.options import KEYWORDS as TAKEN
+
+    methods = [Completions.create, AsyncCompletions.create, Responses.create, AsyncResponses.create, Messages.create,
+               AsyncMessages.create, BetaMessages.create, AsyncBetaMessages.create,
+               google.genai.models.Models.generate_content, google.genai.models.AsyncModels.generate_content,
+               google.genai.models.Models.generate_content_stream]
+    for method in methods:
+        shared = set(TAKEN) & set(inspect.signature(method).parameters)
+        assert shared == set(), f"{method.__qualname__} takes {sorted(shared)} too"
 
 
 @pytest.mark.parametrize("is_async", MODES)

@@ -1,4 +1,4 @@
-"""Reasoning first (``reasoning="two_stage"`` / ``"field"``, :mod:`guardrail.call.reasoning`) on every endpoint,
+"""Reasoning first (``reason_first="two_stage"`` / ``"field"``, :mod:`guardrail.call.reasoning`) on every endpoint,
 sync and async, through the wrapped methods, the decorator and the chain, against the emulator.
 
 Two-stage: the first request is free text (no schema, the reasoning's token cap), the second carries the
@@ -85,7 +85,7 @@ def _create(emu: Emulator, api: str, is_async: bool, response_model: Any = Diagn
 def test_two_stages_reason_in_free_text_then_answer_in_the_contract(api: str, is_async: bool) -> None:
     with Emulator() as emu:
         emu.script(reply.text(THOUGHT), reply.answer(json.dumps(GOOD)))
-        result = _create(emu, api, is_async, reasoning="two_stage")
+        result = _create(emu, api, is_async, reason_first="two_stage")
         first, second = emu.requests
         served = emu.tokens_served
     assert result.value == Diagnosis(**GOOD) and result.reasoning == THOUGHT
@@ -104,7 +104,7 @@ def test_two_stages_reason_in_free_text_then_answer_in_the_contract(api: str, is
 def test_a_repair_re_asks_the_answer_only(api: str, is_async: bool) -> None:
     with Emulator() as emu:
         emu.script(reply.text(THOUGHT), reply.answer('{"label": "fire", "score": 9}'), reply.answer(json.dumps(GOOD)))
-        result = _create(emu, api, is_async, reasoning="two_stage")
+        result = _create(emu, api, is_async, reason_first="two_stage")
         requests = emu.requests
         served = emu.tokens_served
     assert len(requests) == 3  # not 4: the reasoning is not asked again
@@ -118,7 +118,7 @@ def test_the_reasoning_options_are_sent_as_given() -> None:
     spec = Reasoning(max_tokens=77, prompt="Think aloud.", follow_up="Answer now.")
     with Emulator() as emu:
         emu.script(reply.text(THOUGHT), reply.answer(json.dumps(GOOD)))
-        result = _create(emu, "chat", False, reasoning=spec)
+        result = _create(emu, "chat", False, reason_first=spec)
         first, second = emu.requests
     assert result.reasoning == THOUGHT
     assert first.max_tokens == 77 and first.last_user_text == "Think aloud."
@@ -130,7 +130,7 @@ def test_an_empty_reasoning_is_a_typed_error_and_the_answer_is_not_asked(api: st
     with Emulator() as emu:
         emu.script(reply.text("   "), reply.answer(json.dumps(GOOD)))
         with pytest.raises(ReasoningFailed) as caught:
-            _create(emu, api, False, reasoning="two_stage")
+            _create(emu, api, False, reason_first="two_stage")
         assert len(emu.requests) == 1
     assert [attempt.mode for attempt in caught.value.outcome.attempts] == ["reasoning"]
 
@@ -139,7 +139,7 @@ def test_a_transport_failure_in_the_reasoning_stage_is_the_usual_typed_error() -
     with Emulator() as emu:
         emu.script(reply.server_error(503), reply.server_error(503))
         with pytest.raises(VendorUnavailable) as caught:
-            _create(emu, "chat", False, reasoning="two_stage")
+            _create(emu, "chat", False, reason_first="two_stage")
         assert len(emu.requests) == 2  # FAST.max_tries
     assert caught.value.outcome.attempts[0].mode == "reasoning"
 
@@ -151,7 +151,7 @@ def test_the_calls_deadline_covers_the_reasoning_stage() -> None:
                                 retry=guardrail.RetryPolicy(max_tries=1, deadline=0.3))
         method, kwargs = endpoint_method(client, "chat")
         with pytest.raises(DeadlineExceeded) as caught:
-            method.create(response_model=Diagnosis, reasoning="two_stage", **kwargs)
+            method.create(response_model=Diagnosis, reason_first="two_stage", **kwargs)
         assert len(emu.requests) == 1  # the answer was never asked
     assert caught.value.outcome.attempts[0].mode == "reasoning"
 
@@ -160,7 +160,7 @@ def test_a_refusal_in_the_reasoning_stage_ends_the_call() -> None:
     with Emulator() as emu:
         emu.script(reply.refusal("I can't help with that."))
         with pytest.raises(Refused):
-            _create(emu, "chat", False, reasoning="two_stage")
+            _create(emu, "chat", False, reason_first="two_stage")
         assert len(emu.requests) == 1
 
 
@@ -168,7 +168,7 @@ def test_an_answer_stage_that_gives_up_keeps_both_stages_on_the_error() -> None:
     with Emulator() as emu:
         emu.script(reply.text(THOUGHT), *(reply.answer("no json here") for _ in range(3)))
         with pytest.raises(GaveUp) as caught:
-            _create(emu, "chat", False, reasoning="two_stage")
+            _create(emu, "chat", False, reason_first="two_stage")
     outcome = caught.value.outcome
     assert outcome.attempts[0].mode == "reasoning" and len(outcome.attempts) == 4
     assert outcome.usage == sum((attempt.usage for attempt in outcome.attempts), guardrail.Usage())
@@ -178,7 +178,7 @@ def test_the_budget_covers_both_stages() -> None:
     with Emulator() as emu:
         emu.script(reply.text(THOUGHT, usage=(40, 900)), reply.answer(json.dumps(GOOD)))
         with pytest.raises(BudgetExceeded) as caught:  # the reasoning used what the answer would need
-            _create(emu, "chat", False, reasoning="two_stage", budget=guardrail.Budget(max_tokens=1000))
+            _create(emu, "chat", False, reason_first="two_stage", budget=guardrail.Budget(max_tokens=1000))
         first = emu.requests[0]
         assert len(emu.requests) == 1
     assert first.max_tokens is not None and first.max_tokens < 1000  # lowered to what the budget leaves
@@ -188,10 +188,10 @@ def test_the_budget_covers_both_stages() -> None:
 def test_a_dollar_budget_covers_both_stages_and_the_cost_counts_both() -> None:
     with Emulator() as emu:  # gpt-4o: $2.50 / $10 per million tokens
         emu.script(reply.text(THOUGHT, usage=(40, 100)), reply.answer(json.dumps(GOOD), usage=(200, 10)))
-        result = _create(emu, "chat", False, reasoning="two_stage")
+        result = _create(emu, "chat", False, reason_first="two_stage")
         emu.script(reply.text(THOUGHT, usage=(40, 900)), reply.answer(json.dumps(GOOD)))
         with pytest.raises(BudgetExceeded):  # $0.0091 of $0.01 spent reasoning: too little left to answer
-            _create(emu, "chat", False, reasoning="two_stage", budget=guardrail.Budget(max_usd=0.01))
+            _create(emu, "chat", False, reason_first="two_stage", budget=guardrail.Budget(max_usd=0.01))
         assert len(emu.requests) == 3
     assert result.cost_usd == pytest.approx((40 * 2.5 + 100 * 10 + 200 * 2.5 + 10 * 10) / 1e6)
 
@@ -199,7 +199,7 @@ def test_a_dollar_budget_covers_both_stages_and_the_cost_counts_both() -> None:
 def test_the_reasoning_stage_stops_before_a_budget_it_cannot_keep() -> None:
     with Emulator() as emu:
         with pytest.raises(BudgetExceeded):
-            _create(emu, "chat", False, reasoning="two_stage", budget=guardrail.Budget(max_tokens=5))
+            _create(emu, "chat", False, reason_first="two_stage", budget=guardrail.Budget(max_tokens=5))
         assert emu.requests == []
 
 
@@ -210,7 +210,7 @@ def test_field_mode_sends_a_leading_reasoning_field_and_returns_the_contract_wit
                                                                                       is_async: bool) -> None:
     with Emulator() as emu:
         emu.script(reply.answer(json.dumps({"reasoning": THOUGHT, **GOOD})))
-        result = _create(emu, api, is_async, reasoning="field")
+        result = _create(emu, api, is_async, reason_first="field")
         (request,) = emu.requests
     assert next(iter(request.schema["properties"])) == "reasoning"
     assert set(request.schema["properties"]) == {"reasoning", "label", "score"}
@@ -224,9 +224,9 @@ def test_field_mode_needs_a_model_contract_and_a_free_field_name() -> None:
 
     with Emulator() as emu:
         with pytest.raises(UsageError, match="two_stage"):
-            _create(emu, "chat", False, response_model=list[Diagnosis], reasoning="field")
+            _create(emu, "chat", False, response_model=list[Diagnosis], reason_first="field")
         with pytest.raises(UsageError, match="already has a field"):
-            _create(emu, "chat", False, response_model=Noted, reasoning="field")
+            _create(emu, "chat", False, response_model=Noted, reason_first="field")
         assert emu.requests == []
 
 
@@ -236,13 +236,13 @@ def test_unknown_reasoning_and_the_streams_are_refused_before_any_request() -> N
         client = guardrail.wrap(endpoint_client(emu, "chat", False))
         method, kwargs = endpoint_method(client, "chat")
         with pytest.raises(UsageError, match="two_stage"):
-            method.create(response_model=Diagnosis, reasoning="deep", **kwargs)
-        with pytest.raises(UsageError, match="reasoning="):
-            method.create_partial(response_model=Diagnosis, reasoning="two_stage", **kwargs)
-        with pytest.raises(UsageError, match="reasoning="):
-            method.with_raw_response.create(response_model=Diagnosis, reasoning="two_stage", **kwargs)
+            method.create(response_model=Diagnosis, reason_first="deep", **kwargs)
+        with pytest.raises(UsageError, match="reason_first="):
+            method.create_partial(response_model=Diagnosis, reason_first="two_stage", **kwargs)
+        with pytest.raises(UsageError, match="reason_first="):
+            method.with_raw_response.create(response_model=Diagnosis, reason_first="two_stage", **kwargs)
         with pytest.raises(UsageError, match="response_model"):
-            method.create(reasoning="two_stage", **kwargs)
+            method.create(reason_first="two_stage", **kwargs)
         assert emu.requests == []
     with pytest.raises(ConfigError):
         Reasoning(max_tokens=0)
@@ -256,14 +256,14 @@ def test_the_decorator_reasons_first(is_async: bool) -> None:
         client = (openai.AsyncOpenAI if is_async else openai.OpenAI)(base_url=emu.openai_base_url, api_key="t")
 
         if is_async:
-            @guardrail.structured(async_client=client, model="gpt-4o", reasoning="two_stage")
+            @guardrail.structured(async_client=client, model="gpt-4o", reason_first="two_stage")
             async def diagnose(report: str) -> Diagnosis:
                 """Diagnose the report."""
                 raise NotImplementedError
 
             result = asyncio.run(diagnose.with_result("the printer burns"))
         else:
-            @guardrail.structured(client=client, model="gpt-4o", reasoning="two_stage")
+            @guardrail.structured(client=client, model="gpt-4o", reason_first="two_stage")
             def diagnose(report: str) -> Diagnosis:  # type: ignore[misc]
                 """Diagnose the report."""
                 raise NotImplementedError
@@ -281,7 +281,7 @@ def test_the_chain_reasons_first_and_keeps_the_reasoning(is_async: bool) -> None
         emu.script(reply.text(THOUGHT), reply.answer('{"label": "fire", "score": 0}'), reply.answer(json.dumps(GOOD)))
         kind: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
         chain = Chain([vendor(kind(base_url=emu.anthropic_base_url, api_key="t", timeout=5), "claude-haiku-4-5",
-                              max_tokens=300)], reasoning="two_stage")
+                              max_tokens=300)], reason_first="two_stage")
         if is_async:
             done = asyncio.run(chain.arun(Diagnosis, system="You diagnose.", user="the printer burns"))
         else:
@@ -294,7 +294,7 @@ def test_a_call_of_the_chain_may_choose_field_mode() -> None:
     with Emulator() as emu:
         emu.script(reply.answer(json.dumps({"reasoning": THOUGHT, **GOOD})))
         chain = Chain([vendor(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5), "gpt-4o")])
-        done = chain.run(Diagnosis, system="You diagnose.", user="the printer burns", reasoning="field")
+        done = chain.run(Diagnosis, system="You diagnose.", user="the printer burns", reason_first="field")
     assert type(done.value) is Diagnosis and done.reasoning == THOUGHT
 
 
@@ -314,9 +314,9 @@ def test_the_answer_is_never_taken_from_the_reasoning(thought: str) -> None:
         # the answer stage never answers JSON: whatever the reasoning holds, no value may come back
         emu.script(reply.text(thought), reply.answer("I will not answer in JSON."))
         with pytest.raises(GaveUp):
-            _create(emu, "chat", False, reasoning="two_stage", max_attempts=1)
+            _create(emu, "chat", False, reason_first="two_stage", max_attempts=1)
         emu.script(reply.text(thought), reply.answer('{"label": "the-answer", "score": 2}'))
-        result = _create(emu, "chat", False, reasoning="two_stage")
+        result = _create(emu, "chat", False, reason_first="two_stage")
     assert result.value == Diagnosis(label="the-answer", score=2) and result.reasoning == thought.strip()
 
 
@@ -328,4 +328,4 @@ def test_the_field_mode_contract_passes_the_schema_order_check() -> None:
     extended = reasoned_contract(Diagnosis)
     assert late_reasoning(compile_contract(extended).schema) == []  # what `guardrail schema` checks
     (late,) = late_reasoning(compile_contract(Late).schema)
-    assert "reasoning='field'" in str(late)  # the warning points to this option
+    assert "reason_first='field'" in str(late)  # the warning points to this option

@@ -214,7 +214,7 @@ def test_schema_command_warns_of_a_reasoning_field_after_the_answer(capsys: pyte
     code, out, _ = run_main(capsys, "schema", "late_reasoning_contracts:Late", "--json")
     assert code == 0 and json.loads(out)["warnings"] == [
         "/properties/reasoning: 'reasoning' comes after 'answer'; the model writes fields in schema order, so it "
-        "would reason after answering: put 'reasoning' first, or drop it and call with reasoning='field' or "
+        "would reason after answering: put 'reasoning' first, or drop it and call with reason_first='field' or "
         "'two_stage' (guardrail.call.reasoning)"]
     code, out, _ = run_main(capsys, "schema", "late_reasoning_contracts:Late")
     shown = " ".join(out.split())  # the console folds long lines at its width

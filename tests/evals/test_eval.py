@@ -83,7 +83,7 @@ def test_the_command_writes_the_report(scripted: Emulator, cases_file: Path, tmp
     assert sum(entry["vendor_calls"] for entry in report["runs"]) == len(scripted.requests) == 26
     assert "native" in done.stdout and "gpt-4o" in done.stdout
     assert len(read_state(f"{out}.cases.jsonl")) == 16
-    assert (tmp_path / "report.html").read_text(encoding="utf-8").count("<svg") == 4
+    assert (tmp_path / "report.html").read_text(encoding="utf-8").count("<svg") == 5
 
 
 def test_the_command_runs_on_gemini(scripted: Emulator, cases_file: Path, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from html.parser import HTMLParser
 from typing import Any
 
@@ -51,7 +52,10 @@ def test_the_page_is_self_contained_and_its_bars_match_the_counts(scripted: Emul
     tags = [tag for tag, _ in page.tags]
     assert "script" not in tags and "link" not in tags and "img" not in tags and "iframe" not in tags
     assert not [attrs for _, attrs in page.tags if "src" in attrs or "href" in attrs]
-    assert tags.count("svg") == 4
+    assert tags.count("svg") == 5
+    # the latency histogram: every case of both runs counted once, in one of ten bins per run
+    binned = [re.fullmatch(r"[0-9.e+-]+-[0-9.e+-]+ s: (\d+)", text) for text in page.text]
+    assert sum(int(found.group(1)) for found in binned if found) == 16
     widths: dict[str, list[float]] = {}
     for tag, attrs in page.tags:
         if tag == "rect" and (attrs.get("class") or "").startswith("bar "):

@@ -64,6 +64,14 @@ def test_chromium_draws_every_chart_in_the_proportions_of_the_counts(scripted: E
         assert abs(drawn[name] / unit - cases) < 0.25, drawn
     for name, colour in OTHER_CHARTS.items():
         assert pixels[colour] > 100, f"the {name} chart did not draw: {pixels[colour]} pixels"
+    # the latency histogram: ten equal bins from 0 to the slowest case, bars 46 px wide and as tall (of 50 px) as
+    # their count over the fullest bin's, counted here from the case results themselves
+    top = max(result.seconds for result in results)
+    bins = Counter((result.mode, min(9, int(result.seconds / top * 10))) for result in results)
+    fullest = max(bins.values())
+    expected = sum(46 * round(50 * count / fullest) for count in bins.values())
+    drawn_histogram = pixels[(0x00, 0x89, 0x7B)]
+    assert expected >= 46 * 50 and 0.97 * expected <= drawn_histogram <= 1.01 * expected, (drawn_histogram, expected)
 
 
 def test_chromium_draws_the_reliability_diagrams_in_the_proportions_of_the_bins(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ SHORT = Reasoning(max_tokens=12)
 
 
 def test_two_stages_generate_free_text_then_the_answer_conditioned_on_it(tiny: LocalModel) -> None:
-    result = generate_reasoned(tiny, PROMPT, Pick, reasoning=SHORT, max_new_tokens=64, seed=3)
+    result = generate_reasoned(tiny, PROMPT, Pick, reason_first=SHORT, max_new_tokens=64, seed=3)
     assert isinstance(result.value, Pick) and result.reasoning
     first, second = result.attempts
     assert (first.mode, second.mode) == ("reasoning", "grammar")
@@ -46,7 +46,7 @@ def test_two_stages_generate_free_text_then_the_answer_conditioned_on_it(tiny: L
 
 
 def test_field_mode_writes_the_reasoning_first_and_returns_the_contract_without_it(tiny: LocalModel) -> None:
-    result = generate_reasoned(tiny, PROMPT, Pick, reasoning=Reasoning("field", max_tokens=8), max_new_tokens=200,
+    result = generate_reasoned(tiny, PROMPT, Pick, reason_first=Reasoning("field", max_tokens=8), max_new_tokens=200,
                                seed=1)
     assert type(result.value) is Pick and "reasoning" not in result.value.model_dump()
     assert result.attempts[0].raw is not None and result.attempts[0].raw.startswith('{"reasoning":')
@@ -54,7 +54,7 @@ def test_field_mode_writes_the_reasoning_first_and_returns_the_contract_without_
 
 
 def test_each_stage_is_a_span_around_its_generation(tiny: LocalModel, spans: InMemorySpanExporter) -> None:
-    generate_reasoned(tiny, PROMPT, Pick, reasoning=SHORT, max_new_tokens=64, seed=3)
+    generate_reasoned(tiny, PROMPT, Pick, reason_first=SHORT, max_new_tokens=64, seed=3)
     finished = spans.get_finished_spans()
     stages = [span for span in finished if span.name == "guardrail.reasoning.stage"]
     assert [span.attributes["guardrail.reasoning.stage"] for span in stages if span.attributes] == \
@@ -66,11 +66,11 @@ def test_each_stage_is_a_span_around_its_generation(tiny: LocalModel, spans: InM
 
 @pytest.mark.parametrize("mode", ["two_stage", "field"])
 def test_the_chain_and_the_decorator_reason_first_on_a_local_tier(tiny: LocalModel, mode: str) -> None:
-    chain = Chain([local(tiny, max_new_tokens=200)], reasoning=Reasoning(mode, max_tokens=8))  # type: ignore[arg-type]
+    chain = Chain([local(tiny, max_new_tokens=200)], reason_first=Reasoning(mode, max_tokens=8))  # type: ignore[arg-type]
     done = chain.run(Pick, system="Pick a colour and a size.", user="a small red shirt")
     assert done.tier == "local" and isinstance(done.value, Pick) and isinstance(done.reasoning, str)
 
-    @guardrail.structured(client=tiny, max_tokens=200, reasoning=Reasoning(mode, max_tokens=8))  # type: ignore[arg-type]
+    @guardrail.structured(client=tiny, max_tokens=200, reason_first=Reasoning(mode, max_tokens=8))  # type: ignore[arg-type]
     def pick(description: str) -> Pick:
         """Pick a colour and a size."""
         raise NotImplementedError

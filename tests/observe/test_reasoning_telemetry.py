@@ -1,4 +1,4 @@
-"""A reasoning-first call (``reasoning="two_stage"``) in the trace: one call span, and under it one
+"""A reasoning-first call (``reason_first="two_stage"``) in the trace: one call span, and under it one
 ``guardrail.reasoning.stage`` span per stage with that stage's usage; the call span counts both stages; a stage
 that ended the call is marked failed; each stage logs its end."""
 
@@ -34,11 +34,11 @@ def test_each_stage_is_a_child_span_of_the_call_with_its_usage(spans: InMemorySp
         if is_async:
             aclient = guardrail.wrap(openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5))
             result = asyncio.run(aclient.chat.completions.create_with_result(
-                model="gpt-4o", messages=MESSAGES, response_model=Verdict, reasoning="two_stage"))
+                model="gpt-4o", messages=MESSAGES, response_model=Verdict, reason_first="two_stage"))
         else:
             client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5))
             result = client.chat.completions.create_with_result(model="gpt-4o", messages=MESSAGES,
-                                                                response_model=Verdict, reasoning="two_stage")
+                                                                response_model=Verdict, reason_first="two_stage")
     assert result.value == Verdict(ok=True)
     finished = spans.get_finished_spans()
     (call,) = [span for span in finished if span.name == "chat gpt-4o"]
@@ -59,7 +59,7 @@ def test_a_stage_that_ends_the_call_is_marked_failed_and_logged(spans: InMemoryS
         client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5))
         with pytest.raises(ReasoningFailed):
             client.chat.completions.create(model="gpt-4o", messages=MESSAGES, response_model=Verdict,
-                                           reasoning="two_stage")
+                                           reason_first="two_stage")
     (stage,) = [span for span in spans.get_finished_spans() if span.name == "guardrail.reasoning.stage"]
     assert dict(stage.attributes or {})["error.type"] == "ReasoningFailed"
     (ended,) = [event for event in logs if event["event"] == "guardrail.reasoning.stage"]
