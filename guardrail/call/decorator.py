@@ -179,13 +179,18 @@ class StructuredFunction(Generic[P, R]):
     def iterate(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """The items of the answer, each as soon as it is complete and validated: an
         :class:`~guardrail.call.iterable.ItemStream` (async: ``async for``) of ``X`` for a ``list[X]`` contract
-        (any other contract is the item type); ``.result`` after the loop (:mod:`guardrail.call.iterable`)."""
+        (any other contract is the item type); ``.result`` after the loop (:mod:`guardrail.call.iterable`). The
+        items of a ``list[X]`` function's ``examples`` (lists) are shown to the model as the item examples."""
         config = self._merged()
         if self._local_chain(config) is not None:
             raise UsageError("iterate() needs a vendor client; a LocalModel client has no stream of items "
                              "(call the function for the value)")
         method, options, request = self._request(args, kwargs, config)
-        items = dataclasses.replace(options, response_model=item_type_of(self.output_type))
+        item_type = item_type_of(self.output_type)
+        examples = self._examples  # a list contract's examples are lists: their items are the item examples
+        if item_type is not self.output_type:
+            examples = tuple(item for example in examples for item in example)
+        items = dataclasses.replace(options, response_model=item_type, examples=examples)
         return run_iterable(method, items, request)
 
     def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any],

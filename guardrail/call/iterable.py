@@ -47,6 +47,7 @@ from pydantic import create_model
 from pydantic_core import to_jsonable_python
 
 from guardrail.call.engine import Call, Send, iterate_async, iterate_sync
+from guardrail.call.examples import checked
 from guardrail.call.options import CallOptions, RetryPolicy
 from guardrail.contract import validation_context
 from guardrail.errors import (
@@ -186,6 +187,10 @@ class ListRun:
         self.item_type = item_type
         self.options = options
         self.contract = list_contract(item_type)
+        # the caller's examples are items (checked as such, so an error names the item); the model answers a list,
+        # so it is shown them as one list in that shape
+        texts = checked(item_type, options.examples)
+        self.examples = ({ITEMS_KEY: [json.loads(text) for text in texts]},) if texts else ()
         self.make = make  # the Call of these options (the structured method's, with the SDK keywords)
         self.items: list[Any] = []
         self.outcomes: list[Outcome] = []
@@ -221,7 +226,8 @@ class ListRun:
             raise self.gave_up()
         deadline = self.deadline if self.rounds else self.options.deadline  # later requests: the first's
         options = dataclasses.replace(self.options, response_model=self.contract, rules=(), mode=self.mode,
-                                      budget=self.budget_left(), deadline=deadline, cache=False)
+                                      budget=self.budget_left(), deadline=deadline, cache=False,
+                                      examples=self.examples)
         call = self.call = self.make(options)
         if not self.rounds:
             self.max_attempts, self.deadline = call.settings.max_attempts, call.deadline

@@ -340,3 +340,40 @@ def test_a_non_finite_number_is_never_turned_into_another_value() -> None:
     with pytest.raises(InvalidExample, match=r"\$\.label"):
         checked(Reading, [Reading(values=[], label=float("nan"))])
     assert checked(Reading, [Reading(values=[None], label="NaN")]) == ('{"values":[null],"label":"NaN"}',)
+
+
+# -- items as they arrive: the examples are items, shown as one list ---------------------------------------------
+LISTED = json.dumps({"items": [{"title": "Printer on fire", "priority": 5}]})
+
+
+@pytest.mark.parametrize("mode", ["native", "json"])
+def test_create_iterable_shows_its_item_examples_as_one_list(emu: Emulator, mode: str) -> None:
+    emu.script(reply.answer(LISTED))
+    client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5))
+    items = list(client.chat.completions.create_iterable(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                                                         response_model=Ticket, examples=GOOD, mode=mode))
+    assert [item.priority for item in items] == [5]
+    (request,) = emu.requests
+    assert shown(request) == [{"items": SHOWN}]
+
+
+def test_create_iterable_names_the_invalid_item_example_before_any_request(emu: Emulator) -> None:
+    client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5))
+    with pytest.raises(InvalidExample) as caught:
+        client.chat.completions.create_iterable(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                                                response_model=Ticket, examples=[GOOD[0], {"title": "t"}])
+    assert (caught.value.index, caught.value.path) == (1, "$.priority")
+    assert emu.requests == []
+
+
+def test_iterate_on_a_list_function_shows_the_items_of_its_list_examples(emu: Emulator) -> None:
+    emu.script(reply.answer(LISTED))
+
+    @guardrail.structured(client=openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5),
+                          model="gpt-4o", examples=[[GOOD[0]], [GOOD[1]]])
+    def tickets(text: str) -> list[Ticket]:
+        """The office tickets in a text."""
+
+    assert [item.title for item in tickets.iterate("the printer is on fire")] == ["Printer on fire"]
+    (request,) = emu.requests
+    assert shown(request) == [{"items": SHOWN}]
