@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 import pydantic
 from pydantic_core import to_jsonable_python
 
+from guardrail.call.examples import checked
 from guardrail.errors import (
     BudgetExceeded,
     CallError,
@@ -222,6 +223,21 @@ def chunk_model(response_model: Any, max_items: int) -> type[pydantic.BaseModel]
                          ) from None
 
 
+def chunk_examples(response_model: Any, examples: Sequence[Any], max_items: int) -> tuple[dict[str, Any], ...]:
+    """The caller's few-shot examples in the chunk's shape: items (of a ``T`` call; a ``list[T]`` call's examples
+    are lists, whose items are taken), checked as items so an error names the caller's example, shown as chunks
+    of at most ``max_items`` items. Each says ``"done": false``: an example never teaches the model to end a list
+    early (an unended list is a typed error; a list ended early would be a wrong answer)."""
+    if not examples:
+        return ()
+    item = item_type(response_model)
+    if item is not response_model:
+        examples = [value for example in examples for value in example]
+    shown = [json.loads(text) for text in checked(item, examples)]
+    return tuple({"items": shown[start:start + max_items], "done": False}
+                 for start in range(0, len(shown), max_items))
+
+
 # -- the I/O-free core ------------------------------------------------------------------------------------------
 def _dump(items: Sequence[Any]) -> str:
     return json.dumps(to_jsonable_python(list(items), fallback=str), ensure_ascii=False, separators=(",", ":"))
@@ -317,7 +333,8 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
         raise UsageError("semantic rules judge one whole answer; a chunked call's answers are parts of a list, so "
                          "check the assembled list yourself (rules= cannot be combined with chunking=)")
     model = chunk_model(options.response_model, chunking.max_items)
-    asked = dataclasses.replace(options, response_model=model)
+    asked = dataclasses.replace(options, response_model=model,
+                                examples=chunk_examples(options.response_model, options.examples, chunking.max_items))
     started = time.monotonic()
     kept: list[Any] = []
     seen: dict[Hashable, Any] = {}

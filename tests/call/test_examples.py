@@ -377,3 +377,29 @@ def test_iterate_on_a_list_function_shows_the_items_of_its_list_examples(emu: Em
     assert [item.title for item in tickets.iterate("the printer is on fire")] == ["Printer on fire"]
     (request,) = emu.requests
     assert shown(request) == [{"items": SHOWN}]
+
+
+# -- chunked generation: the examples are items, shown as chunks that do not end the list -------------------------
+def test_create_chunked_shows_its_item_examples_as_chunks_that_do_not_end_the_list(emu: Emulator) -> None:
+    from guardrail.call import Chunking
+
+    emu.script(reply.answer(json.dumps({"items": [{"title": "Printer on fire", "priority": 5}], "done": True})))
+    client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5))
+    done = client.chat.completions.create_chunked(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                                                  response_model=list[Ticket], examples=[GOOD[:1], GOOD[1:]],
+                                                  chunking=Chunking(key="title", max_items=1))
+    assert [item.priority for item in done.value] == [5]
+    (request,) = emu.requests
+    assert shown(request) == [{"items": [item], "done": False} for item in SHOWN]
+
+
+def test_create_chunked_names_the_invalid_item_example_before_any_request(emu: Emulator) -> None:
+    from guardrail.call import Chunking
+
+    client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5))
+    with pytest.raises(InvalidExample) as caught:
+        client.chat.completions.create_chunked(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                                               response_model=Ticket, examples=[GOOD[0], {"title": "t"}],
+                                               chunking=Chunking(key="title"))
+    assert (caught.value.index, caught.value.path) == (1, "$.priority")
+    assert emu.requests == []
