@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
@@ -44,6 +45,7 @@ import pydantic
 from opentelemetry import trace
 
 from guardrail.call.engine import Ask, Call, Loop, Retry, Run, Send, attempt_loop, http_tries, run_async, run_sync
+from guardrail.call.examples import checked
 from guardrail.errors import CallError, ConfigError, ReasoningFailed, Refused, UsageError, VendorError
 from guardrail.observe import cost
 from guardrail.observe.telemetry import get_logger, mark_failed
@@ -152,9 +154,17 @@ def split(value: Any, output_type: Any, field: str = "reasoning") -> tuple[Any, 
     return plain, str(getattr(value, field))
 
 
+#: The reasoning shown in a few-shot example of the ``"field"`` mode: the caller's examples are answers without it.
+EXAMPLE_REASONING: Final = "(the reasoning that leads to the answer below)"
+
+
 def _field_options(options: CallOptions, spec: Reasoning) -> CallOptions:
+    """The options of a ``"field"`` call: the contract with its leading field; the caller's examples, checked as
+    values of the caller's contract (so an error names them as given), shown with that field first."""
+    shown = tuple({spec.field: EXAMPLE_REASONING, **json.loads(text)}
+                  for text in checked(options.response_model, options.examples))
     return dataclasses.replace(options, response_model=reasoned_contract(options.response_model, spec.field),
-                               reason_first=None)
+                               reason_first=None, examples=shown)
 
 
 def _field_result(result: Result[Any], output_type: Any, spec: Reasoning) -> Result[Any]:

@@ -403,3 +403,27 @@ def test_create_chunked_names_the_invalid_item_example_before_any_request(emu: E
                                                chunking=Chunking(key="title"))
     assert (caught.value.index, caught.value.path) == (1, "$.priority")
     assert emu.requests == []
+
+
+# -- reasoning first: the examples are answers, shown with the reasoning field first in "field" mode -------------
+def test_reason_first_field_shows_the_examples_with_the_reasoning_field_first(emu: Emulator) -> None:
+    from guardrail.call.reasoning import EXAMPLE_REASONING
+
+    emu.script(reply.answer(json.dumps({"reasoning": "it burns", "title": "Printer on fire", "priority": 5})))
+    client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5))
+    done = client.chat.completions.create_with_result(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                                                      response_model=Ticket, examples=GOOD, reason_first="field")
+    assert (done.value.priority, done.reasoning) == (5, "it burns")
+    (request,) = emu.requests
+    assert shown(request) == [{"reasoning": EXAMPLE_REASONING, **item} for item in SHOWN]
+    assert [next(iter(item)) for item in shown(request)] == ["reasoning", "reasoning"]  # the field comes first
+
+
+def test_reason_first_field_names_the_invalid_example_as_given(emu: Emulator) -> None:
+    client = guardrail.wrap(openai.OpenAI(base_url=emu.openai_base_url, api_key="t", timeout=5))
+    with pytest.raises(InvalidExample) as caught:
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                                       response_model=Ticket, examples=[GOOD[0], {"title": "t"}],
+                                       reason_first="field")
+    assert (caught.value.index, caught.value.path) == (1, "$.priority")
+    assert emu.requests == []
