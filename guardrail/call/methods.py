@@ -251,6 +251,7 @@ class StructuredMethod(ChunkedCreate, _Resource):
         return self._guardrail_items(self._guardrail_required(kwargs, self._guardrail_methods.iterable), kwargs)
 
     def _guardrail_items(self, options: CallOptions, kwargs: dict[str, Any]) -> ItemStream[Any]:
+        refuse(options, self._guardrail_methods.iterable)  # reasoning first is for a whole answer
         streamed = self.endpoint.streaming(kwargs)
         run = ListRun(options.response_model, options, lambda given: self._guardrail_call(given, dict(streamed)))
         return ItemStream(run, self._guardrail_send())
@@ -329,6 +330,7 @@ class AsyncStructuredMethod(AsyncChunkedCreate, _Resource):
         return self._guardrail_items(self._guardrail_required(kwargs, self._guardrail_methods.iterable), kwargs)
 
     def _guardrail_items(self, options: CallOptions, kwargs: dict[str, Any]) -> AsyncItemStream[Any]:
+        refuse(options, self._guardrail_methods.iterable)  # reasoning first is for a whole answer
         streamed = self.endpoint.streaming(kwargs)
         run = ListRun(options.response_model, options, lambda given: self._guardrail_call(given, dict(streamed)))
         return AsyncItemStream(run, self._guardrail_send())

@@ -116,7 +116,8 @@ def reasoning_of(given: Reasoning | str | None) -> Reasoning | None:
 
 
 def refuse(options: CallOptions, method: str) -> None:
-    """:class:`UsageError` when a call that cannot reason first (a preview stream, a raw response) was asked to."""
+    """:class:`UsageError` when a call that cannot reason first (a preview stream, an item stream, a raw response)
+    was asked to."""
     if options.reason_first is not None:
         raise UsageError(f"{method}() does not take reason_first=: call create() or create_with_result() (the "
                          "reasoning is then on Result.reasoning)")

@@ -241,6 +241,8 @@ def test_unknown_reasoning_and_the_streams_are_refused_before_any_request() -> N
             method.create_partial(response_model=Diagnosis, reason_first="two_stage", **kwargs)
         with pytest.raises(UsageError, match="reason_first="):
             method.with_raw_response.create(response_model=Diagnosis, reason_first="two_stage", **kwargs)
+        with pytest.raises(UsageError, match="create_iterable"):  # an item stream: never silently without it
+            method.create_iterable(response_model=Diagnosis, reason_first="field", **kwargs)
         with pytest.raises(UsageError, match="response_model"):
             method.create(reason_first="two_stage", **kwargs)
         assert emu.requests == []
