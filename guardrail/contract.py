@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Protocol, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import PydanticUserError, TypeAdapter
 from pydantic_core import SchemaValidator
 
 from guardrail.schema.view import Schema, SchemaView
@@ -233,7 +233,13 @@ def _compile(output_type: Any) -> Contract[Any]:
     if compile_self is not None and not isinstance(output_type, type):
         compiled: Contract[Any] = compile_self()
         return compiled
-    adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+    except (PydanticUserError, TypeError, AttributeError) as error:  # not a type pydantic can validate
+        from guardrail.errors import UsageError
+
+        raise UsageError(f"response_model must be a type pydantic validates (a model, a dataclass, list[...], "
+                         f"a Literal...) or a JSON Schema dict, not {output_type!r}: {error}") from None
     try:
         schema: Schema = adapter.json_schema()
     except Exception:  # pydantic cannot express some types (callables, arbitrary classes) as JSON Schema

@@ -217,9 +217,10 @@ def chunk_model(response_model: Any, max_items: int) -> type[pydantic.BaseModel]
     item = item_type(response_model)
     try:
         return _chunk_model(item, max_items)
-    except TypeError:
-        raise UsageError("chunked generation needs the item contract as a type (a pydantic model, a dataclass, "
-                         "a TypedDict...); a JSON Schema dict can be turned into one with guardrail.JsonSchema"
+    except (pydantic.PydanticUserError, TypeError, AttributeError):  # a dict, a Regex/Grammar, no type at all
+        raise UsageError(f"chunked generation needs the item contract as a type (a pydantic model, a dataclass, "
+                         f"a TypedDict...), not {item!r}; a JSON Schema dict can be turned into one with "
+                         "guardrail.JsonSchema, and a Regex or Grammar answer is one text, asked with create()"
                          ) from None
 
 

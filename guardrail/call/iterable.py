@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
-from pydantic import create_model
+from pydantic import PydanticUserError, create_model
 from pydantic_core import to_jsonable_python
 
 from guardrail.call.engine import Call, Send, iterate_async, iterate_sync
@@ -57,6 +57,7 @@ from guardrail.errors import (
     NotReady,
     OutputTruncated,
     SemanticRejected,
+    UsageError,
     VendorUnavailable,
 )
 from guardrail.gates.semantic import evaluate
@@ -83,9 +84,14 @@ def list_contract(item_type: Any) -> Any:
     if isinstance(item_type, dict):
         return _schema_list(json.dumps(item_type, sort_keys=True))
     try:
-        return _model_list(item_type)
-    except TypeError:  # an unhashable type expression: made for this call
-        return _model_list.__wrapped__(item_type)
+        try:
+            return _model_list(item_type)
+        except TypeError:  # an unhashable type expression: made for this call
+            return _model_list.__wrapped__(item_type)
+    except (PydanticUserError, TypeError, AttributeError) as error:  # a Regex/Grammar, or no type at all
+        raise UsageError(f"create_iterable needs an item contract (a model, a type, a JSON Schema dict) whose "
+                         f"list pydantic can build, not {item_type!r}: a Regex or Grammar answer is one text, "
+                         f"asked with create() ({error})") from None
 
 
 @functools.lru_cache(maxsize=256)
