@@ -21,9 +21,12 @@ the last few items. The items are kept in order under a key the caller names (``
   (a spent budget is not re-asked); a refusal or a typed non-answer ends the whole call as it is;
 * ``done: false`` with no new item is a stuck model: re-asked like a gap.
 
-It ends when a chunk says ``done`` (the :class:`ChunkedResult`, with ``complete`` true), or with a typed error:
+It ends when a chunk says ``done`` and the assembled list passes the caller's list contract (an ``Annotated``
+list's ``min_length``, a validator of the whole list) (the :class:`ChunkedResult`, with ``complete`` true), or
+with a typed error:
 :class:`~guardrail.errors.ChunksExhausted` when ``max_chunks`` chunks came and none said done,
-:class:`~guardrail.errors.ChunkRejected` when a chunk kept failing the checks, or
+:class:`~guardrail.errors.ChunkRejected` when a chunk kept failing the checks (or the whole list failed the
+list contract), or
 :class:`~guardrail.errors.ChunkingFailed` (its ``__cause__`` the chunk's own error) when a chunk's call kept
 failing. Each carries the items kept so far as ``.items``, for a caller who wants them knowing they are not the
 whole list: an incomplete list is never returned as a value. Usage (and so cost) adds up across every chunk and
@@ -122,18 +125,30 @@ class Chunking:
     def key_of(self, item: Any) -> Hashable:
         """The key of ``item`` (an unhashable value stands as its canonical JSON text)."""
         if callable(self.key):
-            found: Any = self.key(item)
+            found: Any = _own(self.key, "key", item)
         elif isinstance(item, Mapping) and self.key in item:
             found = item[self.key]
         elif not isinstance(item, Mapping) and hasattr(item, self.key):
             found = getattr(item, self.key)
         else:
             raise ConfigError(f"Chunking(key={self.key!r}): the items have no field {self.key!r}")
+        if isinstance(found, float) and found != found:  # NaN: never equal to itself, so no duplicate would be found
+            return "NaN"
         try:
             hash(found)
         except TypeError:
             return json.dumps(to_jsonable_python(found, fallback=str), sort_keys=True, ensure_ascii=False)
         return typing.cast(Hashable, found)
+
+
+def _own(function: Callable[..., Any], name: str, *items: Any) -> Any:
+    """The caller's ``key`` or ``gap`` function on items of an answer; what it raises is a :class:`ConfigError`
+    (the function's fault or an item it did not expect; its exception the ``__cause__``), never a builtin."""
+    try:
+        return function(*items)
+    except Exception as error:
+        raise ConfigError(f"Chunking({name}=...) raised {type(error).__name__} on an item of the list: "
+                          f"{error}") from error
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -194,9 +209,15 @@ class ChunkAnswer:
 
 def item_type(response_model: Any) -> Any:
     """The item contract of a chunked call: ``T`` for ``list[T]`` (or ``Sequence[T]``...), else the type itself."""
-    origin = typing.get_origin(response_model)
-    if origin in (list, tuple, Sequence) and typing.get_args(response_model):
-        return typing.get_args(response_model)[0]
+    inner = response_model
+    while typing.get_origin(inner) is Annotated:  # Annotated[list[T], Field(min_length=...)]: still a list of T
+        inner = typing.get_args(inner)[0]
+    origin, args = typing.get_origin(inner), typing.get_args(inner)
+    if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+        raise UsageError("chunked generation assembles a list of one item type; a fixed tuple such as "
+                         f"{response_model!r} is not one")
+    if origin in (list, tuple, Sequence) and args:
+        return args[0]
     return response_model
 
 
@@ -264,7 +285,7 @@ def merge(chunking: Chunking, kept: Sequence[Any], seen: Mapping[Hashable, Any],
                 problems.append(f"the item with {chunking.key_name} {key!r} differs from the earlier item with the "
                                 f"same {chunking.key_name}: give each item once, as it was given before")
             continue
-        if chunking.gap is not None and last is not None and chunking.gap(last, item):
+        if chunking.gap is not None and last is not None and _own(chunking.gap, "gap", last, item):
             problems.append(f"items are missing between the item with {chunking.key_name} "
                             f"{chunking.key_of(last)!r} and the one with {key!r}: continue without leaving any out")
         fresh.append(item)
@@ -377,6 +398,11 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
             dropped += duplicates
             records.append(answer.record)
             if done:
+                whole = _whole(options.response_model, kept, options.context)
+                if isinstance(whole, str):
+                    raise failed(ChunkRejected, f"the assembled list of {len(kept)} items is not a value of the "
+                                 f"contract: {whole}", problems=(whole,))
+                kept[:] = whole
                 fields = _total(outcomes, started)
                 cached = bool(records) and all(getattr(r, "cached", False) for r in records)
                 return ChunkedResult(*fields, None, list(kept), cached, chunks=tuple(records), asks=asks,
@@ -385,6 +411,21 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
     raise failed(ChunksExhausted, f"{chunking.max_chunks} chunks gave {len(kept)} items and none said the list "
                  "was done: raise max_chunks or max_items (the items so far are on .items; they are not the whole "
                  "list)")
+
+
+def _whole(response_model: Any, items: list[Any], context: Any = None) -> list[Any] | str:
+    """The assembled list checked against the caller's list contract (its own constraints, such as a
+    ``min_length`` or a validator of the whole list, see all of it only now): the validated list, or what is
+    wrong with it (the call's ``context`` is the validators' ``info.context``). An item contract (not a list)
+    has nothing more to check."""
+    if item_type(response_model) is response_model:
+        return items
+    try:
+        value = pydantic.TypeAdapter(response_model).validate_python(items, context=context or None)
+    except pydantic.ValidationError as error:
+        listed = error.errors()
+        return f"{listed[0]['msg']} at {list(listed[0]['loc'])}" if listed else str(error)
+    return list(value)
 
 
 # -- the drivers ------------------------------------------------------------------------------------------------

@@ -499,7 +499,8 @@ class Run:
         """An answer that did not parse or validate: one feedback turn listing every problem, asking for a few
         fields only where that suffices (``fields``: the field re-ask being answered, asked again)."""
         assert report.error is not None
-        error = report.error if done.text or plan.constraint is not None else NoJSONError("The reply was empty; reply with the JSON value.")
+        error = report.error if done.text or plan.constraint is not None else \
+            NoJSONError("The reply was empty; reply with the JSON value.")
         feedback = _feedback(error.feedback, report.fixes)
         if fields is None:
             fields = self.fields_to_ask(report, plan)
