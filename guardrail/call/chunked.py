@@ -21,6 +21,8 @@ the last few items. The items are kept in order under a key the caller names (``
   (a spent budget is not re-asked); a refusal or a typed non-answer ends the whole call as it is;
 * ``done: false`` with no new item is a stuck model: re-asked like a gap.
 
+A refusal's (or a typed non-answer's) ``.outcome`` is then the whole call's: every chunk's attempts and usage.
+
 It ends when a chunk says ``done`` and the assembled list passes the caller's list contract (an ``Annotated``
 list's ``min_length``, a validator of the whole list) (the :class:`ChunkedResult`, with ``complete`` true), or
 with a typed error:
@@ -370,7 +372,9 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
                 used = used + outcome.usage
             try:
                 answer = yield ChunkAsk(number, system, text, _budget_left(asked, used, spent))
-            except _ANSWERS:
+            except _ANSWERS as error:  # ends the call as it is, its outcome the whole call's (earlier chunks' usage)
+                paid(_spent(error))
+                error.outcome = Outcome(*_total(outcomes, started))
                 raise
             except (CallError, ChainExhausted) as error:
                 paid(_spent(error))

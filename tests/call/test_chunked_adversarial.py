@@ -13,7 +13,8 @@ from pydantic import AfterValidator, BaseModel, Field
 
 import guardrail
 from guardrail.call.chunked import ChunkedResult, Chunking, merge
-from guardrail.errors import ChunkRejected, ConfigError, UsageError
+from guardrail.errors import ChunkRejected, ConfigError, Refused, UsageError
+from guardrail.outcome import Usage
 from guardrail.testing import Emulator, reply
 
 FAST = guardrail.RetryPolicy(max_tries=1, initial_wait=0.01, max_wait=0.05, deadline=10)
@@ -108,3 +109,13 @@ def test_two_nan_keys_in_one_chunk_are_not_two_items() -> None:
     chunking = Chunking(key="k")
     fresh, _, problems = merge(chunking, [], {}, [Loose(k=float("nan"), v=1), Loose(k=float("nan"), v=2)])
     assert len(fresh) == 1 and problems
+
+
+def test_a_refusal_after_chunks_carries_every_chunks_usage(emu: Emulator) -> None:
+    """The earlier chunks were paid for: the refusal that ends the call reports them too."""
+    emu.script(reply.answer(json.dumps({"items": [{"k": 1, "v": 1}], "done": False}), usage=(100, 40)),
+               reply.refusal("no", usage=(30, 5)))
+    with pytest.raises(Refused) as caught:
+        create(emu, list[Item], Chunking(key="k"))
+    assert caught.value.outcome.usage == Usage(130, 45)
+    assert len(caught.value.outcome.attempts) == 2
