@@ -299,7 +299,7 @@ def merge(chunking: Chunking, kept: Sequence[Any], seen: Mapping[Hashable, Any],
 _MISSING: Any = object()
 
 #: Chunk errors that are answers, not faults: they end the whole call as they are, never re-asked.
-_ANSWERS: tuple[type[BaseException], ...] = (Refused, Declined)
+_ANSWERS: tuple[type[CallError], ...] = (Refused, Declined)
 
 
 def _spent(error: BaseException) -> list[Outcome]:
