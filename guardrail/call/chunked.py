@@ -21,6 +21,9 @@ the last few items. The items are kept in order under a key the caller names (``
   (a spent budget is not re-asked); a refusal or a typed non-answer ends the whole call as it is;
 * ``done: false`` with no new item is a stuck model: re-asked like a gap.
 
+Few-shot ``examples=`` are values of the caller's contract (items, or whole lists), checked against it and shown
+with every chunk's prompt; the chunk calls themselves get none.
+
 A refusal's (or a typed non-answer's) ``.outcome`` is then the whole call's: every chunk's attempts and usage.
 
 It ends when a chunk says ``done`` and the assembled list passes the caller's list contract (an ``Annotated``
@@ -57,6 +60,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 import pydantic
 from pydantic_core import to_jsonable_python
 
+from guardrail.call.examples import checked
 from guardrail.errors import (
     BudgetExceeded,
     CallError,
@@ -71,6 +75,7 @@ from guardrail.errors import (
 )
 from guardrail.outcome import Attempt, Outcome, Result, Usage
 from guardrail.store.idempotency import advance
+from guardrail.vendors.base import examples_text
 
 if TYPE_CHECKING:
     from guardrail.call.options import CallOptions
@@ -340,7 +345,13 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
         raise UsageError("semantic rules judge one whole answer; a chunked call's answers are parts of a list, so "
                          "check the assembled list yourself (rules= cannot be combined with chunking=)")
     model = chunk_model(options.response_model, chunking.max_items)
-    asked = dataclasses.replace(options, response_model=model)
+    # Few-shot examples are values of the caller's contract (an item, or a list), not chunks: checked against it
+    # and shown with the prompt; the chunk calls get none (they would be checked against the chunk contract).
+    shown = checked(options.response_model, options.examples)
+    if shown:
+        what = "items" if item_type(options.response_model) is options.response_model else "whole lists"
+        user = f"{user}\n\n{examples_text(shown, what)}"
+    asked = dataclasses.replace(options, response_model=model, examples=())
     started = time.monotonic()
     kept: list[Any] = []
     seen: dict[Hashable, Any] = {}
@@ -600,7 +611,7 @@ def function_chunked(function: Any, chunking: Chunking, chain: Any, config: Any,
         context = function._context() if callable(function._context) else function._context
         cached = function._overrides.get("cache") is not False
         request = chain._request(function.output_type, system, user, arguments, context, function._rules,
-                                 function._version, cached)
+                                 function._version, cached, function._examples)
         return chain_chunked(chain, request, chunking, asynchronous)
     method, options, sdk = function._request(args, kwargs, config)
     system, user, _ = function._prompt_parts(args, kwargs)
