@@ -440,6 +440,8 @@ def _whole(response_model: Any, items: list[Any], context: Any = None) -> list[A
     except pydantic.ValidationError as error:
         listed = error.errors()
         return f"{listed[0]['msg']} at {list(listed[0]['loc'])}" if listed else str(error)
+    except Exception as error:  # a validator of the list raising what pydantic does not wrap: still a no
+        return f"a validator of the list raised {type(error).__name__}: {error}"
     return list(value)
 
 

@@ -119,3 +119,13 @@ def test_a_refusal_after_chunks_carries_every_chunks_usage(emu: Emulator) -> Non
         create(emu, list[Item], Chunking(key="k"))
     assert caught.value.outcome.usage == Usage(130, 45)
     assert len(caught.value.outcome.attempts) == 2
+
+
+def _by_key(items: list[Any]) -> list[Any]:
+    return sorted(items, key=lambda item: item["k"])  # written for JSON data: raises TypeError on models
+
+
+def test_a_list_validator_raising_a_builtin_is_a_typed_error(emu: Emulator) -> None:
+    emu.script(chunk([{"k": 2, "v": 1}, {"k": 1, "v": 1}], True))
+    with pytest.raises(ChunkRejected, match="TypeError"):
+        create(emu, Annotated[list[Item], AfterValidator(_by_key)], Chunking(key="k"))
