@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -61,3 +62,11 @@ def test_a_returned_text_fullmatches(emu: Emulator, text: str) -> None:
     else:
         assert value == text and re.fullmatch(PATTERN, value) is not None
     emu.reset()
+
+
+def test_an_anthropic_tool_use_is_not_the_empty_text(emu: Emulator) -> None:
+    client = guardrail.wrap(anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="t"), retry=FAST)
+    emu.script(*[reply.tool_call({"a": 1}, name="lookup")] * 3)
+    with pytest.raises(GaveUp, match="no text"):
+        client.messages.create(model="claude-3-5-haiku-latest", max_tokens=100, messages=MESSAGES,
+                               response_model=Regex(r"[a-z]*"))
