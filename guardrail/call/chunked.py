@@ -21,9 +21,17 @@ the last few items. The items are kept in order under a key the caller names (``
   (a spent budget is not re-asked); a refusal or a typed non-answer ends the whole call as it is;
 * ``done: false`` with no new item is a stuck model: re-asked like a gap.
 
-It ends when a chunk says ``done`` (the :class:`ChunkedResult`, with ``complete`` true), or with a typed error:
+Few-shot ``examples=`` are values of the caller's contract (items, or whole lists), checked against it and shown
+with every chunk's prompt; the chunk calls themselves get none.
+
+A refusal's (or a typed non-answer's) ``.outcome`` is then the whole call's: every chunk's attempts and usage.
+
+It ends when a chunk says ``done`` and the assembled list passes the caller's list contract (an ``Annotated``
+list's ``min_length``, a validator of the whole list) (the :class:`ChunkedResult`, with ``complete`` true), or
+with a typed error:
 :class:`~guardrail.errors.ChunksExhausted` when ``max_chunks`` chunks came and none said done,
-:class:`~guardrail.errors.ChunkRejected` when a chunk kept failing the checks, or
+:class:`~guardrail.errors.ChunkRejected` when a chunk kept failing the checks (or the whole list failed the
+list contract), or
 :class:`~guardrail.errors.ChunkingFailed` (its ``__cause__`` the chunk's own error) when a chunk's call kept
 failing. Each carries the items kept so far as ``.items``, for a caller who wants them knowing they are not the
 whole list: an incomplete list is never returned as a value. Usage (and so cost) adds up across every chunk and
@@ -67,6 +75,7 @@ from guardrail.errors import (
 )
 from guardrail.outcome import Attempt, Outcome, Result, Usage
 from guardrail.store.idempotency import advance
+from guardrail.vendors.base import examples_text
 
 if TYPE_CHECKING:
     from guardrail.call.options import CallOptions
@@ -123,18 +132,30 @@ class Chunking:
     def key_of(self, item: Any) -> Hashable:
         """The key of ``item`` (an unhashable value stands as its canonical JSON text)."""
         if callable(self.key):
-            found: Any = self.key(item)
+            found: Any = _own(self.key, "key", item)
         elif isinstance(item, Mapping) and self.key in item:
             found = item[self.key]
         elif not isinstance(item, Mapping) and hasattr(item, self.key):
             found = getattr(item, self.key)
         else:
             raise ConfigError(f"Chunking(key={self.key!r}): the items have no field {self.key!r}")
+        if isinstance(found, float) and found != found:  # NaN: never equal to itself, so no duplicate would be found
+            return "NaN"
         try:
             hash(found)
         except TypeError:
             return json.dumps(to_jsonable_python(found, fallback=str), sort_keys=True, ensure_ascii=False)
         return typing.cast(Hashable, found)
+
+
+def _own(function: Callable[..., Any], name: str, *items: Any) -> Any:
+    """The caller's ``key`` or ``gap`` function on items of an answer; what it raises is a :class:`ConfigError`
+    (the function's fault or an item it did not expect; its exception the ``__cause__``), never a builtin."""
+    try:
+        return function(*items)
+    except Exception as error:
+        raise ConfigError(f"Chunking({name}=...) raised {type(error).__name__} on an item of the list: "
+                          f"{error}") from error
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -195,9 +216,15 @@ class ChunkAnswer:
 
 def item_type(response_model: Any) -> Any:
     """The item contract of a chunked call: ``T`` for ``list[T]`` (or ``Sequence[T]``...), else the type itself."""
-    origin = typing.get_origin(response_model)
-    if origin in (list, tuple, Sequence) and typing.get_args(response_model):
-        return typing.get_args(response_model)[0]
+    inner = response_model
+    while typing.get_origin(inner) is Annotated:  # Annotated[list[T], Field(min_length=...)]: still a list of T
+        inner = typing.get_args(inner)[0]
+    origin, args = typing.get_origin(inner), typing.get_args(inner)
+    if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+        raise UsageError("chunked generation assembles a list of one item type; a fixed tuple such as "
+                         f"{response_model!r} is not one")
+    if origin in (list, tuple, Sequence) and args:
+        return args[0]
     return response_model
 
 
@@ -222,21 +249,6 @@ def chunk_model(response_model: Any, max_items: int) -> type[pydantic.BaseModel]
                          f"a TypedDict...), not {item!r}; a JSON Schema dict can be turned into one with "
                          "guardrail.JsonSchema, and a Regex or Grammar answer is one text, asked with create()"
                          ) from None
-
-
-def chunk_examples(response_model: Any, examples: Sequence[Any], max_items: int) -> tuple[dict[str, Any], ...]:
-    """The caller's few-shot examples in the chunk's shape: items (of a ``T`` call; a ``list[T]`` call's examples
-    are lists, whose items are taken), checked as items so an error names the caller's example, shown as chunks
-    of at most ``max_items`` items. Each says ``"done": false``: an example never teaches the model to end a list
-    early (an unended list is a typed error; a list ended early would be a wrong answer)."""
-    if not examples:
-        return ()
-    item = item_type(response_model)
-    if item is not response_model:
-        examples = [value for example in examples for value in example]
-    shown = [json.loads(text) for text in checked(item, examples)]
-    return tuple({"items": shown[start:start + max_items], "done": False}
-                 for start in range(0, len(shown), max_items))
 
 
 # -- the I/O-free core ------------------------------------------------------------------------------------------
@@ -281,7 +293,7 @@ def merge(chunking: Chunking, kept: Sequence[Any], seen: Mapping[Hashable, Any],
                 problems.append(f"the item with {chunking.key_name} {key!r} differs from the earlier item with the "
                                 f"same {chunking.key_name}: give each item once, as it was given before")
             continue
-        if chunking.gap is not None and last is not None and chunking.gap(last, item):
+        if chunking.gap is not None and last is not None and _own(chunking.gap, "gap", last, item):
             problems.append(f"items are missing between the item with {chunking.key_name} "
                             f"{chunking.key_of(last)!r} and the one with {key!r}: continue without leaving any out")
         fresh.append(item)
@@ -293,7 +305,7 @@ def merge(chunking: Chunking, kept: Sequence[Any], seen: Mapping[Hashable, Any],
 _MISSING: Any = object()
 
 #: Chunk errors that are answers, not faults: they end the whole call as they are, never re-asked.
-_ANSWERS: tuple[type[BaseException], ...] = (Refused, Declined)
+_ANSWERS: tuple[type[CallError], ...] = (Refused, Declined)
 
 
 def _spent(error: BaseException) -> list[Outcome]:
@@ -334,8 +346,13 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
         raise UsageError("semantic rules judge one whole answer; a chunked call's answers are parts of a list, so "
                          "check the assembled list yourself (rules= cannot be combined with chunking=)")
     model = chunk_model(options.response_model, chunking.max_items)
-    asked = dataclasses.replace(options, response_model=model,
-                                examples=chunk_examples(options.response_model, options.examples, chunking.max_items))
+    # Few-shot examples are values of the caller's contract (an item, or a list), not chunks: checked against it
+    # and shown with the prompt; the chunk calls get none (they would be checked against the chunk contract).
+    shown = checked(options.response_model, options.examples)
+    if shown:
+        what = "items" if item_type(options.response_model) is options.response_model else "whole lists"
+        user = f"{user}\n\n{examples_text(shown, what)}"
+    asked = dataclasses.replace(options, response_model=model, examples=())
     started = time.monotonic()
     kept: list[Any] = []
     seen: dict[Hashable, Any] = {}
@@ -367,7 +384,9 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
                 used = used + outcome.usage
             try:
                 answer = yield ChunkAsk(number, system, text, _budget_left(asked, used, spent))
-            except _ANSWERS:
+            except _ANSWERS as error:  # ends the call as it is, its outcome the whole call's (earlier chunks' usage)
+                paid(_spent(error))
+                error.outcome = Outcome(*_total(outcomes, started))
                 raise
             except (CallError, ChainExhausted) as error:
                 paid(_spent(error))
@@ -395,6 +414,11 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
             dropped += duplicates
             records.append(answer.record)
             if done:
+                whole = _whole(options.response_model, kept, options.context)
+                if isinstance(whole, str):
+                    raise failed(ChunkRejected, f"the assembled list of {len(kept)} items is not a value of the "
+                                 f"contract: {whole}", problems=(whole,))
+                kept[:] = whole
                 fields = _total(outcomes, started)
                 cached = bool(records) and all(getattr(r, "cached", False) for r in records)
                 return ChunkedResult(*fields, None, list(kept), cached, chunks=tuple(records), asks=asks,
@@ -403,6 +427,23 @@ def chunk_loop(chunking: Chunking, system: str, user: str,
     raise failed(ChunksExhausted, f"{chunking.max_chunks} chunks gave {len(kept)} items and none said the list "
                  "was done: raise max_chunks or max_items (the items so far are on .items; they are not the whole "
                  "list)")
+
+
+def _whole(response_model: Any, items: list[Any], context: Any = None) -> list[Any] | str:
+    """The assembled list checked against the caller's list contract (its own constraints, such as a
+    ``min_length`` or a validator of the whole list, see all of it only now): the validated list, or what is
+    wrong with it (the call's ``context`` is the validators' ``info.context``). An item contract (not a list)
+    has nothing more to check."""
+    if item_type(response_model) is response_model:
+        return items
+    try:
+        value = pydantic.TypeAdapter(response_model).validate_python(items, context=context or None)
+    except pydantic.ValidationError as error:
+        listed = error.errors()
+        return f"{listed[0]['msg']} at {list(listed[0]['loc'])}" if listed else str(error)
+    except Exception as error:  # a validator of the list raising what pydantic does not wrap: still a no
+        return f"a validator of the list raised {type(error).__name__}: {error}"
+    return list(value)
 
 
 # -- the drivers ------------------------------------------------------------------------------------------------
@@ -573,7 +614,7 @@ def function_chunked(function: Any, chunking: Chunking, chain: Any, config: Any,
         context = function._context() if callable(function._context) else function._context
         cached = function._overrides.get("cache") is not False
         request = chain._request(function.output_type, system, user, arguments, context, function._rules,
-                                 function._version, cached)
+                                 function._version, cached, function._examples)
         return chain_chunked(chain, request, chunking, asynchronous)
     method, options, sdk = function._request(args, kwargs, config)
     system, user, _ = function._prompt_parts(args, kwargs)

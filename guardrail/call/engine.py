@@ -490,7 +490,7 @@ class Run:
 
     def read(self, text: str | None, output_type: Any, plan: Plan) -> ParseReport[Any]:
         if plan.constraint is not None:  # a Regex/Grammar: the text itself, checked (guardrail.call.text_constraints)
-            return constraint_report(plan.constraint, text or "")
+            return constraint_report(plan.constraint, text)
         return parse_report(text or "", output_type, aliases=self.call.options.aliases,
                             stages=ABSENT_AS_NULL_STAGES if plan.absent_as_null else None)
 
@@ -499,7 +499,8 @@ class Run:
         """An answer that did not parse or validate: one feedback turn listing every problem, asking for a few
         fields only where that suffices (``fields``: the field re-ask being answered, asked again)."""
         assert report.error is not None
-        error = report.error if done.text else NoJSONError("The reply was empty; reply with the JSON value.")
+        error = report.error if done.text or plan.constraint is not None else \
+            NoJSONError("The reply was empty; reply with the JSON value.")
         feedback = _feedback(error.feedback, report.fixes)
         if fields is None:
             fields = self.fields_to_ask(report, plan)

@@ -54,9 +54,13 @@ def constraint_prepared(endpoint: Endpoint, constraint: Any, mode: Mode | None, 
                     constraint_plans(server, constraint, mode), False)
 
 
-def constraint_report(constraint: Any, text: str) -> ParseReport[Any]:
+def constraint_report(constraint: Any, text: str | None) -> ParseReport[Any]:
     """The answer ``text`` as the value when it is in the constraint's language, else the report of a
-    :class:`SchemaViolationError` whose feedback tells the model what was wrong."""
+    :class:`SchemaViolationError` whose feedback tells the model what was wrong. ``None`` (a reply without
+    text: a tool call, a null content) is never an answer, even where the language holds the empty text."""
+    if text is None:
+        return ParseReport(text="", error=SchemaViolationError(
+            "the reply had no text (a tool call or an empty message); reply with the text only", text=""))
     problem = _checker(constraint)(text)
     if problem is None:
         return ParseReport(text=text, value=text)

@@ -379,8 +379,8 @@ def test_iterate_on_a_list_function_shows_the_items_of_its_list_examples(emu: Em
     assert shown(request) == [{"items": SHOWN}]
 
 
-# -- chunked generation: the examples are items, shown as chunks that do not end the list -------------------------
-def test_create_chunked_shows_its_item_examples_as_chunks_that_do_not_end_the_list(emu: Emulator) -> None:
+# -- chunked generation: the examples are values of the caller's contract, shown with the prompt ---------------
+def test_create_chunked_shows_its_list_examples_with_the_prompt(emu: Emulator) -> None:
     from guardrail.call import Chunking
 
     emu.script(reply.answer(json.dumps({"items": [{"title": "Printer on fire", "priority": 5}], "done": True})))
@@ -390,7 +390,8 @@ def test_create_chunked_shows_its_item_examples_as_chunks_that_do_not_end_the_li
                                                   chunking=Chunking(key="title", max_items=1))
     assert [item.priority for item in done.value] == [5]
     (request,) = emu.requests
-    assert shown(request) == [{"items": [item], "done": False} for item in SHOWN]
+    user = "".join(str(m.get("content")) for m in request.messages if m.get("role") == "user")
+    assert [json.loads(text) for _, text in _EXAMPLE.findall(user)] == [SHOWN[:1], SHOWN[1:]]
 
 
 def test_create_chunked_names_the_invalid_item_example_before_any_request(emu: Emulator) -> None:
