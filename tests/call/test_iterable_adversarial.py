@@ -11,6 +11,7 @@ from support.calls import wrapped_client
 
 import guardrail
 from guardrail.errors import CallError
+from guardrail.parse.items import ItemSpans
 from guardrail.testing import Emulator, reply
 
 FAST = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=0.1, deadline=20)
@@ -45,3 +46,27 @@ def test_a_repaired_lexical_slip_never_splits_an_item(emu: Emulator, text: str, 
         emu.script(reply.answer(text).streamed_in(chars))
         got, stream = iterate(emu, str, chars)
         assert got == whole and stream.result.value == whole and len(emu.requests) == 1
+
+
+@pytest.mark.parametrize("text", [
+    'The shape is {"items": ["<title>"]}. Here it is:\n{"items": ["Intro", "Outro"]}',
+    'For example {"items": ["<title>"]}, then:\n```json\n{"items": ["Intro", "Outro"]}\n```',
+])
+def test_an_example_list_in_the_prose_before_the_answer_is_never_yielded(emu: Emulator, text: str) -> None:
+    """The first object in the text is an example the model gave in its prose: the whole answer holds two lists
+    (the parse layer says so), so no item of the example is yielded while it streams."""
+    emu.script(reply.answer(text), reply.answer('{"items": ["Intro", "Outro"]}'))
+    got, _ = iterate(emu, str)
+    assert "<title>" not in got
+    assert got == ["Intro", "Outro"]
+
+
+@pytest.mark.parametrize("text", [
+    '{"items": ["Intro", "Outro"]}',
+    '\n  {"items": ["Intro", "Outro"]}',
+    'Here is the list:\n```json\n{"items": ["Intro", "Outro"]}\n```',
+    '```\n{"items": ["Intro", "Outro"]}\n```',
+])
+def test_an_answer_that_starts_the_text_or_a_fence_streams(text: str) -> None:
+    spans = ItemSpans()
+    assert [member for ch in text for member in spans.feed(ch)] == ['"Intro"', '"Outro"'] and spans.ended
