@@ -7,12 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from openai.types.chat import ChatCompletionChunk
 from support.calls import wrapped_client
 
 import guardrail
+from guardrail.call.engine import Send
+from guardrail.call.iterable import Found, ItemReader
 from guardrail.errors import CallError
 from guardrail.parse.items import ItemSpans
 from guardrail.testing import Emulator, reply
+from guardrail.vendors.openai_chat import _ChatStream
 
 FAST = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=0.1, deadline=20)
 
@@ -70,3 +74,34 @@ def test_an_example_list_in_the_prose_before_the_answer_is_never_yielded(emu: Em
 def test_an_answer_that_starts_the_text_or_a_fence_streams(text: str) -> None:
     spans = ItemSpans()
     assert [member for ch in text for member in spans.feed(ch)] == ['"Intro"', '"Outro"'] and spans.ended
+
+
+def chat_chunk(content: str | None = None, arguments: str | None = None) -> ChatCompletionChunk:
+    delta: dict[str, Any] = {"role": "assistant"}
+    if content is not None:
+        delta["content"] = content
+    if arguments is not None:
+        delta["tool_calls"] = [{"index": 0, "id": "call_1", "type": "function",
+                                "function": {"name": "output", "arguments": arguments}}]
+    return ChatCompletionChunk.model_validate({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                                               "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+
+
+@pytest.mark.xfail(strict=True, reason="known: in tool mode, a list the model writes in its message text before "
+                   "calling the output tool is handed over as items (the answer is the tool's arguments)")
+def test_in_tool_mode_message_text_before_the_tool_call_gives_no_item() -> None:
+    """The real Chat Completions accumulator, fed a message text holding a list and then the output tool's call:
+    only the tool call is the answer (``Completion`` reads it), so only its members may be handed over. Today
+    the text's two members go out at positions 0 and 1, and the tool's first two are then skipped as if already
+    yielded: ``ListRun.take`` would yield ``draft 1, draft 2, c`` for the answer ``a, b, c``."""
+    stream = _ChatStream("output")
+    reader = ItemReader(Send(kwargs={}, stream=True, tool="output"))
+    handed: list[tuple[int, str]] = []
+    for event in (chat_chunk(content='{"items": ["draft 1", '), chat_chunk(content='"draft 2"]}'),
+                  chat_chunk(arguments='{"items": ["a", '), chat_chunk(arguments='"b", "c"]}')):
+        stream.feed(event)
+        found = reader(stream)
+        if isinstance(found, Found):
+            handed += [(found.first + offset, text) for offset, text in enumerate(found.texts)]
+    assert stream.completion().text == '{"items": ["a", "b", "c"]}'
+    assert handed == [(0, '"a"'), (1, '"b"'), (2, '"c"')]
