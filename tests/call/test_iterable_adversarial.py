@@ -4,10 +4,15 @@ item that the model did not write; the items yielded are always the list the who
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionChunk
+from pydantic import BaseModel, ConfigDict, Field
 from support.calls import wrapped_client
 
 import guardrail
@@ -105,3 +110,53 @@ def test_in_tool_mode_message_text_before_the_tool_call_gives_no_item() -> None:
             handed += [(found.first + offset, text) for offset, text in enumerate(found.texts)]
     assert stream.completion().text == '{"items": ["a", "b", "c"]}'
     assert handed == [(0, '"a"'), (1, '"b"'), (2, '"c"')]
+
+
+def kept(body: Any) -> int:
+    found = re.search(r"The (\d+) items? above (?:are|is) kept", json.dumps(body))
+    return int(found.group(1)) if found else 0
+
+
+@given(st.lists(st.integers(-10**6, 10**6) | st.sampled_from([True, False, None]), max_size=8), st.integers(1, 7),
+       st.data())
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_scalars_cut_anywhere_are_never_yielded_short(emu: Emulator, items: list[Any], chars: int, data: Any) -> None:
+    """``[1, 2, 3`` cut: ``3`` may be the start of ``30`` (``tru`` of ``true``), so it is not yielded; the
+    continuation replays exactly the items yielded and the list comes out whole."""
+    emu.reset()
+    text = json.dumps({"items": items})
+    cut = data.draw(st.integers(0, len(text)))
+    emu.script(reply.truncated(text[:cut]).streamed_in(chars))
+    emu.responder = lambda request: reply.answer(json.dumps({"items": items[kept(request.body):]})).streamed_in(chars)
+    got, stream = iterate(emu, int | bool | None, chars)
+    assert got == items and [type(value) for value in got] == [type(value) for value in items]
+    assert stream.result.value == items
+    for request in emu.requests[1:]:
+        if kept(request.body):  # (none kept: the answer as it came is replayed)
+            replayed = request.body["messages"][-2]["content"]
+            assert json.loads(replayed)["items"] == items[:kept(request.body)]  # exactly the items yielded
+
+
+class Note(BaseModel):
+    """An item with an alias and text that holds what matters to the reading."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    body: str = Field(alias="Body")
+
+
+@given(st.lists(st.text(st.sampled_from(list('a,]}{[":\\ \u00e9\n')), max_size=6), min_size=1, max_size=5),
+       st.integers(1, 5), st.data())
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_strings_with_structure_and_escapes_split_anywhere(emu: Emulator, bodies: list[str], chars: int,
+                                                          data: Any) -> None:
+    emu.reset()
+    items = [{"Body": body} for body in bodies]
+    text = json.dumps({"items": items}, ensure_ascii=data.draw(st.booleans()))
+    cut = data.draw(st.integers(0, len(text)))
+    emu.script(reply.truncated(text[:cut]).streamed_in(chars))
+    emu.responder = lambda request: reply.answer(json.dumps({"items": items[kept(request.body):]})).streamed_in(chars)
+    got, stream = iterate(emu, Note, chars)
+    assert [note.body for note in got] == bodies and stream.result.value == got
+    for request in emu.requests[1:]:
+        if kept(request.body):
+            assert json.loads(request.body["messages"][-2]["content"])["items"] == items[:kept(request.body)]
