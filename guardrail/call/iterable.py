@@ -238,7 +238,7 @@ class ListRun:
         """The turns that continue the list: the items so far, replayed as the model's own answer, and what to do."""
         count = len(self.items)
         if count:
-            text = json.dumps({ITEMS_KEY: to_jsonable_python(self.items, by_alias=True, fallback=str)},
+            text = json.dumps({ITEMS_KEY: _as_json(self.items)},
                               ensure_ascii=False)
             kept = f"The {count} items above are kept." if count > 1 else "The 1 item above is kept."
             ask = (f'{kept} Reply with the rest of the list only, in the same shape ({{"{ITEMS_KEY}": [...]}}): '
@@ -326,9 +326,16 @@ class ListRun:
         """The request's whole answer was valid: the members not yielded yet (held to the rules); the list is
         complete unless one of them (or one read while streaming) failed."""
         self.keep(result)
+        members = _members(result.value)
+        if _as_json(members[:self.taken]) != _as_json(self.items[len(self.items) - self.taken:]):
+            # the whole answer's reading took another list than the one read as it streamed (a value after a
+            # broken first one): the items yielded are not its; a typed error, never its rest after them
+            self.own = GaveUp(f"the answer's list does not begin with the {self.taken} items yielded from it as it "
+                              f"streamed (it holds another list after them)", outcome=self.outcome())
+            raise self.own
         out: list[Any] = []
         if self.stopped is None:
-            for value in _members(result.value)[self.taken:]:
+            for value in members[self.taken:]:
                 if not self.ruled(value):
                     break
                 out.append(self.accept(value))
@@ -405,6 +412,11 @@ class ListRun:
     def result(self) -> Result[list[Any]]:
         """The whole list and the record of every request."""
         return result_from(self.outcome(), list(self.items))
+
+
+def _as_json(items: list[Any]) -> Any:
+    """Items as JSON data: what the continuation replays, and what two readings of a list are compared by."""
+    return to_jsonable_python(items, by_alias=True, fallback=str)
 
 
 def _problems(feedback: str) -> str:

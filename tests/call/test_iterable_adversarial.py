@@ -18,7 +18,7 @@ from support.calls import wrapped_client
 import guardrail
 from guardrail.call.engine import Send
 from guardrail.call.iterable import Found, ItemReader
-from guardrail.errors import CallError
+from guardrail.errors import CallError, GaveUp
 from guardrail.parse.items import ItemSpans
 from guardrail.testing import Emulator, reply
 from guardrail.vendors.openai_chat import _ChatStream
@@ -160,3 +160,18 @@ def test_strings_with_structure_and_escapes_split_anywhere(emu: Emulator, bodies
     for request in emu.requests[1:]:
         if kept(request.body):
             assert json.loads(request.body["messages"][-2]["content"])["items"] == items[:kept(request.body)]
+
+
+def test_a_broken_first_object_then_another_list_never_passes_for_the_answer(emu: Emulator) -> None:
+    """``{"items": [5, 6], "note": }`` then a corrected object: the parse layer reads the whole answer as the second
+    list, ``[1, 2]``, while ``5`` and ``6`` went out as it streamed. The iteration ends with a typed error; never a
+    result that says the list is ``[5, 6]``, and never ``[5, 6]`` completed with the second list's rest."""
+    emu.script(reply.answer('{"items": [5, 6], "note": }\nCorrected:\n{"items": [1, 2, 3]}'))
+    client = wrapped_client(emu, "chat", retry=FAST, timeout=10)
+    stream = client.chat.completions.create_iterable(model="gpt-4o", messages=[{"role": "user", "content": "List."}],
+                                                     response_model=int)
+    seen: list[Any] = []
+    with pytest.raises(GaveUp, match="does not begin with the 2 items"):
+        for item in stream:
+            seen.append(item)
+    assert seen == [5, 6] and stream.result is None and len(emu.requests) == 1
