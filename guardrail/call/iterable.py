@@ -12,7 +12,8 @@ the previews' :class:`~guardrail.call.streaming.Previewer`), which reads each pi
 :class:`~guardrail.parse.items.ItemSpans` and hands over the *text* of each finished member; the text is read by
 the parse layer (repairs, duplicate keys and all) against the item type. An item the text stops inside is never
 yielded. The whole answer is still judged by the attempt loop at the end (:mod:`guardrail.call.engine`), one
-attempt per request.
+attempt per request; its list must begin with the items yielded from that answer (else :class:`GaveUp`: the
+answer held another list, a corrected one after a broken first, and its rest never completes the wrong one).
 
 What is missing is asked for, and only that (:class:`ListRun`):
 

@@ -93,7 +93,8 @@ def chat_chunk(content: str | None = None, arguments: str | None = None) -> Chat
 
 
 @pytest.mark.xfail(strict=True, reason="known: in tool mode, a list the model writes in its message text before "
-                   "calling the output tool is handed over as items (the answer is the tool's arguments)")
+                   "calling the output tool is handed over as items (the answer is the tool's arguments); the "
+                   "whole answer's check then ends the iteration with GaveUp, after those items went out")
 def test_in_tool_mode_message_text_before_the_tool_call_gives_no_item() -> None:
     """The real Chat Completions accumulator, fed a message text holding a list and then the output tool's call:
     only the tool call is the answer (``Completion`` reads it), so only its members may be handed over. Today
