@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
-from pydantic import create_model
+from pydantic import BaseModel, create_model
 from pydantic_core import to_jsonable_python
 
 from guardrail.call.engine import Call, Send, iterate_async, iterate_sync
@@ -328,7 +328,7 @@ class ListRun:
         complete unless one of them (or one read while streaming) failed."""
         self.keep(result)
         members = _members(result.value)
-        if _as_json(members[:self.taken]) != _as_json(self.items[len(self.items) - self.taken:]):
+        if _written(members[:self.taken]) != _written(self.items[len(self.items) - self.taken:]):
             # the whole answer's reading took another list than the one read as it streamed (a value after a
             # broken first one): the items yielded are not its; a typed error, never its rest after them
             self.own = GaveUp(f"the answer's list does not begin with the {self.taken} items yielded from it as it "
@@ -418,6 +418,14 @@ class ListRun:
 def _as_json(items: list[Any]) -> Any:
     """Items as JSON data: what the continuation replays, and what two readings of a list are compared by."""
     return to_jsonable_python(items, by_alias=True, fallback=str)
+
+
+def _written(items: list[Any]) -> list[Any]:
+    """What the model wrote of each item, to compare two readings of one list: a model's fields that were set
+    (one a default factory filled, a fresh ``uuid4`` or ``now``, differs between two readings of the same text)."""
+    return [item.model_dump(mode="json", by_alias=True, exclude_unset=True, fallback=str)
+            if isinstance(item, BaseModel) else to_jsonable_python(item, by_alias=True, fallback=str)
+            for item in items]
 
 
 def _problems(feedback: str) -> str:

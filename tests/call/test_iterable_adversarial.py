@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from typing import Any
 
 import pytest
@@ -176,3 +177,19 @@ def test_a_broken_first_object_then_another_list_never_passes_for_the_answer(emu
         for item in stream:
             seen.append(item)
     assert seen == [5, 6] and stream.result is None and len(emu.requests) == 1
+
+
+class Stamped(BaseModel):
+    """An item with a field the model does not write: a default factory fills it, afresh at each reading."""
+
+    title: str
+    key: str = Field(default_factory=lambda: uuid.uuid4().hex)
+
+
+def test_items_with_default_factories_are_the_answers_list(emu: Emulator) -> None:
+    """The item read as it streamed and the whole answer's reading differ only in what a factory filled: the
+    same list, never a GaveUp."""
+    emu.script(reply.answer('{"items": [{"title": "a"}, {"title": "b"}]}').streamed_in(4))
+    got, stream = iterate(emu, Stamped)
+    assert [item.title for item in got] == ["a", "b"] and stream.result is not None
+    assert stream.result.value == got
