@@ -12,7 +12,8 @@ the previews' :class:`~guardrail.call.streaming.Previewer`), which reads each pi
 :class:`~guardrail.parse.items.ItemSpans` and hands over the *text* of each finished member; the text is read by
 the parse layer (repairs, duplicate keys and all) against the item type. An item the text stops inside is never
 yielded. The whole answer is still judged by the attempt loop at the end (:mod:`guardrail.call.engine`), one
-attempt per request.
+attempt per request; its list must begin with the items yielded from that answer (else :class:`GaveUp`: the
+answer held another list, a corrected one after a broken first, and its rest never completes the wrong one).
 
 What is missing is asked for, and only that (:class:`ListRun`):
 
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
-from pydantic import PydanticUserError, create_model
+from pydantic import BaseModel, PydanticUserError, create_model
 from pydantic_core import to_jsonable_python
 
 from guardrail.call.engine import Call, Send, iterate_async, iterate_sync
@@ -250,7 +251,7 @@ class ListRun:
         """The turns that continue the list: the items so far, replayed as the model's own answer, and what to do."""
         count = len(self.items)
         if count:
-            text = json.dumps({ITEMS_KEY: to_jsonable_python(self.items, by_alias=True, fallback=str)},
+            text = json.dumps({ITEMS_KEY: _as_json(self.items)},
                               ensure_ascii=False)
             kept = f"The {count} items above are kept." if count > 1 else "The 1 item above is kept."
             ask = (f'{kept} Reply with the rest of the list only, in the same shape ({{"{ITEMS_KEY}": [...]}}): '
@@ -338,9 +339,16 @@ class ListRun:
         """The request's whole answer was valid: the members not yielded yet (held to the rules); the list is
         complete unless one of them (or one read while streaming) failed."""
         self.keep(result)
+        members = _members(result.value)
+        if _written(members[:self.taken]) != _written(self.items[len(self.items) - self.taken:]):
+            # the whole answer's reading took another list than the one read as it streamed (a value after a
+            # broken first one): the items yielded are not its; a typed error, never its rest after them
+            self.own = GaveUp(f"the answer's list does not begin with the {self.taken} items yielded from it as it "
+                              f"streamed (it holds another list after them)", outcome=self.outcome())
+            raise self.own
         out: list[Any] = []
         if self.stopped is None:
-            for value in _members(result.value)[self.taken:]:
+            for value in members[self.taken:]:
                 if not self.ruled(value):
                     break
                 out.append(self.accept(value))
@@ -417,6 +425,19 @@ class ListRun:
     def result(self) -> Result[list[Any]]:
         """The whole list and the record of every request."""
         return result_from(self.outcome(), list(self.items))
+
+
+def _as_json(items: list[Any]) -> Any:
+    """Items as JSON data: what the continuation replays, and what two readings of a list are compared by."""
+    return to_jsonable_python(items, by_alias=True, fallback=str)
+
+
+def _written(items: list[Any]) -> list[Any]:
+    """What the model wrote of each item, to compare two readings of one list: a model's fields that were set
+    (one a default factory filled, a fresh ``uuid4`` or ``now``, differs between two readings of the same text)."""
+    return [item.model_dump(mode="json", by_alias=True, exclude_unset=True, fallback=str)
+            if isinstance(item, BaseModel) else to_jsonable_python(item, by_alias=True, fallback=str)
+            for item in items]
 
 
 def _problems(feedback: str) -> str:

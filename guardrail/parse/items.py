@@ -8,14 +8,18 @@ the ``,`` or ``]`` after it arrives: a member the text stops inside (cut off, or
 given, and neither is a number that may go on (``12`` before ``3``).
 
 Each member is given as the text the model wrote, so the caller reads it with the parse layer as it reads any
-answer (its repairs, its duplicate-key checks), never a value rebuilt from a lenient reading. Text before the
-root (prose, a code fence) is passed over; a root that is not an object, or brackets that do not match, end
-the reading for good (the whole answer is still read by the parse layer at the end). Linear in the text: a
-regular expression jumps to the next character that matters, and a member's pieces are joined once.
+answer (its repairs, its duplicate-key checks), never a value rebuilt from a lenient reading; a member that is
+not one JSON value as written (a comment, a quote JSON does not know: its commas may split nothing) ends the
+reading, unread, for the whole answer's reading to decide. Text before the root is passed over when it is
+whitespace or ends with a code fence's opening line (prose before that holds no ``{``); a root after other
+prose (maybe an example of the shape, before the answer), a root that is not an object, or brackets that do
+not match, end the reading for good (the whole answer is still read by the parse layer at the end). Linear in
+the text: a regular expression jumps to the next character that matters, and a member's pieces are joined once.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 __all__ = ["ItemSpans"]
@@ -24,6 +28,10 @@ __all__ = ["ItemSpans"]
 _STRUCTURE = re.compile(r'[\[\]{}",:]')
 _IN_STRING = re.compile(r'[\\"]')
 _ROOT = re.compile(r"[\[{]")
+#: What may come before the root for its list to be read as it streams: nothing but whitespace, or a fence
+#: opening line (after prose with no opener in it). After other prose the object may be an example the model
+#: gave before its answer (``The shape is {"items": [...]}. Here it is: ...``): the whole answer decides.
+_OPENS = re.compile(r"\s*|.*(?:^|\n)[ \t]*(?:```+|~~~+)[^\n`]*\n\s*", re.DOTALL)
 _CLOSER = {"]": "[", "}": "{"}
 
 
@@ -33,6 +41,7 @@ class ItemSpans:
     def __init__(self, key: str = "items") -> None:
         self.key = key
         self._stack: list[str] = []  # the open containers' openers
+        self._before: list[str] = []  # the text before the root
         self._in_string = False
         self._escaped = False  # a backslash ended the last piece inside a string
         self._list = 0  # 0: the list has not opened; 1: reading its members; -1: it closed (or the reading ended)
@@ -80,10 +89,14 @@ class ItemSpans:
             if not stack:
                 hit = _ROOT.search(piece, i)
                 if hit is None:
+                    self._before.append(piece[i:])
                     return found
-                if hit.group() != "{":  # not the object the list is wrapped in
+                self._before.append(piece[i:hit.start()])
+                # not the object the list is wrapped in, or one that prose comes before (maybe an example)
+                if hit.group() != "{" or not _OPENS.fullmatch("".join(self._before)):
                     self._list = -1
                     return found
+                self._before = []
                 stack.append("{")
                 i = hit.end()
                 continue
@@ -104,7 +117,8 @@ class ItemSpans:
                 if depth == 1:
                     self._current = ""
                 elif depth == 2 and self._list == 1:
-                    self._finish(piece, mark, at, found)
+                    if not self._finish(piece, mark, at, found):
+                        return found
                     mark = i
             elif ch in "[{":
                 stack.append(ch)
@@ -115,7 +129,7 @@ class ItemSpans:
                     self._list = -1
                     return found
                 if depth == 2 and self._list == 1:  # the list closed
-                    self._finish(piece, mark, at, found)
+                    self._finish(piece, mark, at, found)  # (a member that is not JSON ends the reading too)
                     self._list = -1
                     return found
                 if not stack:  # the root closed without the list
@@ -129,10 +143,23 @@ class ItemSpans:
         if self._name is not None and end > start:
             self._name.append(piece[start:end])
 
-    def _finish(self, piece: str, mark: int, at: int, found: list[str]) -> None:
-        """A member ended at ``at``: its text (empty between ``[`` and ``]``, or after a trailing comma: none)."""
+    def _finish(self, piece: str, mark: int, at: int, found: list[str]) -> bool:
+        """A member ended at ``at``: its text (empty between ``[`` and ``]``, or after a trailing comma: none).
+
+        Only a member that is one JSON value as written is given: the reading splits at the ``,`` and ``]`` that
+        JSON's lexing leaves outside strings, so text that is not JSON (a comment, a single-, smart- or
+        backtick-quoted string: what the parse layer repairs) may hold a comma that splits nothing. The first
+        such member ends the reading for good (false), unread: the whole answer's reading gives it and the rest.
+        """
         self._member.append(piece[mark:at])
         text = "".join(self._member).strip()
         self._member = []
-        if text:
-            found.append(text)
+        if not text:
+            return True
+        try:
+            json.loads(text)
+        except (ValueError, RecursionError):
+            self._list = -1
+            return False
+        found.append(text)
+        return True
