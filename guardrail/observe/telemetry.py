@@ -166,7 +166,9 @@ def target_of(method: Callable[..., Any], provider: str) -> Target:
     name = getattr(method, "__name__", "create")
     client = getattr(resource, "_client", None)
     streaming = getattr(getattr(resource, "with_streaming_response", None), name, None)
-    key = (provider, name, getattr(type(resource), name, None), streaming, getattr(client, "base_url", None))
+    # the streaming twin by identity: it wraps the resource's own bound method, so holding it in the value of a
+    # WeakKeyDictionary keyed by the resource would keep the resource (and its client's sockets) alive forever
+    key = (provider, name, getattr(type(resource), name, None), id(streaming), getattr(client, "base_url", None))
     try:
         known = _TARGETS.get(resource)
     except TypeError:  # not weak-referenceable

@@ -22,7 +22,7 @@ from guardrail.call.iterable import Found, ItemReader
 from guardrail.errors import CallError, GaveUp
 from guardrail.parse.items import ItemSpans
 from guardrail.testing import Emulator, reply
-from guardrail.vendors.openai_chat import _ChatStream
+from guardrail.vendors.openai_chat import ChatCompletions
 
 FAST = guardrail.RetryPolicy(max_tries=3, initial_wait=0.01, max_wait=0.1, deadline=20)
 
@@ -101,7 +101,7 @@ def test_in_tool_mode_message_text_before_the_tool_call_gives_no_item() -> None:
     only the tool call is the answer (``Completion`` reads it), so only its members may be handed over. Today
     the text's two members go out at positions 0 and 1, and the tool's first two are then skipped as if already
     yielded: ``ListRun.take`` would yield ``draft 1, draft 2, c`` for the answer ``a, b, c``."""
-    stream = _ChatStream("output")
+    stream = ChatCompletions().accumulator("output")  # the chat endpoint's own stream reader
     reader = ItemReader(Send(kwargs={}, stream=True, tool="output"))
     handed: list[tuple[int, str]] = []
     for event in (chat_chunk(content='{"items": ["draft 1", '), chat_chunk(content='"draft 2"]}'),
